@@ -1,0 +1,287 @@
+//! Row readers for the big tables (kernels, memcpys, memsets, CUDA API calls, NVTX). Each
+//! reads one rowid range into compact per-stream or per-thread columns; `build` merges the
+//! ranges in order.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use super::error::LoadError;
+use super::scan::{ScanContext, Skips, int, scan_range, text};
+use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Schema};
+use super::small_tables::Names;
+use crate::trace::{
+    ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind, RangeKind, StrId,
+    pid_of_global_id,
+};
+
+/// (deviceId, pid, streamId): stream ids repeat across processes.
+pub type StreamKey = (u32, u32, u32);
+
+const END_BEFORE_START: &str = "end < start";
+const NULL_TIME: &str = "NULL start or end";
+
+/// GPU ops of one rowid range of one table.
+#[derive(Default)]
+pub struct GpuChunk {
+    pub streams: HashMap<StreamKey, GpuOps>,
+    /// Kernels: launch configurations indexed by `GpuOps::detail` (local to this chunk).
+    pub configs: Vec<LaunchConfig>,
+    /// Memory ops: per device, indexed by `GpuOps::detail` (local to this chunk).
+    pub mem_info: HashMap<u32, Vec<MemInfo>>,
+    pub skips: Skips,
+    pub rows: u64,
+}
+
+impl GpuChunk {
+    fn push(&mut self, key: StreamKey, start: i64, end: i64, kind: OpKind, name: StrId, corr: Option<i64>, detail: u32) {
+        let ops = self.streams.entry(key).or_default();
+        ops.start.push(start);
+        ops.end.push(end);
+        ops.kind.push(kind);
+        ops.name.push(name);
+        ops.correlation_id.push(corr.unwrap_or(0) as u32);
+        ops.launch_thread.push(NONE);
+        ops.launch_call.push(NONE);
+        ops.detail.push(detail);
+    }
+}
+
+/// Checks the times of a row; counts and drops bad ones.
+fn valid_times(start: Option<i64>, end: Option<i64>, table: &'static str, skips: &mut Skips) -> Option<(i64, i64)> {
+    match (start, end) {
+        (Some(s), Some(e)) if e >= s => Some((s, e)),
+        (Some(_), Some(_)) => {
+            skips.add(table, END_BEFORE_START);
+            None
+        }
+        _ => {
+            skips.add(table, NULL_TIME);
+            None
+        }
+    }
+}
+
+fn key_of(device: Option<i64>, global_pid: Option<i64>, stream: Option<i64>) -> StreamKey {
+    (
+        device.unwrap_or(0) as u32,
+        global_pid.map_or(0, pid_of_global_id),
+        stream.unwrap_or(0) as u32,
+    )
+}
+
+pub fn read_kernels(
+    ctx: &ScanContext,
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    range: (i64, i64),
+) -> Result<GpuChunk, LoadError> {
+    let cols = schema.select_list(
+        KERNEL,
+        &[
+            "start", "end", "deviceId", "streamId", "correlationId", "globalPid", "shortName", "demangledName",
+            "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+            "staticSharedMemory", "dynamicSharedMemory",
+        ],
+    );
+    let mut chunk = GpuChunk::default();
+    let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
+    chunk.rows = scan_range(ctx, conn, KERNEL, &cols, range, |r| {
+        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), KERNEL, &mut chunk.skips) else {
+            return Ok(());
+        };
+        let short = names.ids.get(int(r, 6));
+        let demangled = names.ids.get(int(r, 7));
+        let name = if short != 0 { short } else { demangled };
+        let kind = if names.is_nccl(short) || names.is_nccl(demangled) {
+            OpKind::Nccl
+        } else {
+            OpKind::Compute
+        };
+        let u = |i: usize| int(r, i).unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
+        let config = LaunchConfig {
+            demangled_name: demangled,
+            grid: [u(8), u(9), u(10)],
+            block: [u(11), u(12), u(13)],
+            registers_per_thread: u(14),
+            static_shared_bytes: u(15),
+            dynamic_shared_bytes: u(16),
+        };
+        let next = config_ids.len() as u32;
+        let detail = *config_ids.entry(config).or_insert_with(|| {
+            chunk.configs.push(config);
+            next
+        });
+        let key = key_of(int(r, 2), int(r, 5), int(r, 3));
+        chunk.push(key, start, end, kind, name, int(r, 4), detail);
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// Memcpys (`is_memset` false) or memsets.
+pub fn read_memory_ops(
+    ctx: &ScanContext,
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    is_memset: bool,
+    range: (i64, i64),
+) -> Result<GpuChunk, LoadError> {
+    let (table, kind_column, op_kind) = if is_memset {
+        (MEMSET, "memKind", OpKind::Memset)
+    } else {
+        (MEMCPY, "copyKind", OpKind::Memcpy)
+    };
+    let cols = schema.select_list(
+        table,
+        &["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes", kind_column],
+    );
+    let mut chunk = GpuChunk::default();
+    chunk.rows = scan_range(ctx, conn, table, &cols, range, |r| {
+        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), table, &mut chunk.skips) else {
+            return Ok(());
+        };
+        let key = key_of(int(r, 2), int(r, 5), int(r, 3));
+        let kind_id = int(r, 7);
+        let name = if is_memset { names.memset_name } else { names.memcpy(kind_id) };
+        let infos = chunk.mem_info.entry(key.0).or_default();
+        infos.push(MemInfo {
+            bytes: int(r, 6).unwrap_or(0).max(0) as u64,
+            kind: kind_id.unwrap_or(0).clamp(0, 255) as u8,
+        });
+        let detail = infos.len() as u32 - 1;
+        chunk.push(key, start, end, op_kind, name, int(r, 4), detail);
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// API calls of one rowid range, per `globalTid`.
+#[derive(Default)]
+pub struct ApiChunk {
+    pub threads: HashMap<i64, ApiCalls>,
+    pub skips: Skips,
+    pub rows: u64,
+}
+
+pub fn read_api_calls(
+    ctx: &ScanContext,
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    range: (i64, i64),
+) -> Result<ApiChunk, LoadError> {
+    let cols = schema.select_list(RUNTIME, &["start", "end", "eventClass", "globalTid", "correlationId", "nameId"]);
+    let mut chunk = ApiChunk::default();
+    chunk.rows = scan_range(ctx, conn, RUNTIME, &cols, range, |r| {
+        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), RUNTIME, &mut chunk.skips) else {
+            return Ok(());
+        };
+        let calls = chunk.threads.entry(int(r, 3).unwrap_or(0)).or_default();
+        calls.start.push(start);
+        calls.end.push(end);
+        calls.class.push(if int(r, 2) == Some(1) { ApiClass::Driver } else { ApiClass::Runtime });
+        calls.correlation_id.push(int(r, 4).unwrap_or(0) as u32);
+        calls.name.push(names.ids.get(int(r, 5)));
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// NVTX `eventType` values (ENUM_NSYS_EVENT_TYPE).
+const NVTX_MARK: i64 = 34;
+const NVTX_PUSH_POP: i64 = 59;
+const NVTX_START_END: i64 = 60;
+const NVTX_DOMAIN_CREATE: i64 = 75;
+
+/// Texts first seen in this chunk get ids with this bit set, resolved at merge.
+pub const LOCAL_TEXT: u32 = 1 << 31;
+
+/// NVTX events of one rowid range, per `globalTid`.
+#[derive(Default)]
+pub struct NvtxChunk {
+    pub ranges: HashMap<i64, NvtxRanges>,
+    pub marks: HashMap<i64, NvtxMarks>,
+    pub domains: Vec<(u32, String)>,
+    /// Inline texts of this chunk; `LOCAL_TEXT | i` refers to `texts[i]`.
+    pub texts: Vec<String>,
+    pub skips: Skips,
+    pub rows: u64,
+}
+
+pub fn read_nvtx(
+    ctx: &ScanContext,
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    range: (i64, i64),
+) -> Result<NvtxChunk, LoadError> {
+    let cols = schema.select_list(NVTX, &["start", "end", "eventType", "text", "textId", "globalTid", "color", "domainId"]);
+    let mut chunk = NvtxChunk::default();
+    let mut text_ids: HashMap<String, u32> = HashMap::new();
+    chunk.rows = scan_range(ctx, conn, NVTX, &cols, range, |r| {
+        let event_type = int(r, 2).unwrap_or(-1);
+        let kind = match event_type {
+            NVTX_PUSH_POP => RangeKind::PushPop,
+            NVTX_START_END => RangeKind::StartEnd,
+            NVTX_DOMAIN_CREATE => {
+                if let (Some(id), Some(name)) = (int(r, 7), text(r, 3)) {
+                    chunk.domains.push((id as u32, name.to_owned()));
+                }
+                return Ok(());
+            }
+            NVTX_MARK => {
+                let marks = chunk.marks.entry(int(r, 5).unwrap_or(0)).or_default();
+                marks.time.push(int(r, 0).unwrap_or(0));
+                let id = text_id(r, names, &mut text_ids, &mut chunk.texts);
+                marks.text.push(id);
+                return Ok(());
+            }
+            _ => {
+                chunk.skips.add(NVTX, "not a range or mark (other NVTX event type)");
+                return Ok(());
+            }
+        };
+        let (start, end) = match (int(r, 0), int(r, 1)) {
+            (Some(s), Some(e)) if e >= s => (s, e),
+            (Some(_), None) => {
+                chunk.skips.add(NVTX, "range never ended (end NULL)");
+                return Ok(());
+            }
+            (Some(_), Some(_)) => {
+                chunk.skips.add(NVTX, END_BEFORE_START);
+                return Ok(());
+            }
+            _ => {
+                chunk.skips.add(NVTX, NULL_TIME);
+                return Ok(());
+            }
+        };
+        let id = text_id(r, names, &mut text_ids, &mut chunk.texts);
+        let ranges = chunk.ranges.entry(int(r, 5).unwrap_or(0)).or_default();
+        ranges.start.push(start);
+        ranges.end.push(end);
+        ranges.text.push(id);
+        ranges.kind.push(kind);
+        ranges.color.push(int(r, 6).unwrap_or(0) as u32);
+        ranges.domain.push(int(r, 7).unwrap_or(0) as u32);
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// The text of an NVTX row: inline `text` (2024+) or `textId` into `StringIds` (2023).
+fn text_id(r: &rusqlite::Row, names: &Names, local: &mut HashMap<String, u32>, texts: &mut Vec<String>) -> StrId {
+    if let Some(t) = text(r, 3) {
+        if let Some(&id) = local.get(t) {
+            return id;
+        }
+        let id = LOCAL_TEXT | texts.len() as u32;
+        texts.push(t.to_owned());
+        local.insert(t.to_owned(), id);
+        return id;
+    }
+    names.ids.get(int(r, 4))
+}

@@ -1,0 +1,226 @@
+//! Merges the per-range chunks into the `Trace`: concatenates in file order, remaps
+//! chunk-local ids, sorts by start, nests NVTX ranges, and links each GPU op to the API call
+//! that launched it by (pid, correlationId) — correlationIds restart in every process.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+
+use rayon::prelude::*;
+
+use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, StreamKey};
+use super::error::LoadError;
+use crate::trace::{
+    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NONE, Process, StrId, Stream, StringTable, Thread, Trace,
+    global_tid_sort_key, pid_of_global_id, tid_of_global_id,
+};
+
+/// What the small tables gave.
+pub struct Parts {
+    pub info: ExportInfo,
+    pub strings: StringTable,
+    pub processes: Vec<Process>,
+    pub thread_names: HashMap<i64, String>,
+    pub gpu_names: HashMap<u32, String>,
+    pub capture_window: Option<(i64, i64)>,
+}
+
+pub fn build_trace(
+    parts: Parts,
+    gpu: Vec<GpuChunk>,
+    api: Vec<ApiChunk>,
+    nvtx: Vec<NvtxChunk>,
+    cancel: &AtomicBool,
+) -> Result<Trace, LoadError> {
+    let mut strings = parts.strings;
+    let (mut streams, launch_configs, mut mem_info) = merge_gpu(gpu);
+    let (mut threads, nvtx_domains) = merge_threads(api, nvtx, &mut strings, &parts.thread_names);
+    check_cancel(cancel)?;
+
+    streams.par_iter_mut().for_each(|(_, ops)| ops.sort_by_start());
+    threads.par_iter_mut().for_each(|t| {
+        t.api.sort_by_start();
+        t.nvtx.sort_and_nest();
+        sort_marks(t);
+    });
+    check_cancel(cancel)?;
+    link_launches(&mut streams, &threads);
+
+    let mut devices: Vec<Device> = Vec::new();
+    for ((device_id, pid, stream_id), ops) in streams {
+        if devices.last().map(|d| d.id) != Some(device_id) {
+            devices.push(Device {
+                id: device_id,
+                name: parts.gpu_names.get(&device_id).cloned().unwrap_or_else(|| format!("GPU {device_id}")),
+                streams: Vec::new(),
+                mem_info: mem_info.remove(&device_id).unwrap_or_default(),
+            });
+        }
+        devices.last_mut().unwrap().streams.push(Stream { id: stream_id, pid, ops });
+    }
+    Ok(Trace {
+        info: parts.info,
+        strings,
+        devices,
+        threads,
+        processes: parts.processes,
+        launch_configs,
+        nvtx_domains,
+        capture_window: parts.capture_window,
+    })
+}
+
+fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {
+    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(LoadError::Cancelled);
+    }
+    Ok(())
+}
+
+type MergedGpu = (Vec<(StreamKey, GpuOps)>, Vec<LaunchConfig>, HashMap<u32, Vec<MemInfo>>);
+
+fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
+    let mut streams: BTreeMap<StreamKey, GpuOps> = BTreeMap::new();
+    let mut configs: Vec<LaunchConfig> = Vec::new();
+    let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
+    let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
+    for chunk in chunks {
+        let config_remap: Vec<u32> = chunk
+            .configs
+            .iter()
+            .map(|c| {
+                let next = configs.len() as u32;
+                *config_ids.entry(*c).or_insert_with(|| {
+                    configs.push(*c);
+                    next
+                })
+            })
+            .collect();
+        let mut mem_offset: HashMap<u32, u32> = HashMap::new();
+        for (device, infos) in chunk.mem_info {
+            let all = mem_info.entry(device).or_default();
+            mem_offset.insert(device, all.len() as u32);
+            all.extend(infos);
+        }
+        for (key, mut ops) in chunk.streams {
+            let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
+            for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
+                *detail = if kind.is_kernel() { config_remap[*detail as usize] } else { offset + *detail };
+            }
+            let merged = streams.entry(key).or_default();
+            if merged.is_empty() {
+                *merged = ops;
+            } else {
+                append_ops(merged, ops);
+            }
+        }
+    }
+    (streams.into_iter().collect(), configs, mem_info)
+}
+
+fn append_ops(into: &mut GpuOps, from: GpuOps) {
+    into.start.extend(from.start);
+    into.end.extend(from.end);
+    into.kind.extend(from.kind);
+    into.name.extend(from.name);
+    into.correlation_id.extend(from.correlation_id);
+    into.launch_thread.extend(from.launch_thread);
+    into.launch_call.extend(from.launch_call);
+    into.detail.extend(from.detail);
+}
+
+fn merge_threads(
+    api: Vec<ApiChunk>,
+    nvtx: Vec<NvtxChunk>,
+    strings: &mut StringTable,
+    thread_names: &HashMap<i64, String>,
+) -> (Vec<Thread>, Vec<(u32, String)>) {
+    let mut threads: BTreeMap<(u32, u32, i64), Thread> = BTreeMap::new();
+    for chunk in api {
+        for (gtid, calls) in chunk.threads {
+            let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
+            t.start.extend(calls.start);
+            t.end.extend(calls.end);
+            t.name.extend(calls.name);
+            t.correlation_id.extend(calls.correlation_id);
+            t.class.extend(calls.class);
+        }
+    }
+    let mut domains: BTreeMap<u32, String> = BTreeMap::new();
+    for chunk in nvtx {
+        let remap: Vec<StrId> = chunk.texts.iter().map(|t| strings.intern(t)).collect();
+        let resolve = |id: StrId| if id & LOCAL_TEXT != 0 { remap[(id & !LOCAL_TEXT) as usize] } else { id };
+        for (gtid, ranges) in chunk.ranges {
+            let t = &mut thread_entry(&mut threads, gtid, thread_names).nvtx;
+            t.start.extend(ranges.start);
+            t.end.extend(ranges.end);
+            t.text.extend(ranges.text.into_iter().map(resolve));
+            t.kind.extend(ranges.kind);
+            t.color.extend(ranges.color);
+            t.domain.extend(ranges.domain);
+        }
+        for (gtid, marks) in chunk.marks {
+            let t = &mut thread_entry(&mut threads, gtid, thread_names).marks;
+            t.time.extend(marks.time);
+            t.text.extend(marks.text.into_iter().map(resolve));
+        }
+        domains.extend(chunk.domains);
+    }
+    (threads.into_values().collect(), domains.into_iter().collect())
+}
+
+fn thread_entry<'a>(
+    threads: &'a mut BTreeMap<(u32, u32, i64), Thread>,
+    gtid: i64,
+    thread_names: &HashMap<i64, String>,
+) -> &'a mut Thread {
+    threads.entry(global_tid_sort_key(gtid)).or_insert_with(|| Thread {
+        global_tid: gtid,
+        pid: pid_of_global_id(gtid),
+        tid: tid_of_global_id(gtid),
+        name: thread_names.get(&gtid).cloned().unwrap_or_default(),
+        ..Default::default()
+    })
+}
+
+fn sort_marks(thread: &mut Thread) {
+    let marks = &mut thread.marks;
+    if marks.time.is_sorted() {
+        return;
+    }
+    let mut pairs: Vec<(i64, StrId)> = marks.time.iter().copied().zip(marks.text.iter().copied()).collect();
+    pairs.sort_by_key(|p| p.0);
+    (marks.time, marks.text) = pairs.into_iter().unzip();
+}
+
+/// Sets `launch_thread`/`launch_call` of every GPU op whose (pid, correlationId) matches an
+/// API call. One sorted key list and a binary search per op: no per-row SQL, no hash of
+/// millions of entries.
+fn link_launches(streams: &mut [(StreamKey, GpuOps)], threads: &[Thread]) {
+    let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(threads.iter().map(|t| t.api.len()).sum());
+    for (ti, t) in threads.iter().enumerate() {
+        for (ci, &corr) in t.api.correlation_id.iter().enumerate() {
+            if corr != 0 {
+                keys.push((((t.pid as u64) << 32) | corr as u64, ti as u32, ci as u32));
+            }
+        }
+    }
+    keys.par_sort_unstable();
+    streams.par_iter_mut().for_each(|((_, pid, _), ops)| {
+        let pid_bits = (*pid as u64) << 32;
+        for i in 0..ops.len() {
+            let corr = ops.correlation_id[i];
+            if corr == 0 {
+                continue;
+            }
+            let key = pid_bits | corr as u64;
+            let at = keys.partition_point(|k| k.0 < key);
+            if let Some(&(k, thread, call)) = keys.get(at)
+                && k == key
+            {
+                ops.launch_thread[i] = thread;
+                ops.launch_call[i] = call;
+            }
+        }
+    });
+    debug_assert!(streams.iter().all(|(_, ops)| ops.launch_call.iter().all(|&c| c == NONE || c < u32::MAX)));
+}

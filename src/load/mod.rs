@@ -1,0 +1,217 @@
+//! sqlite → `Trace`. The only code that knows SQL and nsys table names.
+//!
+//! Opens the export read-only and immutable (nothing is ever written near it), reads the
+//! small tables, then scans the big ones in parallel rowid ranges, reporting progress and
+//! stopping promptly when the cancel flag is set. See `../shared/docs/nsys-sqlite.md`.
+
+mod big_tables;
+mod build;
+mod error;
+mod report;
+mod scan;
+mod schema;
+mod small_tables;
+mod sniff;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+pub use error::LoadError;
+
+/// The error a failed read of `path` with `kind` gives (lets tests check messages that
+/// root, who reads anything, cannot provoke).
+pub fn io_error_for_test(path: &Path, kind: std::io::ErrorKind) -> LoadError {
+    sniff::io_error(path, std::io::Error::from(kind))
+}
+pub use report::{LoadReport, SkippedRows};
+pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
+
+use big_tables::{ApiChunk, GpuChunk, NvtxChunk};
+use scan::ScanContext;
+use schema::{READ_TABLES, Schema};
+
+use crate::trace::{StringTable, Trace};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Opening,
+    ReadingSmallTables,
+    ReadingTables,
+    Building,
+    Done,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Opening => "Opening",
+            Phase::ReadingSmallTables => "Reading strings and metadata",
+            Phase::ReadingTables => "Reading events",
+            Phase::Building => "Sorting and linking",
+            Phase::Done => "Done",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub phase: Phase,
+    /// Of the current phase, 0..=1.
+    pub fraction: f32,
+    pub rows_read: u64,
+}
+
+/// Loads `path` with no progress reporting and no way to cancel.
+pub fn load(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
+    load_with(path, &|_| {}, &AtomicBool::new(false))
+}
+
+/// A big table's scan, cut into rowid ranges; one task per range.
+#[derive(Clone, Copy)]
+enum Task {
+    Kernels((i64, i64)),
+    Memcpys((i64, i64)),
+    Memsets((i64, i64)),
+    Api((i64, i64)),
+    Nvtx((i64, i64)),
+}
+
+enum ChunkOut {
+    Gpu(GpuChunk, &'static str),
+    Api(ApiChunk),
+    Nvtx(NvtxChunk),
+}
+
+/// Loads `path`, calling `progress` from worker threads and checking `cancel` every few
+/// thousand rows.
+pub fn load_with(
+    path: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(Trace, LoadReport), LoadError> {
+    let t0 = Instant::now();
+    let mut report = LoadReport::new(path);
+    progress(Progress { phase: Phase::Opening, fraction: 0.0, rows_read: 0 });
+    report.file_bytes = sniff::check_file(path)?;
+    let conn = sniff::open_read_only(path)?;
+    let schema = Schema::read(&conn, path)?;
+    schema.check_is_nsys_export(path)?;
+    report.phase_done("open", t0);
+
+    let t = Instant::now();
+    progress(Progress { phase: Phase::ReadingSmallTables, fraction: 0.0, rows_read: 0 });
+    let mut strings = StringTable::new();
+    let info = small_tables::read_export_info(&conn, path, &schema)?;
+    let names = small_tables::read_names(&conn, path, &schema, &mut strings)?;
+    let processes = small_tables::read_processes(&conn, path, &schema)?;
+    let thread_names = small_tables::read_thread_names(&conn, path, &schema, &names, &strings)?;
+    let gpu_names = small_tables::read_gpu_names(&conn, path, &schema)?;
+    let capture_window = small_tables::read_capture_window(&conn, path, &schema)?;
+    for &(table, disables) in READ_TABLES {
+        if !schema.has(table) {
+            report.missing_tables.push(table.to_string());
+            report.missing_effects.insert(table.to_string(), disables.to_string());
+        }
+    }
+    for table in ["StringIds", "ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "ANALYSIS_DETAILS"] {
+        if schema.has(table) {
+            report.tables.insert(table.to_string(), small_tables::count_rows(&conn, path, table)?);
+        }
+    }
+    report.phase_done("small tables", t);
+
+    // Plan the scans: kernels first, so a staged loader could show them earliest.
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    let mut rows_expected = 0;
+    for (table, make) in [
+        (KERNEL, Task::Kernels as fn((i64, i64)) -> Task),
+        (MEMCPY, Task::Memcpys),
+        (MEMSET, Task::Memsets),
+        (RUNTIME, Task::Api),
+        (NVTX, Task::Nvtx),
+    ] {
+        if !schema.has(table) {
+            continue;
+        }
+        let (ranges, rows) = scan::plan_ranges(&conn, path, table)?;
+        rows_expected += rows;
+        tasks.extend(ranges.into_iter().map(make));
+        report.tables.insert(table.to_string(), 0);
+    }
+    let ctx = ScanContext {
+        path,
+        cancel,
+        rows_read: AtomicU64::new(0),
+        rows_expected,
+        progress,
+    };
+    let outputs: Vec<ChunkOut> = tasks
+        .par_iter()
+        .map(|&task| -> Result<ChunkOut, LoadError> {
+            ctx.check_cancel()?;
+            let conn = sniff::open_read_only(path)?;
+            Ok(match task {
+                Task::Kernels(r) => ChunkOut::Gpu(big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?, KERNEL),
+                Task::Memcpys(r) => {
+                    ChunkOut::Gpu(big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?, MEMCPY)
+                }
+                Task::Memsets(r) => {
+                    ChunkOut::Gpu(big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?, MEMSET)
+                }
+                Task::Api(r) => ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?),
+                Task::Nvtx(r) => ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    report.phase_done("read events", t);
+
+    let t = Instant::now();
+    progress(Progress {
+        phase: Phase::Building,
+        fraction: 0.0,
+        rows_read: ctx.rows_read.into_inner(),
+    });
+    let mut gpu = Vec::new();
+    let mut api = Vec::new();
+    let mut nvtx = Vec::new();
+    for out in outputs {
+        match out {
+            ChunkOut::Gpu(chunk, table) => {
+                *report.tables.entry(table.to_string()).or_default() += chunk.rows;
+                report.skips.merge(chunk.skips.clone());
+                gpu.push(chunk);
+            }
+            ChunkOut::Api(chunk) => {
+                *report.tables.entry(RUNTIME.to_string()).or_default() += chunk.rows;
+                report.skips.merge(chunk.skips.clone());
+                api.push(chunk);
+            }
+            ChunkOut::Nvtx(chunk) => {
+                *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
+                report.skips.merge(chunk.skips.clone());
+                nvtx.push(chunk);
+            }
+        }
+    }
+    let parts = build::Parts {
+        info,
+        strings,
+        processes,
+        thread_names,
+        gpu_names,
+        capture_window,
+    };
+    let trace = build::build_trace(parts, gpu, api, nvtx, cancel)?;
+    report.phase_done("sort, nest and link", t);
+    report.finish(&trace, t0);
+    progress(Progress {
+        phase: Phase::Done,
+        fraction: 1.0,
+        rows_read: report.tables.values().sum(),
+    });
+    Ok((trace, report))
+}

@@ -1,0 +1,84 @@
+//! What a load did: versions, rows read per table, tables absent and what that disables,
+//! rows skipped and why, and how long each phase took.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::scan::Skips;
+use crate::trace::Trace;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedRows {
+    pub table: String,
+    pub reason: String,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadReport {
+    pub file: PathBuf,
+    pub file_bytes: u64,
+    pub seconds: f64,
+    /// Rows read per table (big tables: rows scanned, including skipped ones).
+    pub tables: BTreeMap<String, u64>,
+    pub missing_tables: Vec<String>,
+    /// Missing table → what its absence disables.
+    pub missing_effects: BTreeMap<String, String>,
+    pub skipped_rows: Vec<SkippedRows>,
+    /// Plain-language remarks, e.g. "no GPU activity".
+    pub notes: Vec<String>,
+    /// (phase, seconds), in order.
+    pub phases: Vec<(String, f64)>,
+    #[serde(skip)]
+    pub(super) skips: Skips,
+}
+
+impl LoadReport {
+    pub(super) fn new(path: &Path) -> Self {
+        Self {
+            file: path.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    pub(super) fn phase_done(&mut self, name: &str, since: Instant) {
+        self.phases.push((name.to_string(), since.elapsed().as_secs_f64()));
+    }
+
+    pub(super) fn finish(&mut self, trace: &Trace, t0: Instant) {
+        self.skipped_rows = self
+            .skips
+            .0
+            .iter()
+            .map(|(&(table, reason), &rows)| SkippedRows {
+                table: table.to_string(),
+                reason: reason.to_string(),
+                rows,
+            })
+            .collect();
+        if trace.gpu_op_count() == 0 {
+            self.notes.push(
+                "no GPU activity: the export has no kernel, memcpy or memset rows (was CUDA tracing on? `nsys profile --trace=cuda,nvtx`)"
+                    .to_string(),
+            );
+        }
+        let unlinked: usize = trace
+            .devices
+            .iter()
+            .flat_map(|d| &d.streams)
+            .map(|s| s.ops.launch_call.iter().filter(|&&c| c == crate::trace::NONE).count())
+            .sum();
+        if unlinked > 0 && trace.api_call_count() > 0 {
+            self.notes
+                .push(format!("{unlinked} GPU ops have no launching API call in the export"));
+        }
+        self.seconds = t0.elapsed().as_secs_f64();
+    }
+
+    pub fn total_skipped(&self) -> u64 {
+        self.skipped_rows.iter().map(|s| s.rows).sum()
+    }
+}

@@ -1,0 +1,218 @@
+//! The small tables, read once on one connection before the big scans: strings, version
+//! metadata, processes, thread names, GPUs, the capture window and the memcpy enum.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::error::LoadError;
+use super::scan::{int, text};
+use super::schema::{STRING_IDS, Schema};
+use super::sniff::sqlite_error;
+use crate::trace::{ExportInfo, Process, StrId, StringTable, is_nccl_name};
+
+/// nsys `StringIds.id` → our `StrId`.
+pub enum IdMap {
+    /// Ids are (nearly) dense: a vector indexed by nsys id.
+    Dense(Vec<StrId>),
+    Sparse(HashMap<i64, StrId>),
+}
+
+impl IdMap {
+    pub fn get(&self, nsys_id: Option<i64>) -> StrId {
+        let Some(id) = nsys_id else { return 0 };
+        match self {
+            IdMap::Dense(v) => usize::try_from(id).ok().and_then(|i| v.get(i)).copied().unwrap_or(0),
+            IdMap::Sparse(m) => m.get(&id).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Everything the row readers need to turn ids into names and classes.
+pub struct Names {
+    pub ids: IdMap,
+    /// By `StrId`: is this a NCCL kernel name? Covers the `StringIds` strings.
+    pub nccl: Vec<bool>,
+    /// By memcpy `copyKind`: "Memcpy HtoD" and so on.
+    pub memcpy_name: Vec<StrId>,
+    pub memset_name: StrId,
+}
+
+impl Names {
+    pub fn memcpy(&self, copy_kind: Option<i64>) -> StrId {
+        let k = copy_kind.unwrap_or(0).clamp(0, self.memcpy_name.len() as i64 - 1) as usize;
+        self.memcpy_name[k]
+    }
+
+    pub fn is_nccl(&self, id: StrId) -> bool {
+        self.nccl.get(id as usize).copied().unwrap_or(false)
+    }
+}
+
+fn query<T>(
+    conn: &Connection,
+    path: &Path,
+    table: &str,
+    sql: &str,
+    mut map: impl FnMut(&rusqlite::Row) -> T,
+) -> Result<Vec<T>, LoadError> {
+    let mut run = || -> rusqlite::Result<Vec<T>> {
+        let mut stmt = conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(map(row));
+        }
+        Ok(out)
+    };
+    run().map_err(|e| sqlite_error(path, table, e))
+}
+
+/// Reads `StringIds` into `strings` and prepares the name lookups.
+pub fn read_names(conn: &Connection, path: &Path, schema: &Schema, strings: &mut StringTable) -> Result<Names, LoadError> {
+    let mut pairs: Vec<(i64, StrId)> = Vec::new();
+    if schema.has(STRING_IDS) {
+        let rows = query(conn, path, STRING_IDS, "SELECT id, value FROM StringIds", |r| {
+            (int(r, 0), text(r, 1).map(str::to_owned))
+        })?;
+        for (id, value) in rows {
+            if let (Some(id), Some(value)) = (id, value) {
+                pairs.push((id, strings.intern(&value)));
+            }
+        }
+    }
+    let max_id = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+    let dense = pairs.iter().all(|p| p.0 >= 0) && (max_id as usize) < pairs.len() * 4 + 1024;
+    let ids = if dense {
+        let mut v = vec![0; max_id as usize + 1];
+        for (id, s) in pairs {
+            v[id as usize] = s;
+        }
+        IdMap::Dense(v)
+    } else {
+        IdMap::Sparse(pairs.into_iter().collect())
+    };
+
+    let mut memcpy_label: HashMap<i64, String> = HashMap::new();
+    if schema.has("ENUM_CUDA_MEMCPY_OPER") {
+        let rows = query(conn, path, "ENUM_CUDA_MEMCPY_OPER", "SELECT id, label, name FROM ENUM_CUDA_MEMCPY_OPER", |r| {
+            (int(r, 0), text(r, 1).or(text(r, 2)).map(str::to_owned))
+        })?;
+        for (id, label) in rows {
+            if let (Some(id), Some(label)) = (id, label) {
+                memcpy_label.insert(id, label);
+            }
+        }
+    }
+    // Fallback labels: the values nsys has used in every version we have seen.
+    let default_label = |k: i64| match k {
+        1 => "HtoD",
+        2 => "DtoH",
+        3 => "HtoA",
+        4 => "AtoH",
+        5 => "AtoA",
+        6 => "AtoD",
+        7 => "DtoA",
+        8 => "DtoD",
+        9 => "HtoH",
+        10 => "PtoP",
+        _ => "unknown",
+    };
+    let memcpy_name = (0..32)
+        .map(|k| {
+            let label = memcpy_label.get(&k).map(String::as_str).unwrap_or_else(|| default_label(k));
+            let label = label.strip_prefix("CUDA memcpy ").unwrap_or(label);
+            strings.intern(&format!("Memcpy {label}"))
+        })
+        .collect();
+    let memset_name = strings.intern("Memset");
+    let nccl = (0..strings.len() as StrId).map(|id| is_nccl_name(strings.get(id))).collect();
+    Ok(Names {
+        ids,
+        nccl,
+        memcpy_name,
+        memset_name,
+    })
+}
+
+pub fn read_export_info(conn: &Connection, path: &Path, schema: &Schema) -> Result<ExportInfo, LoadError> {
+    let mut info = ExportInfo {
+        nvtx_text_in_string_ids: schema.has("EXPORT_META_DATA"),
+        ..Default::default()
+    };
+    if let Some(table) = schema.meta_table() {
+        let rows = query(conn, path, table, &format!("SELECT name, value FROM {table}"), |r| {
+            (text(r, 0).map(str::to_owned), text(r, 1).map(str::to_owned))
+        })?;
+        for (name, value) in rows {
+            match name.as_deref() {
+                Some("EXPORT_PRODUCT_VERSION") => info.nsys_version = value,
+                Some("EXPORT_SCHEMA_VERSION") => info.schema_version = value,
+                _ => {}
+            }
+        }
+    }
+    Ok(info)
+}
+
+pub fn read_processes(conn: &Connection, path: &Path, schema: &Schema) -> Result<Vec<Process>, LoadError> {
+    if !schema.has("PROCESSES") {
+        return Ok(Vec::new());
+    }
+    let cols = schema.select_list("PROCESSES", &["pid", "name"]);
+    let mut processes: Vec<Process> = query(conn, path, "PROCESSES", &format!("SELECT {cols} FROM PROCESSES"), |r| Process {
+        pid: int(r, 0).unwrap_or(0) as u32,
+        name: text(r, 1).unwrap_or("").to_owned(),
+    })?;
+    processes.sort_by_key(|p| p.pid);
+    processes.dedup_by_key(|p| p.pid);
+    Ok(processes)
+}
+
+/// `globalTid` → thread name.
+pub fn read_thread_names(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+    names: &Names,
+    strings: &StringTable,
+) -> Result<HashMap<i64, String>, LoadError> {
+    if !schema.has("ThreadNames") {
+        return Ok(HashMap::new());
+    }
+    let cols = schema.select_list("ThreadNames", &["globalTid", "nameId"]);
+    let rows = query(conn, path, "ThreadNames", &format!("SELECT {cols} FROM ThreadNames"), |r| (int(r, 0), int(r, 1)))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(tid, name)| Some((tid?, strings.get(names.ids.get(name)).to_owned())))
+        .collect())
+}
+
+/// Device id → GPU name, from `TARGET_INFO_GPU` (absent in some exports).
+pub fn read_gpu_names(conn: &Connection, path: &Path, schema: &Schema) -> Result<HashMap<u32, String>, LoadError> {
+    if !schema.has("TARGET_INFO_GPU") {
+        return Ok(HashMap::new());
+    }
+    let cols = schema.select_list("TARGET_INFO_GPU", &["id", "name"]);
+    let rows = query(conn, path, "TARGET_INFO_GPU", &format!("SELECT {cols} FROM TARGET_INFO_GPU"), |r| {
+        (int(r, 0), text(r, 1).map(str::to_owned))
+    })?;
+    Ok(rows.into_iter().filter_map(|(id, name)| Some((id? as u32, name?))).collect())
+}
+
+pub fn read_capture_window(conn: &Connection, path: &Path, schema: &Schema) -> Result<Option<(i64, i64)>, LoadError> {
+    if !schema.has("ANALYSIS_DETAILS") {
+        return Ok(None);
+    }
+    let cols = schema.select_list("ANALYSIS_DETAILS", &["startTime", "stopTime"]);
+    let rows = query(conn, path, "ANALYSIS_DETAILS", &format!("SELECT {cols} FROM ANALYSIS_DETAILS"), |r| (int(r, 0), int(r, 1)))?;
+    Ok(rows.into_iter().find_map(|(s, e)| Some((s?, e?))).filter(|(s, e)| e >= s))
+}
+
+/// Rows in a small table (for the load report).
+pub fn count_rows(conn: &Connection, path: &Path, table: &str) -> Result<u64, LoadError> {
+    conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .map_err(|e| sqlite_error(path, table, e))
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    nsys_explorer::cli::main()
+}

@@ -1,0 +1,231 @@
+//! Generator of nsys-shaped SQLite exports, modelled on the Wan2.1 text-to-video run of the
+//! seed documents: 4 ranks (one process and GPU each, correlationIds restarting in each),
+//! compute and `ncclDevKernel_SendRecv` on one stream (or NCCL on its own stream), NVTX
+//! `denoising_step_N > cfg_cond|cfg_uncond > transformer_block_N > attention|ffn > aten::…`,
+//! a synchronising `.item()` per step, warm-up copies, and one straggler rank that makes one
+//! step the slowest. Beside the file it writes the ground truth it knows (`*.truth.json`).
+
+mod program;
+mod sim;
+mod truth;
+mod writer;
+
+use std::path::{Path, PathBuf};
+
+pub use truth::{Breakdown, DeviceTruth, GapTruth, GroundTruth, IterationTruth};
+pub use writer::Flavour;
+
+use program::{KERNELS, SEND_RECV, StepShape};
+use sim::{RankSim, Stop};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// 4 ranks × 8 steps × 2 blocks: ~1k kernels, for tests.
+    Tiny,
+    /// 4 ranks × 60 steps × 40 blocks: ~210k kernels.
+    Medium,
+    /// The seed trace's size: 4 ranks × 1250 steps × 40 blocks: 4.4M kernels, 7.2M NVTX ranges.
+    Large,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NcclStream {
+    /// NCCL on the compute stream, as in the Wan2.1 trace: no overlap possible.
+    Same,
+    /// NCCL on its own stream, overlapping the FFN.
+    Separate,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SynthOptions {
+    pub preset: Preset,
+    pub flavour: Flavour,
+    pub nccl_stream: NcclStream,
+    pub seed: u64,
+}
+
+impl SynthOptions {
+    pub fn new(preset: Preset) -> Self {
+        Self {
+            preset,
+            flavour: Flavour::Nsys2024,
+            nccl_stream: NcclStream::Same,
+            seed: 311,
+        }
+    }
+}
+
+struct Shape {
+    ranks: u32,
+    steps: u32,
+    blocks: u32,
+    warmup: u32,
+    slow_step: u32,
+    straggler: u32,
+}
+
+fn shape(preset: Preset) -> Shape {
+    match preset {
+        Preset::Tiny => Shape { ranks: 4, steps: 8, blocks: 2, warmup: 1, slow_step: 5, straggler: 2 },
+        Preset::Medium => Shape { ranks: 4, steps: 60, blocks: 40, warmup: 2, slow_step: 37, straggler: 2 },
+        Preset::Large => Shape { ranks: 4, steps: 1250, blocks: 40, warmup: 2, slow_step: 311, straggler: 2 },
+    }
+}
+
+const FIRST_PID: u32 = 48_211;
+const TRACE_START_NS: i64 = 2_000_000_000;
+const SCHEDULER_HOST_NS: i64 = 60_000_000;
+const TIME_EMBEDDING_HOST_NS: i64 = 1_500_000;
+const CROSS_DEVICE_WAIT_NS: i64 = 25_000;
+/// Warm-up steps run their kernels this much slower (autotuning, cold caches).
+const WARMUP_KERNEL_SCALE: f64 = 1.35;
+
+pub fn truth_path(sqlite_path: &Path) -> PathBuf {
+    sqlite_path.with_extension("truth.json")
+}
+
+fn pid_of_rank(rank: u32) -> u32 {
+    FIRST_PID + rank * 37
+}
+
+/// Writes a trace to `out` and its ground truth to [`truth_path`]; returns the truth.
+pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String> {
+    let shape = shape(options.preset);
+    let separate = options.nccl_stream == NcclStream::Separate;
+    let mut writer = writer::Writer::create(out, options.flavour).map_err(|e| format!("{}: {e}", out.display()))?;
+    let sql = |e: rusqlite::Error| format!("{}: {e}", out.display());
+    let (nsys_version, schema_version) = match options.flavour {
+        Flavour::Nsys2024 => ("2024.6.2.225", "3.16.1"),
+        Flavour::Nsys2023 => ("2023.1.2.43", "3.1.2"),
+    };
+    writer.metadata(nsys_version, schema_version).map_err(sql)?;
+
+    let mut ranks: Vec<RankSim> = (0..shape.ranks)
+        .map(|r| RankSim::new(r, options.seed, TRACE_START_NS + r as i64 * 37_000, separate))
+        .collect();
+    for (r, rank) in ranks.iter_mut().enumerate() {
+        let pid = pid_of_rank(r as u32);
+        writer.process(pid, "python3", "pt_main_thread").map_err(sql)?;
+        writer.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500).map_err(sql)?;
+        rank.warm_up_copies(4);
+    }
+
+    let nominal_step_ns: i64 = 2
+        * shape.blocks as i64
+        * [0usize, 1, 2, 3, 2, 4, 0, 5, 6, 7, 8].iter().map(|&k| KERNELS[k].duration_ns).sum::<i64>();
+    let straggler_pause_ns = nominal_step_ns * 2 / 5;
+    let mut collective_rng = fastrand::Rng::with_seed(options.seed.wrapping_add(7));
+
+    for step in 0..shape.steps {
+        let programs: Vec<Vec<program::Instr>> = (0..shape.ranks)
+            .map(|r| {
+                program::step_program(
+                    step,
+                    &StepShape {
+                        blocks: shape.blocks,
+                        scheduler_ns: SCHEDULER_HOST_NS,
+                        time_embedding_host_ns: TIME_EMBEDDING_HOST_NS,
+                        cross_device_wait_ns: CROSS_DEVICE_WAIT_NS,
+                        straggler_pause_ns: (step == shape.slow_step && r == shape.straggler)
+                            .then_some(straggler_pause_ns),
+                    },
+                )
+            })
+            .collect();
+        for rank in ranks.iter_mut() {
+            rank.step = step;
+            rank.set_kernel_scale(if step < shape.warmup { WARMUP_KERNEL_SCALE } else { 1.0 });
+        }
+        let mut pcs = vec![0usize; ranks.len()];
+        loop {
+            let stops: Vec<Stop> = ranks.iter_mut().zip(&programs).zip(pcs.iter_mut()).map(|((rank, p), pc)| rank.run(p, pc)).collect();
+            let starts: Vec<i64> = stops
+                .iter()
+                .filter_map(|s| match s {
+                    Stop::AtCollective { start } => Some(*start),
+                    Stop::Finished => None,
+                })
+                .collect();
+            if starts.is_empty() {
+                break;
+            }
+            assert_eq!(starts.len(), ranks.len(), "every rank joins every collective");
+            let transfer = KERNELS[SEND_RECV].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
+            let end = starts.iter().max().unwrap() + transfer as i64;
+            for rank in ranks.iter_mut() {
+                rank.finish_collective(SEND_RECV, end);
+            }
+        }
+        for (r, rank) in ranks.iter_mut().enumerate() {
+            flush_rows(&mut writer, pid_of_rank(r as u32), r as u32, rank).map_err(sql)?;
+        }
+    }
+
+    let last_end = ranks.iter().flat_map(|r| r.truth.iter().map(|o| o.end)).max().unwrap_or(TRACE_START_NS);
+    let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
+    writer.machine(8, "NVIDIA H100 80GB HBM3", (0, last_end.max(last_cpu) + 1_000_000)).map_err(sql)?;
+    let tables = writer.finish().map_err(sql)?;
+
+    let mut devices = Vec::new();
+    let mut gaps = Vec::new();
+    let mut per_device = Vec::new();
+    for (r, rank) in ranks.iter().enumerate() {
+        let (device, device_gaps) = truth::device_truth(rank, r as u32, pid_of_rank(r as u32));
+        devices.push(device);
+        gaps.extend(device_gaps);
+        let durations_ns = truth::step_spans(rank, shape.steps);
+        let slowest_index = (0..durations_ns.len()).max_by_key(|&i| durations_ns[i]).unwrap_or(0);
+        per_device.push(truth::IterationDevice {
+            device: r as u32,
+            cpu_durations_ns: rank.step_cpu.iter().map(|(s, e)| e - s).collect(),
+            durations_ns,
+            slowest_index,
+        });
+    }
+    let nvtx_ranges = tables.get("NVTX_EVENTS").copied().unwrap_or(0) - 2 * shape.ranks as u64;
+    let truth = GroundTruth {
+        preset: format!("{:?}", options.preset).to_lowercase(),
+        flavour: match options.flavour {
+            Flavour::Nsys2024 => "2024".into(),
+            Flavour::Nsys2023 => "2023".into(),
+        },
+        nccl_stream: format!("{:?}", options.nccl_stream).to_lowercase(),
+        tables: tables.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        nvtx_ranges,
+        devices,
+        gaps,
+        iterations: IterationTruth {
+            marker: "denoising_step_#".into(),
+            count: shape.steps as usize,
+            warmup: shape.warmup,
+            per_device,
+            slowest_index: shape.slow_step as usize,
+            straggler_device: shape.straggler,
+            straggler_pause_ns,
+            straggler_activity: "cudaMalloc_v3020".into(),
+        },
+    };
+    let json = serde_json::to_string_pretty(&truth).map_err(|e| e.to_string())?;
+    std::fs::write(truth_path(out), json).map_err(|e| format!("{}: {e}", truth_path(out).display()))?;
+    Ok(truth)
+}
+
+fn flush_rows(writer: &mut writer::Writer, pid: u32, device: u32, rank: &mut RankSim) -> rusqlite::Result<()> {
+    let rows = std::mem::take(&mut rank.rows);
+    for row in &rows.kernels {
+        writer.kernel(pid, device, row)?;
+    }
+    for row in &rows.memcpys {
+        writer.memcpy(pid, device, row)?;
+    }
+    for row in &rows.memsets {
+        writer.memset(pid, device, row)?;
+    }
+    for row in &rows.api {
+        writer.api(pid, row)?;
+    }
+    for row in &rows.nvtx {
+        writer.nvtx_range(pid, row)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! What each rank does in one denoising step of a Wan2.1-like text-to-video run, as a list
+//! of instructions for the simulator: NVTX pushes and pops, kernel launches, host work,
+//! synchronising calls. All ranks run the same program; the straggler's differs in one step.
+
+/// The kernels the model launches, with a nominal duration.
+pub struct KernelSpec {
+    pub short: &'static str,
+    pub demangled: &'static str,
+    pub duration_ns: i64,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub registers: u32,
+    pub shared_bytes: u32,
+    pub nccl: bool,
+}
+
+macro_rules! kernel {
+    ($short:expr, $demangled:expr, $dur:expr, $grid:expr, $block:expr, $regs:expr, $smem:expr, $nccl:expr) => {
+        KernelSpec {
+            short: $short,
+            demangled: $demangled,
+            duration_ns: $dur,
+            grid: $grid,
+            block: $block,
+            registers: $regs,
+            shared_bytes: $smem,
+            nccl: $nccl,
+        }
+    };
+}
+
+pub const LAYER_NORM: usize = 0;
+pub const GEMM_QKV: usize = 1;
+pub const SEND_RECV: usize = 2;
+pub const FLASH: usize = 3;
+pub const GEMM_OUT: usize = 4;
+pub const GEMM_UP: usize = 5;
+pub const GELU: usize = 6;
+pub const GEMM_DOWN: usize = 7;
+pub const ADD: usize = 8;
+pub const TIME_EMBED: usize = 9;
+
+/// Durations are chosen so that a step splits roughly like the seed's trace: about half
+/// compute, a third or more NCCL, and the rest idle.
+pub const KERNELS: &[KernelSpec] = &[
+    kernel!("vectorized_layer_norm_kernel", "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, const c10::BFloat16 *, const c10::BFloat16 *, const c10::BFloat16 *, float *, float *, c10::BFloat16 *)", 40_000, [4680, 1, 1], [256, 1, 1], 30, 0, false),
+    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 1_200_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
+    kernel!("ncclDevKernel_SendRecv", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)", 3_400_000, [4, 1, 1], [640, 1, 1], 96, 0, true),
+    kernel!("flash_fwd_kernel", "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, false, false, false, true, true, false, false>(flash::Flash_fwd_params)", 3_500_000, [30, 40, 1], [128, 1, 1], 255, 49_152, false),
+    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 600_000, [132, 1, 1], [256, 1, 1], 168, 180_000, false),
+    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 2_000_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
+    kernel!("vectorized_elementwise_kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase &, at::native::GeluType)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)", 8_000, [9360, 1, 1], [128, 1, 1], 24, 0, false),
+    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 2_000_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
+    kernel!("elementwise_kernel", "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16>>(at::TensorIteratorBase &, const at::native::CUDAFunctor_add<c10::BFloat16> &)::[lambda(int) (instance 1)]>(int, T3)", 6_000, [4680, 1, 1], [128, 1, 1], 26, 0, false),
+    kernel!("timestep_embedding_kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)], std::array<char *, 2>>(int, T2, T3)", 30_000, [64, 1, 1], [128, 1, 1], 20, 0, false),
+];
+
+#[derive(Debug, Clone)]
+pub enum Instr {
+    Push(String),
+    Pop,
+    /// Python time between calls.
+    HostWork(i64),
+    /// `cudaLaunchKernel` of `KERNELS[kernel]`. `waits_for_nccl`: on a separate NCCL stream,
+    /// the kernel waits (stream event) for the last NCCL kernel.
+    Launch { kernel: usize, waits_for_nccl: bool },
+    /// `cudaStreamWaitEvent` on an event of another device: the next kernel starts
+    /// `extra_ns` after the stream drains, although it was launched long before.
+    CrossDeviceWait { extra_ns: i64 },
+    /// `cudaMemcpyAsync` device→host of a few bytes (the `.item()` of the scheduler).
+    CopyToHost { bytes: u64 },
+    /// `cudaStreamSynchronize` (or `cudaDeviceSynchronize`): the CPU waits for the GPU.
+    Synchronize { device_wide: bool },
+    /// A plain API call on the CPU that takes `ns` (e.g. a slow `cudaMalloc`).
+    HostApi { name: &'static str, ns: i64 },
+}
+
+pub struct StepShape {
+    pub blocks: u32,
+    pub scheduler_ns: i64,
+    pub time_embedding_host_ns: i64,
+    pub cross_device_wait_ns: i64,
+    /// Present for the straggler rank in the slow step: the pause before `cfg_uncond`.
+    pub straggler_pause_ns: Option<i64>,
+}
+
+/// An aten op range around zero or more launches, as `torch.autograd.profiler.emit_nvtx` does.
+fn aten(program: &mut Vec<Instr>, op: &str, kernels: &[usize], waits_for_nccl: bool) {
+    program.push(Instr::Push(op.to_string()));
+    program.push(Instr::HostWork(6_000));
+    for &k in kernels {
+        program.push(Instr::Launch { kernel: k, waits_for_nccl });
+    }
+    program.push(Instr::Pop);
+}
+
+pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
+    let mut p = Vec::with_capacity(shape.blocks as usize * 2 * 40 + 32);
+    p.push(Instr::Push(format!("denoising_step_{step}")));
+    p.push(Instr::Push("time_embedding".into()));
+    aten(&mut p, "aten::sin", &[TIME_EMBED], false);
+    // Python builds the conditioning on the CPU while the GPU has drained: host-bound gap.
+    p.push(Instr::HostWork(shape.time_embedding_host_ns));
+    p.push(Instr::Pop);
+    for branch in ["cfg_cond", "cfg_uncond"] {
+        p.push(Instr::Push(branch.into()));
+        if branch == "cfg_uncond" {
+            if let Some(pause) = shape.straggler_pause_ns {
+                // torch.cuda.empty_cache(): drain the device, then a slow allocation.
+                p.push(Instr::Synchronize { device_wide: true });
+                p.push(Instr::HostApi { name: "cudaMalloc_v3020", ns: pause });
+            }
+            p.push(Instr::CrossDeviceWait { extra_ns: shape.cross_device_wait_ns });
+        }
+        for block in 0..shape.blocks {
+            p.push(Instr::Push(format!("transformer_block_{block}")));
+            p.push(Instr::Push("attention".into()));
+            aten(&mut p, "aten::layer_norm", &[LAYER_NORM], true);
+            aten(&mut p, "aten::linear", &[GEMM_QKV], false);
+            aten(&mut p, "aten::view", &[], false);
+            aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
+            aten(&mut p, "aten::transpose", &[], false);
+            aten(&mut p, "aten::_flash_attention_forward", &[FLASH], true);
+            aten(&mut p, "aten::contiguous", &[], false);
+            aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
+            aten(&mut p, "aten::linear", &[GEMM_OUT], true);
+            p.push(Instr::Pop);
+            p.push(Instr::Push("ffn".into()));
+            aten(&mut p, "aten::layer_norm", &[LAYER_NORM], false);
+            aten(&mut p, "aten::linear", &[GEMM_UP], false);
+            aten(&mut p, "aten::gelu", &[GELU], false);
+            aten(&mut p, "aten::reshape", &[], false);
+            aten(&mut p, "aten::linear", &[GEMM_DOWN], false);
+            aten(&mut p, "aten::add", &[ADD], false);
+            p.push(Instr::Pop);
+            p.push(Instr::Pop);
+        }
+        p.push(Instr::Pop);
+    }
+    p.push(Instr::Push("scheduler_step".into()));
+    p.push(Instr::Push("aten::item".into()));
+    p.push(Instr::CopyToHost { bytes: 4 });
+    p.push(Instr::Synchronize { device_wide: false });
+    p.push(Instr::Pop);
+    p.push(Instr::HostWork(shape.scheduler_ns));
+    p.push(Instr::Pop);
+    p.push(Instr::Pop);
+    p
+}

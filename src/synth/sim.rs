@@ -1,0 +1,398 @@
+//! Simulates each rank's CPU thread and GPU streams through the step programs, producing
+//! the rows nsys would record and, beside them, what the generator knows to be true
+//! (which op waited for what, the NVTX path of each launch).
+//!
+//! The ranks are coupled by NCCL: a collective's kernels end together, `transfer` after
+//! the last rank's kernel starts. Ranks therefore advance in lock-step, one collective at a
+//! time.
+
+use super::program::{Instr, KERNELS};
+
+/// Device-side gap between back-to-back kernels on a stream: below the 1 µs gap threshold.
+const MIN_SPACING_NS: i64 = 400;
+const SPACING_JITTER_NS: u64 = 500;
+/// CPU side of `cudaLaunchKernel`, and the time until the GPU can start the kernel.
+const LAUNCH_CALL_NS: i64 = 5_000;
+const LAUNCH_LATENCY_NS: i64 = 3_000;
+const NVTX_CALL_NS: i64 = 700;
+
+pub const COMPUTE_STREAM: u32 = 7;
+pub const SEPARATE_NCCL_STREAM: u32 = 20;
+pub const COPY_STREAM: u32 = 13;
+
+/// Why a GPU op started later than its stream allowed (ground truth for gap causes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    None,
+    HostSync,
+    HostBound,
+    Dependency,
+}
+
+impl Wait {
+    pub fn label(self) -> &'static str {
+        match self {
+            Wait::None => "none",
+            Wait::HostSync => "host_sync",
+            Wait::HostBound => "host_bound",
+            Wait::Dependency => "dependency",
+        }
+    }
+}
+
+/// Op "names" for the truth list: kernel index, or one of these.
+pub const OP_MEMCPY_HTOD: u16 = 100;
+pub const OP_MEMCPY_DTOH: u16 = 101;
+pub const OP_MEMSET: u16 = 102;
+
+/// One GPU op as the generator knows it.
+#[derive(Debug, Clone, Copy)]
+pub struct TruthOp {
+    pub start: i64,
+    pub end: i64,
+    pub op: u16,
+    pub stream: u32,
+    pub wait: Wait,
+    /// NVTX path at launch: `path_arena[path.0 .. path.0 + path.1]`.
+    pub path: (u32, u8),
+    pub step: u32,
+}
+
+impl TruthOp {
+    pub fn is_kernel(&self) -> bool {
+        (self.op as usize) < KERNELS.len()
+    }
+    pub fn is_nccl(&self) -> bool {
+        self.is_kernel() && KERNELS[self.op as usize].nccl
+    }
+}
+
+pub struct KernelRow {
+    pub start: i64,
+    pub end: i64,
+    pub stream: u32,
+    pub correlation_id: u32,
+    pub kernel: usize,
+}
+
+pub struct MemRow {
+    pub start: i64,
+    pub end: i64,
+    pub stream: u32,
+    pub correlation_id: u32,
+    pub bytes: u64,
+    /// ENUM_CUDA_MEMCPY_OPER id (memcpy) or memKind (memset).
+    pub kind: u8,
+}
+
+pub struct ApiRow {
+    pub start: i64,
+    pub end: i64,
+    pub correlation_id: u32,
+    pub name: &'static str,
+}
+
+pub struct NvtxRow {
+    pub start: i64,
+    pub end: i64,
+    pub text: String,
+    pub color: Option<u32>,
+}
+
+/// Rows produced since the last flush.
+#[derive(Default)]
+pub struct Rows {
+    pub kernels: Vec<KernelRow>,
+    pub memcpys: Vec<MemRow>,
+    pub memsets: Vec<MemRow>,
+    pub api: Vec<ApiRow>,
+    pub nvtx: Vec<NvtxRow>,
+}
+
+pub struct RankSim {
+    rng: fastrand::Rng,
+    pub cpu: i64,
+    stream_free: [i64; 3],
+    nccl_separate: bool,
+    corr: u32,
+    /// Open NVTX ranges: (text, start, id into `path_texts`).
+    nvtx_stack: Vec<(String, i64, u32)>,
+    synced_since_launch: bool,
+    pending_extra_wait: i64,
+    kernel_scale: f64,
+    pub step: u32,
+    pub rows: Rows,
+    pub truth: Vec<TruthOp>,
+    pub path_arena: Vec<u32>,
+    pub path_texts: Vec<String>,
+    /// CPU (NVTX) extent of each denoising step.
+    pub step_cpu: Vec<(i64, i64)>,
+    path_text_ids: std::collections::HashMap<String, u32>,
+    /// A launched NCCL kernel waiting for the other ranks: (start, correlation id, wait).
+    pending_nccl: Option<(i64, u32, Wait, (u32, u8))>,
+}
+
+/// What running a program did: finished, or stopped at an NCCL kernel.
+pub enum Stop {
+    Finished,
+    AtCollective { start: i64 },
+}
+
+impl RankSim {
+    pub fn new(rank: u32, seed: u64, start_ns: i64, nccl_separate: bool) -> Self {
+        Self {
+            rng: fastrand::Rng::with_seed(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(rank as u64 + 1))),
+            cpu: start_ns,
+            stream_free: [start_ns; 3],
+            nccl_separate,
+            corr: 0,
+            nvtx_stack: Vec::new(),
+            synced_since_launch: false,
+            pending_extra_wait: 0,
+            kernel_scale: 1.0,
+            step: u32::MAX,
+            rows: Rows::default(),
+            truth: Vec::new(),
+            path_arena: Vec::new(),
+            path_texts: Vec::new(),
+            step_cpu: Vec::new(),
+            path_text_ids: Default::default(),
+            pending_nccl: None,
+        }
+    }
+
+    pub fn set_kernel_scale(&mut self, scale: f64) {
+        self.kernel_scale = scale;
+    }
+
+    fn stream_slot(stream: u32) -> usize {
+        match stream {
+            COMPUTE_STREAM => 0,
+            SEPARATE_NCCL_STREAM => 1,
+            _ => 2,
+        }
+    }
+
+    fn stream_of(&self, kernel: usize) -> u32 {
+        if KERNELS[kernel].nccl && self.nccl_separate {
+            SEPARATE_NCCL_STREAM
+        } else {
+            COMPUTE_STREAM
+        }
+    }
+
+    fn next_corr(&mut self) -> u32 {
+        self.corr += 1;
+        self.corr
+    }
+
+    fn jitter(&mut self, ns: i64, spread: f64) -> i64 {
+        let f = 1.0 + (self.rng.f64() * 2.0 - 1.0) * spread;
+        (ns as f64 * f).round().max(1.0) as i64
+    }
+
+    fn spacing(&mut self) -> i64 {
+        MIN_SPACING_NS + self.rng.u64(0..SPACING_JITTER_NS) as i64
+    }
+
+    fn api(&mut self, name: &'static str, ns: i64, corr: u32) -> (i64, i64) {
+        let start = self.cpu;
+        self.cpu += ns;
+        self.rows.api.push(ApiRow {
+            start,
+            end: self.cpu,
+            correlation_id: corr,
+            name,
+        });
+        (start, self.cpu)
+    }
+
+    fn current_path(&mut self) -> (u32, u8) {
+        let offset = self.path_arena.len() as u32;
+        for i in 0..self.nvtx_stack.len() {
+            let id = self.nvtx_stack[i].2;
+            self.path_arena.push(id);
+        }
+        (offset, self.nvtx_stack.len() as u8)
+    }
+
+    /// When an op on `slot` may start, and why it waited if it did.
+    fn schedule(&mut self, slot: usize, ready: i64, dependency: i64) -> (i64, Wait) {
+        let base = self.stream_free[slot] + self.spacing();
+        let start = base.max(ready).max(dependency);
+        let wait = if start == base {
+            Wait::None
+        } else if dependency >= ready {
+            Wait::Dependency
+        } else if self.synced_since_launch {
+            Wait::HostSync
+        } else {
+            Wait::HostBound
+        };
+        (start, wait)
+    }
+
+    /// Runs `program[*pc..]` until it ends or reaches an NCCL launch.
+    pub fn run(&mut self, program: &[Instr], pc: &mut usize) -> Stop {
+        while *pc < program.len() {
+            let instr = &program[*pc];
+            *pc += 1;
+            match instr {
+                Instr::Push(text) => {
+                    self.cpu += NVTX_CALL_NS;
+                    let id = match self.path_text_ids.get(text) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.path_texts.len() as u32;
+                            self.path_texts.push(text.clone());
+                            self.path_text_ids.insert(text.clone(), id);
+                            id
+                        }
+                    };
+                    self.nvtx_stack.push((text.clone(), self.cpu, id));
+                }
+                Instr::Pop => {
+                    let (text, start, _) = self.nvtx_stack.pop().expect("balanced program");
+                    self.cpu += NVTX_CALL_NS;
+                    let color = if text.starts_with("denoising_step_") {
+                        Some(0xFF76_B900)
+                    } else if text == "attention" {
+                        Some(0xFF1F_77B4)
+                    } else if text == "ffn" {
+                        Some(0xFFFF_7F0E)
+                    } else {
+                        None
+                    };
+                    if text.starts_with("denoising_step_") {
+                        self.step_cpu.push((start, self.cpu));
+                    }
+                    self.rows.nvtx.push(NvtxRow { start, end: self.cpu, text, color });
+                }
+                Instr::HostWork(ns) => {
+                    let ns = self.jitter(*ns, 0.05);
+                    self.cpu += ns;
+                }
+                Instr::HostApi { name, ns } => {
+                    let corr = self.next_corr();
+                    self.api(name, *ns, corr);
+                }
+                Instr::CrossDeviceWait { extra_ns } => {
+                    let corr = self.next_corr();
+                    self.api("cudaStreamWaitEvent_v3020", 2_000, corr);
+                    self.pending_extra_wait = *extra_ns;
+                }
+                Instr::Launch { kernel, waits_for_nccl } => {
+                    let corr = self.next_corr();
+                    let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
+                    let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
+                    let ready = call_end + LAUNCH_LATENCY_NS;
+                    let stream = self.stream_of(*kernel);
+                    let slot = Self::stream_slot(stream);
+                    let mut dependency = 0;
+                    if self.nccl_separate {
+                        if KERNELS[*kernel].nccl {
+                            // NCCL consumes what the compute stream produced.
+                            dependency = self.stream_free[0];
+                        } else if *waits_for_nccl {
+                            dependency = self.stream_free[1];
+                        }
+                    }
+                    if self.pending_extra_wait > 0 && slot == 0 {
+                        dependency = dependency.max(self.stream_free[0] + self.pending_extra_wait);
+                        self.pending_extra_wait = 0;
+                    }
+                    let (start, wait) = self.schedule(slot, ready, dependency);
+                    self.synced_since_launch = false;
+                    let path = self.current_path();
+                    if KERNELS[*kernel].nccl {
+                        self.pending_nccl = Some((start, corr, wait, path));
+                        return Stop::AtCollective { start };
+                    }
+                    let dur = self.jitter((KERNELS[*kernel].duration_ns as f64 * self.kernel_scale) as i64, 0.03);
+                    self.finish_kernel(*kernel, stream, start, start + dur, corr, wait, path);
+                }
+                Instr::CopyToHost { bytes } => {
+                    let corr = self.next_corr();
+                    let (_, call_end) = self.api("cudaMemcpyAsync_v3020", 4_000, corr);
+                    let (start, wait) = self.schedule(0, call_end + LAUNCH_LATENCY_NS, 0);
+                    self.synced_since_launch = false;
+                    let end = start + 2_500;
+                    let path = self.current_path();
+                    self.stream_free[0] = end;
+                    self.rows.memcpys.push(MemRow {
+                        start,
+                        end,
+                        stream: COMPUTE_STREAM,
+                        correlation_id: corr,
+                        bytes: *bytes,
+                        kind: 2,
+                    });
+                    self.truth.push(TruthOp { start, end, op: OP_MEMCPY_DTOH, stream: COMPUTE_STREAM, wait, path, step: self.step });
+                }
+                Instr::Synchronize { device_wide } => {
+                    let drained = if *device_wide {
+                        self.stream_free.iter().copied().max().unwrap()
+                    } else {
+                        self.stream_free[0]
+                    };
+                    let start = self.cpu;
+                    let end = (drained + 3_000).max(start + 2_000);
+                    let corr = self.next_corr();
+                    let name = if *device_wide { "cudaDeviceSynchronize_v3020" } else { "cudaStreamSynchronize_v3020" };
+                    self.api(name, end - start, corr);
+                    self.synced_since_launch = true;
+                }
+            }
+        }
+        Stop::Finished
+    }
+
+    /// Completes the NCCL kernel this rank stopped at, now that all ranks' starts are known.
+    pub fn finish_collective(&mut self, kernel: usize, end: i64) {
+        let (start, corr, wait, path) = self.pending_nccl.take().expect("rank stopped at a collective");
+        let end = end + self.rng.i64(0..2_000);
+        let stream = self.stream_of(kernel);
+        self.finish_kernel(kernel, stream, start, end, corr, wait, path);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_kernel(&mut self, kernel: usize, stream: u32, start: i64, end: i64, corr: u32, wait: Wait, path: (u32, u8)) {
+        self.stream_free[Self::stream_slot(stream)] = end;
+        self.rows.kernels.push(KernelRow { start, end, stream, correlation_id: corr, kernel });
+        self.truth.push(TruthOp { start, end, op: kernel as u16, stream, wait, path, step: self.step });
+    }
+
+    /// Model weights copied to the GPU before the first step (outside the device window).
+    pub fn warm_up_copies(&mut self, copies: u32) {
+        for _ in 0..copies {
+            let corr = self.next_corr();
+            let (_, call_end) = self.api("cudaMemcpyAsync_v3020", 6_000, corr);
+            let (start, wait) = self.schedule(2, call_end + LAUNCH_LATENCY_NS, 0);
+            let bytes: u64 = 512 << 20;
+            let end = start + (bytes / 25) as i64; // ~25 GB/s
+            self.stream_free[2] = end;
+            self.rows.memcpys.push(MemRow { start, end, stream: COPY_STREAM, correlation_id: corr, bytes, kind: 1 });
+            self.truth.push(TruthOp { start, end, op: OP_MEMCPY_HTOD, stream: COPY_STREAM, wait, path: (0, 0), step: u32::MAX });
+        }
+        let corr = self.next_corr();
+        let (_, call_end) = self.api("cudaMemsetAsync_v3020", 3_000, corr);
+        let (start, wait) = self.schedule(2, call_end + LAUNCH_LATENCY_NS, 0);
+        let end = start + 40_000;
+        self.stream_free[2] = end;
+        self.rows.memsets.push(MemRow { start, end, stream: COPY_STREAM, correlation_id: corr, bytes: 64 << 20, kind: 1 });
+        self.truth.push(TruthOp { start, end, op: OP_MEMSET, stream: COPY_STREAM, wait, path: (0, 0), step: u32::MAX });
+        // The CPU waits for the weights before the first step.
+        let drained = self.stream_free[2];
+        let corr = self.next_corr();
+        let start = self.cpu;
+        self.api("cudaStreamSynchronize_v3020", (drained + 3_000 - start).max(2_000), corr);
+        self.synced_since_launch = true;
+    }
+
+    pub fn path_string(&self, path: (u32, u8)) -> Vec<String> {
+        self.path_arena[path.0 as usize..path.0 as usize + path.1 as usize]
+            .iter()
+            .map(|&id| self.path_texts[id as usize].clone())
+            .collect()
+    }
+}

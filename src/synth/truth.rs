@@ -1,0 +1,226 @@
+//! The ground truth a generated trace carries beside it, computed from the generator's own
+//! event lists (not by the loader or the analyses): per-device time breakdown, every gap
+//! with its neighbours, NVTX context and cause, iteration durations and the straggler.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::program::KERNELS;
+use super::sim::{OP_MEMCPY_DTOH, OP_MEMCPY_HTOD, OP_MEMSET, RankSim, TruthOp};
+
+/// Gaps shorter than this are not gaps (analysis-definitions.md default).
+pub const MIN_GAP_NS: i64 = 1_000;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Breakdown {
+    pub compute_only: i64,
+    pub nccl_only: i64,
+    pub overlap: i64,
+    pub memory_only: i64,
+    pub idle: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SameStream {
+    pub stream: u32,
+    pub nccl_pct: f64,
+    pub compute_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceTruth {
+    pub id: u32,
+    pub pid: u32,
+    pub kernels: u64,
+    pub nccl_kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    /// Kernels that have a launching API call (all of them, in generated traces).
+    pub linked_kernels: u64,
+    pub window_ns: [i64; 2],
+    pub breakdown_ns: Breakdown,
+    pub same_stream: SameStream,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GapTruth {
+    pub device: u32,
+    pub start_ns: i64,
+    pub duration_ns: i64,
+    pub before: String,
+    pub after: String,
+    pub before_stream: u32,
+    pub after_stream: u32,
+    pub before_nvtx: Vec<String>,
+    pub after_nvtx: Vec<String>,
+    pub enclosing_nvtx: Option<String>,
+    pub cause: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationDevice {
+    pub device: u32,
+    /// GPU span of the kernels launched inside each `denoising_step_N` range.
+    pub durations_ns: Vec<i64>,
+    /// The ranges' own (CPU) lengths.
+    pub cpu_durations_ns: Vec<i64>,
+    pub slowest_index: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationTruth {
+    pub marker: String,
+    pub count: usize,
+    pub warmup: u32,
+    pub per_device: Vec<IterationDevice>,
+    /// The step the generator slowed down, and the rank (device) that caused it.
+    pub slowest_index: usize,
+    pub straggler_device: u32,
+    pub straggler_pause_ns: i64,
+    /// What the straggler's launching thread was doing instead (API call name).
+    pub straggler_activity: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroundTruth {
+    pub preset: String,
+    pub flavour: String,
+    pub nccl_stream: String,
+    /// Rows written per table (NVTX_EVENTS counts every row, ranges and others).
+    pub tables: BTreeMap<String, u64>,
+    pub nvtx_ranges: u64,
+    pub devices: Vec<DeviceTruth>,
+    pub gaps: Vec<GapTruth>,
+    pub iterations: IterationTruth,
+}
+
+pub fn op_name(op: u16) -> &'static str {
+    match op {
+        OP_MEMCPY_HTOD => "Memcpy HtoD",
+        OP_MEMCPY_DTOH => "Memcpy DtoH",
+        OP_MEMSET => "Memset",
+        k => KERNELS[k as usize].short,
+    }
+}
+
+/// Sweep over interval endpoints: time spent in each state inside `window`.
+pub fn breakdown(ops: &[TruthOp], window: (i64, i64)) -> Breakdown {
+    // (time, +1/-1, class 0 compute / 1 nccl / 2 memory)
+    let mut events: Vec<(i64, i32, usize)> = Vec::with_capacity(ops.len() * 2);
+    for op in ops {
+        let (s, e) = (op.start.max(window.0), op.end.min(window.1));
+        if e <= s {
+            continue;
+        }
+        let class = if op.is_nccl() { 1 } else if op.is_kernel() { 0 } else { 2 };
+        events.push((s, 1, class));
+        events.push((e, -1, class));
+    }
+    events.sort_unstable();
+    let mut active = [0i32; 3];
+    let mut out = Breakdown::default();
+    let mut t = window.0;
+    for (time, delta, class) in events {
+        let span = time - t;
+        match (active[0] > 0, active[1] > 0, active[2] > 0) {
+            (true, true, _) => out.overlap += span,
+            (true, false, _) => out.compute_only += span,
+            (false, true, _) => out.nccl_only += span,
+            (false, false, true) => out.memory_only += span,
+            (false, false, false) => out.idle += span,
+        }
+        active[class] += delta;
+        t = time;
+    }
+    out.idle += window.1 - t;
+    out
+}
+
+fn same_stream(ops: &[TruthOp]) -> SameStream {
+    let mut nccl: BTreeMap<u32, i64> = BTreeMap::new();
+    let mut compute: BTreeMap<u32, i64> = BTreeMap::new();
+    for op in ops.iter().filter(|o| o.is_kernel()) {
+        let m = if op.is_nccl() { &mut nccl } else { &mut compute };
+        *m.entry(op.stream).or_default() += op.end - op.start;
+    }
+    let (stream, nccl_on) = nccl.iter().max_by_key(|(s, t)| (**t, std::cmp::Reverse(**s))).map_or((0, 0), |(s, t)| (*s, *t));
+    let pct = |part: i64, all: i64| if all > 0 { 100.0 * part as f64 / all as f64 } else { 0.0 };
+    SameStream {
+        stream,
+        nccl_pct: pct(nccl_on, nccl.values().sum()),
+        compute_pct: pct(compute.get(&stream).copied().unwrap_or(0), compute.values().sum()),
+    }
+}
+
+fn gaps(rank: &RankSim, device: u32, ops: &[TruthOp], window: (i64, i64)) -> Vec<GapTruth> {
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by_key(|&i| (ops[i].start, ops[i].end));
+    let mut out = Vec::new();
+    let mut last: Option<usize> = None; // op with the latest end so far
+    for &i in &order {
+        let op = &ops[i];
+        if let Some(l) = last {
+            let busy_until = ops[l].end;
+            let (gap_start, gap_end) = (busy_until.max(window.0), op.start.min(window.1));
+            if gap_end - gap_start >= MIN_GAP_NS {
+                let before_nvtx = rank.path_string(ops[l].path);
+                let after_nvtx = rank.path_string(op.path);
+                let common = before_nvtx.iter().zip(&after_nvtx).take_while(|(a, b)| a == b).count();
+                out.push(GapTruth {
+                    device,
+                    start_ns: gap_start,
+                    duration_ns: gap_end - gap_start,
+                    before: op_name(ops[l].op).to_string(),
+                    after: op_name(op.op).to_string(),
+                    before_stream: ops[l].stream,
+                    after_stream: op.stream,
+                    enclosing_nvtx: common.checked_sub(1).map(|c| before_nvtx[c].clone()),
+                    before_nvtx,
+                    after_nvtx,
+                    cause: op.wait.label().to_string(),
+                });
+            }
+            if op.end > busy_until {
+                last = Some(i);
+            }
+        } else {
+            last = Some(i);
+        }
+    }
+    out
+}
+
+pub fn device_truth(rank: &RankSim, device: u32, pid: u32) -> (DeviceTruth, Vec<GapTruth>) {
+    let ops = &rank.truth;
+    let kernels = ops.iter().filter(|o| o.is_kernel());
+    let window = (
+        kernels.clone().map(|o| o.start).min().unwrap_or(0),
+        kernels.clone().map(|o| o.end).max().unwrap_or(0),
+    );
+    let count = |f: &dyn Fn(&TruthOp) -> bool| ops.iter().filter(|o| f(o)).count() as u64;
+    let truth = DeviceTruth {
+        id: device,
+        pid,
+        kernels: count(&|o| o.is_kernel()),
+        nccl_kernels: count(&|o| o.is_nccl()),
+        memcpys: count(&|o| o.op == OP_MEMCPY_DTOH || o.op == OP_MEMCPY_HTOD),
+        memsets: count(&|o| o.op == OP_MEMSET),
+        linked_kernels: count(&|o| o.is_kernel()),
+        window_ns: [window.0, window.1],
+        breakdown_ns: breakdown(ops, window),
+        same_stream: same_stream(ops),
+    };
+    (truth, gaps(rank, device, ops, window))
+}
+
+/// GPU span of each step's kernels, per rank.
+pub fn step_spans(rank: &RankSim, steps: u32) -> Vec<i64> {
+    let mut spans = vec![(i64::MAX, i64::MIN); steps as usize];
+    for op in rank.truth.iter().filter(|o| o.is_kernel() && o.step != u32::MAX) {
+        let s = &mut spans[op.step as usize];
+        s.0 = s.0.min(op.start);
+        s.1 = s.1.max(op.end);
+    }
+    spans.into_iter().map(|(a, b)| b - a).collect()
+}

@@ -1,0 +1,253 @@
+//! Writes nsys-shaped SQLite files: the tables exactly as nsys creates them (DDL taken from
+//! real exports), in either flavour: 2024+ (`META_DATA_EXPORT`, inline NVTX `text`) or 2023
+//! (`EXPORT_META_DATA`, NVTX `textId` into `StringIds`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+
+use super::program::KERNELS;
+use super::sim::{ApiRow, KernelRow, MemRow, NvtxRow};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+pub enum Flavour {
+    /// nsys 2024.x and later.
+    #[value(name = "2024")]
+    Nsys2024,
+    /// nsys 2023.1.
+    #[value(name = "2023")]
+    Nsys2023,
+}
+
+const DDL_2024: &str = include_str!("ddl_2024.sql");
+const DDL_2023: &str = include_str!("ddl_2023.sql");
+
+pub struct Writer {
+    conn: Connection,
+    flavour: Flavour,
+    strings: HashMap<String, i64>,
+    pub rows: BTreeMap<&'static str, u64>,
+    grid_id: i64,
+}
+
+/// `globalPid` as nsys encodes it: pid in bits 24..48, a machine id above.
+pub fn global_pid(pid: u32) -> i64 {
+    (1i64 << 48) | ((pid as i64) << 24)
+}
+
+impl Writer {
+    pub fn create(path: &Path, flavour: Flavour) -> rusqlite::Result<Self> {
+        let _ = std::fs::remove_file(path);
+        let conn = Connection::open(path)?;
+        // A generator's output is written once, start to end: no journal, no fsync.
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -65536;",
+        )?;
+        conn.execute_batch(match flavour {
+            Flavour::Nsys2024 => DDL_2024,
+            Flavour::Nsys2023 => DDL_2023,
+        })?;
+        conn.execute_batch("BEGIN")?;
+        Ok(Self {
+            conn,
+            flavour,
+            strings: HashMap::new(),
+            rows: BTreeMap::new(),
+            grid_id: 0,
+        })
+    }
+
+    /// Id of `s` in `StringIds` (written at the end).
+    pub fn string_id(&mut self, s: &str) -> i64 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as i64;
+        self.strings.insert(s.to_string(), id);
+        id
+    }
+
+    pub fn metadata(&mut self, nsys_version: &str, schema_version: &str) -> rusqlite::Result<()> {
+        let table = match self.flavour {
+            Flavour::Nsys2024 => "META_DATA_EXPORT",
+            Flavour::Nsys2023 => "EXPORT_META_DATA",
+        };
+        for (k, v) in [
+            ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+            ("EXPORT_PRODUCT_VERSION", nsys_version),
+            ("EXPORT_SCHEMA_VERSION", schema_version),
+            ("EXPORT_GENERATOR", "nsys-explorer synth (synthetic trace)"),
+        ] {
+            self.conn.execute(&format!("INSERT INTO {table} (name, value) VALUES (?1, ?2)"), params![k, v])?;
+        }
+        Ok(())
+    }
+
+    pub fn machine(&mut self, gpus: u32, gpu_name: &str, capture: (i64, i64)) -> rusqlite::Result<()> {
+        for id in 0..gpus {
+            self.conn.execute(
+                "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, totalMemory, smCount, memoryBandwidth, computeMajor, computeMinor) VALUES (0, ?1, ?2, ?3, 85899345920, 132, 3352000000000, 9, 0)",
+                params![id, gpu_name, format!("0000:{:02x}:00.0", 0x18 + id * 0x10)],
+            )?;
+        }
+        self.conn.execute(
+            "INSERT INTO ANALYSIS_DETAILS (globalVid, duration, startTime, stopTime) VALUES (?1, ?2, ?3, ?4)",
+            params![1i64 << 48, capture.1 - capture.0, capture.0, capture.1],
+        )?;
+        self.conn.execute(
+            "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (1764504000000000000, '2025-11-30T12:00:00Z', '2025-11-30T12:00:00')",
+            [],
+        )?;
+        Ok(())
+    }
+
+    pub fn process(&mut self, pid: u32, name: &str, thread_name: &str) -> rusqlite::Result<()> {
+        let gpid = global_pid(pid);
+        self.conn.execute("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)", params![gpid, pid, name])?;
+        let name_id = self.string_id(thread_name);
+        self.conn.execute(
+            "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
+            params![name_id, gpid | pid as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn kernel(&mut self, pid: u32, device: u32, row: &KernelRow) -> rusqlite::Result<()> {
+        let spec = &KERNELS[row.kernel];
+        let short = self.string_id(spec.short);
+        let demangled = self.string_id(spec.demangled);
+        self.grid_id += 1;
+        let sql = match self.flavour {
+            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)",
+            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)",
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            device,
+            device + 1,
+            row.stream,
+            row.correlation_id,
+            global_pid(pid),
+            demangled,
+            short,
+            spec.registers,
+            spec.grid[0],
+            spec.grid[1],
+            spec.grid[2],
+            spec.block[0],
+            spec.block[1],
+            spec.block[2],
+            spec.shared_bytes,
+            self.grid_id
+        ])?;
+        *self.rows.entry("CUPTI_ACTIVITY_KIND_KERNEL").or_default() += 1;
+        Ok(())
+    }
+
+    pub fn memcpy(&mut self, pid: u32, device: u32, row: &MemRow) -> rusqlite::Result<()> {
+        let (src_kind, dst_kind) = if row.kind == 2 { (1, 0) } else { (2, 1) };
+        let sql = match self.flavour {
+            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, virtualAddress) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL, NULL)",
+            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL)",
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            device,
+            device + 1,
+            row.stream,
+            row.correlation_id,
+            global_pid(pid),
+            row.bytes as i64,
+            row.kind,
+            src_kind,
+            dst_kind
+        ])?;
+        *self.rows.entry("CUPTI_ACTIVITY_KIND_MEMCPY").or_default() += 1;
+        Ok(())
+    }
+
+    pub fn memset(&mut self, pid: u32, device: u32, row: &MemRow) -> rusqlite::Result<()> {
+        let sql = match self.flavour {
+            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 0, ?8, NULL, ?9)",
+            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, NULL, ?9)",
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            device,
+            device + 1,
+            row.stream,
+            row.correlation_id,
+            global_pid(pid),
+            row.bytes as i64,
+            row.kind
+        ])?;
+        *self.rows.entry("CUPTI_ACTIVITY_KIND_MEMSET").or_default() += 1;
+        Ok(())
+    }
+
+    pub fn api(&mut self, pid: u32, row: &ApiRow) -> rusqlite::Result<()> {
+        let name = self.string_id(row.name);
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue, callchainId) VALUES (?1, ?2, 0, ?3, ?4, ?5, 0, NULL)",
+        )?;
+        stmt.execute(params![row.start, row.end, global_pid(pid) | pid as i64, row.correlation_id, name])?;
+        *self.rows.entry("CUPTI_ACTIVITY_KIND_RUNTIME").or_default() += 1;
+        Ok(())
+    }
+
+    pub fn nvtx_range(&mut self, pid: u32, row: &NvtxRow) -> rusqlite::Result<()> {
+        let tid = global_pid(pid) | pid as i64;
+        match self.flavour {
+            Flavour::Nsys2024 => {
+                let mut stmt = self.conn.prepare_cached(
+                    "INSERT INTO NVTX_EVENTS (start, end, eventType, color, text, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, ?5, 0)",
+                )?;
+                stmt.execute(params![row.start, row.end, row.color, row.text, tid])?;
+            }
+            Flavour::Nsys2023 => {
+                let text_id = self.string_id(&row.text);
+                let mut stmt = self.conn.prepare_cached(
+                    "INSERT INTO NVTX_EVENTS (start, end, eventType, color, textId, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, ?5, 0)",
+                )?;
+                stmt.execute(params![row.start, row.end, row.color, text_id, tid])?;
+            }
+        }
+        *self.rows.entry("NVTX_EVENTS").or_default() += 1;
+        Ok(())
+    }
+
+    /// A domain-create row and a mark: NVTX events that are not ranges.
+    pub fn nvtx_domain_and_mark(&mut self, pid: u32, domain_id: u32, domain: &str, mark_at: i64) -> rusqlite::Result<()> {
+        let tid = global_pid(pid) | pid as i64;
+        self.conn.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 75, ?2, ?3, ?4)",
+            params![mark_at - 1_000, domain, tid, domain_id],
+        )?;
+        self.conn.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 34, 'pipeline ready', ?2, 0)",
+            params![mark_at, tid],
+        )?;
+        *self.rows.entry("NVTX_EVENTS").or_default() += 2;
+        Ok(())
+    }
+
+    /// Writes `StringIds` and commits.
+    pub fn finish(mut self) -> rusqlite::Result<BTreeMap<&'static str, u64>> {
+        {
+            let mut stmt = self.conn.prepare("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")?;
+            for (value, id) in &self.strings {
+                stmt.execute(params![id, value])?;
+            }
+        }
+        self.rows.insert("StringIds", self.strings.len() as u64);
+        self.conn.execute_batch("COMMIT")?;
+        Ok(self.rows)
+    }
+}

@@ -1,0 +1,168 @@
+//! What happened on one CPU thread: CUDA API calls and NVTX ranges and marks.
+//!
+//! Invariants: every list is sorted by start; `end >= start`. Push/pop ranges carry their
+//! nesting (`depth`, `parent`), computed once at load.
+
+use super::ops::{permute, NONE};
+use super::strings::StrId;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[repr(u8)]
+pub enum ApiClass {
+    Runtime = 0,
+    Driver = 1,
+}
+
+/// CUDA runtime and driver calls of one thread.
+#[derive(Debug, Default, Clone)]
+pub struct ApiCalls {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub name: Vec<StrId>,
+    pub correlation_id: Vec<u32>,
+    pub class: Vec<ApiClass>,
+}
+
+impl ApiCalls {
+    pub const BYTES_PER_CALL: usize = 8 + 8 + 4 + 4 + 1;
+
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    pub fn sort_by_start(&mut self) {
+        if self.start.is_sorted() {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| self.start[i as usize]);
+        permute(&mut self.start, &order);
+        permute(&mut self.end, &order);
+        permute(&mut self.name, &order);
+        permute(&mut self.correlation_id, &order);
+        permute(&mut self.class, &order);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[repr(u8)]
+pub enum RangeKind {
+    /// nvtxRangePush/Pop: properly nested on its thread.
+    PushPop = 0,
+    /// nvtxRangeStart/End: may overlap others and end on another thread; `depth` is a lane.
+    StartEnd = 1,
+}
+
+/// NVTX ranges of one thread (the thread that opened them).
+#[derive(Debug, Default, Clone)]
+pub struct NvtxRanges {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub text: Vec<StrId>,
+    pub kind: Vec<RangeKind>,
+    /// Nesting depth (0 = outermost) for push/pop; a free lane for start/end ranges.
+    pub depth: Vec<u16>,
+    /// Index of the enclosing push/pop range, or [`NONE`].
+    pub parent: Vec<u32>,
+    /// ARGB colour, 0 when none was given.
+    pub color: Vec<u32>,
+    /// NVTX domain id (name in `Trace::nvtx_domains`), 0 for the default domain.
+    pub domain: Vec<u32>,
+}
+
+impl NvtxRanges {
+    pub const BYTES_PER_RANGE: usize = 8 + 8 + 4 + 1 + 2 + 4 + 4 + 4;
+
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// Sorts by (start, longest first) so that a parent precedes its children, then
+    /// computes `depth` and `parent` with a stack (push/pop) or greedy lanes (start/end).
+    pub fn sort_and_nest(&mut self) {
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| (self.start[i as usize], -self.end[i as usize]));
+        if !order.iter().enumerate().all(|(pos, &i)| pos as u32 == i) {
+            permute(&mut self.start, &order);
+            permute(&mut self.end, &order);
+            permute(&mut self.text, &order);
+            permute(&mut self.kind, &order);
+            permute(&mut self.color, &order);
+            permute(&mut self.domain, &order);
+        }
+        self.depth = vec![0; self.len()];
+        self.parent = vec![NONE; self.len()];
+        let mut open: Vec<u32> = Vec::new(); // push/pop stack
+        let mut lanes_free_at: Vec<i64> = Vec::new(); // start/end lanes
+        for i in 0..self.len() {
+            let (start, end) = (self.start[i], self.end[i]);
+            match self.kind[i] {
+                RangeKind::PushPop => {
+                    while let Some(&top) = open.last() {
+                        if self.end[top as usize] > start
+                            || (self.end[top as usize] == start && self.start[top as usize] == start)
+                        {
+                            break;
+                        }
+                        open.pop();
+                    }
+                    // A child that outlives its parent (clock jitter) is still nested under it.
+                    self.parent[i] = open.last().copied().unwrap_or(NONE);
+                    self.depth[i] = open.len().min(u16::MAX as usize) as u16;
+                    open.push(i as u32);
+                }
+                RangeKind::StartEnd => {
+                    let lane = match lanes_free_at.iter().position(|&free| free <= start) {
+                        Some(lane) => lane,
+                        None => {
+                            lanes_free_at.push(start);
+                            lanes_free_at.len() - 1
+                        }
+                    };
+                    lanes_free_at[lane] = end;
+                    self.depth[i] = lane.min(u16::MAX as usize) as u16;
+                }
+            }
+        }
+    }
+
+    /// The push/pop ranges that contain time `t`, outermost first.
+    pub fn path_at(&self, t: i64) -> Vec<u32> {
+        // The innermost candidate is the last push/pop range starting at or before t.
+        let mut i = self.start.partition_point(|&s| s <= t);
+        let mut path = Vec::new();
+        while i > 0 {
+            i -= 1;
+            if self.kind[i] != RangeKind::PushPop {
+                continue;
+            }
+            // Walk up from this range to the first ancestor that contains t.
+            let mut r = i as u32;
+            while r != NONE && self.end[r as usize] < t {
+                r = self.parent[r as usize];
+            }
+            while r != NONE {
+                path.push(r);
+                r = self.parent[r as usize];
+            }
+            break;
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// Instantaneous NVTX marks of one thread.
+#[derive(Debug, Default, Clone)]
+pub struct NvtxMarks {
+    pub time: Vec<i64>,
+    pub text: Vec<StrId>,
+}

@@ -1,0 +1,168 @@
+//! The trace model: everything the analyses and the UI read, and nothing about SQLite or
+//! egui. Built once by `load`, then immutable.
+//!
+//! Layout: devices → streams → ops (struct of arrays, sorted by start); threads → API calls
+//! and NVTX ranges. Times are `i64` nanoseconds on the capture's clock.
+
+mod cpu;
+mod ops;
+mod strings;
+
+pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, RangeKind};
+pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
+pub use strings::{StrId, StringTable};
+
+/// `globalTid`/`globalPid` → process id (bits 24..48).
+pub fn pid_of_global_id(global_id: i64) -> u32 {
+    ((global_id >> 24) & 0xFF_FFFF) as u32
+}
+
+/// `globalTid` → thread id (bits 0..24).
+pub fn tid_of_global_id(global_id: i64) -> u32 {
+    (global_id & 0xFF_FFFF) as u32
+}
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ExportInfo {
+    pub nsys_version: Option<String>,
+    pub schema_version: Option<String>,
+    /// NVTX text lives in `StringIds` (`textId`, 2023 files) rather than inline `text`.
+    pub nvtx_text_in_string_ids: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Stream {
+    /// nsys `streamId`.
+    pub id: u32,
+    /// Process that owns the stream (stream ids repeat across processes).
+    pub pid: u32,
+    pub ops: GpuOps,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Device {
+    /// nsys `deviceId`.
+    pub id: u32,
+    /// From `TARGET_INFO_GPU` when the export has it, else "GPU <id>".
+    pub name: String,
+    /// Sorted by (pid, stream id).
+    pub streams: Vec<Stream>,
+    pub mem_info: Vec<MemInfo>,
+}
+
+impl Device {
+    pub fn op_count(&self) -> usize {
+        self.streams.iter().map(|s| s.ops.len()).sum()
+    }
+
+    pub fn count_of(&self, kind: OpKind) -> usize {
+        self.streams
+            .iter()
+            .map(|s| s.ops.kind.iter().filter(|&&k| k == kind).count())
+            .sum()
+    }
+
+    /// First kernel start to last kernel end, if the device ran any kernel.
+    pub fn kernel_window(&self) -> Option<(i64, i64)> {
+        let mut window: Option<(i64, i64)> = None;
+        for stream in &self.streams {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if !ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let (s, e) = (ops.start[i], ops.end[i]);
+                window = Some(window.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+            }
+        }
+        window
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Thread {
+    pub global_tid: i64,
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    pub api: ApiCalls,
+    pub nvtx: NvtxRanges,
+    pub marks: NvtxMarks,
+}
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Process {
+    pub pid: u32,
+    pub name: String,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    pub info: ExportInfo,
+    pub strings: StringTable,
+    /// Devices that ran at least one op, sorted by id.
+    pub devices: Vec<Device>,
+    /// Threads that made API calls or NVTX events, sorted by (pid, tid).
+    pub threads: Vec<Thread>,
+    pub processes: Vec<Process>,
+    pub launch_configs: Vec<LaunchConfig>,
+    /// NVTX domain id → name (domain 0, the default, is absent).
+    pub nvtx_domains: Vec<(u32, String)>,
+    /// `ANALYSIS_DETAILS` start/stop, when present.
+    pub capture_window: Option<(i64, i64)>,
+}
+
+impl Trace {
+    pub fn device(&self, id: u32) -> Option<&Device> {
+        self.devices.iter().find(|d| d.id == id)
+    }
+
+    pub fn thread_index(&self, global_tid: i64) -> Option<usize> {
+        self.threads
+            .binary_search_by_key(&global_tid_sort_key(global_tid), |t| {
+                global_tid_sort_key(t.global_tid)
+            })
+            .ok()
+    }
+
+    pub fn kernel_count(&self) -> usize {
+        self.devices
+            .iter()
+            .map(|d| d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl))
+            .sum()
+    }
+
+    pub fn gpu_op_count(&self) -> usize {
+        self.devices.iter().map(Device::op_count).sum()
+    }
+
+    pub fn api_call_count(&self) -> usize {
+        self.threads.iter().map(|t| t.api.len()).sum()
+    }
+
+    pub fn nvtx_range_count(&self) -> usize {
+        self.threads.iter().map(|t| t.nvtx.len()).sum()
+    }
+
+    pub fn event_count(&self) -> usize {
+        self.gpu_op_count()
+            + self.api_call_count()
+            + self.nvtx_range_count()
+            + self.threads.iter().map(|t| t.marks.time.len()).sum::<usize>()
+    }
+
+    /// Approximate heap bytes of the model, for the bytes-per-event figure.
+    pub fn heap_bytes(&self) -> usize {
+        let ops = self.gpu_op_count() * GpuOps::BYTES_PER_OP;
+        let api = self.api_call_count() * ApiCalls::BYTES_PER_CALL;
+        let nvtx = self.nvtx_range_count() * NvtxRanges::BYTES_PER_RANGE;
+        let marks: usize = self.threads.iter().map(|t| t.marks.time.len() * 12).sum();
+        let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
+        ops + api + nvtx + marks + mem + self.strings.heap_bytes()
+    }
+}
+
+/// Threads are ordered by (pid, tid), which is not the order of the raw global id.
+pub fn global_tid_sort_key(global_tid: i64) -> (u32, u32, i64) {
+    (pid_of_global_id(global_tid), tid_of_global_id(global_tid), global_tid)
+}

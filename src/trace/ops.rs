@@ -1,0 +1,120 @@
+//! GPU operations of one stream, as a struct of arrays.
+//!
+//! Invariant: sorted by `start`; `end >= start` for every op (the loader drops the rest
+//! and counts them in the load report).
+
+use super::strings::StrId;
+
+/// Marks "no such thing" in `u32` index columns.
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[repr(u8)]
+pub enum OpKind {
+    Compute = 0,
+    Nccl = 1,
+    Memcpy = 2,
+    Memset = 3,
+}
+
+impl OpKind {
+    pub fn is_kernel(self) -> bool {
+        matches!(self, OpKind::Compute | OpKind::Nccl)
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            OpKind::Compute => "compute",
+            OpKind::Nccl => "NCCL",
+            OpKind::Memcpy => "memcpy",
+            OpKind::Memset => "memset",
+        }
+    }
+}
+
+/// A kernel is NCCL work when its name contains "nccl" in any case (analysis-definitions.md).
+pub fn is_nccl_name(name: &str) -> bool {
+    name.as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"nccl"))
+}
+
+/// Launch configuration of a kernel, deduplicated per trace (few distinct ones exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct LaunchConfig {
+    /// Full (demangled) kernel name; `GpuOps::name` holds the short one.
+    pub demangled_name: StrId,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub registers_per_thread: u32,
+    pub static_shared_bytes: u32,
+    pub dynamic_shared_bytes: u32,
+}
+
+/// What a memcpy or memset moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct MemInfo {
+    pub bytes: u64,
+    /// `copyKind` of a memcpy (id into the file's `ENUM_CUDA_MEMCPY_OPER`); memset: `memKind`.
+    pub kind: u8,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct GpuOps {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub kind: Vec<OpKind>,
+    /// Short name for kernels; "Memcpy HtoD" style names for memory ops.
+    pub name: Vec<StrId>,
+    pub correlation_id: Vec<u32>,
+    /// Index of the launching thread in `Trace::threads`, or [`NONE`].
+    pub launch_thread: Vec<u32>,
+    /// Index of the launching API call in that thread's `api`, or [`NONE`].
+    pub launch_call: Vec<u32>,
+    /// Kernels: index into `Trace::launch_configs`; memory ops: into `Device::mem_info`.
+    pub detail: Vec<u32>,
+}
+
+impl GpuOps {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    pub fn duration(&self, i: usize) -> i64 {
+        self.end[i] - self.start[i]
+    }
+
+    /// Bytes per op of the columns above.
+    pub const BYTES_PER_OP: usize = 8 + 8 + 1 + 4 + 4 + 4 + 4 + 4;
+
+    /// Reorders every column by `start` (stable, so equal starts keep file order).
+    pub fn sort_by_start(&mut self) {
+        if self.start.is_sorted() {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| self.start[i as usize]);
+        permute(&mut self.start, &order);
+        permute(&mut self.end, &order);
+        permute(&mut self.kind, &order);
+        permute(&mut self.name, &order);
+        permute(&mut self.correlation_id, &order);
+        permute(&mut self.launch_thread, &order);
+        permute(&mut self.launch_call, &order);
+        permute(&mut self.detail, &order);
+    }
+
+    /// Index of the first op whose start is >= `t`.
+    pub fn first_starting_at_or_after(&self, t: i64) -> usize {
+        self.start.partition_point(|&s| s < t)
+    }
+}
+
+/// `column[i] = old[order[i]]`.
+pub fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
+    let reordered: Vec<T> = order.iter().map(|&i| column[i as usize]).collect();
+    *column = reordered;
+}

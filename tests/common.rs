@@ -1,0 +1,51 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use sha2_free::file_digest;
+
+pub fn real_fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (the real exports live in ../shared/fixtures/real)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "expected the real exports in {}", dir.display());
+    files
+}
+
+/// A snapshot of a file's bytes and its folder's listing, to prove a load wrote nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Untouched {
+    digest: Option<u64>,
+    listing: Vec<String>,
+}
+
+pub fn snapshot(path: &Path) -> Untouched {
+    let dir = path.parent().unwrap();
+    let mut listing: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    listing.sort();
+    Untouched { digest: file_digest(path), listing }
+}
+
+mod sha2_free {
+    use std::hash::{DefaultHasher, Hasher};
+    use std::path::Path;
+
+    /// A content hash (not cryptographic: it only has to notice a change).
+    pub fn file_digest(path: &Path) -> Option<u64> {
+        if path.is_dir() {
+            return None;
+        }
+        let bytes = std::fs::read(path).ok()?;
+        let mut h = DefaultHasher::new();
+        h.write(&bytes);
+        h.write_usize(bytes.len());
+        Some(h.finish())
+    }
+}
