@@ -123,7 +123,9 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
             aten(&mut p, "aten::_flash_attention_forward", &[FLASH], true);
             aten(&mut p, "aten::contiguous", &[], false);
             aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
-            aten(&mut p, "aten::linear", &[GEMM_OUT], true);
+            // The second exchange overlaps the output projection and the FFN when NCCL has its own
+            // stream; the next block's layer norm waits for it.
+            aten(&mut p, "aten::linear", &[GEMM_OUT], false);
             p.push(Instr::Pop);
             p.push(Instr::Push("ffn".into()));
             aten(&mut p, "aten::layer_norm", &[LAYER_NORM], false);
