@@ -23,7 +23,9 @@ pub fn sqlite3_scan(file: &Path) -> Result<Baseline, String> {
         .arg(&uri)
         .arg(SCAN_SQL)
         .output()
-        .map_err(|e| format!("cannot run sqlite3 ({e}); install it with `apt-get install sqlite3`"))?;
+        .map_err(|e| {
+            format!("cannot run sqlite3 ({e}); install it with `apt-get install sqlite3`")
+        })?;
     let seconds = t.elapsed().as_secs_f64();
     if !output.status.success() {
         return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());

@@ -13,7 +13,11 @@ use crate::synth::{self, Flavour, NcclStream, Preset, SynthOptions};
 use crate::trace::{OpKind, Trace};
 
 #[derive(Parser)]
-#[command(name = "nsys-explorer", version, about = "Explore Nsight Systems SQLite exports")]
+#[command(
+    name = "nsys-explorer",
+    version,
+    about = "Explore Nsight Systems SQLite exports"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// An `nsys export --type sqlite` file to open in the window (none: start page).
@@ -54,7 +58,13 @@ pub fn main() -> ExitCode {
         None => crate::ui::run(cli.file).map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report { file, json }) => report(&file, json),
         Some(Command::BenchLoad { file }) => bench_load(&file),
-        Some(Command::Synth { preset, out, flavour, nccl_stream, seed }) => {
+        Some(Command::Synth {
+            preset,
+            out,
+            flavour,
+            nccl_stream,
+            seed,
+        }) => {
             let t = Instant::now();
             synth::generate(&out, SynthOptions { preset, flavour, nccl_stream, seed }).map(|truth| {
                 let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
@@ -83,7 +93,8 @@ pub fn main() -> ExitCode {
 fn report(file: &Path, as_json: bool) -> Result<(), String> {
     let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
     if as_json {
-        let text = serde_json::to_string_pretty(&report_json(&trace, &report)).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(&report_json(&trace, &report))
+            .map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
         print!("{}", report_text(&trace, &report));
@@ -146,7 +157,11 @@ pub fn report_text(trace: &Trace, report: &LoadReport) -> String {
     if !report.missing_tables.is_empty() {
         let _ = writeln!(s, "Tables absent:");
         for table in &report.missing_tables {
-            let effect = report.missing_effects.get(table).map(String::as_str).unwrap_or("");
+            let effect = report
+                .missing_effects
+                .get(table)
+                .map(String::as_str)
+                .unwrap_or("");
             let _ = writeln!(s, "  {table:<38} no {effect}");
         }
     }
@@ -190,13 +205,20 @@ fn bench_load(file: &Path) -> Result<(), String> {
     let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
     let seconds = t.elapsed().as_secs_f64();
     let rows: u64 = report.tables.values().sum();
-    println!("file: {} ({:.1} MB)", file.display(), report.file_bytes as f64 / 1e6);
+    println!(
+        "file: {} ({:.1} MB)",
+        file.display(),
+        report.file_bytes as f64 / 1e6
+    );
     println!("threads: {}", rayon::current_num_threads());
     for (phase, secs) in &report.phases {
         println!("phase {phase:<22} {secs:>8.3} s");
     }
     println!("load total             {seconds:>8.3} s");
-    println!("rows read              {rows:>10}  ({:.1} M rows/s)", rows as f64 / seconds / 1e6);
+    println!(
+        "rows read              {rows:>10}  ({:.1} M rows/s)",
+        rows as f64 / seconds / 1e6
+    );
     let events = trace.event_count();
     println!(
         "events in model        {events:>10}  ({} kernels+memory ops, {} API calls, {} NVTX ranges)",

@@ -17,20 +17,34 @@ fn expect_error(path: &Path, needles: &[&str]) -> LoadError {
     };
     let message = err.to_string();
     for needle in needles {
-        assert!(message.contains(needle), "message {message:?} lacks {needle:?}");
+        assert!(
+            message.contains(needle),
+            "message {message:?} lacks {needle:?}"
+        );
     }
-    assert_eq!(common::snapshot(path), before, "{} or its folder changed", path.display());
+    assert_eq!(
+        common::snapshot(path),
+        before,
+        "{} or its folder changed",
+        path.display()
+    );
     err
 }
 
 fn real_export() -> PathBuf {
-    common::real_fixtures().into_iter().find(|p| p.to_string_lossy().contains("h100")).unwrap()
+    common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("h100"))
+        .unwrap()
 }
 
 #[test]
 fn missing_path_says_no_such_file() {
     let dir = tempfile::tempdir().unwrap();
-    let err = expect_error(&dir.path().join("nope.sqlite"), &["nope.sqlite", "no such file"]);
+    let err = expect_error(
+        &dir.path().join("nope.sqlite"),
+        &["nope.sqlite", "no such file"],
+    );
     assert!(matches!(err, LoadError::NotFound(_)));
 }
 
@@ -56,7 +70,10 @@ fn random_bytes_say_not_sqlite() {
     let mut rng = fastrand::Rng::with_seed(7);
     let bytes: Vec<u8> = (0..100_000).map(|_| rng.u8(..)).collect();
     std::fs::write(&path, bytes).unwrap();
-    let err = expect_error(&path, &["not an SQLite database", "nsys export --type sqlite"]);
+    let err = expect_error(
+        &path,
+        &["not an SQLite database", "nsys export --type sqlite"],
+    );
     assert!(matches!(err, LoadError::NotSqlite(_)));
 }
 
@@ -66,7 +83,10 @@ fn nsys_rep_report_names_the_export_command() {
     for name in ["run.nsys-rep", "old.qdrep"] {
         let path = dir.path().join(name);
         std::fs::write(&path, b"\x00\x01NSYS-REPORT-ish binary content").unwrap();
-        let err = expect_error(&path, &["Nsight Systems report", "nsys export --type sqlite", name]);
+        let err = expect_error(
+            &path,
+            &["Nsight Systems report", "nsys export --type sqlite", name],
+        );
         assert!(matches!(err, LoadError::NsysReport(..)));
     }
 }
@@ -102,7 +122,10 @@ fn sqlite_that_is_not_an_export_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("app.sqlite");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("CREATE TABLE users (id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'a');").unwrap();
+    conn.execute_batch(
+        "CREATE TABLE users (id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'a');",
+    )
+    .unwrap();
     drop(conn);
     let err = expect_error(&path, &["not an Nsight Systems export", "users"]);
     assert!(matches!(err, LoadError::NotNsysExport { .. }));
@@ -145,13 +168,24 @@ fn export_without_gpu_activity_loads_and_says_so() {
     let (trace, report) = load::load(&path).unwrap();
     assert_eq!(common::snapshot(&path), before);
     assert!(trace.devices.is_empty());
-    assert!(report.notes.iter().any(|n| n.contains("no GPU activity")), "{:?}", report.notes);
+    assert!(
+        report.notes.iter().any(|n| n.contains("no GPU activity")),
+        "{:?}",
+        report.notes
+    );
     assert!(report.missing_tables.iter().any(|t| t == load::KERNEL));
     assert_eq!(trace.nvtx_range_count(), 2);
     let nvtx = &trace.threads[0].nvtx;
     assert_eq!(nvtx.depth, vec![0, 1]);
-    let reasons: Vec<(&str, u64)> = report.skipped_rows.iter().map(|s| (s.reason.as_str(), s.rows)).collect();
-    assert_eq!(reasons, vec![("end < start", 1), ("range never ended (end NULL)", 1)]);
+    let reasons: Vec<(&str, u64)> = report
+        .skipped_rows
+        .iter()
+        .map(|s| (s.reason.as_str(), s.rows))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![("end < start", 1), ("range never ended (end NULL)", 1)]
+    );
 }
 
 #[test]
@@ -178,7 +212,9 @@ fn unreadable_file_says_permission_denied() {
             assert!(!out.status.success());
         }
         other => {
-            eprintln!("running as root without runuser access to the binary ({other:?}); checked the mapping only");
+            eprintln!(
+                "running as root without runuser access to the binary ({other:?}); checked the mapping only"
+            );
             let err = load::io_error_for_test(&path, std::io::ErrorKind::PermissionDenied);
             assert!(err.to_string().contains("permission denied"));
         }

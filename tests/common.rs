@@ -8,12 +8,21 @@ use sha2_free::file_digest;
 pub fn real_fixtures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e} (the real exports live in ../shared/fixtures/real)", dir.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (the real exports live in ../shared/fixtures/real)",
+                dir.display()
+            )
+        })
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
         .collect();
     files.sort();
-    assert!(files.len() >= 4, "expected the real exports in {}", dir.display());
+    assert!(
+        files.len() >= 4,
+        "expected the real exports in {}",
+        dir.display()
+    );
     files
 }
 
@@ -27,10 +36,16 @@ pub struct Untouched {
 pub fn snapshot(path: &Path) -> Untouched {
     let dir = path.parent().unwrap();
     let mut listing: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     listing.sort();
-    Untouched { digest: file_digest(path), listing }
+    Untouched {
+        digest: file_digest(path),
+        listing,
+    }
 }
 
 mod sha2_free {

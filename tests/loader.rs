@@ -21,8 +21,12 @@ fn open_plain(path: &Path) -> Connection {
 }
 
 fn has_table(conn: &Connection, table: &str) -> bool {
-    conn.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1", [table], |r| r.get::<_, i64>(0))
-        .unwrap()
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap()
         > 0
 }
 
@@ -34,56 +38,118 @@ fn sql_count(conn: &Connection, sql: &str) -> u64 {
 fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
     for path in common::real_fixtures() {
         let before = common::snapshot(&path);
-        let (trace, report) = load::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(common::snapshot(&path), before, "{} changed", path.display());
+        let (trace, report) =
+            load::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            common::snapshot(&path),
+            before,
+            "{} changed",
+            path.display()
+        );
         let conn = open_plain(&path);
         let name = path.display();
 
         for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, "StringIds"] {
             if has_table(&conn, table) {
                 let rows = sql_count(&conn, &format!("SELECT count(*) FROM {table}"));
-                assert_eq!(report.tables.get(table), Some(&rows), "{name}: rows of {table}");
+                assert_eq!(
+                    report.tables.get(table),
+                    Some(&rows),
+                    "{name}: rows of {table}"
+                );
             } else {
-                assert!(report.missing_tables.iter().any(|t| t == table), "{name}: {table} reported missing");
+                assert!(
+                    report.missing_tables.iter().any(|t| t == table),
+                    "{name}: {table} reported missing"
+                );
             }
         }
         let valid = |table: &str, extra: &str| {
             if has_table(&conn, table) {
-                sql_count(&conn, &format!("SELECT count(*) FROM {table} WHERE start IS NOT NULL AND end >= start {extra}"))
+                sql_count(
+                    &conn,
+                    &format!(
+                        "SELECT count(*) FROM {table} WHERE start IS NOT NULL AND end >= start {extra}"
+                    ),
+                )
             } else {
                 0
             }
         };
         let kernels = valid(KERNEL, "");
-        assert_eq!(trace.kernel_count() as u64, kernels, "{name}: kernels in the model");
-        let memcpys: usize = trace.devices.iter().map(|d| d.count_of(OpKind::Memcpy)).sum();
+        assert_eq!(
+            trace.kernel_count() as u64,
+            kernels,
+            "{name}: kernels in the model"
+        );
+        let memcpys: usize = trace
+            .devices
+            .iter()
+            .map(|d| d.count_of(OpKind::Memcpy))
+            .sum();
         assert_eq!(memcpys as u64, valid(MEMCPY, ""), "{name}: memcpys");
-        let memsets: usize = trace.devices.iter().map(|d| d.count_of(OpKind::Memset)).sum();
+        let memsets: usize = trace
+            .devices
+            .iter()
+            .map(|d| d.count_of(OpKind::Memset))
+            .sum();
         assert_eq!(memsets as u64, valid(MEMSET, ""), "{name}: memsets");
-        assert_eq!(trace.api_call_count() as u64, valid(RUNTIME, ""), "{name}: API calls");
+        assert_eq!(
+            trace.api_call_count() as u64,
+            valid(RUNTIME, ""),
+            "{name}: API calls"
+        );
         assert_eq!(
             trace.nvtx_range_count() as u64,
             valid(NVTX, "AND eventType IN (59, 60)"),
             "{name}: NVTX ranges"
         );
-        let skipped_nvtx: u64 = report.skipped_rows.iter().filter(|s| s.table == NVTX).map(|s| s.rows).sum();
+        let skipped_nvtx: u64 = report
+            .skipped_rows
+            .iter()
+            .filter(|s| s.table == NVTX)
+            .map(|s| s.rows)
+            .sum();
         let rows_nvtx = report.tables.get(NVTX).copied().unwrap_or(0);
-        let marks = sql_count(&conn, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 34");
-        let domains = sql_count(&conn, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 75");
-        assert_eq!(rows_nvtx, trace.nvtx_range_count() as u64 + skipped_nvtx + marks + domains, "{name}: NVTX rows accounted for");
+        let marks = sql_count(
+            &conn,
+            "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 34",
+        );
+        let domains = sql_count(
+            &conn,
+            "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 75",
+        );
+        assert_eq!(
+            rows_nvtx,
+            trace.nvtx_range_count() as u64 + skipped_nvtx + marks + domains,
+            "{name}: NVTX rows accounted for"
+        );
 
         // Devices: exactly those with GPU activity, with per-device kernel counts from SQL.
         let mut per_device: HashMap<u32, u64> = HashMap::new();
         if has_table(&conn, KERNEL) {
-            let mut stmt = conn.prepare(&format!("SELECT deviceId, count(*) FROM {KERNEL} GROUP BY deviceId")).unwrap();
-            for row in stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).unwrap() {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT deviceId, count(*) FROM {KERNEL} GROUP BY deviceId"
+                ))
+                .unwrap();
+            for row in stmt
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                .unwrap()
+            {
                 let (d, n) = row.unwrap();
                 per_device.insert(d as u32, n as u64);
             }
         }
         for (device, n) in &per_device {
-            let d = trace.device(*device).unwrap_or_else(|| panic!("{name}: device {device}"));
-            assert_eq!((d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64, *n, "{name}: device {device}");
+            let d = trace
+                .device(*device)
+                .unwrap_or_else(|| panic!("{name}: device {device}"));
+            assert_eq!(
+                (d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64,
+                *n,
+                "{name}: device {device}"
+            );
         }
         for d in &trace.devices {
             for s in &d.streams {
@@ -91,7 +157,10 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
                 assert!(s.ops.start.iter().zip(&s.ops.end).all(|(a, b)| b >= a));
             }
         }
-        assert!(trace.info.nsys_version.is_some() && trace.info.schema_version.is_some(), "{name}: versions");
+        assert!(
+            trace.info.nsys_version.is_some() && trace.info.schema_version.is_some(),
+            "{name}: versions"
+        );
     }
 }
 
@@ -111,7 +180,15 @@ fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
                    JOIN StringIds s ON s.id = r.nameId";
         let mut stmt = conn.prepare(sql).unwrap();
         let expected: Vec<(i64, u32, u32, String, i64)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u32, r.get::<_, i64>(2)? as u32, r.get(3)?, r.get(4)?)))
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, i64>(1)? as u32,
+                    r.get::<_, i64>(2)? as u32,
+                    r.get(3)?,
+                    r.get(4)?,
+                ))
+            })
             .unwrap()
             .map(Result::unwrap)
             .collect();
@@ -120,7 +197,14 @@ fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
             .devices
             .iter()
             .flat_map(|d| &d.streams)
-            .map(|s| s.ops.kind.iter().zip(&s.ops.launch_call).filter(|(k, c)| k.is_kernel() && **c != NONE).count())
+            .map(|s| {
+                s.ops
+                    .kind
+                    .iter()
+                    .zip(&s.ops.launch_call)
+                    .filter(|(k, c)| k.is_kernel() && **c != NONE)
+                    .count()
+            })
             .sum();
         assert_eq!(linked, expected.len(), "{name}: number of linked kernels");
         for (start, device, stream, api_name, api_start) in expected {
@@ -131,12 +215,17 @@ fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
                 .filter(|s| s.id == stream)
                 .find_map(|s| {
                     let i = s.ops.first_starting_at_or_after(start);
-                    (i < s.ops.len() && s.ops.start[i] == start && s.ops.kind[i].is_kernel()).then_some((s, i))
+                    (i < s.ops.len() && s.ops.start[i] == start && s.ops.kind[i].is_kernel())
+                        .then_some((s, i))
                 })
                 .unwrap_or_else(|| panic!("{name}: kernel at {start}"));
             let thread = &trace.threads[s.ops.launch_thread[i] as usize];
             let call = s.ops.launch_call[i] as usize;
-            assert_eq!(trace.strings.get(thread.api.name[call]), api_name, "{name}: launch name");
+            assert_eq!(
+                trace.strings.get(thread.api.name[call]),
+                api_name,
+                "{name}: launch name"
+            );
             assert_eq!(thread.api.start[call], api_start, "{name}: launch start");
             assert_eq!(thread.pid, s.pid, "{name}: launch in the kernel's process");
         }
@@ -145,7 +234,10 @@ fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
 
 #[test]
 fn real_nvtx_text_comes_from_text_or_text_id() {
-    let path = common::real_fixtures().into_iter().find(|p| p.to_string_lossy().contains("flashattn")).unwrap();
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("flashattn"))
+        .unwrap();
     let (trace, _) = load::load(&path).unwrap();
     let conn = open_plain(&path);
     // Rows whose text is only in StringIds (textId) must still get their text.
@@ -156,9 +248,15 @@ fn real_nvtx_text_comes_from_text_or_text_id() {
             |r| r.get(0),
         )
         .unwrap();
-    let found = trace.threads.iter().any(|t| t.nvtx.text.iter().any(|&id| trace.strings.get(id) == by_id));
+    let found = trace
+        .threads
+        .iter()
+        .any(|t| t.nvtx.text.iter().any(|&id| trace.strings.get(id) == by_id));
     assert!(found, "range text {by_id:?} from textId");
-    let nested = trace.threads.iter().any(|t| t.nvtx.depth.iter().any(|&d| d > 0));
+    let nested = trace
+        .threads
+        .iter()
+        .any(|t| t.nvtx.depth.iter().any(|&d| d > 0));
     assert!(nested, "aten ranges nest");
 }
 
@@ -177,11 +275,18 @@ fn check_against_truth(trace: &Trace, report: &load::LoadReport, truth: &GroundT
     }
     assert!(report.skipped_rows.is_empty(), "{:?}", report.skipped_rows);
     assert_eq!(trace.nvtx_range_count() as u64, truth.nvtx_ranges);
-    assert_eq!(trace.devices.len(), truth.devices.len(), "only the GPUs in use, not all 8 of TARGET_INFO_GPU");
+    assert_eq!(
+        trace.devices.len(),
+        truth.devices.len(),
+        "only the GPUs in use, not all 8 of TARGET_INFO_GPU"
+    );
     for (d, t) in trace.devices.iter().zip(&truth.devices) {
         assert_eq!(d.id, t.id);
         assert_eq!(d.name, "NVIDIA H100 80GB HBM3");
-        assert_eq!((d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64, t.kernels);
+        assert_eq!(
+            (d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64,
+            t.kernels
+        );
         assert_eq!(d.count_of(OpKind::Nccl) as u64, t.nccl_kernels);
         assert_eq!(d.count_of(OpKind::Memcpy) as u64, t.memcpys);
         assert_eq!(d.count_of(OpKind::Memset) as u64, t.memsets);
@@ -190,12 +295,19 @@ fn check_against_truth(trace: &Trace, report: &load::LoadReport, truth: &GroundT
         for s in &d.streams {
             assert_eq!(s.pid, t.pid);
             for i in 0..s.ops.len() {
-                assert_ne!(s.ops.launch_call[i], NONE, "op {i} of device {} linked", d.id);
+                assert_ne!(
+                    s.ops.launch_call[i], NONE,
+                    "op {i} of device {} linked",
+                    d.id
+                );
                 let thread = &trace.threads[s.ops.launch_thread[i] as usize];
                 assert_eq!(thread.pid, t.pid);
                 let call = s.ops.launch_call[i] as usize;
                 assert_eq!(thread.api.correlation_id[call], s.ops.correlation_id[i]);
-                assert!(thread.api.end[call] <= s.ops.start[i], "launch precedes its op");
+                assert!(
+                    thread.api.end[call] <= s.ops.start[i],
+                    "launch precedes its op"
+                );
             }
         }
     }
@@ -216,14 +328,24 @@ fn generated_traces_of_both_flavours_load_with_the_generators_counts() {
         let (path, truth) = generate(dir.path(), flavour, NcclStream::Same);
         let (trace, report) = load::load(&path).unwrap();
         check_against_truth(&trace, &report, &truth);
-        assert_eq!(trace.info.nvtx_text_in_string_ids, flavour == Flavour::Nsys2023);
-        let step = trace.threads[0].nvtx.text.iter().any(|&id| trace.strings.get(id) == "denoising_step_3");
+        assert_eq!(
+            trace.info.nvtx_text_in_string_ids,
+            flavour == Flavour::Nsys2023
+        );
+        let step = trace.threads[0]
+            .nvtx
+            .text
+            .iter()
+            .any(|&id| trace.strings.get(id) == "denoising_step_3");
         assert!(step, "{flavour:?}: NVTX text readable");
     }
     let (path, truth) = generate(dir.path(), Flavour::Nsys2024, NcclStream::Separate);
     let (trace, report) = load::load(&path).unwrap();
     check_against_truth(&trace, &report, &truth);
-    assert!(trace.devices.iter().all(|d| d.streams.len() == 3), "compute, NCCL and copy streams");
+    assert!(
+        trace.devices.iter().all(|d| d.streams.len() == 3),
+        "compute, NCCL and copy streams"
+    );
 }
 
 #[test]
@@ -233,16 +355,29 @@ fn generator_truth_is_self_consistent() {
     for d in &truth.devices {
         let b = &d.breakdown_ns;
         let sum = b.compute_only + b.nccl_only + b.overlap + b.memory_only + b.idle;
-        assert_eq!(sum, d.window_ns[1] - d.window_ns[0], "breakdown adds up to the window");
+        assert_eq!(
+            sum,
+            d.window_ns[1] - d.window_ns[0],
+            "breakdown adds up to the window"
+        );
         assert_eq!(b.overlap, 0, "same-stream NCCL cannot overlap");
         assert_eq!(d.same_stream.nccl_pct, 100.0);
     }
-    let causes: std::collections::BTreeSet<&str> = truth.gaps.iter().map(|g| g.cause.as_str()).collect();
-    assert_eq!(causes, ["dependency", "host_bound", "host_sync"].into_iter().collect());
+    let causes: std::collections::BTreeSet<&str> =
+        truth.gaps.iter().map(|g| g.cause.as_str()).collect();
+    assert_eq!(
+        causes,
+        ["dependency", "host_bound", "host_sync"]
+            .into_iter()
+            .collect()
+    );
     let it = &truth.iterations;
     for d in &it.per_device {
         assert_eq!(d.slowest_index, it.slowest_index, "device {}", d.device);
     }
     let (_, separate) = generate(dir.path(), Flavour::Nsys2024, NcclStream::Separate);
-    assert!(separate.devices.iter().all(|d| d.breakdown_ns.overlap > 0), "separate NCCL stream overlaps compute");
+    assert!(
+        separate.devices.iter().all(|d| d.breakdown_ns.overlap > 0),
+        "separate NCCL stream overlaps compute"
+    );
 }

@@ -11,8 +11,8 @@ use super::scan::{ScanContext, Skips, int, scan_range, text};
 use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
-    ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind, RangeKind, StrId,
-    pid_of_global_id,
+    ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
+    RangeKind, StrId, pid_of_global_id,
 };
 
 /// (deviceId, pid, streamId): stream ids repeat across processes.
@@ -34,7 +34,16 @@ pub struct GpuChunk {
 }
 
 impl GpuChunk {
-    fn push(&mut self, key: StreamKey, start: i64, end: i64, kind: OpKind, name: StrId, corr: Option<i64>, detail: u32) {
+    fn push(
+        &mut self,
+        key: StreamKey,
+        start: i64,
+        end: i64,
+        kind: OpKind,
+        name: StrId,
+        corr: Option<i64>,
+        detail: u32,
+    ) {
         let ops = self.streams.entry(key).or_default();
         ops.start.push(start);
         ops.end.push(end);
@@ -48,7 +57,12 @@ impl GpuChunk {
 }
 
 /// Checks the times of a row; counts and drops bad ones.
-fn valid_times(start: Option<i64>, end: Option<i64>, table: &'static str, skips: &mut Skips) -> Option<(i64, i64)> {
+fn valid_times(
+    start: Option<i64>,
+    end: Option<i64>,
+    table: &'static str,
+    skips: &mut Skips,
+) -> Option<(i64, i64)> {
     match (start, end) {
         (Some(s), Some(e)) if e >= s => Some((s, e)),
         (Some(_), Some(_)) => {
@@ -80,9 +94,23 @@ pub fn read_kernels(
     let cols = schema.select_list(
         KERNEL,
         &[
-            "start", "end", "deviceId", "streamId", "correlationId", "globalPid", "shortName", "demangledName",
-            "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-            "staticSharedMemory", "dynamicSharedMemory",
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "shortName",
+            "demangledName",
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "registersPerThread",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
         ],
     );
     let mut chunk = GpuChunk::default();
@@ -136,7 +164,16 @@ pub fn read_memory_ops(
     };
     let cols = schema.select_list(
         table,
-        &["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes", kind_column],
+        &[
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "bytes",
+            kind_column,
+        ],
     );
     let mut chunk = GpuChunk::default();
     chunk.rows = scan_range(ctx, conn, table, &cols, range, |r| {
@@ -145,7 +182,11 @@ pub fn read_memory_ops(
         };
         let key = key_of(int(r, 2), int(r, 5), int(r, 3));
         let kind_id = int(r, 7);
-        let name = if is_memset { names.memset_name } else { names.memcpy(kind_id) };
+        let name = if is_memset {
+            names.memset_name
+        } else {
+            names.memcpy(kind_id)
+        };
         let infos = chunk.mem_info.entry(key.0).or_default();
         infos.push(MemInfo {
             bytes: int(r, 6).unwrap_or(0).max(0) as u64,
@@ -173,16 +214,31 @@ pub fn read_api_calls(
     names: &Names,
     range: (i64, i64),
 ) -> Result<ApiChunk, LoadError> {
-    let cols = schema.select_list(RUNTIME, &["start", "end", "eventClass", "globalTid", "correlationId", "nameId"]);
+    let cols = schema.select_list(
+        RUNTIME,
+        &[
+            "start",
+            "end",
+            "eventClass",
+            "globalTid",
+            "correlationId",
+            "nameId",
+        ],
+    );
     let mut chunk = ApiChunk::default();
     chunk.rows = scan_range(ctx, conn, RUNTIME, &cols, range, |r| {
-        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), RUNTIME, &mut chunk.skips) else {
+        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), RUNTIME, &mut chunk.skips)
+        else {
             return Ok(());
         };
         let calls = chunk.threads.entry(int(r, 3).unwrap_or(0)).or_default();
         calls.start.push(start);
         calls.end.push(end);
-        calls.class.push(if int(r, 2) == Some(1) { ApiClass::Driver } else { ApiClass::Runtime });
+        calls.class.push(if int(r, 2) == Some(1) {
+            ApiClass::Driver
+        } else {
+            ApiClass::Runtime
+        });
         calls.correlation_id.push(int(r, 4).unwrap_or(0) as u32);
         calls.name.push(names.ids.get(int(r, 5)));
         Ok(())
@@ -218,7 +274,19 @@ pub fn read_nvtx(
     names: &Names,
     range: (i64, i64),
 ) -> Result<NvtxChunk, LoadError> {
-    let cols = schema.select_list(NVTX, &["start", "end", "eventType", "text", "textId", "globalTid", "color", "domainId"]);
+    let cols = schema.select_list(
+        NVTX,
+        &[
+            "start",
+            "end",
+            "eventType",
+            "text",
+            "textId",
+            "globalTid",
+            "color",
+            "domainId",
+        ],
+    );
     let mut chunk = NvtxChunk::default();
     let mut text_ids: HashMap<String, u32> = HashMap::new();
     chunk.rows = scan_range(ctx, conn, NVTX, &cols, range, |r| {
@@ -240,7 +308,9 @@ pub fn read_nvtx(
                 return Ok(());
             }
             _ => {
-                chunk.skips.add(NVTX, "not a range or mark (other NVTX event type)");
+                chunk
+                    .skips
+                    .add(NVTX, "not a range or mark (other NVTX event type)");
                 return Ok(());
             }
         };
@@ -273,7 +343,12 @@ pub fn read_nvtx(
 }
 
 /// The text of an NVTX row: inline `text` (2024+) or `textId` into `StringIds` (2023).
-fn text_id(r: &rusqlite::Row, names: &Names, local: &mut HashMap<String, u32>, texts: &mut Vec<String>) -> StrId {
+fn text_id(
+    r: &rusqlite::Row,
+    names: &Names,
+    local: &mut HashMap<String, u32>,
+    texts: &mut Vec<String>,
+) -> StrId {
     if let Some(t) = text(r, 3) {
         if let Some(&id) = local.get(t) {
             return id;

@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
-    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NONE, Process, StrId, Stream, StringTable, Thread, Trace,
-    global_tid_sort_key, pid_of_global_id, tid_of_global_id,
+    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NONE, Process, StrId, Stream, StringTable,
+    Thread, Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
 };
 
 /// What the small tables gave.
@@ -36,7 +36,9 @@ pub fn build_trace(
     let (mut threads, nvtx_domains) = merge_threads(api, nvtx, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
 
-    streams.par_iter_mut().for_each(|(_, ops)| ops.sort_by_start());
+    streams
+        .par_iter_mut()
+        .for_each(|(_, ops)| ops.sort_by_start());
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
         t.nvtx.sort_and_nest();
@@ -50,12 +52,20 @@ pub fn build_trace(
         if devices.last().map(|d| d.id) != Some(device_id) {
             devices.push(Device {
                 id: device_id,
-                name: parts.gpu_names.get(&device_id).cloned().unwrap_or_else(|| format!("GPU {device_id}")),
+                name: parts
+                    .gpu_names
+                    .get(&device_id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("GPU {device_id}")),
                 streams: Vec::new(),
                 mem_info: mem_info.remove(&device_id).unwrap_or_default(),
             });
         }
-        devices.last_mut().unwrap().streams.push(Stream { id: stream_id, pid, ops });
+        devices.last_mut().unwrap().streams.push(Stream {
+            id: stream_id,
+            pid,
+            ops,
+        });
     }
     Ok(Trace {
         info: parts.info,
@@ -76,13 +86,24 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {
     Ok(())
 }
 
-type MergedGpu = (Vec<(StreamKey, GpuOps)>, Vec<LaunchConfig>, HashMap<u32, Vec<MemInfo>>);
+type MergedGpu = (
+    Vec<(StreamKey, GpuOps)>,
+    Vec<LaunchConfig>,
+    HashMap<u32, Vec<MemInfo>>,
+);
 
 fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
     let mut streams: BTreeMap<StreamKey, GpuOps> = BTreeMap::new();
     let mut configs: Vec<LaunchConfig> = Vec::new();
     let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
     let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
+    let mut totals: HashMap<StreamKey, usize> = HashMap::new();
+    for (key, ops) in chunks.iter().flat_map(|c| &c.streams) {
+        *totals.entry(*key).or_default() += ops.len();
+    }
+    for (key, n) in totals {
+        reserve_ops(streams.entry(key).or_default(), n);
+    }
     for chunk in chunks {
         let config_remap: Vec<u32> = chunk
             .configs
@@ -104,14 +125,13 @@ fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
         for (key, mut ops) in chunk.streams {
             let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
             for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
-                *detail = if kind.is_kernel() { config_remap[*detail as usize] } else { offset + *detail };
+                *detail = if kind.is_kernel() {
+                    config_remap[*detail as usize]
+                } else {
+                    offset + *detail
+                };
             }
-            let merged = streams.entry(key).or_default();
-            if merged.is_empty() {
-                *merged = ops;
-            } else {
-                append_ops(merged, ops);
-            }
+            append_ops(streams.entry(key).or_default(), ops);
         }
     }
     (streams.into_iter().collect(), configs, mem_info)
@@ -135,6 +155,21 @@ fn merge_threads(
     thread_names: &HashMap<i64, String>,
 ) -> (Vec<Thread>, Vec<(u32, String)>) {
     let mut threads: BTreeMap<(u32, u32, i64), Thread> = BTreeMap::new();
+    // Reserve each thread's final size first: growing by doubling would hold two copies.
+    let mut api_len: HashMap<i64, usize> = HashMap::new();
+    for (gtid, calls) in api.iter().flat_map(|c| &c.threads) {
+        *api_len.entry(*gtid).or_default() += calls.len();
+    }
+    let mut nvtx_len: HashMap<i64, usize> = HashMap::new();
+    for (gtid, ranges) in nvtx.iter().flat_map(|c| &c.ranges) {
+        *nvtx_len.entry(*gtid).or_default() += ranges.len();
+    }
+    for (gtid, n) in api_len {
+        reserve_api(&mut thread_entry(&mut threads, gtid, thread_names).api, n);
+    }
+    for (gtid, n) in nvtx_len {
+        reserve_nvtx(&mut thread_entry(&mut threads, gtid, thread_names).nvtx, n);
+    }
     for chunk in api {
         for (gtid, calls) in chunk.threads {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
@@ -148,7 +183,13 @@ fn merge_threads(
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
     for chunk in nvtx {
         let remap: Vec<StrId> = chunk.texts.iter().map(|t| strings.intern(t)).collect();
-        let resolve = |id: StrId| if id & LOCAL_TEXT != 0 { remap[(id & !LOCAL_TEXT) as usize] } else { id };
+        let resolve = |id: StrId| {
+            if id & LOCAL_TEXT != 0 {
+                remap[(id & !LOCAL_TEXT) as usize]
+            } else {
+                id
+            }
+        };
         for (gtid, ranges) in chunk.ranges {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).nvtx;
             t.start.extend(ranges.start);
@@ -165,7 +206,38 @@ fn merge_threads(
         }
         domains.extend(chunk.domains);
     }
-    (threads.into_values().collect(), domains.into_iter().collect())
+    (
+        threads.into_values().collect(),
+        domains.into_iter().collect(),
+    )
+}
+
+fn reserve_api(calls: &mut crate::trace::ApiCalls, n: usize) {
+    calls.start.reserve_exact(n);
+    calls.end.reserve_exact(n);
+    calls.name.reserve_exact(n);
+    calls.correlation_id.reserve_exact(n);
+    calls.class.reserve_exact(n);
+}
+
+fn reserve_nvtx(ranges: &mut crate::trace::NvtxRanges, n: usize) {
+    ranges.start.reserve_exact(n);
+    ranges.end.reserve_exact(n);
+    ranges.text.reserve_exact(n);
+    ranges.kind.reserve_exact(n);
+    ranges.color.reserve_exact(n);
+    ranges.domain.reserve_exact(n);
+}
+
+fn reserve_ops(ops: &mut GpuOps, n: usize) {
+    ops.start.reserve_exact(n);
+    ops.end.reserve_exact(n);
+    ops.kind.reserve_exact(n);
+    ops.name.reserve_exact(n);
+    ops.correlation_id.reserve_exact(n);
+    ops.launch_thread.reserve_exact(n);
+    ops.launch_call.reserve_exact(n);
+    ops.detail.reserve_exact(n);
 }
 
 fn thread_entry<'a>(
@@ -173,13 +245,15 @@ fn thread_entry<'a>(
     gtid: i64,
     thread_names: &HashMap<i64, String>,
 ) -> &'a mut Thread {
-    threads.entry(global_tid_sort_key(gtid)).or_insert_with(|| Thread {
-        global_tid: gtid,
-        pid: pid_of_global_id(gtid),
-        tid: tid_of_global_id(gtid),
-        name: thread_names.get(&gtid).cloned().unwrap_or_default(),
-        ..Default::default()
-    })
+    threads
+        .entry(global_tid_sort_key(gtid))
+        .or_insert_with(|| Thread {
+            global_tid: gtid,
+            pid: pid_of_global_id(gtid),
+            tid: tid_of_global_id(gtid),
+            name: thread_names.get(&gtid).cloned().unwrap_or_default(),
+            ..Default::default()
+        })
 }
 
 fn sort_marks(thread: &mut Thread) {
@@ -187,7 +261,12 @@ fn sort_marks(thread: &mut Thread) {
     if marks.time.is_sorted() {
         return;
     }
-    let mut pairs: Vec<(i64, StrId)> = marks.time.iter().copied().zip(marks.text.iter().copied()).collect();
+    let mut pairs: Vec<(i64, StrId)> = marks
+        .time
+        .iter()
+        .copied()
+        .zip(marks.text.iter().copied())
+        .collect();
     pairs.sort_by_key(|p| p.0);
     (marks.time, marks.text) = pairs.into_iter().unzip();
 }
@@ -196,7 +275,8 @@ fn sort_marks(thread: &mut Thread) {
 /// API call. One sorted key list and a binary search per op: no per-row SQL, no hash of
 /// millions of entries.
 fn link_launches(streams: &mut [(StreamKey, GpuOps)], threads: &[Thread]) {
-    let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(threads.iter().map(|t| t.api.len()).sum());
+    let mut keys: Vec<(u64, u32, u32)> =
+        Vec::with_capacity(threads.iter().map(|t| t.api.len()).sum());
     for (ti, t) in threads.iter().enumerate() {
         for (ci, &corr) in t.api.correlation_id.iter().enumerate() {
             if corr != 0 {
@@ -222,5 +302,9 @@ fn link_launches(streams: &mut [(StreamKey, GpuOps)], threads: &[Thread]) {
             }
         }
     });
-    debug_assert!(streams.iter().all(|(_, ops)| ops.launch_call.iter().all(|&c| c == NONE || c < u32::MAX)));
+    debug_assert!(
+        streams
+            .iter()
+            .all(|(_, ops)| ops.launch_call.iter().all(|&c| c == NONE || c < u32::MAX))
+    );
 }

@@ -25,7 +25,9 @@ pub enum LoadError {
         "{0} is not an SQLite database. nsys-explorer reads the SQLite exports of Nsight Systems (`nsys export --type sqlite REPORT.nsys-rep`)"
     )]
     NotSqlite(PathBuf),
-    #[error("{path} is a damaged or truncated SQLite file ({detail}); export it again with `nsys export --type sqlite`")]
+    #[error(
+        "{path} is a damaged or truncated SQLite file ({detail}); export it again with `nsys export --type sqlite`"
+    )]
     Corrupt { path: PathBuf, detail: String },
     #[error(
         "{path} is an SQLite database but not an Nsight Systems export (it has none of the tables nsys writes, such as StringIds or CUPTI_ACTIVITY_KIND_KERNEL; it has {found})"

@@ -94,7 +94,11 @@ pub fn load_with(
 ) -> Result<(Trace, LoadReport), LoadError> {
     let t0 = Instant::now();
     let mut report = LoadReport::new(path);
-    progress(Progress { phase: Phase::Opening, fraction: 0.0, rows_read: 0 });
+    progress(Progress {
+        phase: Phase::Opening,
+        fraction: 0.0,
+        rows_read: 0,
+    });
     report.file_bytes = sniff::check_file(path)?;
     let conn = sniff::open_read_only(path)?;
     let schema = Schema::read(&conn, path)?;
@@ -102,7 +106,11 @@ pub fn load_with(
     report.phase_done("open", t0);
 
     let t = Instant::now();
-    progress(Progress { phase: Phase::ReadingSmallTables, fraction: 0.0, rows_read: 0 });
+    progress(Progress {
+        phase: Phase::ReadingSmallTables,
+        fraction: 0.0,
+        rows_read: 0,
+    });
     let mut strings = StringTable::new();
     let info = small_tables::read_export_info(&conn, path, &schema)?;
     let names = small_tables::read_names(&conn, path, &schema, &mut strings)?;
@@ -113,12 +121,23 @@ pub fn load_with(
     for &(table, disables) in READ_TABLES {
         if !schema.has(table) {
             report.missing_tables.push(table.to_string());
-            report.missing_effects.insert(table.to_string(), disables.to_string());
+            report
+                .missing_effects
+                .insert(table.to_string(), disables.to_string());
         }
     }
-    for table in ["StringIds", "ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "ANALYSIS_DETAILS"] {
+    for table in [
+        "StringIds",
+        "ThreadNames",
+        "PROCESSES",
+        "TARGET_INFO_GPU",
+        "ANALYSIS_DETAILS",
+    ] {
         if schema.has(table) {
-            report.tables.insert(table.to_string(), small_tables::count_rows(&conn, path, table)?);
+            report.tables.insert(
+                table.to_string(),
+                small_tables::count_rows(&conn, path, table)?,
+            );
         }
     }
     report.phase_done("small tables", t);
@@ -155,15 +174,24 @@ pub fn load_with(
             ctx.check_cancel()?;
             let conn = sniff::open_read_only(path)?;
             Ok(match task {
-                Task::Kernels(r) => ChunkOut::Gpu(big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?, KERNEL),
-                Task::Memcpys(r) => {
-                    ChunkOut::Gpu(big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?, MEMCPY)
+                Task::Kernels(r) => ChunkOut::Gpu(
+                    big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?,
+                    KERNEL,
+                ),
+                Task::Memcpys(r) => ChunkOut::Gpu(
+                    big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?,
+                    MEMCPY,
+                ),
+                Task::Memsets(r) => ChunkOut::Gpu(
+                    big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?,
+                    MEMSET,
+                ),
+                Task::Api(r) => {
+                    ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?)
                 }
-                Task::Memsets(r) => {
-                    ChunkOut::Gpu(big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?, MEMSET)
+                Task::Nvtx(r) => {
+                    ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
                 }
-                Task::Api(r) => ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?),
-                Task::Nvtx(r) => ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?),
             })
         })
         .collect::<Result<_, _>>()?;

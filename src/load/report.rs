@@ -45,7 +45,8 @@ impl LoadReport {
     }
 
     pub(super) fn phase_done(&mut self, name: &str, since: Instant) {
-        self.phases.push((name.to_string(), since.elapsed().as_secs_f64()));
+        self.phases
+            .push((name.to_string(), since.elapsed().as_secs_f64()));
     }
 
     pub(super) fn finish(&mut self, trace: &Trace, t0: Instant) {
@@ -69,11 +70,18 @@ impl LoadReport {
             .devices
             .iter()
             .flat_map(|d| &d.streams)
-            .map(|s| s.ops.launch_call.iter().filter(|&&c| c == crate::trace::NONE).count())
+            .map(|s| {
+                s.ops
+                    .launch_call
+                    .iter()
+                    .filter(|&&c| c == crate::trace::NONE)
+                    .count()
+            })
             .sum();
         if unlinked > 0 && trace.api_call_count() > 0 {
-            self.notes
-                .push(format!("{unlinked} GPU ops have no launching API call in the export"));
+            self.notes.push(format!(
+                "{unlinked} GPU ops have no launching API call in the export"
+            ));
         }
         self.seconds = t0.elapsed().as_secs_f64();
     }

@@ -50,11 +50,17 @@ impl ScanContext<'_> {
 }
 
 /// The rowid ranges `[lo, hi)` that cover `table`, and an estimate of its row count.
-pub fn plan_ranges(conn: &Connection, path: &Path, table: &str) -> Result<(Vec<(i64, i64)>, u64), LoadError> {
+pub fn plan_ranges(
+    conn: &Connection,
+    path: &Path,
+    table: &str,
+) -> Result<(Vec<(i64, i64)>, u64), LoadError> {
     let (min, max): (Option<i64>, Option<i64>) = conn
-        .query_row(&format!("SELECT min(rowid), max(rowid) FROM \"{table}\""), [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            &format!("SELECT min(rowid), max(rowid) FROM \"{table}\""),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .map_err(|e| sqlite_error(path, table, e))?;
     let (Some(min), Some(max)) = (min, max) else {
         return Ok((Vec::new(), 0));

@@ -19,15 +19,24 @@ pub const STRING_IDS: &str = "StringIds";
 
 /// Tables the loader reads, and what their absence disables (shown in the load report).
 pub const READ_TABLES: &[(&str, &str)] = &[
-    (KERNEL, "kernels: no compute/NCCL timeline, breakdown or gaps"),
+    (
+        KERNEL,
+        "kernels: no compute/NCCL timeline, breakdown or gaps",
+    ),
     (MEMCPY, "memory copies"),
     (MEMSET, "memsets"),
-    (RUNTIME, "CUDA API rows, kernel→launch links, gap causes and NVTX context of kernels"),
+    (
+        RUNTIME,
+        "CUDA API rows, kernel→launch links, gap causes and NVTX context of kernels",
+    ),
     (NVTX, "NVTX ranges: iterations and NVTX context of gaps"),
     (STRING_IDS, "names of kernels and API calls"),
     ("ThreadNames", "thread names"),
     ("PROCESSES", "process names"),
-    ("TARGET_INFO_GPU", "GPU names (devices are shown as \"GPU <id>\")"),
+    (
+        "TARGET_INFO_GPU",
+        "GPU names (devices are shown as \"GPU <id>\")",
+    ),
     ("ANALYSIS_DETAILS", "the capture window"),
 ];
 
@@ -76,7 +85,10 @@ impl Schema {
 
     /// Rejects databases that are not nsys exports, naming what they are when we know.
     pub fn check_is_nsys_export(&self, path: &Path) -> Result<(), LoadError> {
-        let has_cupti = self.tables.keys().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_"));
+        let has_cupti = self
+            .tables
+            .keys()
+            .any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_"));
         if self.has("StringTable") && !self.has(STRING_IDS) && has_cupti {
             return Err(LoadError::NvprofDatabase(path.to_owned()));
         }

@@ -23,7 +23,11 @@ impl IdMap {
     pub fn get(&self, nsys_id: Option<i64>) -> StrId {
         let Some(id) = nsys_id else { return 0 };
         match self {
-            IdMap::Dense(v) => usize::try_from(id).ok().and_then(|i| v.get(i)).copied().unwrap_or(0),
+            IdMap::Dense(v) => usize::try_from(id)
+                .ok()
+                .and_then(|i| v.get(i))
+                .copied()
+                .unwrap_or(0),
             IdMap::Sparse(m) => m.get(&id).copied().unwrap_or(0),
         }
     }
@@ -41,7 +45,9 @@ pub struct Names {
 
 impl Names {
     pub fn memcpy(&self, copy_kind: Option<i64>) -> StrId {
-        let k = copy_kind.unwrap_or(0).clamp(0, self.memcpy_name.len() as i64 - 1) as usize;
+        let k = copy_kind
+            .unwrap_or(0)
+            .clamp(0, self.memcpy_name.len() as i64 - 1) as usize;
         self.memcpy_name[k]
     }
 
@@ -70,12 +76,21 @@ fn query<T>(
 }
 
 /// Reads `StringIds` into `strings` and prepares the name lookups.
-pub fn read_names(conn: &Connection, path: &Path, schema: &Schema, strings: &mut StringTable) -> Result<Names, LoadError> {
+pub fn read_names(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+    strings: &mut StringTable,
+) -> Result<Names, LoadError> {
     let mut pairs: Vec<(i64, StrId)> = Vec::new();
     if schema.has(STRING_IDS) {
-        let rows = query(conn, path, STRING_IDS, "SELECT id, value FROM StringIds", |r| {
-            (int(r, 0), text(r, 1).map(str::to_owned))
-        })?;
+        let rows = query(
+            conn,
+            path,
+            STRING_IDS,
+            "SELECT id, value FROM StringIds",
+            |r| (int(r, 0), text(r, 1).map(str::to_owned)),
+        )?;
         for (id, value) in rows {
             if let (Some(id), Some(value)) = (id, value) {
                 pairs.push((id, strings.intern(&value)));
@@ -96,9 +111,13 @@ pub fn read_names(conn: &Connection, path: &Path, schema: &Schema, strings: &mut
 
     let mut memcpy_label: HashMap<i64, String> = HashMap::new();
     if schema.has("ENUM_CUDA_MEMCPY_OPER") {
-        let rows = query(conn, path, "ENUM_CUDA_MEMCPY_OPER", "SELECT id, label, name FROM ENUM_CUDA_MEMCPY_OPER", |r| {
-            (int(r, 0), text(r, 1).or(text(r, 2)).map(str::to_owned))
-        })?;
+        let rows = query(
+            conn,
+            path,
+            "ENUM_CUDA_MEMCPY_OPER",
+            "SELECT id, label, name FROM ENUM_CUDA_MEMCPY_OPER",
+            |r| (int(r, 0), text(r, 1).or(text(r, 2)).map(str::to_owned)),
+        )?;
         for (id, label) in rows {
             if let (Some(id), Some(label)) = (id, label) {
                 memcpy_label.insert(id, label);
@@ -121,13 +140,18 @@ pub fn read_names(conn: &Connection, path: &Path, schema: &Schema, strings: &mut
     };
     let memcpy_name = (0..32)
         .map(|k| {
-            let label = memcpy_label.get(&k).map(String::as_str).unwrap_or_else(|| default_label(k));
+            let label = memcpy_label
+                .get(&k)
+                .map(String::as_str)
+                .unwrap_or_else(|| default_label(k));
             let label = label.strip_prefix("CUDA memcpy ").unwrap_or(label);
             strings.intern(&format!("Memcpy {label}"))
         })
         .collect();
     let memset_name = strings.intern("Memset");
-    let nccl = (0..strings.len() as StrId).map(|id| is_nccl_name(strings.get(id))).collect();
+    let nccl = (0..strings.len() as StrId)
+        .map(|id| is_nccl_name(strings.get(id)))
+        .collect();
     Ok(Names {
         ids,
         nccl,
@@ -136,15 +160,23 @@ pub fn read_names(conn: &Connection, path: &Path, schema: &Schema, strings: &mut
     })
 }
 
-pub fn read_export_info(conn: &Connection, path: &Path, schema: &Schema) -> Result<ExportInfo, LoadError> {
+pub fn read_export_info(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+) -> Result<ExportInfo, LoadError> {
     let mut info = ExportInfo {
         nvtx_text_in_string_ids: schema.has("EXPORT_META_DATA"),
         ..Default::default()
     };
     if let Some(table) = schema.meta_table() {
-        let rows = query(conn, path, table, &format!("SELECT name, value FROM {table}"), |r| {
-            (text(r, 0).map(str::to_owned), text(r, 1).map(str::to_owned))
-        })?;
+        let rows = query(
+            conn,
+            path,
+            table,
+            &format!("SELECT name, value FROM {table}"),
+            |r| (text(r, 0).map(str::to_owned), text(r, 1).map(str::to_owned)),
+        )?;
         for (name, value) in rows {
             match name.as_deref() {
                 Some("EXPORT_PRODUCT_VERSION") => info.nsys_version = value,
@@ -156,15 +188,25 @@ pub fn read_export_info(conn: &Connection, path: &Path, schema: &Schema) -> Resu
     Ok(info)
 }
 
-pub fn read_processes(conn: &Connection, path: &Path, schema: &Schema) -> Result<Vec<Process>, LoadError> {
+pub fn read_processes(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+) -> Result<Vec<Process>, LoadError> {
     if !schema.has("PROCESSES") {
         return Ok(Vec::new());
     }
     let cols = schema.select_list("PROCESSES", &["pid", "name"]);
-    let mut processes: Vec<Process> = query(conn, path, "PROCESSES", &format!("SELECT {cols} FROM PROCESSES"), |r| Process {
-        pid: int(r, 0).unwrap_or(0) as u32,
-        name: text(r, 1).unwrap_or("").to_owned(),
-    })?;
+    let mut processes: Vec<Process> = query(
+        conn,
+        path,
+        "PROCESSES",
+        &format!("SELECT {cols} FROM PROCESSES"),
+        |r| Process {
+            pid: int(r, 0).unwrap_or(0) as u32,
+            name: text(r, 1).unwrap_or("").to_owned(),
+        },
+    )?;
     processes.sort_by_key(|p| p.pid);
     processes.dedup_by_key(|p| p.pid);
     Ok(processes)
@@ -182,7 +224,13 @@ pub fn read_thread_names(
         return Ok(HashMap::new());
     }
     let cols = schema.select_list("ThreadNames", &["globalTid", "nameId"]);
-    let rows = query(conn, path, "ThreadNames", &format!("SELECT {cols} FROM ThreadNames"), |r| (int(r, 0), int(r, 1)))?;
+    let rows = query(
+        conn,
+        path,
+        "ThreadNames",
+        &format!("SELECT {cols} FROM ThreadNames"),
+        |r| (int(r, 0), int(r, 1)),
+    )?;
     Ok(rows
         .into_iter()
         .filter_map(|(tid, name)| Some((tid?, strings.get(names.ids.get(name)).to_owned())))
@@ -190,29 +238,55 @@ pub fn read_thread_names(
 }
 
 /// Device id → GPU name, from `TARGET_INFO_GPU` (absent in some exports).
-pub fn read_gpu_names(conn: &Connection, path: &Path, schema: &Schema) -> Result<HashMap<u32, String>, LoadError> {
+pub fn read_gpu_names(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+) -> Result<HashMap<u32, String>, LoadError> {
     if !schema.has("TARGET_INFO_GPU") {
         return Ok(HashMap::new());
     }
     let cols = schema.select_list("TARGET_INFO_GPU", &["id", "name"]);
-    let rows = query(conn, path, "TARGET_INFO_GPU", &format!("SELECT {cols} FROM TARGET_INFO_GPU"), |r| {
-        (int(r, 0), text(r, 1).map(str::to_owned))
-    })?;
-    Ok(rows.into_iter().filter_map(|(id, name)| Some((id? as u32, name?))).collect())
+    let rows = query(
+        conn,
+        path,
+        "TARGET_INFO_GPU",
+        &format!("SELECT {cols} FROM TARGET_INFO_GPU"),
+        |r| (int(r, 0), text(r, 1).map(str::to_owned)),
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, name)| Some((id? as u32, name?)))
+        .collect())
 }
 
-pub fn read_capture_window(conn: &Connection, path: &Path, schema: &Schema) -> Result<Option<(i64, i64)>, LoadError> {
+pub fn read_capture_window(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+) -> Result<Option<(i64, i64)>, LoadError> {
     if !schema.has("ANALYSIS_DETAILS") {
         return Ok(None);
     }
     let cols = schema.select_list("ANALYSIS_DETAILS", &["startTime", "stopTime"]);
-    let rows = query(conn, path, "ANALYSIS_DETAILS", &format!("SELECT {cols} FROM ANALYSIS_DETAILS"), |r| (int(r, 0), int(r, 1)))?;
-    Ok(rows.into_iter().find_map(|(s, e)| Some((s?, e?))).filter(|(s, e)| e >= s))
+    let rows = query(
+        conn,
+        path,
+        "ANALYSIS_DETAILS",
+        &format!("SELECT {cols} FROM ANALYSIS_DETAILS"),
+        |r| (int(r, 0), int(r, 1)),
+    )?;
+    Ok(rows
+        .into_iter()
+        .find_map(|(s, e)| Some((s?, e?)))
+        .filter(|(s, e)| e >= s))
 }
 
 /// Rows in a small table (for the load report).
 pub fn count_rows(conn: &Connection, path: &Path, table: &str) -> Result<u64, LoadError> {
-    conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| r.get::<_, i64>(0))
-        .map(|n| n as u64)
-        .map_err(|e| sqlite_error(path, table, e))
+    conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n as u64)
+    .map_err(|e| sqlite_error(path, table, e))
 }

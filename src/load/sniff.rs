@@ -30,7 +30,10 @@ pub fn check_file(path: &Path) -> Result<u64, LoadError> {
         return Err(LoadError::NotSqlite(path.to_owned()));
     }
     if n < 100 {
-        return Err(corrupt(path, format!("only {n} bytes, shorter than the SQLite header")));
+        return Err(corrupt(
+            path,
+            format!("only {n} bytes, shorter than the SQLite header"),
+        ));
     }
     // Header bytes 16..18: page size (1 means 65536); 28..32: size in pages, valid when the
     // change counter (24..28) equals "version-valid-for" (92..96).
@@ -43,7 +46,10 @@ pub fn check_file(path: &Path) -> Result<u64, LoadError> {
     if counter_valid && pages > 0 && page_size >= 512 && size < pages * page_size {
         return Err(corrupt(
             path,
-            format!("truncated: {size} bytes of the {} its header announces", pages * page_size),
+            format!(
+                "truncated: {size} bytes of the {} its header announces",
+                pages * page_size
+            ),
         ));
     }
     Ok(size)
@@ -96,7 +102,8 @@ pub fn open_read_only(path: &Path) -> Result<Connection, LoadError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(uri, flags).map_err(|e| sqlite_error(path, "the file", e))?;
+    let conn =
+        Connection::open_with_flags(uri, flags).map_err(|e| sqlite_error(path, "the file", e))?;
     // Memory-mapped reads skip a copy per page; the mapping is read-only.
     let _ = conn.pragma_update(None, "mmap_size", 1i64 << 40);
     Ok(conn)

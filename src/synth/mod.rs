@@ -66,9 +66,30 @@ struct Shape {
 
 fn shape(preset: Preset) -> Shape {
     match preset {
-        Preset::Tiny => Shape { ranks: 4, steps: 8, blocks: 2, warmup: 1, slow_step: 5, straggler: 2 },
-        Preset::Medium => Shape { ranks: 4, steps: 60, blocks: 40, warmup: 2, slow_step: 37, straggler: 2 },
-        Preset::Large => Shape { ranks: 4, steps: 1250, blocks: 40, warmup: 2, slow_step: 311, straggler: 2 },
+        Preset::Tiny => Shape {
+            ranks: 4,
+            steps: 8,
+            blocks: 2,
+            warmup: 1,
+            slow_step: 5,
+            straggler: 2,
+        },
+        Preset::Medium => Shape {
+            ranks: 4,
+            steps: 60,
+            blocks: 40,
+            warmup: 2,
+            slow_step: 37,
+            straggler: 2,
+        },
+        Preset::Large => Shape {
+            ranks: 4,
+            steps: 1250,
+            blocks: 40,
+            warmup: 2,
+            slow_step: 311,
+            straggler: 2,
+        },
     }
 }
 
@@ -79,6 +100,16 @@ const TIME_EMBEDDING_HOST_NS: i64 = 1_500_000;
 const CROSS_DEVICE_WAIT_NS: i64 = 25_000;
 /// Warm-up steps run their kernels this much slower (autotuning, cold caches).
 const WARMUP_KERNEL_SCALE: f64 = 1.35;
+
+/// Writes the built-in sample trace (the `tiny` preset) to the temp folder and returns its
+/// path: what the app opens when it is given no file.
+pub fn write_sample_trace() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("nsys-explorer-sample-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("wan2.1-sample-4gpu.sqlite");
+    generate(&path, SynthOptions::new(Preset::Tiny))?;
+    Ok(path)
+}
 
 pub fn truth_path(sqlite_path: &Path) -> PathBuf {
     sqlite_path.with_extension("truth.json")
@@ -92,7 +123,8 @@ fn pid_of_rank(rank: u32) -> u32 {
 pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String> {
     let shape = shape(options.preset);
     let separate = options.nccl_stream == NcclStream::Separate;
-    let mut writer = writer::Writer::create(out, options.flavour).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut writer = writer::Writer::create(out, options.flavour)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
     let sql = |e: rusqlite::Error| format!("{}: {e}", out.display());
     let (nsys_version, schema_version) = match options.flavour {
         Flavour::Nsys2024 => ("2024.6.2.225", "3.16.1"),
@@ -101,18 +133,32 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
     writer.metadata(nsys_version, schema_version).map_err(sql)?;
 
     let mut ranks: Vec<RankSim> = (0..shape.ranks)
-        .map(|r| RankSim::new(r, options.seed, TRACE_START_NS + r as i64 * 37_000, separate))
+        .map(|r| {
+            RankSim::new(
+                r,
+                options.seed,
+                TRACE_START_NS + r as i64 * 37_000,
+                separate,
+            )
+        })
         .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
         let pid = pid_of_rank(r as u32);
-        writer.process(pid, "python3", "pt_main_thread").map_err(sql)?;
-        writer.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500).map_err(sql)?;
+        writer
+            .process(pid, "python3", "pt_main_thread")
+            .map_err(sql)?;
+        writer
+            .nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500)
+            .map_err(sql)?;
         rank.warm_up_copies(4);
     }
 
     let nominal_step_ns: i64 = 2
         * shape.blocks as i64
-        * [0usize, 1, 2, 3, 2, 4, 0, 5, 6, 7, 8].iter().map(|&k| KERNELS[k].duration_ns).sum::<i64>();
+        * [0usize, 1, 2, 3, 2, 4, 0, 5, 6, 7, 8]
+            .iter()
+            .map(|&k| KERNELS[k].duration_ns)
+            .sum::<i64>();
     let straggler_pause_ns = nominal_step_ns * 2 / 5;
     let mut collective_rng = fastrand::Rng::with_seed(options.seed.wrapping_add(7));
 
@@ -134,11 +180,20 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             .collect();
         for rank in ranks.iter_mut() {
             rank.step = step;
-            rank.set_kernel_scale(if step < shape.warmup { WARMUP_KERNEL_SCALE } else { 1.0 });
+            rank.set_kernel_scale(if step < shape.warmup {
+                WARMUP_KERNEL_SCALE
+            } else {
+                1.0
+            });
         }
         let mut pcs = vec![0usize; ranks.len()];
         loop {
-            let stops: Vec<Stop> = ranks.iter_mut().zip(&programs).zip(pcs.iter_mut()).map(|((rank, p), pc)| rank.run(p, pc)).collect();
+            let stops: Vec<Stop> = ranks
+                .iter_mut()
+                .zip(&programs)
+                .zip(pcs.iter_mut())
+                .map(|((rank, p), pc)| rank.run(p, pc))
+                .collect();
             let starts: Vec<i64> = stops
                 .iter()
                 .filter_map(|s| match s {
@@ -149,8 +204,13 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             if starts.is_empty() {
                 break;
             }
-            assert_eq!(starts.len(), ranks.len(), "every rank joins every collective");
-            let transfer = KERNELS[SEND_RECV].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
+            assert_eq!(
+                starts.len(),
+                ranks.len(),
+                "every rank joins every collective"
+            );
+            let transfer =
+                KERNELS[SEND_RECV].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
             let end = starts.iter().max().unwrap() + transfer as i64;
             for rank in ranks.iter_mut() {
                 rank.finish_collective(SEND_RECV, end);
@@ -161,9 +221,19 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
         }
     }
 
-    let last_end = ranks.iter().flat_map(|r| r.truth.iter().map(|o| o.end)).max().unwrap_or(TRACE_START_NS);
+    let last_end = ranks
+        .iter()
+        .flat_map(|r| r.truth.iter().map(|o| o.end))
+        .max()
+        .unwrap_or(TRACE_START_NS);
     let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
-    writer.machine(8, "NVIDIA H100 80GB HBM3", (0, last_end.max(last_cpu) + 1_000_000)).map_err(sql)?;
+    writer
+        .machine(
+            8,
+            "NVIDIA H100 80GB HBM3",
+            (0, last_end.max(last_cpu) + 1_000_000),
+        )
+        .map_err(sql)?;
     let tables = writer.finish().map_err(sql)?;
 
     let mut devices = Vec::new();
@@ -174,7 +244,9 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
         devices.push(device);
         gaps.extend(device_gaps);
         let durations_ns = truth::step_spans(rank, shape.steps);
-        let slowest_index = (0..durations_ns.len()).max_by_key(|&i| durations_ns[i]).unwrap_or(0);
+        let slowest_index = (0..durations_ns.len())
+            .max_by_key(|&i| durations_ns[i])
+            .unwrap_or(0);
         per_device.push(truth::IterationDevice {
             device: r as u32,
             cpu_durations_ns: rank.step_cpu.iter().map(|(s, e)| e - s).collect(),
@@ -190,7 +262,10 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             Flavour::Nsys2023 => "2023".into(),
         },
         nccl_stream: format!("{:?}", options.nccl_stream).to_lowercase(),
-        tables: tables.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        tables: tables
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
         nvtx_ranges,
         devices,
         gaps,
@@ -206,11 +281,17 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
         },
     };
     let json = serde_json::to_string_pretty(&truth).map_err(|e| e.to_string())?;
-    std::fs::write(truth_path(out), json).map_err(|e| format!("{}: {e}", truth_path(out).display()))?;
+    std::fs::write(truth_path(out), json)
+        .map_err(|e| format!("{}: {e}", truth_path(out).display()))?;
     Ok(truth)
 }
 
-fn flush_rows(writer: &mut writer::Writer, pid: u32, device: u32, rank: &mut RankSim) -> rusqlite::Result<()> {
+fn flush_rows(
+    writer: &mut writer::Writer,
+    pid: u32,
+    device: u32,
+    rank: &mut RankSim,
+) -> rusqlite::Result<()> {
     let rows = std::mem::take(&mut rank.rows);
     for row in &rows.kernels {
         writer.kernel(pid, device, row)?;

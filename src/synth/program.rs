@@ -43,16 +43,106 @@ pub const TIME_EMBED: usize = 9;
 /// Durations are chosen so that a step splits roughly like the seed's trace: about half
 /// compute, a third or more NCCL, and the rest idle.
 pub const KERNELS: &[KernelSpec] = &[
-    kernel!("vectorized_layer_norm_kernel", "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, const c10::BFloat16 *, const c10::BFloat16 *, const c10::BFloat16 *, float *, float *, c10::BFloat16 *)", 40_000, [4680, 1, 1], [256, 1, 1], 30, 0, false),
-    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 1_200_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
-    kernel!("ncclDevKernel_SendRecv", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)", 3_400_000, [4, 1, 1], [640, 1, 1], 96, 0, true),
-    kernel!("flash_fwd_kernel", "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, false, false, false, true, true, false, false>(flash::Flash_fwd_params)", 3_500_000, [30, 40, 1], [128, 1, 1], 255, 49_152, false),
-    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 600_000, [132, 1, 1], [256, 1, 1], 168, 180_000, false),
-    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 2_000_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
-    kernel!("vectorized_elementwise_kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase &, at::native::GeluType)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)", 8_000, [9360, 1, 1], [128, 1, 1], 24, 0, false),
-    kernel!("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 2_000_000, [132, 1, 1], [384, 1, 1], 168, 213_000, false),
-    kernel!("elementwise_kernel", "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16>>(at::TensorIteratorBase &, const at::native::CUDAFunctor_add<c10::BFloat16> &)::[lambda(int) (instance 1)]>(int, T3)", 6_000, [4680, 1, 1], [128, 1, 1], 26, 0, false),
-    kernel!("timestep_embedding_kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)], std::array<char *, 2>>(int, T2, T3)", 30_000, [64, 1, 1], [128, 1, 1], 20, 0, false),
+    kernel!(
+        "vectorized_layer_norm_kernel",
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, const c10::BFloat16 *, const c10::BFloat16 *, const c10::BFloat16 *, float *, float *, c10::BFloat16 *)",
+        40_000,
+        [4680, 1, 1],
+        [256, 1, 1],
+        30,
+        0,
+        false
+    ),
+    kernel!(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        1_200_000,
+        [132, 1, 1],
+        [384, 1, 1],
+        168,
+        213_000,
+        false
+    ),
+    kernel!(
+        "ncclDevKernel_SendRecv",
+        "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+        3_400_000,
+        [4, 1, 1],
+        [640, 1, 1],
+        96,
+        0,
+        true
+    ),
+    kernel!(
+        "flash_fwd_kernel",
+        "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, false, false, false, true, true, false, false>(flash::Flash_fwd_params)",
+        3_500_000,
+        [30, 40, 1],
+        [128, 1, 1],
+        255,
+        49_152,
+        false
+    ),
+    kernel!(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        600_000,
+        [132, 1, 1],
+        [256, 1, 1],
+        168,
+        180_000,
+        false
+    ),
+    kernel!(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        2_000_000,
+        [132, 1, 1],
+        [384, 1, 1],
+        168,
+        213_000,
+        false
+    ),
+    kernel!(
+        "vectorized_elementwise_kernel",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase &, at::native::GeluType)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)",
+        8_000,
+        [9360, 1, 1],
+        [128, 1, 1],
+        24,
+        0,
+        false
+    ),
+    kernel!(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        2_000_000,
+        [132, 1, 1],
+        [384, 1, 1],
+        168,
+        213_000,
+        false
+    ),
+    kernel!(
+        "elementwise_kernel",
+        "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16>>(at::TensorIteratorBase &, const at::native::CUDAFunctor_add<c10::BFloat16> &)::[lambda(int) (instance 1)]>(int, T3)",
+        6_000,
+        [4680, 1, 1],
+        [128, 1, 1],
+        26,
+        0,
+        false
+    ),
+    kernel!(
+        "timestep_embedding_kernel",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)], std::array<char *, 2>>(int, T2, T3)",
+        30_000,
+        [64, 1, 1],
+        [128, 1, 1],
+        20,
+        0,
+        false
+    ),
 ];
 
 #[derive(Debug, Clone)]
@@ -63,16 +153,28 @@ pub enum Instr {
     HostWork(i64),
     /// `cudaLaunchKernel` of `KERNELS[kernel]`. `waits_for_nccl`: on a separate NCCL stream,
     /// the kernel waits (stream event) for the last NCCL kernel.
-    Launch { kernel: usize, waits_for_nccl: bool },
+    Launch {
+        kernel: usize,
+        waits_for_nccl: bool,
+    },
     /// `cudaStreamWaitEvent` on an event of another device: the next kernel starts
     /// `extra_ns` after the stream drains, although it was launched long before.
-    CrossDeviceWait { extra_ns: i64 },
+    CrossDeviceWait {
+        extra_ns: i64,
+    },
     /// `cudaMemcpyAsync` device→host of a few bytes (the `.item()` of the scheduler).
-    CopyToHost { bytes: u64 },
+    CopyToHost {
+        bytes: u64,
+    },
     /// `cudaStreamSynchronize` (or `cudaDeviceSynchronize`): the CPU waits for the GPU.
-    Synchronize { device_wide: bool },
+    Synchronize {
+        device_wide: bool,
+    },
     /// A plain API call on the CPU that takes `ns` (e.g. a slow `cudaMalloc`).
-    HostApi { name: &'static str, ns: i64 },
+    HostApi {
+        name: &'static str,
+        ns: i64,
+    },
 }
 
 pub struct StepShape {
@@ -89,7 +191,10 @@ fn aten(program: &mut Vec<Instr>, op: &str, kernels: &[usize], waits_for_nccl: b
     program.push(Instr::Push(op.to_string()));
     program.push(Instr::HostWork(6_000));
     for &k in kernels {
-        program.push(Instr::Launch { kernel: k, waits_for_nccl });
+        program.push(Instr::Launch {
+            kernel: k,
+            waits_for_nccl,
+        });
     }
     program.push(Instr::Pop);
 }
@@ -108,9 +213,14 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
             if let Some(pause) = shape.straggler_pause_ns {
                 // torch.cuda.empty_cache(): drain the device, then a slow allocation.
                 p.push(Instr::Synchronize { device_wide: true });
-                p.push(Instr::HostApi { name: "cudaMalloc_v3020", ns: pause });
+                p.push(Instr::HostApi {
+                    name: "cudaMalloc_v3020",
+                    ns: pause,
+                });
             }
-            p.push(Instr::CrossDeviceWait { extra_ns: shape.cross_device_wait_ns });
+            p.push(Instr::CrossDeviceWait {
+                extra_ns: shape.cross_device_wait_ns,
+            });
         }
         for block in 0..shape.blocks {
             p.push(Instr::Push(format!("transformer_block_{block}")));

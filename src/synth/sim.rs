@@ -141,7 +141,9 @@ pub enum Stop {
 impl RankSim {
     pub fn new(rank: u32, seed: u64, start_ns: i64, nccl_separate: bool) -> Self {
         Self {
-            rng: fastrand::Rng::with_seed(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(rank as u64 + 1))),
+            rng: fastrand::Rng::with_seed(
+                seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(rank as u64 + 1)),
+            ),
             cpu: start_ns,
             stream_free: [start_ns; 3],
             nccl_separate,
@@ -266,7 +268,12 @@ impl RankSim {
                     if text.starts_with("denoising_step_") {
                         self.step_cpu.push((start, self.cpu));
                     }
-                    self.rows.nvtx.push(NvtxRow { start, end: self.cpu, text, color });
+                    self.rows.nvtx.push(NvtxRow {
+                        start,
+                        end: self.cpu,
+                        text,
+                        color,
+                    });
                 }
                 Instr::HostWork(ns) => {
                     let ns = self.jitter(*ns, 0.05);
@@ -281,7 +288,10 @@ impl RankSim {
                     self.api("cudaStreamWaitEvent_v3020", 2_000, corr);
                     self.pending_extra_wait = *extra_ns;
                 }
-                Instr::Launch { kernel, waits_for_nccl } => {
+                Instr::Launch {
+                    kernel,
+                    waits_for_nccl,
+                } => {
                     let corr = self.next_corr();
                     let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
                     let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
@@ -308,7 +318,10 @@ impl RankSim {
                         self.pending_nccl = Some((start, corr, wait, path));
                         return Stop::AtCollective { start };
                     }
-                    let dur = self.jitter((KERNELS[*kernel].duration_ns as f64 * self.kernel_scale) as i64, 0.03);
+                    let dur = self.jitter(
+                        (KERNELS[*kernel].duration_ns as f64 * self.kernel_scale) as i64,
+                        0.03,
+                    );
                     self.finish_kernel(*kernel, stream, start, start + dur, corr, wait, path);
                 }
                 Instr::CopyToHost { bytes } => {
@@ -327,7 +340,15 @@ impl RankSim {
                         bytes: *bytes,
                         kind: 2,
                     });
-                    self.truth.push(TruthOp { start, end, op: OP_MEMCPY_DTOH, stream: COMPUTE_STREAM, wait, path, step: self.step });
+                    self.truth.push(TruthOp {
+                        start,
+                        end,
+                        op: OP_MEMCPY_DTOH,
+                        stream: COMPUTE_STREAM,
+                        wait,
+                        path,
+                        step: self.step,
+                    });
                 }
                 Instr::Synchronize { device_wide } => {
                     let drained = if *device_wide {
@@ -338,7 +359,11 @@ impl RankSim {
                     let start = self.cpu;
                     let end = (drained + 3_000).max(start + 2_000);
                     let corr = self.next_corr();
-                    let name = if *device_wide { "cudaDeviceSynchronize_v3020" } else { "cudaStreamSynchronize_v3020" };
+                    let name = if *device_wide {
+                        "cudaDeviceSynchronize_v3020"
+                    } else {
+                        "cudaStreamSynchronize_v3020"
+                    };
                     self.api(name, end - start, corr);
                     self.synced_since_launch = true;
                 }
@@ -349,17 +374,43 @@ impl RankSim {
 
     /// Completes the NCCL kernel this rank stopped at, now that all ranks' starts are known.
     pub fn finish_collective(&mut self, kernel: usize, end: i64) {
-        let (start, corr, wait, path) = self.pending_nccl.take().expect("rank stopped at a collective");
+        let (start, corr, wait, path) = self
+            .pending_nccl
+            .take()
+            .expect("rank stopped at a collective");
         let end = end + self.rng.i64(0..2_000);
         let stream = self.stream_of(kernel);
         self.finish_kernel(kernel, stream, start, end, corr, wait, path);
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn finish_kernel(&mut self, kernel: usize, stream: u32, start: i64, end: i64, corr: u32, wait: Wait, path: (u32, u8)) {
+    fn finish_kernel(
+        &mut self,
+        kernel: usize,
+        stream: u32,
+        start: i64,
+        end: i64,
+        corr: u32,
+        wait: Wait,
+        path: (u32, u8),
+    ) {
         self.stream_free[Self::stream_slot(stream)] = end;
-        self.rows.kernels.push(KernelRow { start, end, stream, correlation_id: corr, kernel });
-        self.truth.push(TruthOp { start, end, op: kernel as u16, stream, wait, path, step: self.step });
+        self.rows.kernels.push(KernelRow {
+            start,
+            end,
+            stream,
+            correlation_id: corr,
+            kernel,
+        });
+        self.truth.push(TruthOp {
+            start,
+            end,
+            op: kernel as u16,
+            stream,
+            wait,
+            path,
+            step: self.step,
+        });
     }
 
     /// Model weights copied to the GPU before the first step (outside the device window).
@@ -371,21 +422,55 @@ impl RankSim {
             let bytes: u64 = 512 << 20;
             let end = start + (bytes / 25) as i64; // ~25 GB/s
             self.stream_free[2] = end;
-            self.rows.memcpys.push(MemRow { start, end, stream: COPY_STREAM, correlation_id: corr, bytes, kind: 1 });
-            self.truth.push(TruthOp { start, end, op: OP_MEMCPY_HTOD, stream: COPY_STREAM, wait, path: (0, 0), step: u32::MAX });
+            self.rows.memcpys.push(MemRow {
+                start,
+                end,
+                stream: COPY_STREAM,
+                correlation_id: corr,
+                bytes,
+                kind: 1,
+            });
+            self.truth.push(TruthOp {
+                start,
+                end,
+                op: OP_MEMCPY_HTOD,
+                stream: COPY_STREAM,
+                wait,
+                path: (0, 0),
+                step: u32::MAX,
+            });
         }
         let corr = self.next_corr();
         let (_, call_end) = self.api("cudaMemsetAsync_v3020", 3_000, corr);
         let (start, wait) = self.schedule(2, call_end + LAUNCH_LATENCY_NS, 0);
         let end = start + 40_000;
         self.stream_free[2] = end;
-        self.rows.memsets.push(MemRow { start, end, stream: COPY_STREAM, correlation_id: corr, bytes: 64 << 20, kind: 1 });
-        self.truth.push(TruthOp { start, end, op: OP_MEMSET, stream: COPY_STREAM, wait, path: (0, 0), step: u32::MAX });
+        self.rows.memsets.push(MemRow {
+            start,
+            end,
+            stream: COPY_STREAM,
+            correlation_id: corr,
+            bytes: 64 << 20,
+            kind: 1,
+        });
+        self.truth.push(TruthOp {
+            start,
+            end,
+            op: OP_MEMSET,
+            stream: COPY_STREAM,
+            wait,
+            path: (0, 0),
+            step: u32::MAX,
+        });
         // The CPU waits for the weights before the first step.
         let drained = self.stream_free[2];
         let corr = self.next_corr();
         let start = self.cpu;
-        self.api("cudaStreamSynchronize_v3020", (drained + 3_000 - start).max(2_000), corr);
+        self.api(
+            "cudaStreamSynchronize_v3020",
+            (drained + 3_000 - start).max(2_000),
+            corr,
+        );
         self.synced_since_launch = true;
     }
 

@@ -113,7 +113,13 @@ pub fn breakdown(ops: &[TruthOp], window: (i64, i64)) -> Breakdown {
         if e <= s {
             continue;
         }
-        let class = if op.is_nccl() { 1 } else if op.is_kernel() { 0 } else { 2 };
+        let class = if op.is_nccl() {
+            1
+        } else if op.is_kernel() {
+            0
+        } else {
+            2
+        };
         events.push((s, 1, class));
         events.push((e, -1, class));
     }
@@ -141,15 +147,31 @@ fn same_stream(ops: &[TruthOp]) -> SameStream {
     let mut nccl: BTreeMap<u32, i64> = BTreeMap::new();
     let mut compute: BTreeMap<u32, i64> = BTreeMap::new();
     for op in ops.iter().filter(|o| o.is_kernel()) {
-        let m = if op.is_nccl() { &mut nccl } else { &mut compute };
+        let m = if op.is_nccl() {
+            &mut nccl
+        } else {
+            &mut compute
+        };
         *m.entry(op.stream).or_default() += op.end - op.start;
     }
-    let (stream, nccl_on) = nccl.iter().max_by_key(|(s, t)| (**t, std::cmp::Reverse(**s))).map_or((0, 0), |(s, t)| (*s, *t));
-    let pct = |part: i64, all: i64| if all > 0 { 100.0 * part as f64 / all as f64 } else { 0.0 };
+    let (stream, nccl_on) = nccl
+        .iter()
+        .max_by_key(|(s, t)| (**t, std::cmp::Reverse(**s)))
+        .map_or((0, 0), |(s, t)| (*s, *t));
+    let pct = |part: i64, all: i64| {
+        if all > 0 {
+            100.0 * part as f64 / all as f64
+        } else {
+            0.0
+        }
+    };
     SameStream {
         stream,
         nccl_pct: pct(nccl_on, nccl.values().sum()),
-        compute_pct: pct(compute.get(&stream).copied().unwrap_or(0), compute.values().sum()),
+        compute_pct: pct(
+            compute.get(&stream).copied().unwrap_or(0),
+            compute.values().sum(),
+        ),
     }
 }
 
@@ -166,7 +188,11 @@ fn gaps(rank: &RankSim, device: u32, ops: &[TruthOp], window: (i64, i64)) -> Vec
             if gap_end - gap_start >= MIN_GAP_NS {
                 let before_nvtx = rank.path_string(ops[l].path);
                 let after_nvtx = rank.path_string(op.path);
-                let common = before_nvtx.iter().zip(&after_nvtx).take_while(|(a, b)| a == b).count();
+                let common = before_nvtx
+                    .iter()
+                    .zip(&after_nvtx)
+                    .take_while(|(a, b)| a == b)
+                    .count();
                 out.push(GapTruth {
                     device,
                     start_ns: gap_start,
@@ -217,7 +243,11 @@ pub fn device_truth(rank: &RankSim, device: u32, pid: u32) -> (DeviceTruth, Vec<
 /// GPU span of each step's kernels, per rank.
 pub fn step_spans(rank: &RankSim, steps: u32) -> Vec<i64> {
     let mut spans = vec![(i64::MAX, i64::MIN); steps as usize];
-    for op in rank.truth.iter().filter(|o| o.is_kernel() && o.step != u32::MAX) {
+    for op in rank
+        .truth
+        .iter()
+        .filter(|o| o.is_kernel() && o.step != u32::MAX)
+    {
         let s = &mut spans[op.step as usize];
         s.0 = s.0.min(op.start);
         s.1 = s.1.max(op.end);

@@ -79,12 +79,20 @@ impl Writer {
             ("EXPORT_SCHEMA_VERSION", schema_version),
             ("EXPORT_GENERATOR", "nsys-explorer synth (synthetic trace)"),
         ] {
-            self.conn.execute(&format!("INSERT INTO {table} (name, value) VALUES (?1, ?2)"), params![k, v])?;
+            self.conn.execute(
+                &format!("INSERT INTO {table} (name, value) VALUES (?1, ?2)"),
+                params![k, v],
+            )?;
         }
         Ok(())
     }
 
-    pub fn machine(&mut self, gpus: u32, gpu_name: &str, capture: (i64, i64)) -> rusqlite::Result<()> {
+    pub fn machine(
+        &mut self,
+        gpus: u32,
+        gpu_name: &str,
+        capture: (i64, i64),
+    ) -> rusqlite::Result<()> {
         for id in 0..gpus {
             self.conn.execute(
                 "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, totalMemory, smCount, memoryBandwidth, computeMajor, computeMinor) VALUES (0, ?1, ?2, ?3, 85899345920, 132, 3352000000000, 9, 0)",
@@ -104,7 +112,10 @@ impl Writer {
 
     pub fn process(&mut self, pid: u32, name: &str, thread_name: &str) -> rusqlite::Result<()> {
         let gpid = global_pid(pid);
-        self.conn.execute("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)", params![gpid, pid, name])?;
+        self.conn.execute(
+            "INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)",
+            params![gpid, pid, name],
+        )?;
         let name_id = self.string_id(thread_name);
         self.conn.execute(
             "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
@@ -119,8 +130,12 @@ impl Writer {
         let demangled = self.string_id(spec.demangled);
         self.grid_id += 1;
         let sql = match self.flavour {
-            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)",
-            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)",
+            Flavour::Nsys2024 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)"
+            }
+            Flavour::Nsys2023 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)"
+            }
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
         stmt.execute(params![
@@ -150,8 +165,12 @@ impl Writer {
     pub fn memcpy(&mut self, pid: u32, device: u32, row: &MemRow) -> rusqlite::Result<()> {
         let (src_kind, dst_kind) = if row.kind == 2 { (1, 0) } else { (2, 1) };
         let sql = match self.flavour {
-            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, virtualAddress) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL, NULL)",
-            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL)",
+            Flavour::Nsys2024 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, virtualAddress) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL, NULL)"
+            }
+            Flavour::Nsys2023 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?3, ?4, ?3, ?4, NULL, NULL)"
+            }
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
         stmt.execute(params![
@@ -173,8 +192,12 @@ impl Writer {
 
     pub fn memset(&mut self, pid: u32, device: u32, row: &MemRow) -> rusqlite::Result<()> {
         let sql = match self.flavour {
-            Flavour::Nsys2024 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 0, ?8, NULL, ?9)",
-            Flavour::Nsys2023 => "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, NULL, ?9)",
+            Flavour::Nsys2024 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 0, ?8, NULL, ?9)"
+            }
+            Flavour::Nsys2023 => {
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, NULL, ?9)"
+            }
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
         stmt.execute(params![
@@ -197,7 +220,13 @@ impl Writer {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue, callchainId) VALUES (?1, ?2, 0, ?3, ?4, ?5, 0, NULL)",
         )?;
-        stmt.execute(params![row.start, row.end, global_pid(pid) | pid as i64, row.correlation_id, name])?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            global_pid(pid) | pid as i64,
+            row.correlation_id,
+            name
+        ])?;
         *self.rows.entry("CUPTI_ACTIVITY_KIND_RUNTIME").or_default() += 1;
         Ok(())
     }
@@ -224,7 +253,13 @@ impl Writer {
     }
 
     /// A domain-create row and a mark: NVTX events that are not ranges.
-    pub fn nvtx_domain_and_mark(&mut self, pid: u32, domain_id: u32, domain: &str, mark_at: i64) -> rusqlite::Result<()> {
+    pub fn nvtx_domain_and_mark(
+        &mut self,
+        pid: u32,
+        domain_id: u32,
+        domain: &str,
+        mark_at: i64,
+    ) -> rusqlite::Result<()> {
         let tid = global_pid(pid) | pid as i64;
         self.conn.execute(
             "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 75, ?2, ?3, ?4)",
@@ -241,7 +276,9 @@ impl Writer {
     /// Writes `StringIds` and commits.
     pub fn finish(mut self) -> rusqlite::Result<BTreeMap<&'static str, u64>> {
         {
-            let mut stmt = self.conn.prepare("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")?;
+            let mut stmt = self
+                .conn
+                .prepare("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")?;
             for (value, id) in &self.strings {
                 stmt.execute(params![id, value])?;
             }

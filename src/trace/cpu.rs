@@ -3,7 +3,7 @@
 //! Invariants: every list is sorted by start; `end >= start`. Push/pop ranges carry their
 //! nesting (`depth`, `parent`), computed once at load.
 
-use super::ops::{permute, NONE};
+use super::ops::{NONE, permute};
 use super::strings::StrId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -108,7 +108,8 @@ impl NvtxRanges {
                 RangeKind::PushPop => {
                     while let Some(&top) = open.last() {
                         if self.end[top as usize] > start
-                            || (self.end[top as usize] == start && self.start[top as usize] == start)
+                            || (self.end[top as usize] == start
+                                && self.start[top as usize] == start)
                         {
                             break;
                         }

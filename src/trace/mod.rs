@@ -148,7 +148,11 @@ impl Trace {
         self.gpu_op_count()
             + self.api_call_count()
             + self.nvtx_range_count()
-            + self.threads.iter().map(|t| t.marks.time.len()).sum::<usize>()
+            + self
+                .threads
+                .iter()
+                .map(|t| t.marks.time.len())
+                .sum::<usize>()
     }
 
     /// Approximate heap bytes of the model, for the bytes-per-event figure.
@@ -164,5 +168,9 @@ impl Trace {
 
 /// Threads are ordered by (pid, tid), which is not the order of the raw global id.
 pub fn global_tid_sort_key(global_tid: i64) -> (u32, u32, i64) {
-    (pid_of_global_id(global_tid), tid_of_global_id(global_tid), global_tid)
+    (
+        pid_of_global_id(global_tid),
+        tid_of_global_id(global_tid),
+        global_tid,
+    )
 }

@@ -18,9 +18,18 @@ enum Message {
 
 enum State {
     Empty,
-    Loading { path: PathBuf, progress: Option<Progress>, cancel: Arc<AtomicBool>, rx: Receiver<Message> },
-    Loaded { summary: String },
-    Failed { message: String },
+    Loading {
+        path: PathBuf,
+        progress: Option<Progress>,
+        cancel: Arc<AtomicBool>,
+        rx: Receiver<Message>,
+    },
+    Loaded {
+        summary: String,
+    },
+    Failed {
+        message: String,
+    },
 }
 
 pub struct App {
@@ -29,7 +38,9 @@ pub struct App {
 
 impl App {
     pub fn new(file: Option<PathBuf>, ctx: &egui::Context) -> Self {
-        let mut app = Self { state: State::Empty };
+        let mut app = Self {
+            state: State::Empty,
+        };
         if let Some(path) = file {
             app.open(path, ctx);
         }
@@ -54,24 +65,39 @@ impl App {
                 progress_repaint.request_repaint();
             };
             let on_progress = std::sync::Mutex::new(on_progress);
-            let result = load::load_with(&worker_path, &|p| (on_progress.lock().unwrap())(p), &worker_cancel);
+            let result = load::load_with(
+                &worker_path,
+                &|p| (on_progress.lock().unwrap())(p),
+                &worker_cancel,
+            );
             let _ = tx.send(Message::Done(result));
             repaint.request_repaint();
         });
-        self.state = State::Loading { path, progress: None, cancel, rx };
+        self.state = State::Loading {
+            path,
+            progress: None,
+            cancel,
+            rx,
+        };
     }
 
     fn poll_worker(&mut self) {
-        let State::Loading { rx, progress, .. } = &mut self.state else { return };
+        let State::Loading { rx, progress, .. } = &mut self.state else {
+            return;
+        };
         while let Ok(message) = rx.try_recv() {
             match message {
                 Message::Progress(p) => *progress = Some(p),
                 Message::Done(Ok((trace, report))) => {
-                    self.state = State::Loaded { summary: crate::cli::report_text(&trace, &report) };
+                    self.state = State::Loaded {
+                        summary: crate::cli::report_text(&trace, &report),
+                    };
                     return;
                 }
                 Message::Done(Err(e)) => {
-                    self.state = State::Failed { message: e.to_string() };
+                    self.state = State::Failed {
+                        message: e.to_string(),
+                    };
                     return;
                 }
             }
@@ -87,7 +113,12 @@ impl eframe::App for App {
                 ui.heading("nsys-explorer");
                 ui.label("Run `nsys-explorer FILE.sqlite` to open an Nsight Systems export.");
             }
-            State::Loading { path, progress, cancel, .. } => {
+            State::Loading {
+                path,
+                progress,
+                cancel,
+                ..
+            } => {
                 ui.heading(format!("Loading {}", path.display()));
                 if let Some(p) = progress {
                     ui.add(egui::ProgressBar::new(p.fraction).show_percentage());
@@ -109,15 +140,28 @@ impl eframe::App for App {
     }
 }
 
-/// Opens the window (on `file` when given).
+/// Opens the window on `file`, or on the built-in sample trace when none is given.
 pub fn run(file: Option<PathBuf>) -> eframe::Result {
+    let file = file.or_else(|| match crate::synth::write_sample_trace() {
+        Ok(path) => Some(path),
+        Err(e) => {
+            eprintln!("nsys-explorer: could not write the sample trace: {e}");
+            None
+        }
+    });
     let title = match &file {
         Some(path) => format!("{} — nsys-explorer", path.display()),
         None => "nsys-explorer".to_string(),
     };
     let options = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default().with_title(title).with_inner_size([1400.0, 900.0]),
+        viewport: egui::ViewportBuilder::default()
+            .with_title(title)
+            .with_inner_size([1400.0, 900.0]),
         ..Default::default()
     };
-    eframe::run_native("nsys-explorer", options, Box::new(move |cc| Ok(Box::new(App::new(file, &cc.egui_ctx)))))
+    eframe::run_native(
+        "nsys-explorer",
+        options,
+        Box::new(move |cc| Ok(Box::new(App::new(file, &cc.egui_ctx)))),
+    )
 }

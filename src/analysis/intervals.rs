@@ -1,0 +1,91 @@
+//! Interval arithmetic every analysis uses: which ops of a stream touch a window, and a
+//! sweep over the sorted endpoints of many intervals.
+
+use crate::trace::{Device, GpuOps, OpKind};
+
+/// Half-open time window `[start, end)` in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Window {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Window {
+    pub fn new(start: i64, end: i64) -> Self {
+        Self {
+            start,
+            end: end.max(start),
+        }
+    }
+
+    pub fn len(&self) -> i64 {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+
+    /// The part of `[s, e)` inside the window, if any.
+    pub fn clip(&self, s: i64, e: i64) -> Option<(i64, i64)> {
+        let (s, e) = (s.max(self.start), e.min(self.end));
+        (e > s).then_some((s, e))
+    }
+}
+
+/// The device window of analysis-definitions.md: first kernel start to last kernel end.
+pub fn device_window(device: &Device) -> Option<Window> {
+    device.kernel_window().map(|(s, e)| Window::new(s, e))
+}
+
+/// Indices of the ops of `ops` that overlap `window`. Ops are sorted by start; an op that
+/// starts before the window can still reach into it, so the search backs up by the
+/// longest op of the stream.
+pub fn ops_touching(ops: &GpuOps, window: Window, longest: i64) -> std::ops::Range<usize> {
+    let first = ops
+        .start
+        .partition_point(|&s| s < window.start.saturating_sub(longest));
+    let last = ops.start.partition_point(|&s| s < window.end);
+    first..last.max(first)
+}
+
+/// The longest op of a stream (for [`ops_touching`]).
+pub fn longest_op(ops: &GpuOps) -> i64 {
+    (0..ops.len()).map(|i| ops.duration(i)).max().unwrap_or(0)
+}
+
+/// Class of an op for the state sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Compute = 0,
+    Nccl = 1,
+    Memory = 2,
+}
+
+impl From<OpKind> for Class {
+    fn from(kind: OpKind) -> Self {
+        match kind {
+            OpKind::Compute => Class::Compute,
+            OpKind::Nccl => Class::Nccl,
+            OpKind::Memcpy | OpKind::Memset => Class::Memory,
+        }
+    }
+}
+
+/// Boundary events (time, +1 open / -1 close, class) of every op of `device` clipped to
+/// `window`, sorted by time.
+pub fn boundary_events(device: &Device, window: Window) -> Vec<(i64, i8, Class)> {
+    let mut events = Vec::new();
+    for stream in &device.streams {
+        let ops = &stream.ops;
+        for i in ops_touching(ops, window, longest_op(ops)) {
+            if let Some((s, e)) = window.clip(ops.start[i], ops.end[i]) {
+                let class = Class::from(ops.kind[i]);
+                events.push((s, 1, class));
+                events.push((e, -1, class));
+            }
+        }
+    }
+    events.sort_unstable_by_key(|&(t, d, c)| (t, d, c as u8));
+    events
+}

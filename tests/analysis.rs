@@ -1,0 +1,117 @@
+//! Analyses against the generator's ground truth (to the nanosecond) and against plain SQL
+//! on the real exports.
+
+mod common;
+
+use nsys_explorer::analysis::{self, Window, intervals::device_window};
+use nsys_explorer::load;
+use nsys_explorer::synth::{self, NcclStream, Preset, SynthOptions};
+
+#[test]
+fn breakdown_matches_the_generators_truth_for_same_and_separate_nccl_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    for nccl in [NcclStream::Same, NcclStream::Separate] {
+        let path = dir.path().join(format!("{nccl:?}.sqlite"));
+        let mut options = SynthOptions::new(Preset::Tiny);
+        options.nccl_stream = nccl;
+        let truth = synth::generate(&path, options).unwrap();
+        let (trace, _) = load::load(&path).unwrap();
+        for (device, expected) in trace.devices.iter().zip(&truth.devices) {
+            let window = device_window(device).unwrap();
+            assert_eq!([window.start, window.end], expected.window_ns);
+            let b = analysis::breakdown(device, window);
+            let e = &expected.breakdown_ns;
+            assert_eq!(
+                (
+                    b.compute_only,
+                    b.nccl_only,
+                    b.overlap,
+                    b.memory_only,
+                    b.idle
+                ),
+                (
+                    e.compute_only,
+                    e.nccl_only,
+                    e.overlap,
+                    e.memory_only,
+                    e.idle
+                ),
+                "{nccl:?} device {}",
+                device.id
+            );
+        }
+    }
+}
+
+#[test]
+fn breakdown_of_a_window_cutting_through_kernels_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let device = &trace.devices[0];
+    let full = device_window(device).unwrap();
+    let mid = full.start + full.len() / 3;
+    let halves = [Window::new(full.start, mid), Window::new(mid, full.end)];
+    let parts: Vec<_> = halves
+        .iter()
+        .map(|w| analysis::breakdown(device, *w))
+        .collect();
+    let whole = analysis::breakdown(device, full);
+    assert_eq!(
+        parts[0].compute_only + parts[1].compute_only,
+        whole.compute_only
+    );
+    assert_eq!(parts[0].nccl_only + parts[1].nccl_only, whole.nccl_only);
+    assert_eq!(parts[0].idle + parts[1].idle, whole.idle);
+    assert_eq!(parts[0].total(), halves[0].len());
+}
+
+/// Kernel-busy time by plain SQL and an interval union written here, against the breakdown.
+#[test]
+fn real_exports_kernel_busy_time_matches_sql_and_a_simple_union() {
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        let conn = rusqlite::Connection::open_with_flags(
+            format!("file:{}?immutable=1", path.display()),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        for device in &trace.devices {
+            let mut stmt = conn
+                .prepare("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?1 AND end >= start ORDER BY start")
+                .unwrap();
+            let intervals: Vec<(i64, i64)> = stmt
+                .query_map([device.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let Some(window) = device_window(device) else {
+                continue;
+            };
+            let (mut busy, mut cur): (i64, Option<(i64, i64)>) = (0, None);
+            for (s, e) in intervals {
+                cur = match cur {
+                    Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+                    Some((cs, ce)) => {
+                        busy += ce - cs;
+                        Some((s, e))
+                    }
+                    None => Some((s, e)),
+                };
+            }
+            if let Some((cs, ce)) = cur {
+                busy += ce - cs;
+            }
+            let b = analysis::breakdown(device, window);
+            assert_eq!(
+                b.compute_only + b.nccl_only + b.overlap,
+                busy,
+                "{} device {}",
+                path.display(),
+                device.id
+            );
+            assert_eq!(b.total(), window.len());
+        }
+    }
+}
