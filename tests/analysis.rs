@@ -115,3 +115,69 @@ fn real_exports_kernel_busy_time_matches_sql_and_a_simple_union() {
         }
     }
 }
+
+#[test]
+fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
+    use nsys_explorer::analysis::gaps::{self, DEFAULT_MIN_GAP_NS};
+    let dir = tempfile::tempdir().unwrap();
+    for nccl in [NcclStream::Same, NcclStream::Separate] {
+        let path = dir.path().join(format!("gaps-{nccl:?}.sqlite"));
+        let mut options = SynthOptions::new(Preset::Tiny);
+        options.nccl_stream = nccl;
+        let truth = synth::generate(&path, options).unwrap();
+        let (trace, _) = load::load(&path).unwrap();
+        let mut found = Vec::new();
+        for device in &trace.devices {
+            let window = device_window(device).unwrap();
+            for g in gaps::gaps(&trace, device, window, DEFAULT_MIN_GAP_NS) {
+                let name = |r: gaps::OpRef| {
+                    trace
+                        .strings
+                        .get(device.streams[r.stream as usize].ops.name[r.op as usize])
+                        .to_string()
+                };
+                let texts = |p: Vec<u32>| {
+                    p.into_iter()
+                        .map(|id| trace.strings.get(id).to_string())
+                        .collect::<Vec<_>>()
+                };
+                let before_path = gaps::launch_nvtx_path(&trace, device, g.before);
+                let after_path = gaps::launch_nvtx_path(&trace, device, g.after);
+                let enclosing = gaps::enclosing(&before_path, &after_path)
+                    .map(|id| trace.strings.get(id).to_string());
+                found.push((
+                    g.device,
+                    g.start_ns,
+                    g.duration_ns,
+                    name(g.before),
+                    name(g.after),
+                    texts(before_path),
+                    texts(after_path),
+                    enclosing,
+                    g.cause.label().to_string(),
+                ));
+            }
+        }
+        let expected: Vec<_> = truth
+            .gaps
+            .iter()
+            .map(|g| {
+                (
+                    g.device,
+                    g.start_ns,
+                    g.duration_ns,
+                    g.before.clone(),
+                    g.after.clone(),
+                    g.before_nvtx.clone(),
+                    g.after_nvtx.clone(),
+                    g.enclosing_nvtx.clone(),
+                    g.cause.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(found.len(), expected.len(), "{nccl:?}: number of gaps");
+        for (f, e) in found.iter().zip(&expected) {
+            assert_eq!(f, e, "{nccl:?}");
+        }
+    }
+}

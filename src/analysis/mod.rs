@@ -2,6 +2,7 @@
 //! Definitions: `../shared/docs/analysis-definitions.md`.
 
 pub mod breakdown;
+pub mod gaps;
 pub mod intervals;
 
 pub use breakdown::{Breakdown, breakdown};

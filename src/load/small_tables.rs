@@ -115,8 +115,15 @@ pub fn read_names(
             conn,
             path,
             "ENUM_CUDA_MEMCPY_OPER",
-            "SELECT id, label, name FROM ENUM_CUDA_MEMCPY_OPER",
-            |r| (int(r, 0), text(r, 1).or(text(r, 2)).map(str::to_owned)),
+            "SELECT id, name, label FROM ENUM_CUDA_MEMCPY_OPER",
+            |r| {
+                // Short names as the nsys GUI shows them: CUDA_MEMCPY_KIND_DTOH → "DtoH".
+                let short = text(r, 1)
+                    .and_then(|n| n.strip_prefix("CUDA_MEMCPY_KIND_"))
+                    .filter(|n| n.contains("TO"))
+                    .map(|n| n.replace("TO", "to").replace('_', " "));
+                (int(r, 0), short.or_else(|| text(r, 2).map(str::to_owned)))
+            },
         )?;
         for (id, label) in rows {
             if let (Some(id), Some(label)) = (id, label) {

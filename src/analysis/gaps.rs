@@ -1,0 +1,201 @@
+//! Gaps: maximal intervals inside a window with nothing running on the device (no kernel,
+//! memcpy or memset on any stream), at least `min_gap_ns` long; each with its neighbours,
+//! their NVTX context, and why the GPU waited.
+
+use serde::Serialize;
+
+use super::intervals::{Window, longest_op, ops_touching};
+use crate::trace::{Device, NONE, Thread, Trace};
+
+/// Default minimum gap (analysis-definitions.md).
+pub const DEFAULT_MIN_GAP_NS: i64 = 1_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The launching thread was in a synchronising call that returned in the gap.
+    HostSync,
+    /// The next op was launched only after the previous one ended, with no sync.
+    HostBound,
+    /// The next op was launched in time, yet the GPU waited.
+    Dependency,
+    /// The op after the gap has no known launching call.
+    Unknown,
+}
+
+impl Cause {
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::HostSync => "host_sync",
+            Cause::HostBound => "host_bound",
+            Cause::Dependency => "dependency",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+/// A GPU op by position: stream index in the device, op index in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OpRef {
+    pub stream: u32,
+    pub op: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gap {
+    pub device: u32,
+    pub start_ns: i64,
+    pub duration_ns: i64,
+    pub before: OpRef,
+    pub after: OpRef,
+    pub cause: Cause,
+}
+
+/// Every gap of `device` in `window`, in time order.
+pub fn find_gaps(
+    device: &Device,
+    window: Window,
+    min_gap_ns: i64,
+) -> Vec<(i64, i64, OpRef, OpRef)> {
+    // All ops touching the window, ordered by start (streams are each sorted: merge them).
+    let mut ops: Vec<(i64, i64, OpRef)> = Vec::new();
+    for (si, stream) in device.streams.iter().enumerate() {
+        let o = &stream.ops;
+        for i in ops_touching(o, window, longest_op(o)) {
+            ops.push((
+                o.start[i],
+                o.end[i],
+                OpRef {
+                    stream: si as u32,
+                    op: i as u32,
+                },
+            ));
+        }
+    }
+    ops.sort_unstable_by_key(|&(s, e, _)| (s, e));
+    let mut gaps = Vec::new();
+    let mut last: Option<(i64, OpRef)> = None; // the op that ends latest so far
+    for (s, e, r) in ops {
+        if let Some((busy_until, before)) = last {
+            if let Some((gs, ge)) = window.clip(busy_until, s)
+                && ge - gs >= min_gap_ns
+            {
+                gaps.push((gs, ge, before, r));
+            }
+            if e > busy_until {
+                last = Some((e, r));
+            }
+        } else {
+            last = Some((e, r));
+        }
+    }
+    gaps
+}
+
+/// Is this API call one that makes the CPU wait for the GPU?
+pub fn is_synchronizing(name: &str) -> bool {
+    name.contains("Synchronize")
+        || name.starts_with("cudaMemcpy_")
+        || name == "cudaMemcpy"
+        || name.starts_with("cuMemcpyDtoH")
+        || name.starts_with("cudaEventSynchronize")
+}
+
+/// Gaps of one device with their causes.
+pub fn gaps(trace: &Trace, device: &Device, window: Window, min_gap_ns: i64) -> Vec<Gap> {
+    let longest_call: Vec<i64> = trace.threads.iter().map(longest_call_ns).collect();
+    find_gaps(device, window, min_gap_ns)
+        .into_iter()
+        .map(|(gs, ge, before, after)| Gap {
+            device: device.id,
+            start_ns: gs,
+            duration_ns: ge - gs,
+            before,
+            after,
+            cause: cause(trace, &longest_call, device, before, after, gs, ge),
+        })
+        .collect()
+}
+
+fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Thread, usize)> {
+    let ops = &device.streams[op.stream as usize].ops;
+    let (thread, call) = (
+        ops.launch_thread[op.op as usize],
+        ops.launch_call[op.op as usize],
+    );
+    (call != NONE).then(|| (&trace.threads[thread as usize], call as usize))
+}
+
+fn cause(
+    trace: &Trace,
+    longest_call: &[i64],
+    device: &Device,
+    before: OpRef,
+    after: OpRef,
+    gap_start: i64,
+    gap_end: i64,
+) -> Cause {
+    let Some((thread, call)) = launch_of(trace, device, after) else {
+        return Cause::Unknown;
+    };
+    let thread_index =
+        device.streams[after.stream as usize].ops.launch_thread[after.op as usize] as usize;
+    let api = &thread.api;
+    // A synchronising call of the launching thread that returned inside the gap (or at its start).
+    let first = api
+        .start
+        .partition_point(|&s| s < gap_start - longest_call[thread_index]);
+    let synced = (first..api.len())
+        .take_while(|&i| api.start[i] <= gap_end)
+        .any(|i| {
+            api.end[i] >= gap_start
+                && api.end[i] <= gap_end
+                && is_synchronizing(trace.strings.get(api.name[i]))
+        });
+    if synced {
+        return Cause::HostSync;
+    }
+    let before_end = device.streams[before.stream as usize].ops.end[before.op as usize];
+    if api.start[call] >= before_end {
+        Cause::HostBound
+    } else {
+        Cause::Dependency
+    }
+}
+
+/// Lets a search by start find calls that began long before a time yet still run then.
+fn longest_call_ns(thread: &Thread) -> i64 {
+    thread
+        .api
+        .start
+        .iter()
+        .zip(&thread.api.end)
+        .map(|(s, e)| e - s)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The NVTX push/pop ranges (text ids, outermost first) around the launch call of `op`.
+pub fn launch_nvtx_path(trace: &Trace, device: &Device, op: OpRef) -> Vec<crate::trace::StrId> {
+    let Some((thread, call)) = launch_of(trace, device, op) else {
+        return Vec::new();
+    };
+    thread
+        .nvtx
+        .path_at(thread.api.start[call])
+        .into_iter()
+        .map(|r| thread.nvtx.text[r as usize])
+        .collect()
+}
+
+/// The deepest range common to both paths.
+pub fn enclosing(
+    a: &[crate::trace::StrId],
+    b: &[crate::trace::StrId],
+) -> Option<crate::trace::StrId> {
+    a.iter()
+        .zip(b)
+        .take_while(|(x, y)| x == y)
+        .last()
+        .map(|(x, _)| *x)
+}
