@@ -11,9 +11,9 @@ pub struct Baseline {
 }
 
 /// Sums every column the loader reads, so SQLite must decode each of them.
-const SCAN_SQL: &str = "SELECT count(*), sum(start), sum(end), sum(deviceId), sum(streamId), sum(correlationId), sum(globalPid), sum(shortName), sum(demangledName), sum(gridX), sum(gridY), sum(gridZ), sum(blockX), sum(blockY), sum(blockZ), sum(registersPerThread), sum(staticSharedMemory), sum(dynamicSharedMemory) FROM CUPTI_ACTIVITY_KIND_KERNEL;
-SELECT count(*), sum(start), sum(end), sum(eventClass), sum(globalTid), sum(correlationId), sum(nameId) FROM CUPTI_ACTIVITY_KIND_RUNTIME;
-SELECT count(*), sum(start), sum(end), sum(eventType), sum(length(text)), sum(textId), sum(globalTid), sum(color), sum(domainId) FROM NVTX_EVENTS;";
+const SCAN_SQL: &str = "SELECT count(*), total(start), total(end), total(deviceId), total(streamId), total(correlationId), total(globalPid), total(shortName), total(demangledName), total(gridX), total(gridY), total(gridZ), total(blockX), total(blockY), total(blockZ), total(registersPerThread), total(staticSharedMemory), total(dynamicSharedMemory) FROM CUPTI_ACTIVITY_KIND_KERNEL;
+SELECT count(*), total(start), total(end), total(eventClass), total(globalTid), total(correlationId), total(nameId) FROM CUPTI_ACTIVITY_KIND_RUNTIME;
+SELECT count(*), total(start), total(end), total(eventType), total(length(text)), total(textId), total(globalTid), total(color), total(domainId) FROM NVTX_EVENTS;";
 
 pub fn sqlite3_scan(file: &Path) -> Result<Baseline, String> {
     let uri = format!("file:{}?immutable=1", file.display());

@@ -3,6 +3,9 @@
 //! ranges in order.
 
 use std::collections::HashMap;
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
 
 use rusqlite::Connection;
 
@@ -15,6 +18,40 @@ use crate::trace::{
     RangeKind, StrId, pid_of_global_id,
 };
 
+/// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,
+/// one stream), so the last key is checked before the hash map.
+pub struct Grouped<K, V> {
+    pub groups: Vec<(K, V)>,
+    index: FxHashMap<K, usize>,
+    last: usize,
+}
+
+impl<K, V> Default for Grouped<K, V> {
+    fn default() -> Self {
+        Self {
+            groups: Vec::new(),
+            index: FxHashMap::default(),
+            last: 0,
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash, V: Default> Grouped<K, V> {
+    pub fn get_mut(&mut self, key: K) -> &mut V {
+        if self.groups.get(self.last).is_none_or(|(k, _)| *k != key) {
+            self.last = match self.index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    self.groups.push((key, V::default()));
+                    self.index.insert(key, self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+        }
+        &mut self.groups[self.last].1
+    }
+}
+
 /// (deviceId, pid, streamId): stream ids repeat across processes.
 pub type StreamKey = (u32, u32, u32);
 
@@ -24,7 +61,7 @@ const NULL_TIME: &str = "NULL start or end";
 /// GPU ops of one rowid range of one table.
 #[derive(Default)]
 pub struct GpuChunk {
-    pub streams: HashMap<StreamKey, GpuOps>,
+    pub streams: Grouped<StreamKey, GpuOps>,
     /// Kernels: launch configurations indexed by `GpuOps::detail` (local to this chunk).
     pub configs: Vec<LaunchConfig>,
     /// Memory ops: per device, indexed by `GpuOps::detail` (local to this chunk).
@@ -44,7 +81,7 @@ impl GpuChunk {
         corr: Option<i64>,
         detail: u32,
     ) {
-        let ops = self.streams.entry(key).or_default();
+        let ops = self.streams.get_mut(key);
         ops.start.push(start);
         ops.end.push(end);
         ops.kind.push(kind);
@@ -114,7 +151,7 @@ pub fn read_kernels(
         ],
     );
     let mut chunk = GpuChunk::default();
-    let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
+    let mut config_ids: FxHashMap<LaunchConfig, u32> = FxHashMap::default();
     chunk.rows = scan_range(ctx, conn, KERNEL, &cols, range, |r| {
         let Some((start, end)) = valid_times(int(r, 0), int(r, 1), KERNEL, &mut chunk.skips) else {
             return Ok(());
@@ -202,7 +239,7 @@ pub fn read_memory_ops(
 /// API calls of one rowid range, per `globalTid`.
 #[derive(Default)]
 pub struct ApiChunk {
-    pub threads: HashMap<i64, ApiCalls>,
+    pub threads: Grouped<i64, ApiCalls>,
     pub skips: Skips,
     pub rows: u64,
 }
@@ -231,7 +268,7 @@ pub fn read_api_calls(
         else {
             return Ok(());
         };
-        let calls = chunk.threads.entry(int(r, 3).unwrap_or(0)).or_default();
+        let calls = chunk.threads.get_mut(int(r, 3).unwrap_or(0));
         calls.start.push(start);
         calls.end.push(end);
         calls.class.push(if int(r, 2) == Some(1) {
@@ -258,7 +295,7 @@ pub const LOCAL_TEXT: u32 = 1 << 31;
 /// NVTX events of one rowid range, per `globalTid`.
 #[derive(Default)]
 pub struct NvtxChunk {
-    pub ranges: HashMap<i64, NvtxRanges>,
+    pub ranges: Grouped<i64, NvtxRanges>,
     pub marks: HashMap<i64, NvtxMarks>,
     pub domains: Vec<(u32, String)>,
     /// Inline texts of this chunk; `LOCAL_TEXT | i` refers to `texts[i]`.
@@ -288,7 +325,7 @@ pub fn read_nvtx(
         ],
     );
     let mut chunk = NvtxChunk::default();
-    let mut text_ids: HashMap<String, u32> = HashMap::new();
+    let mut text_ids: FxHashMap<String, u32> = FxHashMap::default();
     chunk.rows = scan_range(ctx, conn, NVTX, &cols, range, |r| {
         let event_type = int(r, 2).unwrap_or(-1);
         let kind = match event_type {
@@ -330,7 +367,7 @@ pub fn read_nvtx(
             }
         };
         let id = text_id(r, names, &mut text_ids, &mut chunk.texts);
-        let ranges = chunk.ranges.entry(int(r, 5).unwrap_or(0)).or_default();
+        let ranges = chunk.ranges.get_mut(int(r, 5).unwrap_or(0));
         ranges.start.push(start);
         ranges.end.push(end);
         ranges.text.push(id);
@@ -346,7 +383,7 @@ pub fn read_nvtx(
 fn text_id(
     r: &rusqlite::Row,
     names: &Names,
-    local: &mut HashMap<String, u32>,
+    local: &mut FxHashMap<String, u32>,
     texts: &mut Vec<String>,
 ) -> StrId {
     if let Some(t) = text(r, 3) {

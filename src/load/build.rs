@@ -98,7 +98,7 @@ fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
     let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
     let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
     let mut totals: HashMap<StreamKey, usize> = HashMap::new();
-    for (key, ops) in chunks.iter().flat_map(|c| &c.streams) {
+    for (key, ops) in chunks.iter().flat_map(|c| &c.streams.groups) {
         *totals.entry(*key).or_default() += ops.len();
     }
     for (key, n) in totals {
@@ -122,7 +122,7 @@ fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
             mem_offset.insert(device, all.len() as u32);
             all.extend(infos);
         }
-        for (key, mut ops) in chunk.streams {
+        for (key, mut ops) in chunk.streams.groups {
             let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
             for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
                 *detail = if kind.is_kernel() {
@@ -157,11 +157,11 @@ fn merge_threads(
     let mut threads: BTreeMap<(u32, u32, i64), Thread> = BTreeMap::new();
     // Reserve each thread's final size first: growing by doubling would hold two copies.
     let mut api_len: HashMap<i64, usize> = HashMap::new();
-    for (gtid, calls) in api.iter().flat_map(|c| &c.threads) {
+    for (gtid, calls) in api.iter().flat_map(|c| &c.threads.groups) {
         *api_len.entry(*gtid).or_default() += calls.len();
     }
     let mut nvtx_len: HashMap<i64, usize> = HashMap::new();
-    for (gtid, ranges) in nvtx.iter().flat_map(|c| &c.ranges) {
+    for (gtid, ranges) in nvtx.iter().flat_map(|c| &c.ranges.groups) {
         *nvtx_len.entry(*gtid).or_default() += ranges.len();
     }
     for (gtid, n) in api_len {
@@ -171,7 +171,7 @@ fn merge_threads(
         reserve_nvtx(&mut thread_entry(&mut threads, gtid, thread_names).nvtx, n);
     }
     for chunk in api {
-        for (gtid, calls) in chunk.threads {
+        for (gtid, calls) in chunk.threads.groups {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
             t.start.extend(calls.start);
             t.end.extend(calls.end);
@@ -190,7 +190,7 @@ fn merge_threads(
                 id
             }
         };
-        for (gtid, ranges) in chunk.ranges {
+        for (gtid, ranges) in chunk.ranges.groups {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).nvtx;
             t.start.extend(ranges.start);
             t.end.extend(ranges.end);

@@ -104,8 +104,7 @@ pub fn open_read_only(path: &Path) -> Result<Connection, LoadError> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn =
         Connection::open_with_flags(uri, flags).map_err(|e| sqlite_error(path, "the file", e))?;
-    // Memory-mapped reads skip a copy per page; the mapping is read-only.
-    let _ = conn.pragma_update(None, "mmap_size", 1i64 << 40);
+    // No mmap: mapped pages of a multi-GB file would count as this process's memory.
     Ok(conn)
 }
 
