@@ -12,14 +12,8 @@ use super::sim::{OP_MEMCPY_DTOH, OP_MEMCPY_HTOD, OP_MEMSET, RankSim, TruthOp};
 /// Gaps shorter than this are not gaps (analysis-definitions.md default).
 pub const MIN_GAP_NS: i64 = 1_000;
 
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Breakdown {
-    pub compute_only: i64,
-    pub nccl_only: i64,
-    pub overlap: i64,
-    pub memory_only: i64,
-    pub idle: i64,
-}
+/// The same result type as the analysis; the truth computes it independently, below.
+pub use crate::analysis::Breakdown;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SameStream {
