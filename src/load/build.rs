@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
-    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NONE, Process, StrId, Stream, StringTable,
-    Thread, Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
+    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, Process, StrId, Stream, StringTable, Thread,
+    Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
 };
 
 /// What the small tables gave.
@@ -302,9 +302,4 @@ fn link_launches(streams: &mut [(StreamKey, GpuOps)], threads: &[Thread]) {
             }
         }
     });
-    debug_assert!(
-        streams
-            .iter()
-            .all(|(_, ops)| ops.launch_call.iter().all(|&c| c == NONE || c < u32::MAX))
-    );
 }

@@ -208,19 +208,19 @@ pub fn load_with(
     let mut nvtx = Vec::new();
     for out in outputs {
         match out {
-            ChunkOut::Gpu(chunk, table) => {
+            ChunkOut::Gpu(mut chunk, table) => {
                 *report.tables.entry(table.to_string()).or_default() += chunk.rows;
-                report.skips.merge(chunk.skips.clone());
+                report.skips.merge(std::mem::take(&mut chunk.skips));
                 gpu.push(chunk);
             }
-            ChunkOut::Api(chunk) => {
+            ChunkOut::Api(mut chunk) => {
                 *report.tables.entry(RUNTIME.to_string()).or_default() += chunk.rows;
-                report.skips.merge(chunk.skips.clone());
+                report.skips.merge(std::mem::take(&mut chunk.skips));
                 api.push(chunk);
             }
-            ChunkOut::Nvtx(chunk) => {
+            ChunkOut::Nvtx(mut chunk) => {
                 *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
-                report.skips.merge(chunk.skips.clone());
+                report.skips.merge(std::mem::take(&mut chunk.skips));
                 nvtx.push(chunk);
             }
         }

@@ -85,8 +85,4 @@ impl LoadReport {
         }
         self.seconds = t0.elapsed().as_secs_f64();
     }
-
-    pub fn total_skipped(&self) -> u64 {
-        self.skipped_rows.iter().map(|s| s.rows).sum()
-    }
 }
