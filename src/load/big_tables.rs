@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use rusqlite::Connection;
 
 use super::error::LoadError;
-use super::scan::{ScanContext, Skips, int, scan_range, text};
+use super::scan::{RawRow, ScanContext, Skips, int, scan_range, text};
 use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
@@ -381,7 +381,7 @@ pub fn read_nvtx(
 
 /// The text of an NVTX row: inline `text` (2024+) or `textId` into `StringIds` (2023).
 fn text_id(
-    r: &rusqlite::Row,
+    r: &RawRow,
     names: &Names,
     local: &mut FxHashMap<String, u32>,
     texts: &mut Vec<String>,

@@ -27,11 +27,11 @@ pub fn io_error_for_test(path: &Path, kind: std::io::ErrorKind) -> LoadError {
     sniff::io_error(path, std::io::Error::from(kind))
 }
 pub use report::{LoadReport, SkippedRows};
-pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
+pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, READ_TABLES, RUNTIME};
 
 use big_tables::{ApiChunk, GpuChunk, NvtxChunk};
 use scan::ScanContext;
-use schema::{READ_TABLES, Schema};
+use schema::Schema;
 
 use crate::trace::{StringTable, Trace};
 

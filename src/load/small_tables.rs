@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::Connection;
+use rusqlite::types::ValueRef;
 
 use super::error::LoadError;
-use super::scan::{int, text};
 use super::schema::{STRING_IDS, Schema};
 use super::sniff::sqlite_error;
 use crate::trace::{ExportInfo, Process, StrId, StringTable, is_nccl_name};
@@ -296,4 +296,21 @@ pub fn count_rows(conn: &Connection, path: &Path, table: &str) -> Result<u64, Lo
     })
     .map(|n| n as u64)
     .map_err(|e| sqlite_error(path, table, e))
+}
+
+/// Column `i` as an integer; NULL (and non-integers) as `None`.
+fn int(row: &rusqlite::Row, i: usize) -> Option<i64> {
+    match row.get_ref(i) {
+        Ok(ValueRef::Integer(v)) => Some(v),
+        Ok(ValueRef::Real(v)) => Some(v as i64),
+        _ => None,
+    }
+}
+
+/// Column `i` as text, if it is text.
+fn text<'r>(row: &'r rusqlite::Row, i: usize) -> Option<&'r str> {
+    match row.get_ref(i) {
+        Ok(ValueRef::Text(bytes)) => std::str::from_utf8(bytes).ok(),
+        _ => None,
+    }
 }

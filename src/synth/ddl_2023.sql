@@ -19,6 +19,12 @@ CREATE TABLE ANALYSIS_DETAILS (
     startTime                   INTEGER   NOT NULL,                    -- Trace start timestamp in nanoseconds.
     stopTime                    INTEGER   NOT NULL                     -- Trace stop timestamp in nanoseconds.
 );
+CREATE TABLE SCHED_EVENTS (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    cpu                         INTEGER   NOT NULL,                    -- ID of CPU this thread was scheduled in or out.
+    isSchedIn                   INTEGER   NOT NULL,                    -- 0 if thread was scheduled out, non-zero otherwise.
+    globalTid                   INTEGER                                -- Serialized GlobalId.
+);
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (
     start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
     end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).

@@ -305,6 +305,7 @@ fn flush_rows(
     for row in &rows.api {
         writer.api(pid, row)?;
     }
+    writer.sched_events(pid, &rows.api)?;
     for row in &rows.nvtx {
         writer.nvtx_range(pid, row)?;
     }
