@@ -1,9 +1,12 @@
-//! The baseline the load benchmark is held to: one `sqlite3` process scanning the same
-//! columns of the three big tables that the loader reads.
+//! Benchmarks that print figures: `bench-load` (against one `sqlite3` process scanning the
+//! same columns of the three big tables) and `bench-analysis`.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+
+use crate::analysis::{self, Options};
+use crate::load;
 
 pub struct Baseline {
     pub seconds: f64,
@@ -34,4 +37,155 @@ pub fn sqlite3_scan(file: &Path) -> Result<Baseline, String> {
         seconds,
         how: "sqlite3 CLI, one process".into(),
     })
+}
+
+pub fn bench_load(file: &Path) -> Result<(), String> {
+    // Read the file once so both contenders start from a warm page cache (streamed, so
+    // that the peak RSS printed below is the load's own).
+    let mut reader = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::io::copy(&mut reader, &mut std::io::sink())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let baseline = crate::bench::sqlite3_scan(file);
+
+    let t = Instant::now();
+    let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
+    let seconds = t.elapsed().as_secs_f64();
+    let rows: u64 = report.tables.values().sum();
+    println!(
+        "file: {} ({:.1} MB)",
+        file.display(),
+        report.file_bytes as f64 / 1e6
+    );
+    println!("threads: {}", rayon::current_num_threads());
+    for (phase, secs) in &report.phases {
+        println!("phase {phase:<22} {secs:>8.3} s");
+    }
+    println!("load total             {seconds:>8.3} s");
+    println!(
+        "rows read              {rows:>10}  ({:.1} M rows/s)",
+        rows as f64 / seconds / 1e6
+    );
+    let events = trace.event_count();
+    println!(
+        "events in model        {events:>10}  ({} kernels+memory ops, {} API calls, {} NVTX ranges)",
+        trace.gpu_op_count(),
+        trace.api_call_count(),
+        trace.nvtx_range_count()
+    );
+    println!(
+        "model size             {:>8.1} MB  ({:.1} bytes/event)",
+        trace.heap_bytes() as f64 / 1e6,
+        trace.heap_bytes() as f64 / events.max(1) as f64
+    );
+    if let Some(peak) = crate::memory::peak_rss_bytes() {
+        println!("peak RSS               {:>8.1} MB", peak as f64 / 1e6);
+    }
+    match baseline {
+        Ok(b) => println!(
+            "sqlite3 scan of the same columns of kernels, API calls and NVTX: {:.3} s ({})\nratio load/sqlite3     {:>8.2}",
+            b.seconds,
+            b.how,
+            seconds / b.seconds
+        ),
+        Err(e) => println!("sqlite3 baseline not run: {e}"),
+    }
+    Ok(())
+}
+
+/// Loads FILE, then times each analysis of all devices (best of 3 runs) and all together.
+pub fn bench_analysis(file: &Path) -> Result<(), String> {
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let options = Options::default();
+    let best_of_3 = |f: &dyn Fn()| {
+        (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let devices: Vec<_> = trace.devices.iter().collect();
+    let windows: Vec<_> = devices
+        .iter()
+        .filter_map(|d| analysis::intervals::device_window(d))
+        .collect();
+    println!(
+        "file: {} ({} kernels, {} devices)",
+        file.display(),
+        trace.kernel_count(),
+        devices.len()
+    );
+    println!("threads: {}", rayon::current_num_threads());
+    let rows: [(&str, f64); 6] = [
+        (
+            "breakdown + same-stream",
+            best_of_3(&|| {
+                for (d, w) in devices.iter().zip(&windows) {
+                    std::hint::black_box((
+                        analysis::breakdown(d, *w),
+                        analysis::same_stream(d, *w),
+                    ));
+                }
+            }),
+        ),
+        (
+            "gaps (found, described)",
+            best_of_3(&|| {
+                for (d, w) in devices.iter().zip(&windows) {
+                    let found = analysis::gaps::gaps(&trace, d, *w, options.min_gap_ns);
+                    let described: Vec<_> = found
+                        .iter()
+                        .map(|g| analysis::recurring::describe(&trace, d, g, 3))
+                        .collect();
+                    std::hint::black_box(analysis::recurring::recurring(&described));
+                }
+            }),
+        ),
+        (
+            "iterations (auto marker)",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::iterations::iterations(&trace, None));
+            }),
+        ),
+        ("drill-down of the slowest", {
+            let it = analysis::iterations::iterations(&trace, None);
+            best_of_3(&|| {
+                if let Some(k) = it.slowest_index {
+                    std::hint::black_box(analysis::drilldown::drilldown(
+                        &trace,
+                        &it,
+                        k,
+                        options.min_gap_ns,
+                        10,
+                    ));
+                }
+            })
+        }),
+        (
+            "kernel and NCCL summaries",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::summary::kernels_by_name(&trace, &devices, None));
+                std::hint::black_box(analysis::summary::nccl_by_type(&trace, &devices, None));
+            }),
+        ),
+        (
+            "all (overview, in parallel)",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::overview(&trace, &options));
+            }),
+        ),
+    ];
+    for (name, secs) in rows {
+        println!("{name:<30} {:>8.1} ms", secs * 1e3);
+    }
+    let overview = analysis::overview(&trace, &options);
+    println!(
+        "found: {} gaps, {} recurring patterns, {} iterations (slowest {:?})",
+        overview.gaps.len(),
+        overview.recurring.len(),
+        overview.iterations.count(),
+        overview.iterations.slowest_index
+    );
+    Ok(())
 }

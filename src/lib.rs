@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod load;
 pub mod memory;
+pub mod report;
 pub mod synth;
 pub mod trace;
 pub mod ui;

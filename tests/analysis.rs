@@ -181,3 +181,113 @@ fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
         }
     }
 }
+
+#[test]
+fn iterations_slowest_step_and_straggler_match_the_truth() {
+    use nsys_explorer::analysis::{
+        drilldown::drilldown,
+        iterations::{Source, iterations},
+    };
+    use nsys_explorer::synth::Flavour;
+    let dir = tempfile::tempdir().unwrap();
+    for (flavour, nccl) in [
+        (Flavour::Nsys2024, NcclStream::Same),
+        (Flavour::Nsys2023, NcclStream::Separate),
+    ] {
+        let path = dir.path().join(format!("it-{flavour:?}-{nccl:?}.sqlite"));
+        let mut options = SynthOptions::new(Preset::Tiny);
+        options.flavour = flavour;
+        options.nccl_stream = nccl;
+        let truth = synth::generate(&path, options).unwrap();
+        let (trace, _) = load::load(&path).unwrap();
+        let it = iterations(&trace, None);
+        let t = &truth.iterations;
+        assert_eq!(
+            (it.source, it.marker.as_deref()),
+            (Source::Detected, Some(t.marker.as_str()))
+        );
+        assert_eq!(it.per_device.len(), t.per_device.len());
+        for (d, e) in it.per_device.iter().zip(&t.per_device) {
+            assert_eq!(d.device, e.device);
+            assert_eq!(
+                d.durations_ns, e.durations_ns,
+                "GPU spans of device {}",
+                d.device
+            );
+            assert_eq!(
+                d.cpu_durations_ns, e.cpu_durations_ns,
+                "CPU lengths of device {}",
+                d.device
+            );
+            assert_eq!(d.warmup, t.warmup as usize);
+            assert_eq!(d.slowest_index, Some(t.slowest_index));
+            assert!(d.slow_indices.contains(&t.slowest_index));
+        }
+        assert_eq!(it.slowest_index, Some(t.slowest_index));
+        let drill = drilldown(
+            &trace,
+            &it,
+            t.slowest_index,
+            analysis::gaps::DEFAULT_MIN_GAP_NS,
+            10,
+        );
+        assert_eq!(
+            drill.straggler_device,
+            Some(t.straggler_device),
+            "{flavour:?} {nccl:?}"
+        );
+        let activity = drill.straggler_activity.unwrap();
+        assert_eq!(
+            activity.longest_call.as_deref(),
+            Some(t.straggler_activity.as_str())
+        );
+        assert_eq!(activity.longest_call_ns, t.straggler_pause_ns);
+        // The slow iteration is longer than its reference on every device.
+        for d in &drill.devices {
+            assert!(d.duration_ns > d.reference_ns);
+            assert_eq!(d.breakdown_ns.total(), d.span.len());
+        }
+    }
+}
+
+#[test]
+fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
+    use nsys_explorer::analysis::recurring::{describe, recurring};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let mut details = Vec::new();
+    for device in &trace.devices {
+        let window = device_window(device).unwrap();
+        for g in analysis::gaps::gaps(&trace, device, window, 1000) {
+            details.push(describe(&trace, device, &g, 3));
+        }
+    }
+    let groups = recurring(&details);
+    assert_eq!(
+        groups.iter().map(|g| g.count).sum::<usize>(),
+        truth.gaps.len()
+    );
+    assert!(groups.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+    for g in &groups {
+        let total: i64 = g.members.iter().map(|&i| details[i].gap.duration_ns).sum();
+        assert_eq!(total, g.total_ns);
+    }
+    // The signature of each gap, computed from the truth's names, groups the same way.
+    let expected = |g: &synth::GapTruth| {
+        let enclosing = g
+            .enclosing_nvtx
+            .as_deref()
+            .map(analysis::iterations::numbers_to_hash)
+            .unwrap_or_else(|| "(no NVTX)".into());
+        format!("{} → {} in {} [{}]", g.before, g.after, enclosing, g.cause)
+    };
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    for g in &truth.gaps {
+        *counts.entry(expected(g)).or_default() += 1;
+    }
+    for g in &groups {
+        assert_eq!(counts.get(&g.signature), Some(&g.count), "{}", g.signature);
+    }
+}

@@ -124,3 +124,150 @@ fn synth_writes_a_trace_and_its_truth_that_report_agrees_with() {
         assert_eq!(d["window_ns"], t["window_ns"]);
     }
 }
+
+fn report_json(args: &[&str]) -> serde_json::Value {
+    let out = bin()
+        .arg("report")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn report_json_carries_every_analysis_and_honours_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    let truth = nsys_explorer::synth::generate(
+        &path,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let v = report_json(&[file]);
+    for key in [
+        "gaps",
+        "recurring_gaps",
+        "iterations",
+        "drilldown",
+        "kernels_top",
+        "nccl",
+    ] {
+        assert!(!v[key].is_null(), "{key}");
+    }
+    for d in v["devices"].as_array().unwrap() {
+        for key in [
+            "compute_only",
+            "nccl_only",
+            "overlap",
+            "memory_only",
+            "idle",
+        ] {
+            assert!(d["breakdown_ns"][key].is_i64(), "breakdown_ns.{key}");
+        }
+        assert_eq!(d["same_stream"]["stream"], 7);
+    }
+    assert_eq!(
+        v["gaps"]["count"].as_u64().unwrap() as usize,
+        truth.gaps.len()
+    );
+    let top = v["gaps"]["top"].as_array().unwrap();
+    assert!(
+        top.windows(2)
+            .all(|w| w[0]["duration_ns"].as_i64() >= w[1]["duration_ns"].as_i64()),
+        "longest first"
+    );
+    let longest = truth.gaps.iter().map(|g| g.duration_ns).max().unwrap();
+    assert_eq!(top[0]["duration_ns"].as_i64().unwrap(), longest);
+    let recurring = v["recurring_gaps"].as_array().unwrap();
+    assert!(recurring[0]["signature"].as_str().unwrap().contains('→'));
+    let it = &v["iterations"];
+    assert_eq!(it["marker"], "denoising_step_#");
+    assert_eq!(it["heuristic"], false);
+    assert_eq!(
+        it["slowest_index"].as_u64().unwrap() as usize,
+        truth.iterations.slowest_index
+    );
+    assert_eq!(
+        v["drilldown"]["straggler_device"].as_u64().unwrap() as u32,
+        truth.iterations.straggler_device
+    );
+
+    // --device, --top, --min-gap-ns, --window and --iteration-marker.
+    let one = report_json(&[
+        file,
+        "--device",
+        "1",
+        "--top",
+        "2",
+        "--min-gap-ns",
+        "1000000",
+    ]);
+    assert_eq!(one["devices"].as_array().unwrap().len(), 1);
+    assert_eq!(one["iterations"]["per_device"].as_array().unwrap().len(), 1);
+    assert!(one["gaps"]["top"].as_array().unwrap().len() <= 2);
+    let big = truth
+        .gaps
+        .iter()
+        .filter(|g| g.device == 1 && g.duration_ns >= 1_000_000)
+        .count();
+    assert_eq!(one["gaps"]["count"].as_u64().unwrap() as usize, big);
+    let [start, end] = truth.devices[0].window_ns;
+    let mid = (start + (end - start) / 2).to_string();
+    let half = report_json(&[file, "--device", "0", "--window", &start.to_string(), &mid]);
+    let b = &half["devices"][0]["breakdown_ns"];
+    let sum: i64 = [
+        "compute_only",
+        "nccl_only",
+        "overlap",
+        "memory_only",
+        "idle",
+    ]
+    .iter()
+    .map(|k| b[k].as_i64().unwrap())
+    .sum();
+    assert_eq!(sum, (end - start) / 2);
+    let marked = report_json(&[file, "--iteration-marker", "cfg_uncond"]);
+    assert_eq!(marked["iterations"]["marker"], "cfg_uncond");
+    assert_eq!(
+        marked["iterations"]["count"].as_u64().unwrap() as usize,
+        truth.iterations.count
+    );
+}
+
+#[test]
+fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    nsys_explorer::synth::generate(
+        &path,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let out = bin().arg("report").arg(&path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "Where the time goes",
+        "stream 7",
+        "recurring",
+        "Slowest: iter 5",
+        "straggler: GPU 2",
+        "cudaMalloc",
+    ] {
+        assert!(text.contains(needle), "{needle} in:\n{text}");
+    }
+    let out = bin()
+        .arg("report")
+        .arg(&path)
+        .args(["--device", "9"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no device 9"));
+}

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::intervals::{Class, Window, boundary_events};
-use crate::trace::Device;
+use crate::trace::{Device, OpKind};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Breakdown {
@@ -45,4 +45,77 @@ pub fn breakdown(device: &Device, window: Window) -> Breakdown {
     out.idle += window.end - t;
     debug_assert_eq!(out.total(), window.len());
     out
+}
+
+/// The same-stream diagnosis: the stream with the most NCCL time, and the shares of the
+/// device's NCCL and compute time that run on it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SameStream {
+    pub stream: u32,
+    pub nccl_pct: f64,
+    pub compute_pct: f64,
+}
+
+impl SameStream {
+    /// The diagnosis in one sentence.
+    pub fn sentence(&self) -> String {
+        if self.nccl_pct >= 99.5 && self.compute_pct >= 99.5 {
+            format!(
+                "All NCCL and all compute kernels run on stream {}: communication cannot overlap compute as launched, so every NCCL nanosecond adds to step time.",
+                self.stream
+            )
+        } else if self.compute_pct >= 50.0 {
+            format!(
+                "Stream {} carries {:.0} % of NCCL time and {:.0} % of compute time: most communication is serialised with compute.",
+                self.stream, self.nccl_pct, self.compute_pct
+            )
+        } else {
+            format!(
+                "NCCL runs mostly on stream {} ({:.0} % of NCCL time) with {:.0} % of compute time on it: communication can overlap compute.",
+                self.stream, self.nccl_pct, self.compute_pct
+            )
+        }
+    }
+}
+
+/// `None` when the device ran no NCCL kernel in the window. Times are clipped to the window;
+/// ops of one stream never overlap, so per-stream sums are unions.
+pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
+    let mut nccl = Vec::with_capacity(device.streams.len());
+    let mut compute = Vec::with_capacity(device.streams.len());
+    for stream in &device.streams {
+        let ops = &stream.ops;
+        let (mut n, mut c) = (0i64, 0i64);
+        for i in super::intervals::ops_touching(ops, window, super::intervals::longest_op(ops)) {
+            let Some((s, e)) = window.clip(ops.start[i], ops.end[i]) else {
+                continue;
+            };
+            match ops.kind[i] {
+                OpKind::Nccl => n += e - s,
+                OpKind::Compute => c += e - s,
+                _ => {}
+            }
+        }
+        nccl.push((stream.id, n));
+        compute.push(c);
+    }
+    let (best, &(stream, nccl_on)) = nccl
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, (s, t))| (*t, std::cmp::Reverse(*s)))?;
+    if nccl_on == 0 {
+        return None;
+    }
+    let pct = |part: i64, all: i64| {
+        if all > 0 {
+            100.0 * part as f64 / all as f64
+        } else {
+            0.0
+        }
+    };
+    Some(SameStream {
+        stream,
+        nccl_pct: pct(nccl_on, nccl.iter().map(|p| p.1).sum()),
+        compute_pct: pct(compute[best], compute.iter().sum()),
+    })
 }

@@ -57,11 +57,14 @@ pub fn find_gaps(
     window: Window,
     min_gap_ns: i64,
 ) -> Vec<(i64, i64, OpRef, OpRef)> {
-    // All ops touching the window, ordered by start (streams are each sorted: merge them).
+    // All ops touching the window, ordered by start (streams are each sorted: merge them),
+    // plus each stream's neighbours just outside it, so that idle time at the window's
+    // edges is a gap with a known op before and after.
     let mut ops: Vec<(i64, i64, OpRef)> = Vec::new();
     for (si, stream) in device.streams.iter().enumerate() {
         let o = &stream.ops;
-        for i in ops_touching(o, window, longest_op(o)) {
+        let inside = ops_touching(o, window, longest_op(o));
+        for i in inside.start.saturating_sub(1)..(inside.end + 1).min(o.len()) {
             ops.push((
                 o.start[i],
                 o.end[i],
@@ -72,7 +75,8 @@ pub fn find_gaps(
             ));
         }
     }
-    ops.sort_unstable_by_key(|&(s, e, _)| (s, e));
+    // Stable sort: the list is one sorted run per stream, which it merges in O(n log k).
+    ops.sort_by_key(|&(s, e, _)| (s, e));
     let mut gaps = Vec::new();
     let mut last: Option<(i64, OpRef)> = None; // the op that ends latest so far
     for (s, e, r) in ops {

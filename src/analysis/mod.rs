@@ -2,8 +2,14 @@
 //! Definitions: `../shared/docs/analysis-definitions.md`.
 
 pub mod breakdown;
+pub mod drilldown;
 pub mod gaps;
 pub mod intervals;
+pub mod iterations;
+pub mod overview;
+pub mod recurring;
+pub mod summary;
 
-pub use breakdown::{Breakdown, breakdown};
+pub use breakdown::{Breakdown, SameStream, breakdown, same_stream};
 pub use intervals::Window;
+pub use overview::{Options, Overview, overview};

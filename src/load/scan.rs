@@ -56,8 +56,10 @@ pub fn plan_ranges(
 ) -> Result<(Vec<(i64, i64)>, u64), LoadError> {
     // Two queries: `SELECT min(rowid), max(rowid)` in one would scan the whole table.
     let rowid = |f: &str| -> Result<Option<i64>, LoadError> {
-        conn.query_row(&format!("SELECT {f}(rowid) FROM \"{table}\""), [], |r| r.get(0))
-            .map_err(|e| sqlite_error(path, table, e))
+        conn.query_row(&format!("SELECT {f}(rowid) FROM \"{table}\""), [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| sqlite_error(path, table, e))
     };
     let (min, max) = (rowid("min")?, rowid("max")?);
     let (Some(min), Some(max)) = (min, max) else {

@@ -13,7 +13,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 pub use truth::{Breakdown, DeviceTruth, GapTruth, GroundTruth, IterationTruth};
-pub use writer::Flavour;
+pub use writer::{Flavour, empty_export, global_pid};
 
 use program::{KERNELS, SEND_RECV, StepShape};
 use sim::{RankSim, Stop};

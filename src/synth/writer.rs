@@ -36,6 +36,17 @@ pub fn global_pid(pid: u32) -> i64 {
     (1i64 << 48) | ((pid as i64) << 24)
 }
 
+/// A new export with every table of `flavour` and no rows, for hand-built test traces.
+pub fn empty_export(path: &Path, flavour: Flavour) -> rusqlite::Result<Connection> {
+    let _ = std::fs::remove_file(path);
+    let conn = Connection::open(path)?;
+    conn.execute_batch(match flavour {
+        Flavour::Nsys2024 => DDL_2024,
+        Flavour::Nsys2023 => DDL_2023,
+    })?;
+    Ok(conn)
+}
+
 impl Writer {
     pub fn create(path: &Path, flavour: Flavour) -> rusqlite::Result<Self> {
         let _ = std::fs::remove_file(path);

@@ -90,7 +90,11 @@ impl App {
                 Message::Progress(p) => *progress = Some(p),
                 Message::Done(Ok((trace, report))) => {
                     self.state = State::Loaded {
-                        summary: crate::cli::report_text(&trace, &report),
+                        summary: {
+                            let options = crate::analysis::Options::default();
+                            let overview = crate::analysis::overview(&trace, &options);
+                            crate::report::report_text(&trace, &report, &overview, &options)
+                        },
                     };
                     return;
                 }

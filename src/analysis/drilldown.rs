@@ -1,0 +1,285 @@
+//! Drill-down of one iteration against the median one: breakdown of both, the kernels that
+//! grew most, its gaps, and per NCCL collective the rank that started last (the straggler)
+//! with what its launching thread was doing instead.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::breakdown::{Breakdown, breakdown};
+use super::gaps::{Gap, gaps, is_synchronizing};
+use super::intervals::{Window, longest_op, ops_touching};
+use super::iterations::{DeviceIterations, Iterations};
+use crate::trace::{Device, NONE, OpKind, StrId, Trace};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelGrowth {
+    pub name: String,
+    /// Which occurrence of this name in the iteration (0-based).
+    pub occurrence: usize,
+    pub duration_ns: i64,
+    pub reference_ns: i64,
+    pub growth_ns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceDrilldown {
+    pub device: u32,
+    pub span: Window,
+    pub reference_index: usize,
+    pub reference_span: Window,
+    pub duration_ns: i64,
+    pub reference_ns: i64,
+    pub breakdown_ns: Breakdown,
+    pub reference_breakdown_ns: Breakdown,
+    /// Largest growth first.
+    pub kernels_grown: Vec<KernelGrowth>,
+    pub gaps: Vec<Gap>,
+}
+
+/// What a rank's launching thread was doing before a late collective: its longest API call
+/// (other than launches) since it launched the previous collective (or since the
+/// iteration began), where it was in NVTX, and how long the thread took in all.
+#[derive(Debug, Clone, Serialize)]
+pub struct Activity {
+    pub longest_call: Option<String>,
+    pub longest_call_ns: i64,
+    pub longest_call_start_ns: Option<i64>,
+    /// NVTX path of the thread at the longest call (or at the launch, without one).
+    pub nvtx_path: Vec<String>,
+    /// From the previous collective's launch (or the iteration's start) to this launch.
+    pub since_previous_collective_ns: i64,
+    /// Time in synchronising calls in that interval.
+    pub synchronized_ns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Collective {
+    /// Position among the iteration's NCCL kernels.
+    pub index: usize,
+    pub name: String,
+    /// (device, start) on every rank that ran it.
+    pub starts_ns: Vec<(u32, i64)>,
+    pub straggler_device: u32,
+    /// Last start minus first start.
+    pub lateness_ns: i64,
+    pub activity: Activity,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Drilldown {
+    pub iteration: usize,
+    pub devices: Vec<DeviceDrilldown>,
+    /// Collectives, latest straggler first.
+    pub collectives: Vec<Collective>,
+    /// The straggler of the collective with the largest lateness.
+    pub straggler_device: Option<u32>,
+    pub straggler_activity: Option<Activity>,
+}
+
+/// A kernel of one iteration: (stream index, op index).
+type Kernel = (usize, usize);
+
+/// The kernels that iteration `k` of `it` launched on `device`, in start order.
+fn iteration_kernels(
+    trace: &Trace,
+    device: &Device,
+    it: &DeviceIterations,
+    k: usize,
+) -> Vec<Kernel> {
+    let (Some(Some(span)), Some(cpu)) = (it.spans.get(k), it.cpu.get(k)) else {
+        return Vec::new();
+    };
+    let api = &trace.threads[it.thread].api;
+    let mut out = Vec::new();
+    for (si, stream) in device.streams.iter().enumerate() {
+        let ops = &stream.ops;
+        for i in ops_touching(ops, *span, longest_op(ops)) {
+            let call = ops.launch_call[i];
+            if call == NONE
+                || ops.launch_thread[i] as usize != it.thread
+                || !ops.kind[i].is_kernel()
+            {
+                continue;
+            }
+            let t = api.start[call as usize];
+            if t >= cpu.start && t <= cpu.end {
+                out.push((si, i));
+            }
+        }
+    }
+    out.sort_by_key(|&(s, i)| (device.streams[s].ops.start[i], s));
+    out
+}
+
+/// Kernels aligned by (name, occurrence); largest growth first.
+fn kernel_growth(
+    trace: &Trace,
+    device: &Device,
+    slow: &[Kernel],
+    reference: &[Kernel],
+    top: usize,
+) -> Vec<KernelGrowth> {
+    let keyed = |ks: &[Kernel]| -> HashMap<(StrId, usize), i64> {
+        let mut seen: HashMap<StrId, usize> = HashMap::new();
+        ks.iter()
+            .map(|&(s, i)| {
+                let ops = &device.streams[s].ops;
+                let n = seen.entry(ops.name[i]).or_default();
+                *n += 1;
+                ((ops.name[i], *n - 1), ops.duration(i))
+            })
+            .collect()
+    };
+    let reference = keyed(reference);
+    let mut grown: Vec<KernelGrowth> = keyed(slow)
+        .into_iter()
+        .map(|((name, occurrence), d)| {
+            let r = reference.get(&(name, occurrence)).copied().unwrap_or(0);
+            KernelGrowth {
+                name: trace.strings.get(name).to_string(),
+                occurrence,
+                duration_ns: d,
+                reference_ns: r,
+                growth_ns: d - r,
+            }
+        })
+        .collect();
+    grown.sort_by(|a, b| {
+        b.growth_ns
+            .cmp(&a.growth_ns)
+            .then_with(|| a.occurrence.cmp(&b.occurrence))
+    });
+    grown.truncate(top);
+    grown
+}
+
+fn activity_before(
+    trace: &Trace,
+    device: &Device,
+    it: &DeviceIterations,
+    collectives: &[Kernel],
+    j: usize,
+) -> Activity {
+    let thread = &trace.threads[it.thread];
+    let api = &thread.api;
+    let call_of = |k: Kernel| device.streams[k.0].ops.launch_call[k.1] as usize;
+    let call = call_of(collectives[j]);
+    let since = match j.checked_sub(1) {
+        Some(p) => api.end[call_of(collectives[p])],
+        None => {
+            let k = it
+                .cpu
+                .partition_point(|w| w.start <= api.start[call])
+                .saturating_sub(1);
+            it.cpu.get(k).map_or(api.start[call], |w| w.start)
+        }
+    };
+    let first = api.start.partition_point(|&s| s < since);
+    // A synchronising call waits for the rank's own GPU, which stays busy meanwhile; what
+    // delays the collective is CPU work that is neither a launch nor a wait.
+    let name = |i: usize| trace.strings.get(api.name[i]);
+    let synchronized_ns = (first..call)
+        .filter(|&i| is_synchronizing(name(i)))
+        .map(|i| api.end[i] - api.start[i])
+        .sum();
+    let longest = (first..call)
+        .filter(|&i| !name(i).contains("Launch") && !is_synchronizing(name(i)))
+        .max_by_key(|&i| api.end[i] - api.start[i]);
+    let at = longest.map_or(api.start[call], |i| api.start[i]);
+    Activity {
+        longest_call: longest.map(|i| trace.strings.get(api.name[i]).to_string()),
+        longest_call_ns: longest.map_or(0, |i| api.end[i] - api.start[i]),
+        longest_call_start_ns: longest.map(|i| api.start[i]),
+        nvtx_path: thread
+            .nvtx
+            .path_at(at)
+            .into_iter()
+            .map(|r| trace.strings.get(thread.nvtx.text[r as usize]).to_string())
+            .collect(),
+        since_previous_collective_ns: api.start[call] - since,
+        synchronized_ns,
+    }
+}
+
+/// Drill-down of iteration `k`; `top` limits the kernels and gaps listed per device.
+pub fn drilldown(
+    trace: &Trace,
+    iterations: &Iterations,
+    k: usize,
+    min_gap_ns: i64,
+    top: usize,
+) -> Drilldown {
+    let mut devices = Vec::new();
+    let mut nccl_per_rank: Vec<(u32, &Device, &DeviceIterations, Vec<Kernel>)> = Vec::new();
+    for it in &iterations.per_device {
+        let Some(device) = trace.device(it.device) else {
+            continue;
+        };
+        let (Some(Some(span)), Some(reference_index)) = (it.spans.get(k).copied(), it.median_index)
+        else {
+            continue;
+        };
+        let reference_span = it.spans[reference_index].unwrap_or(span);
+        let slow = iteration_kernels(trace, device, it, k);
+        let reference = iteration_kernels(trace, device, it, reference_index);
+        let mut iteration_gaps = gaps(trace, device, span, min_gap_ns);
+        iteration_gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
+        iteration_gaps.truncate(top);
+        devices.push(DeviceDrilldown {
+            device: it.device,
+            span,
+            reference_index,
+            reference_span,
+            duration_ns: span.len(),
+            reference_ns: reference_span.len(),
+            breakdown_ns: breakdown(device, span),
+            reference_breakdown_ns: breakdown(device, reference_span),
+            kernels_grown: kernel_growth(trace, device, &slow, &reference, top),
+            gaps: iteration_gaps,
+        });
+        let nccl: Vec<Kernel> = slow
+            .into_iter()
+            .filter(|&(s, i)| device.streams[s].ops.kind[i] == OpKind::Nccl)
+            .collect();
+        nccl_per_rank.push((it.device, device, it, nccl));
+    }
+    let count = nccl_per_rank.iter().map(|r| r.3.len()).min().unwrap_or(0);
+    let mut collectives: Vec<Collective> = (0..count)
+        .map(|j| {
+            let starts: Vec<(u32, i64)> = nccl_per_rank
+                .iter()
+                .map(|(id, device, _, ks)| (*id, device.streams[ks[j].0].ops.start[ks[j].1]))
+                .collect();
+            let (last, &(straggler, last_start)) = starts
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, (id, s))| (*s, std::cmp::Reverse(*id)))
+                .expect("at least one rank");
+            let first_start = starts.iter().map(|s| s.1).min().unwrap_or(last_start);
+            let (_, device, it, ks) = &nccl_per_rank[last];
+            let ops = &device.streams[ks[j].0].ops;
+            Collective {
+                index: j,
+                name: trace.strings.get(ops.name[ks[j].1]).to_string(),
+                starts_ns: starts,
+                straggler_device: straggler,
+                lateness_ns: last_start - first_start,
+                activity: activity_before(trace, device, it, ks, j),
+            }
+        })
+        .collect();
+    collectives.sort_by(|a, b| {
+        b.lateness_ns
+            .cmp(&a.lateness_ns)
+            .then_with(|| a.index.cmp(&b.index))
+    });
+    let straggler = collectives.first().filter(|c| c.lateness_ns > 0);
+    Drilldown {
+        iteration: k,
+        straggler_device: straggler.map(|c| c.straggler_device),
+        straggler_activity: straggler.map(|c| c.activity.clone()),
+        devices,
+        collectives,
+    }
+}

@@ -1,0 +1,160 @@
+//! Summaries: kernels by name, and NCCL kernels by collective type with a duration
+//! histogram. (The health report is the loader's `LoadReport`.)
+
+use rustc_hash::FxHashMap as HashMap;
+
+use serde::Serialize;
+
+use super::intervals::{Window, longest_op, ops_touching};
+use super::iterations::median;
+use crate::trace::{Device, OpKind, StrId, Trace};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelStat {
+    pub name: String,
+    pub count: usize,
+    pub total_ns: i64,
+    pub mean_ns: i64,
+    pub median_ns: i64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    /// Share of all kernel time in the window, in percent.
+    pub share_pct: f64,
+}
+
+/// Durations of the kernels that start inside `window`, by name, longest total first.
+pub fn kernels_by_name(
+    trace: &Trace,
+    devices: &[&Device],
+    window: Option<Window>,
+) -> Vec<KernelStat> {
+    let mut by_name: HashMap<StrId, Vec<i64>> = HashMap::default();
+    for device in devices {
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            let range = match window {
+                Some(w) => ops_touching(ops, w, longest_op(ops)),
+                None => 0..ops.len(),
+            };
+            for i in range {
+                if !ops.kind[i].is_kernel() || window.is_some_and(|w| ops.start[i] < w.start) {
+                    continue;
+                }
+                by_name
+                    .entry(ops.name[i])
+                    .or_default()
+                    .push(ops.duration(i));
+            }
+        }
+    }
+    let all: i64 = by_name.values().flatten().sum();
+    let mut stats: Vec<KernelStat> = by_name
+        .into_iter()
+        .map(|(name, durations)| {
+            let total: i64 = durations.iter().sum();
+            KernelStat {
+                name: trace.strings.get(name).to_string(),
+                count: durations.len(),
+                total_ns: total,
+                mean_ns: total / durations.len() as i64,
+                median_ns: median(&durations),
+                min_ns: durations.iter().copied().min().unwrap_or(0),
+                max_ns: durations.iter().copied().max().unwrap_or(0),
+                share_pct: if all > 0 {
+                    100.0 * total as f64 / all as f64
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
+    stats.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    stats
+}
+
+/// Collective type from a kernel name (analysis-definitions.md).
+pub fn collective_type(name: &str) -> &'static str {
+    const TYPES: [(&str, &str); 7] = [
+        ("sendrecv", "SendRecv"),
+        ("allreduce", "AllReduce"),
+        ("allgather", "AllGather"),
+        ("reducescatter", "ReduceScatter"),
+        ("broadcast", "Broadcast"),
+        ("alltoall", "AllToAll"),
+        ("reduce", "Reduce"),
+    ];
+    let lower = name.to_ascii_lowercase().replace('_', "");
+    TYPES
+        .iter()
+        .find(|(key, _)| lower.contains(key))
+        .map_or("other NCCL", |(_, t)| t)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NcclStat {
+    pub device: u32,
+    pub collective: String,
+    pub count: usize,
+    pub total_ns: i64,
+    pub median_ns: i64,
+    /// Power-of-two duration buckets: (lower bound in ns, count), empty buckets left out.
+    pub histogram: Vec<(i64, usize)>,
+}
+
+/// NCCL kernels by device and collective type.
+pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) -> Vec<NcclStat> {
+    let mut out = Vec::new();
+    for device in devices {
+        let mut by_type: HashMap<&'static str, Vec<i64>> = HashMap::default();
+        let mut type_of: HashMap<StrId, &'static str> = HashMap::default();
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            let range = match window {
+                Some(w) => ops_touching(ops, w, longest_op(ops)),
+                None => 0..ops.len(),
+            };
+            for i in range {
+                if ops.kind[i] != OpKind::Nccl || window.is_some_and(|w| ops.start[i] < w.start) {
+                    continue;
+                }
+                let t = *type_of
+                    .entry(ops.name[i])
+                    .or_insert_with(|| collective_type(trace.strings.get(ops.name[i])));
+                by_type.entry(t).or_default().push(ops.duration(i));
+            }
+        }
+        let mut stats: Vec<NcclStat> = by_type
+            .into_iter()
+            .map(|(t, durations)| NcclStat {
+                device: device.id,
+                collective: t.to_string(),
+                count: durations.len(),
+                total_ns: durations.iter().sum(),
+                median_ns: median(&durations),
+                histogram: histogram(&durations),
+            })
+            .collect();
+        stats.sort_by_key(|s| std::cmp::Reverse(s.total_ns));
+        out.extend(stats);
+    }
+    out
+}
+
+/// Counts per power-of-two bucket `[2^k, 2^(k+1))` ns.
+pub fn histogram(durations: &[i64]) -> Vec<(i64, usize)> {
+    let mut buckets = [0usize; 64];
+    for &d in durations {
+        let k = 63 - (d.max(1) as u64).leading_zeros() as usize;
+        buckets[k] += 1;
+    }
+    buckets
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (1i64 << k, *n))
+        .collect()
+}

@@ -1,0 +1,316 @@
+//! The `report` command's output: the load report, per-device counts and every analysis,
+//! as JSON (keys documented in the README) or as a short diagnosis in words.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::analysis::overview::{Overview, selected_devices};
+use crate::analysis::{Options, iterations::Iterations};
+use crate::load::LoadReport;
+use crate::trace::{OpKind, Trace};
+
+/// Human-readable duration: `812 ns`, `3.4 µs`, `12.5 ms`, `3.087 s`.
+pub fn format_ns(ns: i64) -> String {
+    let a = ns.abs() as f64;
+    if a < 1e3 {
+        format!("{ns} ns")
+    } else if a < 1e6 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else if a < 1e9 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.3} s", ns as f64 / 1e9)
+    }
+}
+
+fn pct(part: i64, all: i64) -> f64 {
+    if all > 0 {
+        100.0 * part as f64 / all as f64
+    } else {
+        0.0
+    }
+}
+
+pub fn report_json(
+    trace: &Trace,
+    report: &LoadReport,
+    overview: &Overview,
+    options: &Options,
+) -> Value {
+    let devices: Vec<Value> = selected_devices(trace, options)
+        .iter()
+        .map(|d| {
+            let summary = overview.devices.iter().find(|s| s.device == d.id);
+            json!({
+                "id": d.id,
+                "name": d.name,
+                "kernels": d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl),
+                "nccl_kernels": d.count_of(OpKind::Nccl),
+                "memcpys": d.count_of(OpKind::Memcpy),
+                "memsets": d.count_of(OpKind::Memset),
+                "streams": d.streams.len(),
+                "window_ns": d.kernel_window().map(|(s, e)| [s, e]),
+                "analysed_window_ns": summary.map(|s| [s.window.start, s.window.end]),
+                "breakdown_ns": summary.map(|s| s.breakdown),
+                "idle_no_kernel_ns": summary.map(|s| s.breakdown.idle + s.breakdown.memory_only),
+                "same_stream": summary.and_then(|s| s.same_stream).map(|ss| json!({
+                    "stream": ss.stream,
+                    "nccl_pct": ss.nccl_pct,
+                    "compute_pct": ss.compute_pct,
+                    "diagnosis": ss.sentence(),
+                })),
+            })
+        })
+        .collect();
+    let top_gaps: Vec<Value> = overview
+        .longest_gaps()
+        .into_iter()
+        .take(options.top)
+        .map(|i| {
+            let g = &overview.gaps[i];
+            json!({
+                "device": g.gap.device,
+                "start_ns": g.gap.start_ns,
+                "duration_ns": g.gap.duration_ns,
+                "before": g.before_name,
+                "after": g.after_name,
+                "before_nvtx": g.before_nvtx,
+                "after_nvtx": g.after_nvtx,
+                "enclosing_nvtx": g.enclosing_nvtx,
+                "cause": g.gap.cause.label(),
+                "calls_during": g.calls_during,
+            })
+        })
+        .collect();
+    let recurring: Vec<Value> = overview
+        .recurring
+        .iter()
+        .take(options.top)
+        .map(|r| json!({"signature": r.signature, "count": r.count, "total_ns": r.total_ns, "median_ns": r.median_ns}))
+        .collect();
+    json!({
+        "file": report.file,
+        "nsys_version": trace.info.nsys_version,
+        "schema_version": trace.info.schema_version,
+        "load": {
+            "seconds": report.seconds,
+            "file_bytes": report.file_bytes,
+            "tables": report.tables,
+            "missing_tables": report.missing_tables,
+            "missing_effects": report.missing_effects,
+            "skipped_rows": report.skipped_rows,
+            "notes": report.notes,
+        },
+        "devices": devices,
+        "gaps": {
+            "min_gap_ns": options.min_gap_ns,
+            "count": overview.gaps.len(),
+            "total_ns": overview.gaps.iter().map(|g| g.gap.duration_ns).sum::<i64>(),
+            "top": top_gaps,
+        },
+        "recurring_gaps": recurring,
+        "iterations": iterations_json(&overview.iterations, options),
+        "drilldown": overview.drilldown.as_ref().map(|d| {
+            let mut v = serde_json::to_value(d).unwrap_or(Value::Null);
+            if let Some(c) = v.get_mut("collectives").and_then(Value::as_array_mut) {
+                c.truncate(options.top);
+            }
+            v
+        }),
+        "kernels_top": overview.kernels.iter().take(options.top).collect::<Vec<_>>(),
+        "nccl": overview.nccl,
+    })
+}
+
+fn iterations_json(it: &Iterations, options: &Options) -> Value {
+    let per_device: Vec<&_> = it
+        .per_device
+        .iter()
+        .filter(|d| options.device.is_none_or(|id| d.device == id))
+        .collect();
+    json!({
+        "marker": it.marker,
+        "source": it.source,
+        "heuristic": it.heuristic,
+        "count": it.count(),
+        "slowest_index": it.slowest_index,
+        "per_device": per_device,
+    })
+}
+
+/// The report in words: health, where the time goes, the worst recurring gaps, the slowest
+/// iteration and its straggler.
+pub fn report_text(
+    trace: &Trace,
+    report: &LoadReport,
+    overview: &Overview,
+    options: &Options,
+) -> String {
+    let mut s = String::new();
+    let version = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let _ = writeln!(s, "{}", report.file.display());
+    let _ = writeln!(
+        s,
+        "  nsys {} (schema {}), {:.1} MB, loaded in {:.2} s",
+        version(&trace.info.nsys_version),
+        version(&trace.info.schema_version),
+        report.file_bytes as f64 / 1e6,
+        report.seconds
+    );
+    health(&mut s, report);
+    let _ = writeln!(s, "\nWhere the time goes:");
+    for d in selected_devices(trace, options) {
+        let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
+        let _ = writeln!(
+            s,
+            "  GPU {} {}: {} kernels ({} NCCL), {} memcpys, {} memsets on {} streams",
+            d.id,
+            d.name,
+            kernels,
+            d.count_of(OpKind::Nccl),
+            d.count_of(OpKind::Memcpy),
+            d.count_of(OpKind::Memset),
+            d.streams.len()
+        );
+        let Some(sum) = overview.devices.iter().find(|x| x.device == d.id) else {
+            let _ = writeln!(s, "    no kernels: nothing to break down");
+            continue;
+        };
+        let b = sum.breakdown;
+        let w = sum.window.len();
+        let _ = writeln!(
+            s,
+            "    window {}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} %",
+            format_ns(w),
+            pct(b.compute_only, w),
+            pct(b.nccl_only, w),
+            pct(b.overlap, w),
+            pct(b.memory_only, w),
+            pct(b.idle, w)
+        );
+        if let Some(ss) = sum.same_stream {
+            let _ = writeln!(s, "    {}", ss.sentence());
+        }
+    }
+    let total: i64 = overview.gaps.iter().map(|g| g.gap.duration_ns).sum();
+    let _ = writeln!(
+        s,
+        "\nGaps (≥ {}): {} totalling {}. Worst recurring patterns:",
+        format_ns(options.min_gap_ns),
+        overview.gaps.len(),
+        format_ns(total)
+    );
+    for r in overview.recurring.iter().take(options.top.min(5)) {
+        let _ = writeln!(
+            s,
+            "  {:>6} × median {:>9} = {:>9}  {}",
+            r.count,
+            format_ns(r.median_ns),
+            format_ns(r.total_ns),
+            r.signature
+        );
+    }
+    iterations_text(&mut s, overview);
+    s
+}
+
+fn health(s: &mut String, report: &LoadReport) {
+    let rows: u64 = report.tables.values().sum();
+    let _ = writeln!(
+        s,
+        "  {} rows read from {} tables:",
+        rows,
+        report.tables.len()
+    );
+    for (table, n) in &report.tables {
+        let _ = writeln!(s, "    {table:<38} {n:>10}");
+    }
+    for table in &report.missing_tables {
+        let effect = report
+            .missing_effects
+            .get(table)
+            .map(String::as_str)
+            .unwrap_or("");
+        let _ = writeln!(s, "  table {table} absent: no {effect}");
+    }
+    for skip in &report.skipped_rows {
+        let _ = writeln!(
+            s,
+            "  {} rows of {} skipped: {}",
+            skip.rows, skip.table, skip.reason
+        );
+    }
+    for note in &report.notes {
+        let _ = writeln!(s, "  note: {note}");
+    }
+}
+
+fn iterations_text(s: &mut String, overview: &Overview) {
+    let it = &overview.iterations;
+    let Some(marker) = &it.marker else {
+        let _ = writeln!(
+            s,
+            "\nIterations: none found (no NVTX marker and no recurring synchronisation)."
+        );
+        return;
+    };
+    let how = if it.heuristic {
+        "heuristic"
+    } else {
+        "NVTX marker"
+    };
+    let _ = writeln!(s, "\nIterations: {} by {how} `{marker}`", it.count());
+    for d in &it.per_device {
+        let _ = writeln!(
+            s,
+            "  GPU {}: median {}, {} warm-up, {} slow",
+            d.device,
+            format_ns(d.median_ns),
+            d.warmup,
+            d.slow_indices.len()
+        );
+    }
+    let (Some(k), Some(drill)) = (it.slowest_index, &overview.drilldown) else {
+        return;
+    };
+    if let Some(d) = drill.devices.iter().max_by_key(|d| d.duration_ns) {
+        let _ = writeln!(
+            s,
+            "  Slowest: iter {k}: {}, {:+.0} % over the median iteration {} (GPU {})",
+            format_ns(d.duration_ns),
+            pct(d.duration_ns - d.reference_ns, d.reference_ns),
+            d.reference_index,
+            d.device
+        );
+        if let Some(g) = d.kernels_grown.first() {
+            let _ = writeln!(
+                s,
+                "    kernel that grew most: {} (+{})",
+                g.name,
+                format_ns(g.growth_ns)
+            );
+        }
+    }
+    if let (Some(rank), Some(a)) = (drill.straggler_device, &drill.straggler_activity) {
+        let late = drill.collectives.first().map_or(0, |c| c.lateness_ns);
+        let doing = match &a.longest_call {
+            Some(call) if a.synchronized_ns > 0 => format!(
+                "in {call} for {} (after {} in synchronising calls)",
+                format_ns(a.longest_call_ns),
+                format_ns(a.synchronized_ns)
+            ),
+            Some(call) => format!("in {call} for {}", format_ns(a.longest_call_ns)),
+            None => format!(
+                "busy on the CPU for {}",
+                format_ns(a.since_previous_collective_ns)
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "    straggler: GPU {rank} started its NCCL collective {} after the first rank; its launching thread was {doing} (in {})",
+            format_ns(late),
+            a.nvtx_path.join(" > ")
+        );
+    }
+}
