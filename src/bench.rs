@@ -189,3 +189,59 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// Headless frames of the real timeline (egui `run_ui` + tessellation) at full zoom-out, mid
+/// zoom and deep zoom: one line per level with the median frame time and the quads drawn.
+pub fn bench_frame(file: &Path) -> Result<(), String> {
+    use eframe::egui;
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let mut timeline = crate::ui::timeline::Timeline::new(&trace);
+    let ctx = egui::Context::default();
+    let (s, e) = timeline.full;
+    let mid = (s + e) / 2;
+    let levels = [
+        ("full", (s as f64, e as f64)),
+        (
+            "mid",
+            (
+                mid as f64 - (e - s) as f64 / 100.0,
+                mid as f64 + (e - s) as f64 / 100.0,
+            ),
+        ),
+        ("deep", (mid as f64 - 50_000.0, mid as f64 + 50_000.0)),
+    ];
+    println!(
+        "file: {} ({} kernels)",
+        file.display(),
+        trace.kernel_count()
+    );
+    for (name, view) in levels {
+        let mut times = Vec::new();
+        for frame in 0..25 {
+            timeline.view = view;
+            let input = egui::RawInput {
+                screen_rect: Some(egui::Rect::from_min_size(
+                    egui::Pos2::ZERO,
+                    egui::vec2(1600.0, 1000.0),
+                )),
+                ..Default::default()
+            };
+            let t = Instant::now();
+            let output = ctx.run_ui(input, |ui| {
+                egui::CentralPanel::default().show(ui, |ui| timeline.show(ui, &trace));
+            });
+            let primitives = ctx.tessellate(output.shapes, output.pixels_per_point);
+            std::hint::black_box(primitives);
+            if frame >= 5 {
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "zoom={name} median_ms={:.2} quads={}",
+            times[times.len() / 2],
+            timeline.last_quads
+        );
+    }
+    Ok(())
+}

@@ -20,6 +20,9 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     /// An `nsys export --type sqlite` file to open in the window (none: start page).
     pub file: Option<PathBuf>,
+    /// Show the start page instead of the sample trace when no FILE is given.
+    #[arg(long)]
+    pub start_page: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -53,6 +56,8 @@ pub enum Command {
     BenchLoad { file: PathBuf },
     /// Time every analysis of FILE after loading it.
     BenchAnalysis { file: PathBuf },
+    /// Time headless timeline frames of FILE at three zoom levels.
+    BenchFrame { file: PathBuf },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]
@@ -71,7 +76,8 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => crate::ui::run(cli.file).map_err(|e| format!("cannot open the window: {e}")),
+        None => crate::ui::run(cli.file, cli.start_page)
+            .map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report {
             file,
             json,
@@ -92,6 +98,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
+        Some(Command::BenchFrame { file }) => crate::bench::bench_frame(&file),
         Some(Command::Synth {
             preset,
             out,
