@@ -930,7 +930,16 @@ fn fold_draw_by(
         }
         // Fold every item that starts within MIN_PX of this one.
         let limit = t_of(x0 + MIN_PX).ceil() as i64;
-        let j = (i + 1).max(partition(n, |k| start(k) < limit));
+        // Gallop forward from i: the next block is near, and a search over the whole row
+        // would miss the cache at every step on a large trace.
+        let mut step = 1;
+        while i + step < n && start(i + step) < limit {
+            step *= 2;
+        }
+        let lo = i + step / 2 + 1;
+        let hi = (i + step).min(n);
+        let j =
+            (i + 1).max(lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit));
         let x_end = x_of(end(j - 1) as f64).min(r.right()).max(x0 + 1.0);
         let c = if j - i == 1 { color(i) } else { folded(i, j) };
         mesh.add_colored_rect(
