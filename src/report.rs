@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
+use crate::analysis::breakdown::pct;
 use crate::analysis::overview::{Overview, selected_devices};
 use crate::analysis::{Options, iterations::Iterations};
 use crate::load::LoadReport;
@@ -21,14 +22,6 @@ pub fn format_ns(ns: i64) -> String {
         format!("{:.1} ms", ns as f64 / 1e6)
     } else {
         format!("{:.3} s", ns as f64 / 1e9)
-    }
-}
-
-fn pct(part: i64, all: i64) -> f64 {
-    if all > 0 {
-        100.0 * part as f64 / all as f64
-    } else {
-        0.0
     }
 }
 

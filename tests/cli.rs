@@ -12,18 +12,7 @@ fn bin() -> Command {
 #[test]
 fn report_json_has_the_documented_keys_and_counts() {
     for path in common::real_fixtures() {
-        let out = bin()
-            .arg("report")
-            .arg(&path)
-            .arg("--json")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = report_json(&[path.to_str().unwrap()]);
         for key in ["file", "nsys_version", "schema_version", "load", "devices"] {
             assert!(v.get(key).is_some(), "{key}");
         }

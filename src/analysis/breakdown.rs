@@ -47,6 +47,15 @@ pub fn breakdown(device: &Device, window: Window) -> Breakdown {
     out
 }
 
+/// `part` as a percentage of `all` (0 when `all` is 0).
+pub fn pct(part: i64, all: i64) -> f64 {
+    if all > 0 {
+        100.0 * part as f64 / all as f64
+    } else {
+        0.0
+    }
+}
+
 /// The same-stream diagnosis: the stream with the most NCCL time, and the shares of the
 /// device's NCCL and compute time that run on it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -86,7 +95,7 @@ pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
     for stream in &device.streams {
         let ops = &stream.ops;
         let (mut n, mut c) = (0i64, 0i64);
-        for i in super::intervals::ops_touching(ops, window, super::intervals::longest_op(ops)) {
+        for i in super::intervals::ops_touching(stream, window) {
             let Some((s, e)) = window.clip(ops.start[i], ops.end[i]) else {
                 continue;
             };
@@ -106,13 +115,6 @@ pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
     if nccl_on == 0 {
         return None;
     }
-    let pct = |part: i64, all: i64| {
-        if all > 0 {
-            100.0 * part as f64 / all as f64
-        } else {
-            0.0
-        }
-    };
     Some(SameStream {
         stream,
         nccl_pct: pct(nccl_on, nccl.iter().map(|p| p.1).sum()),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::breakdown::{Breakdown, breakdown};
 use super::gaps::{Gap, gaps, is_synchronizing};
-use super::intervals::{Window, longest_op, ops_touching};
+use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
 use crate::trace::{Device, NONE, OpKind, StrId, Trace};
 
@@ -94,7 +94,7 @@ fn iteration_kernels(
     let mut out = Vec::new();
     for (si, stream) in device.streams.iter().enumerate() {
         let ops = &stream.ops;
-        for i in ops_touching(ops, *span, longest_op(ops)) {
+        for i in ops_touching(stream, *span) {
             let call = ops.launch_call[i];
             if call == NONE
                 || ops.launch_thread[i] as usize != it.thread

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::intervals::{Window, longest_op, ops_touching};
+use super::intervals::{Window, ops_touching};
 use crate::trace::{Device, NONE, Thread, Trace};
 
 /// Default minimum gap (analysis-definitions.md).
@@ -63,7 +63,7 @@ pub fn find_gaps(
     let mut ops: Vec<(i64, i64, OpRef)> = Vec::new();
     for (si, stream) in device.streams.iter().enumerate() {
         let o = &stream.ops;
-        let inside = ops_touching(o, window, longest_op(o));
+        let inside = ops_touching(stream, window);
         for i in inside.start.saturating_sub(1)..(inside.end + 1).min(o.len()) {
             ops.push((
                 o.start[i],
@@ -107,7 +107,6 @@ pub fn is_synchronizing(name: &str) -> bool {
 
 /// Gaps of one device with their causes.
 pub fn gaps(trace: &Trace, device: &Device, window: Window, min_gap_ns: i64) -> Vec<Gap> {
-    let longest_call: Vec<i64> = trace.threads.iter().map(longest_call_ns).collect();
     find_gaps(device, window, min_gap_ns)
         .into_iter()
         .map(|(gs, ge, before, after)| Gap {
@@ -116,7 +115,7 @@ pub fn gaps(trace: &Trace, device: &Device, window: Window, min_gap_ns: i64) -> 
             duration_ns: ge - gs,
             before,
             after,
-            cause: cause(trace, &longest_call, device, before, after, gs, ge),
+            cause: cause(trace, device, before, after, gs, ge),
         })
         .collect()
 }
@@ -132,7 +131,6 @@ fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Th
 
 fn cause(
     trace: &Trace,
-    longest_call: &[i64],
     device: &Device,
     before: OpRef,
     after: OpRef,
@@ -142,14 +140,9 @@ fn cause(
     let Some((thread, call)) = launch_of(trace, device, after) else {
         return Cause::Unknown;
     };
-    let thread_index =
-        device.streams[after.stream as usize].ops.launch_thread[after.op as usize] as usize;
     let api = &thread.api;
     // A synchronising call of the launching thread that returned inside the gap (or at its start).
-    let first = api
-        .start
-        .partition_point(|&s| s < gap_start - longest_call[thread_index]);
-    let synced = (first..api.len())
+    let synced = (thread.first_call_running_at(gap_start)..api.len())
         .take_while(|&i| api.start[i] <= gap_end)
         .any(|i| {
             api.end[i] >= gap_start
@@ -165,18 +158,6 @@ fn cause(
     } else {
         Cause::Dependency
     }
-}
-
-/// Lets a search by start find calls that began long before a time yet still run then.
-fn longest_call_ns(thread: &Thread) -> i64 {
-    thread
-        .api
-        .start
-        .iter()
-        .zip(&thread.api.end)
-        .map(|(s, e)| e - s)
-        .max()
-        .unwrap_or(0)
 }
 
 /// The NVTX push/pop ranges (text ids, outermost first) around the launch call of `op`.

@@ -1,7 +1,7 @@
 //! Interval arithmetic every analysis uses: which ops of a stream touch a window, and a
 //! sweep over the sorted endpoints of many intervals.
 
-use crate::trace::{Device, GpuOps, OpKind};
+use crate::trace::{Device, OpKind, Stream};
 
 /// Half-open time window `[start, end)` in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,20 +38,28 @@ pub fn device_window(device: &Device) -> Option<Window> {
     device.kernel_window().map(|(s, e)| Window::new(s, e))
 }
 
-/// Indices of the ops of `ops` that overlap `window`. Ops are sorted by start; an op that
-/// starts before the window can still reach into it, so the search backs up by the
-/// longest op of the stream.
-pub fn ops_touching(ops: &GpuOps, window: Window, longest: i64) -> std::ops::Range<usize> {
+/// Indices of the ops of `stream` that overlap `window`. Ops are sorted by start; an op
+/// that starts before the window can still reach into it, so the search backs up by the
+/// stream's longest op.
+pub fn ops_touching(stream: &Stream, window: Window) -> std::ops::Range<usize> {
+    let ops = &stream.ops;
     let first = ops
         .start
-        .partition_point(|&s| s < window.start.saturating_sub(longest));
+        .partition_point(|&s| s < window.start.saturating_sub(stream.longest_op_ns));
     let last = ops.start.partition_point(|&s| s < window.end);
     first..last.max(first)
 }
 
-/// The longest op of a stream (for [`ops_touching`]).
-pub fn longest_op(ops: &GpuOps) -> i64 {
-    (0..ops.len()).map(|i| ops.duration(i)).max().unwrap_or(0)
+/// Indices of the ops of `stream` that start inside `window` (all of them without one).
+pub fn ops_starting_in(
+    stream: &Stream,
+    window: Option<Window>,
+) -> impl Iterator<Item = usize> + '_ {
+    let range = match window {
+        Some(w) => ops_touching(stream, w),
+        None => 0..stream.ops.len(),
+    };
+    range.filter(move |&i| window.is_none_or(|w| stream.ops.start[i] >= w.start))
 }
 
 /// Class of an op for the state sweep.
@@ -78,7 +86,7 @@ pub fn boundary_events(device: &Device, window: Window) -> Vec<(i64, i8, Class)>
     let mut events = Vec::new();
     for stream in &device.streams {
         let ops = &stream.ops;
-        for i in ops_touching(ops, window, longest_op(ops)) {
+        for i in ops_touching(stream, window) {
             if let Some((s, e)) = window.clip(ops.start[i], ops.end[i]) {
                 let class = Class::from(ops.kind[i]);
                 events.push((s, 1, class));

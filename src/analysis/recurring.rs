@@ -81,13 +81,10 @@ fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
     if max_calls == 0 || thread == NONE {
         return Vec::new();
     }
-    let api = &trace.threads[thread as usize].api;
+    let thread = &trace.threads[thread as usize];
+    let api = &thread.api;
     let (gs, ge) = (gap.start_ns, gap.start_ns + gap.duration_ns);
-    // Calls are sorted by start; those still running at `gs` started at most a few
-    // calls earlier on one thread (calls of a thread do not overlap much), so back up a bit.
-    let first = api.start.partition_point(|&s| s < gs);
-    let from = first.saturating_sub(16);
-    let mut calls: Vec<CallDuringGap> = (from..api.len())
+    let mut calls: Vec<CallDuringGap> = (thread.first_call_running_at(gs)..api.len())
         .take_while(|&i| api.start[i] < ge)
         .filter(|&i| api.end[i] > gs)
         .map(|i| CallDuringGap {

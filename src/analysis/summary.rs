@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
-use super::intervals::{Window, longest_op, ops_touching};
+use super::intervals::{Window, ops_starting_in};
 use super::iterations::median;
 use crate::trace::{Device, OpKind, StrId, Trace};
 
@@ -32,12 +32,8 @@ pub fn kernels_by_name(
     for device in devices {
         for stream in &device.streams {
             let ops = &stream.ops;
-            let range = match window {
-                Some(w) => ops_touching(ops, w, longest_op(ops)),
-                None => 0..ops.len(),
-            };
-            for i in range {
-                if !ops.kind[i].is_kernel() || window.is_some_and(|w| ops.start[i] < w.start) {
+            for i in ops_starting_in(stream, window) {
+                if !ops.kind[i].is_kernel() {
                     continue;
                 }
                 by_name
@@ -113,12 +109,8 @@ pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) 
         let mut type_of: HashMap<StrId, &'static str> = HashMap::default();
         for stream in &device.streams {
             let ops = &stream.ops;
-            let range = match window {
-                Some(w) => ops_touching(ops, w, longest_op(ops)),
-                None => 0..ops.len(),
-            };
-            for i in range {
-                if ops.kind[i] != OpKind::Nccl || window.is_some_and(|w| ops.start[i] < w.start) {
+            for i in ops_starting_in(stream, window) {
+                if ops.kind[i] != OpKind::Nccl {
                     continue;
                 }
                 let t = *type_of

@@ -41,6 +41,10 @@ pub fn build_trace(
         .for_each(|(_, ops)| ops.sort_by_start());
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
+        t.longest_call_ns = (0..t.api.len())
+            .map(|i| t.api.end[i] - t.api.start[i])
+            .max()
+            .unwrap_or(0);
         t.nvtx.sort_and_nest();
         sort_marks(t);
     });
@@ -61,11 +65,11 @@ pub fn build_trace(
                 mem_info: mem_info.remove(&device_id).unwrap_or_default(),
             });
         }
-        devices.last_mut().unwrap().streams.push(Stream {
-            id: stream_id,
-            pid,
-            ops,
-        });
+        devices
+            .last_mut()
+            .unwrap()
+            .streams
+            .push(Stream::new(stream_id, pid, ops));
     }
     Ok(Trace {
         info: parts.info,

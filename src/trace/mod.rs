@@ -37,6 +37,21 @@ pub struct Stream {
     /// Process that owns the stream (stream ids repeat across processes).
     pub pid: u32,
     pub ops: GpuOps,
+    /// Duration of its longest op: lets a search by start find ops that began before a
+    /// time yet still run then. Set by [`Stream::new`].
+    pub longest_op_ns: i64,
+}
+
+impl Stream {
+    pub fn new(id: u32, pid: u32, ops: GpuOps) -> Self {
+        let longest_op_ns = (0..ops.len()).map(|i| ops.duration(i)).max().unwrap_or(0);
+        Self {
+            id,
+            pid,
+            ops,
+            longest_op_ns,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -88,6 +103,18 @@ pub struct Thread {
     pub api: ApiCalls,
     pub nvtx: NvtxRanges,
     pub marks: NvtxMarks,
+    /// Duration of its longest API call (set when the trace is built), for searches by start.
+    pub longest_call_ns: i64,
+}
+
+impl Thread {
+    /// The first API call that may still be running at `t`: calls are sorted by start, and
+    /// none lasts longer than the longest one.
+    pub fn first_call_running_at(&self, t: i64) -> usize {
+        self.api
+            .start
+            .partition_point(|&s| s < t.saturating_sub(self.longest_call_ns))
+    }
 }
 
 #[derive(Debug, Default, Clone, serde::Serialize)]

@@ -3,7 +3,9 @@
 use eframe::egui;
 
 use super::timeline::{Selection, Timeline};
+use crate::analysis::Window;
 use crate::analysis::gaps::launch_nvtx_path;
+use crate::analysis::intervals::ops_touching;
 use crate::report::format_ns;
 use crate::trace::{Device, NONE, Trace};
 
@@ -140,26 +142,36 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
 /// Idle time on the device right before `start` and right after `end` (`None` when another
 /// op covers that edge).
 fn idle_around(device: &Device, start: i64, end: i64) -> (Option<i64>, Option<i64>) {
-    let mut last_end_before = i64::MIN;
-    let mut first_start_after = i64::MAX;
-    let mut covered_start = false;
-    let mut covered_end = false;
-    for s in &device.streams {
-        let o = &s.ops;
-        let k = o.start.partition_point(|&x| x < start);
-        for j in k.saturating_sub(4)..k {
-            last_end_before = last_end_before.max(o.end[j]);
-            covered_start |= o.end[j] > start;
-        }
-        let m = o.start.partition_point(|&x| x <= end);
-        if let Some(&x) = o.start.get(m) {
-            first_start_after = first_start_after.min(x);
-        }
-        for j in m.saturating_sub(4)..m {
-            covered_end |= o.start[j] < end && o.end[j] > end;
-        }
-    }
-    let before = (!covered_start && last_end_before > i64::MIN).then(|| start - last_end_before);
-    let after = (!covered_end && first_start_after < i64::MAX).then(|| first_start_after - end);
+    let running_at = |t: i64| {
+        device
+            .streams
+            .iter()
+            .any(|s| ops_touching(s, Window::new(t, t + 1)).any(|i| s.ops.end[i] > t))
+    };
+    // Ops of one stream follow each other: the last one starting before `start` ends last.
+    let last_end_before = device
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let k = s.ops.start.partition_point(|&x| x < start);
+            k.checked_sub(1).map(|j| s.ops.end[j])
+        })
+        .max();
+    let first_start_after = device
+        .streams
+        .iter()
+        .filter_map(|s| {
+            s.ops
+                .start
+                .get(s.ops.start.partition_point(|&x| x < end))
+                .copied()
+        })
+        .min();
+    let before = last_end_before
+        .filter(|_| !running_at(start - 1))
+        .map(|e| start - e);
+    let after = first_start_after
+        .filter(|_| !running_at(end))
+        .map(|s| s - end);
     (before.filter(|d| *d > 0), after.filter(|d| *d > 0))
 }

@@ -21,7 +21,8 @@ const MAX_RECENT: usize = 8;
 
 pub enum Message {
     Progress(Progress),
-    Done(Box<Result<(Trace, LoadReport), LoadError>>),
+    /// The trace with its timeline indexes, built on the worker so the UI never waits.
+    Done(Box<Result<(Trace, LoadReport, Timeline), LoadError>>),
 }
 
 pub struct Loaded {
@@ -87,7 +88,12 @@ impl App {
                 }
                 progress_repaint.request_repaint();
             };
-            let result = load::load_with(&worker_path, &on_progress, &worker_cancel);
+            let result = load::load_with(&worker_path, &on_progress, &worker_cancel).map(
+                |(trace, report)| {
+                    let timeline = Timeline::new(&trace);
+                    (trace, report, timeline)
+                },
+            );
             let _ = tx.send(Message::Done(Box::new(result)));
             repaint.request_repaint();
         });
@@ -124,15 +130,12 @@ impl App {
                 Message::Done(result) => {
                     let path = path.clone();
                     self.state = match *result {
-                        Ok((trace, report)) => {
-                            let timeline = Timeline::new(&trace);
-                            State::Loaded(Box::new(Loaded {
-                                path,
-                                trace: Arc::new(trace),
-                                report,
-                                timeline,
-                            }))
-                        }
+                        Ok((trace, report, timeline)) => State::Loaded(Box::new(Loaded {
+                            path,
+                            trace: Arc::new(trace),
+                            report,
+                            timeline,
+                        })),
                         Err(LoadError::Cancelled) => State::Start,
                         Err(e) => State::Failed {
                             path,

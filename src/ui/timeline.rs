@@ -62,6 +62,15 @@ pub enum RowKind {
     },
 }
 
+impl RowKind {
+    pub fn height(&self) -> f32 {
+        match self {
+            RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
+            _ => ROW_H,
+        }
+    }
+}
+
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Selection {
@@ -74,10 +83,8 @@ pub struct Timeline {
     prefixes: Vec<Vec<StreamPrefix>>,
     /// Per thread, per depth: indices of its ranges at that depth, by start.
     nvtx_by_depth: Vec<Vec<Vec<u32>>>,
-    /// Longest op per (device, stream), longest range per (thread, depth), longest call per thread.
-    longest_op: Vec<Vec<i64>>,
+    /// Longest range per (thread, depth), for searches by start.
     longest_range: Vec<Vec<i64>>,
-    longest_call: Vec<i64>,
     pub collapsed_gpus: Vec<bool>,
     pub collapsed_threads: Vec<bool>,
     /// Visible time range (ns, the trace's clock).
@@ -104,16 +111,6 @@ impl Timeline {
                     .collect()
             })
             .collect();
-        let longest_op = trace
-            .devices
-            .iter()
-            .map(|d| {
-                d.streams
-                    .iter()
-                    .map(|s| crate::analysis::intervals::longest_op(&s.ops))
-                    .collect()
-            })
-            .collect();
         let mut nvtx_by_depth = Vec::new();
         let mut longest_range = Vec::new();
         for t in &trace.threads {
@@ -134,23 +131,11 @@ impl Timeline {
             nvtx_by_depth.push(rows);
             longest_range.push(longest);
         }
-        let longest_call = trace
-            .threads
-            .iter()
-            .map(|t| {
-                (0..t.api.len())
-                    .map(|i| t.api.end[i] - t.api.start[i])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
         let full = full_range(trace);
         Self {
             prefixes,
             nvtx_by_depth,
-            longest_op,
             longest_range,
-            longest_call,
             collapsed_gpus: vec![false; trace.devices.len()],
             collapsed_threads: vec![false; trace.threads.len()],
             view: (full.0 as f64, full.1 as f64),
@@ -251,10 +236,7 @@ impl Timeline {
         ));
         let plot_painter = painter.with_clip_rect(plot);
         for row in &rows {
-            let h = match row {
-                RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
-                _ => ROW_H,
-            };
+            let h = row.height();
             let row_rect =
                 Rect::from_min_max(Pos2::new(plot.left(), y), Pos2::new(plot.right(), y + h));
             if row_rect.bottom() >= plot.top() && row_rect.top() <= plot.bottom() {
@@ -482,10 +464,7 @@ impl Timeline {
     fn toggle_group_at(&mut self, rows: &[RowKind], top: f32, y: f32) {
         let mut row_y = top;
         for row in rows {
-            let h = match row {
-                RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
-                _ => ROW_H,
-            };
+            let h = row.height();
             if y >= row_y && y < row_y + h {
                 match *row {
                     RowKind::GpuHeader(d) => self.collapsed_gpus[d] ^= true,
@@ -518,12 +497,11 @@ impl Timeline {
             RowKind::Stream { device, stream } => {
                 let ops = &trace.devices[device].streams[stream].ops;
                 let prefix = &self.prefixes[device][stream];
-                let longest = self.longest_op[device][stream];
+                let longest = trace.devices[device].streams[stream].longest_op_ns;
                 let mut hovered = None;
                 fold_draw(
                     &ops.start,
                     &ops.end,
-                    None,
                     longest,
                     self.view,
                     x_of,
@@ -547,14 +525,8 @@ impl Timeline {
                     quads,
                 );
                 if let Some(t) = hover_t
-                    && let Some(i) = item_at(
-                        &ops.start,
-                        &ops.end,
-                        None,
-                        longest,
-                        t,
-                        t_of(x_of(t) + MIN_PX) - t,
-                    )
+                    && let Some(i) =
+                        item_at(&ops.start, &ops.end, longest, t, t_of(x_of(t) + MIN_PX) - t)
                 {
                     hovered = Some((
                         Selection::Op {
@@ -626,11 +598,10 @@ impl Timeline {
             }
             RowKind::Api { thread } => {
                 let t = &trace.threads[thread];
-                let longest = self.longest_call[thread];
+                let longest = t.longest_call_ns;
                 fold_draw(
                     &t.api.start,
                     &t.api.end,
-                    None,
                     longest,
                     self.view,
                     x_of,
@@ -657,7 +628,6 @@ impl Timeline {
                 let i = item_at(
                     &t.api.start,
                     &t.api.end,
-                    None,
                     longest,
                     time,
                     t_of(x_of(time) + MIN_PX) - time,
@@ -692,10 +662,7 @@ impl Timeline {
         let row_y = |target: RowKind| -> Option<f32> {
             let mut y = plot.top() - self.scroll_y;
             for row in rows {
-                let h = match row {
-                    RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
-                    _ => ROW_H,
-                };
+                let h = row.height();
                 if *row == target {
                     return Some(y);
                 }
@@ -865,7 +832,6 @@ fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize) -> String {
 fn fold_draw(
     starts: &[i64],
     ends: &[i64],
-    _index: Option<&[u32]>,
     longest: i64,
     view: (f64, f64),
     x_of: &dyn Fn(f64) -> f32,
@@ -964,14 +930,7 @@ fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
-fn item_at(
-    starts: &[i64],
-    ends: &[i64],
-    _index: Option<&[u32]>,
-    longest: i64,
-    t: f64,
-    slack: f64,
-) -> Option<usize> {
+fn item_at(starts: &[i64], ends: &[i64], longest: i64, t: f64, slack: f64) -> Option<usize> {
     item_at_by(
         starts.len(),
         &|i| starts[i],
