@@ -697,11 +697,13 @@ impl Timeline {
                         let from =
                             Pos2::new(x_of(api.start[call as usize] as f64), cy + ROW_H / 2.0);
                         let to = Pos2::new(r.left(), r.center().y);
-                        painter.arrow(
-                            from,
-                            to - from,
-                            Stroke::new(1.5, Color32::from_rgb(255, 200, 0)),
-                        );
+                        // egui's arrow scales its head with the length; keep it 8 px.
+                        let stroke = Stroke::new(1.5, Color32::from_rgb(255, 200, 0));
+                        let dir = (to - from).normalized();
+                        let rot = egui::emath::Rot2::from_angle(0.45);
+                        painter.line_segment([from, to], stroke);
+                        painter.line_segment([to, to - rot * dir * 8.0], stroke);
+                        painter.line_segment([to, to - rot.inverse() * dir * 8.0], stroke);
                     }
                 }
             }
