@@ -89,10 +89,9 @@ impl Iterations {
 /// Iterations of the whole trace: with `marker` given, ranges matching it; otherwise the
 /// auto-detected marker; without NVTX, the synchronising-call heuristic.
 pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
-    let launches = LaunchCounts::new(trace);
     let (pattern, source) = match marker {
         Some(m) => (Some(m.to_string()), Source::Given),
-        None => match detect_marker(trace, &launches) {
+        None => match detect_marker(trace, &LaunchCounts::new(trace)) {
             Some(m) => (Some(m), Source::Detected),
             None => (None, Source::None),
         },

@@ -27,7 +27,7 @@ pub enum Message {
 
 pub struct Loaded {
     pub path: PathBuf,
-    pub trace: Arc<Trace>,
+    pub trace: Trace,
     pub report: LoadReport,
     pub timeline: Timeline,
 }
@@ -132,7 +132,7 @@ impl App {
                     self.state = match *result {
                         Ok((trace, report, timeline)) => State::Loaded(Box::new(Loaded {
                             path,
-                            trace: Arc::new(trace),
+                            trace,
                             report,
                             timeline,
                         })),
