@@ -211,9 +211,10 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         ("deep", (mid as f64 - 50_000.0, mid as f64 + 50_000.0)),
     ];
     println!(
-        "file: {} ({} kernels)",
+        "file: {} ({} kernels); timeline indexes {:.1} MB",
         file.display(),
-        trace.kernel_count()
+        trace.kernel_count(),
+        timeline.index_bytes() as f64 / 1e6
     );
     for (name, view) in levels {
         let mut times = Vec::new();
@@ -242,6 +243,104 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
             times[times.len() / 2],
             timeline.last_quads
         );
+    }
+    Ok(())
+}
+
+/// The panels' work on a click, each timed as the median of 5 runs on the loaded trace
+/// with its analyses done: one line per action, `action=<name> ms=<x> rows=<n>`.
+pub fn bench_panels(file: &Path) -> Result<(), String> {
+    use crate::analysis::breakdown::{State, state_intervals};
+    use crate::analysis::gaps::{Cause, DEFAULT_MIN_GAP_NS};
+    use crate::ui::gap_table::{Column, Filter, filtered_order};
+    use crate::ui::search::{Mode, find};
+
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let overview = analysis::overview::overview(&trace, &Options::default());
+    println!(
+        "file: {} ({} kernels, {} gaps, {} iterations)",
+        file.display(),
+        trace.kernel_count(),
+        overview.gaps.len(),
+        overview.iterations.count()
+    );
+    let median_of_5 = |f: &dyn Fn() -> usize| {
+        let mut runs: Vec<(f64, usize)> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                let rows = f();
+                (t.elapsed().as_secs_f64() * 1e3, rows)
+            })
+            .collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        runs[2]
+    };
+    let gaps = &overview.gaps;
+    let recurring = &overview.recurring;
+    let order = |filter: &Filter, column: Column, descending: bool| {
+        filtered_order(gaps, recurring, filter, column, descending).len()
+    };
+    let mut actions: Vec<(String, Box<dyn Fn() -> usize + '_>)> = Vec::new();
+    for column in Column::ALL {
+        actions.push((
+            format!("sort_gaps_by_{}", column.label().replace(' ', "_")),
+            Box::new(move || order(&Filter::default(), column, true)),
+        ));
+    }
+    for cause in [Cause::HostSync, Cause::HostBound, Cause::Dependency] {
+        let filter = Filter {
+            cause: Some(cause),
+            ..Default::default()
+        };
+        actions.push((
+            format!("filter_gaps_cause_{}", cause.label()),
+            Box::new(move || order(&filter, Column::Duration, true)),
+        ));
+    }
+    let text = Filter {
+        text: "nccl".into(),
+        ..Default::default()
+    };
+    actions.push((
+        "filter_gaps_text_nccl".into(),
+        Box::new(move || order(&text, Column::Duration, true)),
+    ));
+    let long = Filter {
+        min_duration_ns: 100_000,
+        ..Default::default()
+    };
+    actions.push((
+        "filter_gaps_min_100us".into(),
+        Box::new(move || order(&long, Column::Start, false)),
+    ));
+    if let Some(k) = overview.iterations.slowest_index {
+        let its = &overview.iterations;
+        let trace = &trace;
+        actions.push((
+            format!("open_drilldown_iter_{k}"),
+            Box::new(move || {
+                analysis::drilldown::drilldown(trace, its, k, DEFAULT_MIN_GAP_NS, 8)
+                    .collectives
+                    .len()
+            }),
+        ));
+    }
+    if let (Some(device), Some(summary)) = (trace.devices.first(), overview.devices.first()) {
+        actions.push((
+            "summary_idle_overlay_gpu0".into(),
+            Box::new(move || state_intervals(device, summary.window, State::Idle).0.len()),
+        ));
+    }
+    if let Some(top) = overview.kernels.first() {
+        let (trace, name) = (&trace, top.name.clone());
+        actions.push((
+            "find_top_kernel".into(),
+            Box::new(move || find(trace, &name, Mode::Exact).map_or(0, |m| m.len())),
+        ));
+    }
+    for (name, action) in &actions {
+        let (ms, rows) = median_of_5(action.as_ref());
+        println!("action={name} ms={ms:.1} rows={rows}");
     }
     Ok(())
 }

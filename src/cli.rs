@@ -58,6 +58,9 @@ pub enum Command {
     BenchAnalysis { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
     BenchFrame { file: PathBuf },
+    /// Time the panels' work on a click: sorting and filtering the gap table, a summary
+    /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
+    BenchPanels { file: PathBuf },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]
@@ -99,6 +102,7 @@ pub fn main() -> ExitCode {
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchFrame { file }) => crate::bench::bench_frame(&file),
+        Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
         Some(Command::Synth {
             preset,
             out,

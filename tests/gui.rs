@@ -19,12 +19,15 @@ fn harness(file: Option<&Path>) -> Harness<'static, App> {
         .build_ui_state(|ui, app: &mut App| app.ui(ui), app)
 }
 
-/// Steps the UI until the load in flight has ended (or 30 s pass).
+/// Steps the UI until the load and the analyses in flight have ended (or 60 s pass).
 fn wait_for_load(h: &mut Harness<'static, App>) {
     let start = Instant::now();
-    while matches!(h.state().state, State::Loading { .. })
-        && start.elapsed() < Duration::from_secs(30)
-    {
+    let busy = |state: &State| match state {
+        State::Loading { .. } => true,
+        State::Loaded(l) => l.job.is_some(),
+        _ => false,
+    };
+    while busy(&h.state().state) && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
     }
@@ -87,22 +90,15 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
         )
     };
     h.run_steps(2);
-    // Plot area: right of the 190 px labels, below the menu bar and the 24 px ruler; GPU 0's
-    // header is the first row (20 px), its first stream the next (18 px).
-    let plot_left = 190.0;
-    let details_width = 340.0;
-    let width = 1400.0 - plot_left - details_width;
-    let _ = width;
-    let click_y = h.get_by_label("Fit (F)").rect().bottom() + 8.0 + 24.0 + 20.0 + 9.0;
-    let x = {
+    // GPU 0's header is the first row (20 px), its first stream the next (18 px).
+    let (x, click_y) = {
         let State::Loaded(l) = &h.state().state else {
             unreachable!()
         };
+        let plot = l.timeline.last_plot;
         let (v0, v1) = l.timeline.view;
         let frac = (((start + end) / 2) as f64 - v0) / (v1 - v0);
-        // The central panel spans from the left edge to the details panel.
-        let plot_w = h.get_by_label("Details").rect().left() - 16.0 - plot_left - 8.0;
-        8.0 + plot_left + frac as f32 * plot_w
+        (plot.left() + frac as f32 * plot.width(), plot.top() + 20.0 + 9.0)
     };
     h.hover_at(eframe::egui::pos2(x, click_y));
     h.run_steps(1);
@@ -157,4 +153,154 @@ fn the_start_page_opens_the_sample_trace() {
     };
     assert_eq!(l.trace.devices.len(), 4);
     assert!(l.trace.kernel_count() > 1000);
+}
+
+/// A generated tiny trace, loaded and analysed, with its ground truth.
+fn loaded_tiny(dir: &Path) -> (Harness<'static, App>, synth::GroundTruth) {
+    let path = dir.join("tiny.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    assert!(loaded(&h).overview.is_some(), "analysed");
+    (h, truth)
+}
+
+fn loaded<'a>(h: &'a Harness<'static, App>) -> &'a nsys_explorer::ui::Loaded {
+    match &h.state().state {
+        State::Loaded(l) => l,
+        _ => panic!("not loaded"),
+    }
+}
+
+#[test]
+fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_it() {
+    use nsys_explorer::analysis::breakdown::{State as DeviceState, state_intervals};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    // GPU 0's block comes first in the summary panel.
+    h.query_all_by_label_contains("idle  ").next().unwrap().click();
+    h.run_steps(2);
+    let l = loaded(&h);
+    let o = l.timeline.overlay.as_ref().expect("overlay added");
+    assert_eq!((o.device, o.state), (0, DeviceState::Idle));
+    let window = l.overview.as_ref().unwrap().devices[0].window;
+    let expected = state_intervals(&l.trace.devices[0], window, DeviceState::Idle);
+    assert!(!expected.0.is_empty());
+    assert_eq!((&o.starts, &o.ends), (&expected.0, &expected.1));
+    let idle: i64 = o.starts.iter().zip(&o.ends).map(|(s, e)| e - s).sum();
+    assert_eq!(idle, l.overview.as_ref().unwrap().devices[0].breakdown.idle);
+    h.get_by_label_contains(&format!("idle intervals of GPU {}", l.trace.devices[0].id));
+
+    h.query_all_by_label_contains("idle  ").next().unwrap().click();
+    h.run_steps(2);
+    assert!(loaded(&h).timeline.overlay.is_none(), "second click clears");
+}
+
+#[test]
+fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    let (start, end, label) = {
+        let l = loaded(&h);
+        let o = l.overview.as_ref().unwrap();
+        let g = &o.gaps[o.longest_gaps()[0]].gap;
+        let label = nsys_explorer::report::format_ns(g.start_ns - l.timeline.full.0);
+        (g.start_ns, g.start_ns + g.duration_ns, label)
+    };
+    // The table is sorted longest first: the first row's start cell.
+    h.query_all_by_label(&label).next().unwrap().click();
+    h.run_steps(2);
+    let l = loaded(&h);
+    let (v0, v1) = l.timeline.view;
+    assert!(v0 <= start as f64 && v1 >= end as f64, "{v0}..{v1} holds {start}..{end}");
+    assert!(
+        v1 - v0 < (end - start).max(100) as f64 * 10.0,
+        "zoomed to it: {} for a {} gap",
+        v1 - v0,
+        end - start
+    );
+    assert_eq!(l.timeline.highlight.map(|h| (h.1, h.2)), Some((start, end)));
+
+    // N steps to the next gap in the order (the second longest).
+    h.key_press(eframe::egui::Key::N);
+    h.run_steps(2);
+    let l = loaded(&h);
+    let o = l.overview.as_ref().unwrap();
+    let second = &o.gaps[o.longest_gaps()[1]].gap;
+    assert_eq!(l.timeline.highlight.map(|h| h.1), Some(second.start_ns));
+}
+
+#[test]
+fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
+    use nsys_explorer::analysis::gaps::Cause;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    let (total, counts) = {
+        let o = loaded(&h).overview.as_ref().unwrap();
+        let count = |c: Cause| o.gaps.iter().filter(|g| g.gap.cause == c).count();
+        (o.gaps.len(), [Cause::HostSync, Cause::HostBound].map(|c| (c, count(c))))
+    };
+    h.get_by_label(&format!("{total} gaps shown of {total}"));
+    for (cause, n) in counts {
+        assert!(n > 0 && n < total, "{cause:?}: {n} of {total}");
+        h.get_by_label(&format!("{} ({n})", cause.label())).click();
+        h.run_steps(2);
+        h.get_by_label(&format!("{n} gaps shown of {total}"));
+        assert_eq!(loaded(&h).gaps.order.len(), n);
+    }
+}
+
+#[test]
+fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    h.get_by_label("Iterations").click();
+    h.run_steps(2);
+    h.get_by_label_contains(&format!("Slowest: iter {}:", truth.iterations.slowest_index))
+        .click();
+    h.run_steps(2);
+    let l = loaded(&h);
+    let k = truth.iterations.slowest_index;
+    let its = &l.overview.as_ref().unwrap().iterations;
+    let spans = its.per_device.iter().filter_map(|d| d.spans[k]);
+    let start = spans.clone().map(|w| w.start).min().unwrap();
+    let end = spans.map(|w| w.end).max().unwrap();
+    assert_eq!(l.timeline.view, (start as f64, end as f64));
+    assert_eq!(l.iterations.selected, Some(k));
+    h.get_by_label_contains(&format!(
+        "Straggler: GPU {} — its CPU thread was in {}",
+        truth.iterations.straggler_device, truth.iterations.straggler_activity
+    ));
+}
+
+#[test]
+fn ctrl_f_finds_kernels_by_name_and_steps_through_them() {
+    use eframe::egui::{Key, Modifiers};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.hover_at(eframe::egui::pos2(900.0, 200.0));
+    h.key_press_modifiers(Modifiers::COMMAND, Key::F);
+    h.run_steps(2);
+    // Ctrl+F focused the query field: type into it.
+    h.event(eframe::egui::Event::Text("sendrecv".into()));
+    h.run_steps(2);
+    h.key_press(Key::Enter);
+    h.run_steps(2);
+    let l = loaded(&h);
+    let n = l.timeline.search.matches.len();
+    assert!(n > 0, "matches");
+    let m = l.timeline.search.matches[0];
+    assert_eq!(l.timeline.selection, Some(m.selection));
+    let Some(Selection::Op { device, op }) = l.timeline.selection else {
+        panic!("an op")
+    };
+    let ops = &l.trace.devices[device].streams[op.stream as usize].ops;
+    let name = l.trace.strings.get(ops.name[op.op as usize]).to_lowercase();
+    assert!(name.contains("sendrecv"), "{name}");
+    let (v0, v1) = l.timeline.view;
+    assert!(v0 <= m.start as f64 && v1 >= m.end as f64);
+    h.get_by_label(&format!("1 of {n} matches"));
+    h.get_by_label("Next").click();
+    h.run_steps(2);
+    h.get_by_label(&format!("2 of {n} matches"));
 }

@@ -385,3 +385,28 @@ fn generator_truth_is_self_consistent() {
         "separate NCCL stream overlaps compute"
     );
 }
+
+/// The GUI's first timeline: the GPU side arrives, sorted and complete, before the CPU side
+/// (API calls, NVTX) is read.
+#[test]
+fn a_staged_load_hands_over_the_gpu_side_first() {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("staged.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let first: Mutex<Option<nsys_explorer::trace::Trace>> = Mutex::new(None);
+    let on_gpu = |t: nsys_explorer::trace::Trace| *first.lock().unwrap() = Some(t);
+    let (full, _) =
+        load::load_staged(&path, &|_| {}, &AtomicBool::new(false), Some(&on_gpu)).unwrap();
+    let gpu = first.into_inner().unwrap().expect("GPU side handed over");
+    assert!(gpu.threads.is_empty(), "before the CPU side");
+    assert_eq!(gpu.kernel_count(), full.kernel_count());
+    assert_eq!(gpu.devices.len(), full.devices.len());
+    for (a, b) in gpu.devices.iter().zip(&full.devices) {
+        for (s, t) in a.streams.iter().zip(&b.streams) {
+            assert_eq!(s.ops.start, t.ops.start);
+            assert_eq!(s.ops.name, t.ops.name);
+        }
+    }
+}

@@ -22,29 +22,105 @@ impl Breakdown {
     }
 }
 
-pub fn breakdown(device: &Device, window: Window) -> Breakdown {
-    let mut out = Breakdown::default();
+/// What a device is doing at an instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    ComputeOnly,
+    NcclOnly,
+    Overlap,
+    MemoryOnly,
+    Idle,
+}
+
+impl State {
+    pub const ALL: [State; 5] = [
+        State::ComputeOnly,
+        State::NcclOnly,
+        State::Overlap,
+        State::MemoryOnly,
+        State::Idle,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            State::ComputeOnly => "compute only",
+            State::NcclOnly => "NCCL only",
+            State::Overlap => "overlap",
+            State::MemoryOnly => "memory only",
+            State::Idle => "idle",
+        }
+    }
+
+    pub fn of(&self, b: &Breakdown) -> i64 {
+        match self {
+            State::ComputeOnly => b.compute_only,
+            State::NcclOnly => b.nccl_only,
+            State::Overlap => b.overlap,
+            State::MemoryOnly => b.memory_only,
+            State::Idle => b.idle,
+        }
+    }
+}
+
+/// Calls `visit(state, start, end)` for consecutive spans covering `window` (a state may
+/// repeat in neighbouring spans).
+fn sweep(device: &Device, window: Window, mut visit: impl FnMut(State, i64, i64)) {
     let mut active = [0i32; 3];
     let mut t = window.start;
+    let state = |active: &[i32; 3]| match (
+        active[Class::Compute as usize] > 0,
+        active[Class::Nccl as usize] > 0,
+        active[Class::Memory as usize] > 0,
+    ) {
+        (true, true, _) => State::Overlap,
+        (true, false, _) => State::ComputeOnly,
+        (false, true, _) => State::NcclOnly,
+        (false, false, true) => State::MemoryOnly,
+        (false, false, false) => State::Idle,
+    };
     for (time, delta, class) in boundary_events(device, window) {
-        let span = time - t;
-        match (
-            active[Class::Compute as usize] > 0,
-            active[Class::Nccl as usize] > 0,
-            active[Class::Memory as usize] > 0,
-        ) {
-            (true, true, _) => out.overlap += span,
-            (true, false, _) => out.compute_only += span,
-            (false, true, _) => out.nccl_only += span,
-            (false, false, true) => out.memory_only += span,
-            (false, false, false) => out.idle += span,
+        if time > t {
+            visit(state(&active), t, time);
         }
         active[class as usize] += delta as i32;
         t = time;
     }
-    out.idle += window.end - t;
+    if window.end > t {
+        visit(State::Idle, t, window.end);
+    }
+}
+
+pub fn breakdown(device: &Device, window: Window) -> Breakdown {
+    let mut out = Breakdown::default();
+    sweep(device, window, |state, s, e| {
+        let slot = match state {
+            State::Overlap => &mut out.overlap,
+            State::ComputeOnly => &mut out.compute_only,
+            State::NcclOnly => &mut out.nccl_only,
+            State::MemoryOnly => &mut out.memory_only,
+            State::Idle => &mut out.idle,
+        };
+        *slot += e - s;
+    });
     debug_assert_eq!(out.total(), window.len());
     out
+}
+
+/// Every maximal interval of `window` in which `device` is in `state`, as (starts, ends).
+pub fn state_intervals(device: &Device, window: Window, wanted: State) -> (Vec<i64>, Vec<i64>) {
+    let (mut starts, mut ends): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    sweep(device, window, |state, s, e| {
+        if state != wanted {
+            return;
+        }
+        if ends.last() == Some(&s) {
+            *ends.last_mut().unwrap() = e;
+        } else {
+            starts.push(s);
+            ends.push(e);
+        }
+    });
+    (starts, ends)
 }
 
 /// `part` as a percentage of `all` (0 when `all` is 0).

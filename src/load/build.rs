@@ -24,21 +24,58 @@ pub struct Parts {
     pub capture_window: Option<(i64, i64)>,
 }
 
+/// The GPU tables merged and sorted: enough for a first timeline before the CPU side loads.
+#[derive(Clone)]
+pub struct GpuParts {
+    streams: Vec<(StreamKey, GpuOps)>,
+    launch_configs: Vec<LaunchConfig>,
+    mem_info: HashMap<u32, Vec<MemInfo>>,
+}
+
+pub fn build_gpu(gpu: Vec<GpuChunk>) -> GpuParts {
+    let (mut streams, launch_configs, mem_info) = merge_gpu(gpu);
+    streams
+        .par_iter_mut()
+        .for_each(|(_, ops)| ops.sort_by_start());
+    GpuParts {
+        streams,
+        launch_configs,
+        mem_info,
+    }
+}
+
+/// A trace of the GPU side only (no threads, so no launch links): what the GUI shows while
+/// the API calls and NVTX ranges are still loading.
+pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
+    let gpu = gpu.clone();
+    Trace {
+        info: parts.info.clone(),
+        strings: parts.strings.clone(),
+        devices: devices_of(gpu.streams, gpu.mem_info, &parts.gpu_names),
+        threads: Vec::new(),
+        processes: parts.processes.clone(),
+        launch_configs: gpu.launch_configs,
+        nvtx_domains: Vec::new(),
+        capture_window: parts.capture_window,
+    }
+}
+
 pub fn build_trace(
     parts: Parts,
-    gpu: Vec<GpuChunk>,
+    gpu: GpuParts,
     api: Vec<ApiChunk>,
     nvtx: Vec<NvtxChunk>,
     cancel: &AtomicBool,
 ) -> Result<Trace, LoadError> {
     let mut strings = parts.strings;
-    let (mut streams, launch_configs, mut mem_info) = merge_gpu(gpu);
+    let GpuParts {
+        mut streams,
+        launch_configs,
+        mem_info,
+    } = gpu;
     let (mut threads, nvtx_domains) = merge_threads(api, nvtx, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
 
-    streams
-        .par_iter_mut()
-        .for_each(|(_, ops)| ops.sort_by_start());
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
         t.longest_call_ns = (0..t.api.len())
@@ -51,13 +88,30 @@ pub fn build_trace(
     check_cancel(cancel)?;
     link_launches(&mut streams, &threads);
 
+    Ok(Trace {
+        info: parts.info,
+        strings,
+        devices: devices_of(streams, mem_info, &parts.gpu_names),
+        threads,
+        processes: parts.processes,
+        launch_configs,
+        nvtx_domains,
+        capture_window: parts.capture_window,
+    })
+}
+
+/// Groups streams (sorted by device) into devices.
+fn devices_of(
+    streams: Vec<(StreamKey, GpuOps)>,
+    mut mem_info: HashMap<u32, Vec<MemInfo>>,
+    gpu_names: &HashMap<u32, String>,
+) -> Vec<Device> {
     let mut devices: Vec<Device> = Vec::new();
     for ((device_id, pid, stream_id), ops) in streams {
         if devices.last().map(|d| d.id) != Some(device_id) {
             devices.push(Device {
                 id: device_id,
-                name: parts
-                    .gpu_names
+                name: gpu_names
                     .get(&device_id)
                     .cloned()
                     .unwrap_or_else(|| format!("GPU {device_id}")),
@@ -71,16 +125,7 @@ pub fn build_trace(
             .streams
             .push(Stream::new(stream_id, pid, ops));
     }
-    Ok(Trace {
-        info: parts.info,
-        strings,
-        devices,
-        threads,
-        processes: parts.processes,
-        launch_configs,
-        nvtx_domains,
-        capture_window: parts.capture_window,
-    })
+    devices
 }
 
 fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {

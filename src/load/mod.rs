@@ -92,6 +92,18 @@ pub fn load_with(
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(Trace, LoadReport), LoadError> {
+    load_staged(path, progress, cancel, None)
+}
+
+/// Like `load_with`, and reads the GPU tables before the CPU ones: `on_gpu` gets a trace of
+/// the GPU side alone as soon as it is sorted, so a timeline can appear before the API
+/// calls and NVTX ranges are read.
+pub fn load_staged(
+    path: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+    on_gpu: Option<&dyn Fn(Trace)>,
+) -> Result<(Trace, LoadReport), LoadError> {
     let t0 = Instant::now();
     let mut report = LoadReport::new(path);
     progress(Progress {
@@ -168,63 +180,35 @@ pub fn load_with(
         rows_expected,
         progress,
     };
-    let outputs: Vec<ChunkOut> = tasks
-        .par_iter()
-        .map(|&task| -> Result<ChunkOut, LoadError> {
-            ctx.check_cancel()?;
-            let conn = sniff::open_read_only(path)?;
-            Ok(match task {
-                Task::Kernels(r) => ChunkOut::Gpu(
-                    big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?,
-                    KERNEL,
-                ),
-                Task::Memcpys(r) => ChunkOut::Gpu(
-                    big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?,
-                    MEMCPY,
-                ),
-                Task::Memsets(r) => ChunkOut::Gpu(
-                    big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?,
-                    MEMSET,
-                ),
-                Task::Api(r) => {
-                    ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?)
-                }
-                Task::Nvtx(r) => {
-                    ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
-                }
+    let run = |tasks: Vec<Task>| -> Result<Vec<ChunkOut>, LoadError> {
+        tasks
+            .par_iter()
+            .map(|&task| -> Result<ChunkOut, LoadError> {
+                ctx.check_cancel()?;
+                let conn = sniff::open_read_only(path)?;
+                Ok(match task {
+                    Task::Kernels(r) => ChunkOut::Gpu(
+                        big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?,
+                        KERNEL,
+                    ),
+                    Task::Memcpys(r) => ChunkOut::Gpu(
+                        big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?,
+                        MEMCPY,
+                    ),
+                    Task::Memsets(r) => ChunkOut::Gpu(
+                        big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?,
+                        MEMSET,
+                    ),
+                    Task::Api(r) => ChunkOut::Api(big_tables::read_api_calls(
+                        &ctx, &conn, &schema, &names, r,
+                    )?),
+                    Task::Nvtx(r) => {
+                        ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
+                    }
+                })
             })
-        })
-        .collect::<Result<_, _>>()?;
-    report.phase_done("read events", t);
-
-    let t = Instant::now();
-    progress(Progress {
-        phase: Phase::Building,
-        fraction: 0.0,
-        rows_read: ctx.rows_read.into_inner(),
-    });
-    let mut gpu = Vec::new();
-    let mut api = Vec::new();
-    let mut nvtx = Vec::new();
-    for out in outputs {
-        match out {
-            ChunkOut::Gpu(mut chunk, table) => {
-                *report.tables.entry(table.to_string()).or_default() += chunk.rows;
-                report.skips.merge(std::mem::take(&mut chunk.skips));
-                gpu.push(chunk);
-            }
-            ChunkOut::Api(mut chunk) => {
-                *report.tables.entry(RUNTIME.to_string()).or_default() += chunk.rows;
-                report.skips.merge(std::mem::take(&mut chunk.skips));
-                api.push(chunk);
-            }
-            ChunkOut::Nvtx(mut chunk) => {
-                *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
-                report.skips.merge(std::mem::take(&mut chunk.skips));
-                nvtx.push(chunk);
-            }
-        }
-    }
+            .collect()
+    };
     let parts = build::Parts {
         info,
         strings,
@@ -233,7 +217,47 @@ pub fn load_with(
         gpu_names,
         capture_window,
     };
-    let trace = build::build_trace(parts, gpu, api, nvtx, cancel)?;
+    let (gpu_tasks, cpu_tasks): (Vec<Task>, Vec<Task>) = tasks
+        .into_iter()
+        .partition(|t| matches!(t, Task::Kernels(_) | Task::Memcpys(_) | Task::Memsets(_)));
+    let mut sort_out = |outputs: Vec<ChunkOut>| {
+        let (mut gpu, mut api, mut nvtx) = (Vec::new(), Vec::new(), Vec::new());
+        for out in outputs {
+            match out {
+                ChunkOut::Gpu(mut chunk, table) => {
+                    *report.tables.entry(table.to_string()).or_default() += chunk.rows;
+                    report.skips.merge(std::mem::take(&mut chunk.skips));
+                    gpu.push(chunk);
+                }
+                ChunkOut::Api(mut chunk) => {
+                    *report.tables.entry(RUNTIME.to_string()).or_default() += chunk.rows;
+                    report.skips.merge(std::mem::take(&mut chunk.skips));
+                    api.push(chunk);
+                }
+                ChunkOut::Nvtx(mut chunk) => {
+                    *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
+                    report.skips.merge(std::mem::take(&mut chunk.skips));
+                    nvtx.push(chunk);
+                }
+            }
+        }
+        (gpu, api, nvtx)
+    };
+    let (gpu, _, _) = sort_out(run(gpu_tasks)?);
+    let gpu_parts = build::build_gpu(gpu);
+    if let Some(on_gpu) = on_gpu {
+        on_gpu(build::gpu_only_trace(&parts, &gpu_parts));
+    }
+    let (_, api, nvtx) = sort_out(run(cpu_tasks)?);
+    report.phase_done("read events", t);
+
+    let t = Instant::now();
+    progress(Progress {
+        phase: Phase::Building,
+        fraction: 0.0,
+        rows_read: ctx.rows_read.into_inner(),
+    });
+    let trace = build::build_trace(parts, gpu_parts, api, nvtx, cancel)?;
     report.phase_done("sort, nest and link", t);
     report.finish(&trace, t0);
     progress(Progress {

@@ -3,6 +3,13 @@
 //! thread and hands over the finished `Trace`.
 
 pub mod details;
+pub mod gap_finder;
+pub mod gap_table;
+pub mod iterations_panel;
+mod lod;
+pub mod search;
+pub mod summary;
+pub mod tables;
 pub mod timeline;
 
 use std::path::PathBuf;
@@ -12,6 +19,7 @@ use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui;
 
+use crate::analysis::overview::{self, Overview};
 use crate::load::{self, LoadError, LoadReport, Progress};
 use crate::trace::Trace;
 use timeline::Timeline;
@@ -21,30 +29,76 @@ const MAX_RECENT: usize = 8;
 
 pub enum Message {
     Progress(Progress),
+    /// The GPU side alone, so the timeline shows while the CPU side loads.
+    GpuReady(Box<(Arc<Trace>, Timeline)>),
     /// The trace with its timeline indexes, built on the worker so the UI never waits.
-    Done(Box<Result<(Trace, LoadReport, Timeline), LoadError>>),
+    Done(Box<Result<(Arc<Trace>, LoadReport, Timeline), LoadError>>),
+    /// Every analysis of the loaded trace, for the panels.
+    Analysed(Box<Overview>),
+}
+
+/// A load (and then the analyses) running on a worker thread.
+pub struct Job {
+    pub progress: Option<Progress>,
+    pub cancel: Arc<AtomicBool>,
+    rx: Receiver<Message>,
+}
+
+/// The bottom panel's tabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Gaps,
+    Iterations,
+    Kernels,
+    Nccl,
+    Details,
 }
 
 pub struct Loaded {
     pub path: PathBuf,
-    pub trace: Trace,
-    pub report: LoadReport,
+    pub trace: Arc<Trace>,
+    /// `None` while the CPU side is still loading.
+    pub report: Option<LoadReport>,
     pub timeline: Timeline,
+    /// `None` until the analyses have run.
+    pub overview: Option<Overview>,
+    pub tab: Tab,
+    pub summary: summary::SummaryPanel,
+    pub gaps: gap_finder::GapFinder,
+    pub iterations: iterations_panel::IterationsPanel,
+    pub tables: tables::Tables,
+    /// The rest of the load, then the analyses.
+    pub job: Option<Job>,
+}
+
+impl Loaded {
+    fn new(path: PathBuf, trace: Arc<Trace>, timeline: Timeline, job: Job) -> Self {
+        Self {
+            path,
+            trace,
+            report: None,
+            timeline,
+            overview: None,
+            tab: Tab::Gaps,
+            summary: Default::default(),
+            gaps: Default::default(),
+            iterations: Default::default(),
+            tables: Default::default(),
+            job: Some(job),
+        }
+    }
+
+    /// Whether the whole trace is in (the CPU side included).
+    pub fn complete(&self) -> bool {
+        self.report.is_some()
+    }
 }
 
 pub enum State {
     Start,
-    Loading {
-        path: PathBuf,
-        progress: Option<Progress>,
-        cancel: Arc<AtomicBool>,
-        rx: Receiver<Message>,
-    },
+    Loading { path: PathBuf, job: Job },
     Loaded(Box<Loaded>),
-    Failed {
-        path: PathBuf,
-        message: String,
-    },
+    Failed { path: PathBuf, message: String },
 }
 
 pub struct App {
@@ -68,18 +122,24 @@ impl App {
 
     /// Starts loading `path` on a worker thread, cancelling any load in flight.
     pub fn open(&mut self, path: PathBuf, ctx: &egui::Context) {
-        if let State::Loading { cancel, .. } = &self.state {
-            cancel.store(true, Ordering::Relaxed);
-        }
         self.recent.retain(|p| p != &path);
         self.recent.insert(0, path.clone());
         self.recent.truncate(MAX_RECENT);
+        self.start_load(path, ctx);
+    }
+
+    fn start_load(&mut self, path: PathBuf, ctx: &egui::Context) {
+        self.cancel_job();
         let (tx, rx) = channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let worker_cancel = cancel.clone();
         let worker_path = path.clone();
         let repaint = ctx.clone();
         std::thread::spawn(move || {
+            let send = |m: Message| {
+                let _ = tx.send(m);
+                repaint.request_repaint();
+            };
             let progress_tx = std::sync::Mutex::new(tx.clone());
             let progress_repaint = repaint.clone();
             let on_progress = move |p: Progress| {
@@ -88,26 +148,56 @@ impl App {
                 }
                 progress_repaint.request_repaint();
             };
-            let result = load::load_with(&worker_path, &on_progress, &worker_cancel).map(
-                |(trace, report)| {
-                    let timeline = Timeline::new(&trace);
-                    (trace, report, timeline)
-                },
-            );
-            let _ = tx.send(Message::Done(Box::new(result)));
-            repaint.request_repaint();
+            let on_gpu = |trace: Trace| {
+                let timeline = Timeline::new(&trace);
+                send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
+            };
+            let result =
+                load::load_staged(&worker_path, &on_progress, &worker_cancel, Some(&on_gpu)).map(
+                    |(trace, report)| {
+                        let timeline = Timeline::new(&trace);
+                        (Arc::new(trace), report, timeline)
+                    },
+                );
+            let trace = result.as_ref().ok().map(|r| r.0.clone());
+            send(Message::Done(Box::new(result)));
+            if let Some(trace) = trace
+                && !worker_cancel.load(Ordering::Relaxed)
+            {
+                let options = overview::Options {
+                    top: 20,
+                    ..Default::default()
+                };
+                send(Message::Analysed(Box::new(overview::overview(
+                    &trace, &options,
+                ))));
+            }
         });
-        self.state = State::Loading {
-            path,
+        let job = Job {
             progress: None,
             cancel,
             rx,
         };
+        self.state = State::Loading { path, job };
     }
 
+    /// Cancels the load or analyses in flight, if any.
+    fn cancel_job(&mut self) {
+        let job = match &self.state {
+            State::Loading { job, .. } => Some(job),
+            State::Loaded(l) => l.job.as_ref(),
+            _ => None,
+        };
+        if let Some(job) = job {
+            job.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Opens the built-in sample trace (not remembered among recent files: it is rewritten
+    /// in a temporary folder).
     pub fn open_sample(&mut self, ctx: &egui::Context) {
         match crate::synth::write_sample_trace() {
-            Ok(path) => self.open(path, ctx),
+            Ok(path) => self.start_load(path, ctx),
             Err(message) => {
                 self.state = State::Failed {
                     path: PathBuf::from("sample trace"),
@@ -118,31 +208,65 @@ impl App {
     }
 
     fn poll_worker(&mut self) {
-        let State::Loading {
-            rx, progress, path, ..
-        } = &mut self.state
-        else {
-            return;
-        };
-        while let Ok(message) = rx.try_recv() {
+        loop {
+            let job = match &mut self.state {
+                State::Loading { job, .. } => job,
+                State::Loaded(l) => match &mut l.job {
+                    Some(job) => job,
+                    None => return,
+                },
+                _ => return,
+            };
+            let Ok(message) = job.rx.try_recv() else {
+                return;
+            };
             match message {
-                Message::Progress(p) => *progress = Some(p),
-                Message::Done(result) => {
-                    let path = path.clone();
-                    self.state = match *result {
-                        Ok((trace, report, timeline)) => State::Loaded(Box::new(Loaded {
-                            path,
-                            trace,
-                            report,
-                            timeline,
-                        })),
-                        Err(LoadError::Cancelled) => State::Start,
-                        Err(e) => State::Failed {
+                Message::Progress(p) => job.progress = Some(p),
+                Message::GpuReady(gpu) => {
+                    let (trace, timeline) = *gpu;
+                    if let State::Loading { path, job } =
+                        std::mem::replace(&mut self.state, State::Start)
+                    {
+                        self.state =
+                            State::Loaded(Box::new(Loaded::new(path, trace, timeline, job)));
+                    }
+                }
+                Message::Done(result) => match *result {
+                    Ok((trace, report, mut timeline)) => {
+                        match std::mem::replace(&mut self.state, State::Start) {
+                            State::Loading { path, job } => {
+                                let mut l = Loaded::new(path, trace, timeline, job);
+                                l.report = Some(report);
+                                self.state = State::Loaded(Box::new(l));
+                            }
+                            State::Loaded(mut l) => {
+                                timeline.keep_view_of(&mut l.timeline);
+                                l.timeline = timeline;
+                                l.trace = trace;
+                                l.report = Some(report);
+                                self.state = State::Loaded(l);
+                            }
+                            other => self.state = other,
+                        }
+                    }
+                    Err(LoadError::Cancelled) => self.state = State::Start,
+                    Err(e) => {
+                        let path = match &self.state {
+                            State::Loading { path, .. } => path.clone(),
+                            State::Loaded(l) => l.path.clone(),
+                            _ => PathBuf::new(),
+                        };
+                        self.state = State::Failed {
                             path,
                             message: e.to_string(),
-                        },
-                    };
-                    return;
+                        };
+                    }
+                },
+                Message::Analysed(overview) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.overview = Some(*overview);
+                        l.job = None;
+                    }
                 }
             }
         }
@@ -200,6 +324,9 @@ impl App {
                     if ui.button("Fit (F)").clicked() {
                         l.timeline.fit();
                     }
+                    if ui.button("Find (Ctrl+F)").clicked() {
+                        l.timeline.search.open = true;
+                    }
                     ui.label(format!(
                         "{} kernels on {} GPUs · {} API calls · {} NVTX ranges",
                         l.trace.kernel_count(),
@@ -207,34 +334,31 @@ impl App {
                         l.trace.api_call_count(),
                         l.trace.nvtx_range_count()
                     ));
+                    if let Some(job) = &l.job {
+                        ui.separator();
+                        if l.complete() {
+                            ui.spinner();
+                            ui.label("Analysing…");
+                        } else {
+                            progress_bar(ui, job, 220.0);
+                            if ui.button("Cancel").clicked() {
+                                job.cancel.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
                 }
             });
         });
         match &mut self.state {
             State::Start => self.start_page(ui, &ctx),
-            State::Loading {
-                path,
-                progress,
-                cancel,
-                ..
-            } => {
+            State::Loading { path, job } => {
                 egui::CentralPanel::default().show(ui, |ui| {
                     ui.add_space(ui.available_height() / 3.0);
                     ui.vertical_centered(|ui| {
                         ui.heading(format!("Loading {}", file_name(path)));
-                        let p = progress.unwrap_or(Progress {
-                            phase: load::Phase::Opening,
-                            fraction: 0.0,
-                            rows_read: 0,
-                        });
-                        ui.add(
-                            egui::ProgressBar::new(p.fraction)
-                                .desired_width(420.0)
-                                .show_percentage(),
-                        );
-                        ui.label(format!("{} · {} rows read", p.phase.label(), p.rows_read));
+                        progress_bar(ui, job, 420.0);
                         if ui.button("Cancel").clicked() {
-                            cancel.store(true, Ordering::Relaxed);
+                            job.cancel.store(true, Ordering::Relaxed);
                         }
                     });
                 });
@@ -257,16 +381,7 @@ impl App {
                     }
                 });
             }
-            State::Loaded(l) => {
-                egui::Panel::right("details")
-                    .default_size(340.0)
-                    .resizable(true)
-                    .show(ui, |ui| {
-                        egui::ScrollArea::vertical()
-                            .show(ui, |ui| details::show(ui, &l.trace, &l.timeline));
-                    });
-                egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &l.trace));
-            }
+            State::Loaded(l) => loaded_ui(ui, l),
         }
     }
 
@@ -318,6 +433,90 @@ impl App {
         {
             self.open(path, ctx);
         }
+    }
+}
+
+/// The load's phase, percent and rows read.
+fn progress_bar(ui: &mut egui::Ui, job: &Job, width: f32) {
+    let p = job.progress.unwrap_or(Progress {
+        phase: load::Phase::Opening,
+        fraction: 0.0,
+        rows_read: 0,
+    });
+    ui.add(
+        egui::ProgressBar::new(p.fraction)
+            .desired_width(width)
+            .show_percentage(),
+    );
+    ui.label(format!("{} · {} rows read", p.phase.label(), p.rows_read));
+}
+
+/// The loaded trace: summary on the left, tabs at the bottom, the timeline in the middle.
+fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
+    let trace = l.trace.clone();
+    egui::Panel::left("summary")
+        .default_size(330.0)
+        .resizable(true)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                l.summary
+                    .show(ui, &trace, l.overview.as_ref(), &mut l.timeline)
+            });
+        });
+    egui::Panel::bottom("tabs")
+        .default_size(320.0)
+        .resizable(true)
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                for (tab, name) in [
+                    (Tab::Gaps, "Gaps"),
+                    (Tab::Iterations, "Iterations"),
+                    (Tab::Kernels, "Kernels"),
+                    (Tab::Nccl, "NCCL"),
+                    (Tab::Details, "Details"),
+                ] {
+                    ui.selectable_value(&mut l.tab, tab, name);
+                }
+            });
+            ui.separator();
+            let waiting = if !l.complete() {
+                Some("Waiting for the CPU side (API calls, NVTX) to load…")
+            } else if l.overview.is_none() {
+                Some("Analysing…")
+            } else {
+                None
+            };
+            match (l.tab, waiting, l.overview.as_ref()) {
+                (Tab::Details, _, _) => {
+                    egui::ScrollArea::vertical()
+                        .show(ui, |ui| details::show(ui, &trace, &l.timeline));
+                }
+                (_, Some(note), _) => {
+                    ui.label(note);
+                }
+                (_, None, None) => {}
+                (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &mut l.timeline),
+                (Tab::Iterations, None, Some(o)) => {
+                    l.iterations.show(ui, &trace, o, &mut l.timeline)
+                }
+                (Tab::Kernels, None, Some(o)) => {
+                    l.tables.kernels(ui, &trace, o, &mut l.timeline)
+                }
+                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
+            }
+        });
+    egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));
+    if std::mem::take(&mut l.timeline.clicked_selection) {
+        l.tab = Tab::Details;
+    }
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
     }
 }
 

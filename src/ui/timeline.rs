@@ -4,7 +4,11 @@
 //! by what it hides (busy fraction and compute/NCCL/memory mix, from prefix sums).
 
 use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
+use rayon::prelude::*;
 
+use super::lod::{self, RowLod};
+use super::search::{Match, Mode, Search};
+use crate::analysis::breakdown::State;
 use crate::analysis::gaps::OpRef;
 use crate::report::format_ns;
 use crate::trace::{GpuOps, NONE, OpKind, RangeKind, Trace};
@@ -43,6 +47,28 @@ impl StreamPrefix {
     }
 }
 
+/// What one frame drew: quads in one mesh, and the names of items wide enough to label.
+#[derive(Default)]
+struct Drawn {
+    mesh: Mesh,
+    labels: Vec<(Rect, String)>,
+    quads: usize,
+}
+
+/// A row's items by index, sorted by start, as the drawing needs them.
+struct RowItems<'a> {
+    n: usize,
+    start: &'a dyn Fn(usize) -> i64,
+    end: &'a dyn Fn(usize) -> i64,
+    longest: i64,
+    color: &'a dyn Fn(usize) -> Color32,
+    name: &'a dyn Fn(usize) -> &'a str,
+    /// Colour of a folded run of items `[a, b)`.
+    folded: &'a dyn Fn(usize, usize) -> Color32,
+    /// Colour of a folded run from its sums: (busy ns, span ns, items, NCCL, memory).
+    mix: &'a dyn Fn(i64, i64, u32, u32, u32) -> Color32,
+}
+
 /// What a row shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RowKind {
@@ -79,12 +105,24 @@ pub enum Selection {
     Call { thread: usize, call: usize },
 }
 
+/// Intervals of one device's state (a clicked summary category), drawn as a band over
+/// the device's rows.
+pub struct Overlay {
+    pub device: usize,
+    pub state: State,
+    pub starts: Vec<i64>,
+    pub ends: Vec<i64>,
+}
+
 pub struct Timeline {
     prefixes: Vec<Vec<StreamPrefix>>,
     /// Per thread, per depth: indices of its ranges at that depth, by start.
     nvtx_by_depth: Vec<Vec<Vec<u32>>>,
     /// Longest range per (thread, depth), for searches by start.
     longest_range: Vec<Vec<i64>>,
+    stream_lods: Vec<Vec<RowLod>>,
+    nvtx_lods: Vec<Vec<RowLod>>,
+    api_lods: Vec<RowLod>,
     pub collapsed_gpus: Vec<bool>,
     pub collapsed_threads: Vec<bool>,
     /// Visible time range (ns, the trace's clock).
@@ -97,6 +135,14 @@ pub struct Timeline {
     drag_origin: Option<(f32, bool)>,
     /// Ops drawn as quads in the last frame (for the frame benchmark).
     pub last_quads: usize,
+    pub overlay: Option<Overlay>,
+    /// A gap to point at: (device index, start, end).
+    pub highlight: Option<(usize, i64, i64)>,
+    pub search: Search,
+    /// Set by a frame in which a click on the plot selected something.
+    pub clicked_selection: bool,
+    /// Where the plot (right of the labels, below the ruler) was last drawn.
+    pub last_plot: Rect,
 }
 
 impl Timeline {
@@ -132,10 +178,64 @@ impl Timeline {
             longest_range.push(longest);
         }
         let full = full_range(trace);
+        let stream_lods = trace
+            .devices
+            .par_iter()
+            .map(|d| {
+                d.streams
+                    .iter()
+                    .map(|s| {
+                        let ops = &s.ops;
+                        RowLod::new(
+                            ops.len(),
+                            |i| ops.start[i],
+                            |i| ops.end[i],
+                            |i| (ops.kind[i] == OpKind::Nccl, !ops.kind[i].is_kernel()),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let nvtx_lods = trace
+            .threads
+            .par_iter()
+            .zip(&nvtx_by_depth)
+            .map(|(t, depths)| {
+                depths
+                    .iter()
+                    .map(|idx| {
+                        RowLod::new(
+                            idx.len(),
+                            |k| t.nvtx.start[idx[k] as usize],
+                            |k| t.nvtx.end[idx[k] as usize],
+                            |_| (false, false),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let api_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                RowLod::new(
+                    t.api.len(),
+                    |i| t.api.start[i],
+                    |i| t.api.end[i],
+                    |_| (false, false),
+                    full,
+                )
+            })
+            .collect();
         Self {
             prefixes,
             nvtx_by_depth,
             longest_range,
+            stream_lods,
+            nvtx_lods,
+            api_lods,
             collapsed_gpus: vec![false; trace.devices.len()],
             collapsed_threads: vec![false; trace.threads.len()],
             view: (full.0 as f64, full.1 as f64),
@@ -145,7 +245,31 @@ impl Timeline {
             window: None,
             drag_origin: None,
             last_quads: 0,
+            overlay: None,
+            highlight: None,
+            search: Search::default(),
+            clicked_selection: false,
+            last_plot: Rect::NOTHING,
         }
+    }
+
+    /// Memory of the drawing indexes (prefix sums and levels of detail).
+    pub fn index_bytes(&self) -> usize {
+        let prefixes: usize = self
+            .prefixes
+            .iter()
+            .flatten()
+            .map(|p| p.busy.capacity() * 8 + (p.nccl.capacity() + p.memory.capacity()) * 4)
+            .sum();
+        let lods: usize = self
+            .stream_lods
+            .iter()
+            .chain(&self.nvtx_lods)
+            .flatten()
+            .chain(&self.api_lods)
+            .map(RowLod::heap_bytes)
+            .sum();
+        prefixes + lods
     }
 
     /// Rows in display order: GPUs (streams), then CPU threads with NVTX or API calls.
@@ -197,6 +321,97 @@ impl Timeline {
         self.view = (self.view.0 + d, self.view.1 + d);
     }
 
+    /// Selects a search match and brings it into view: centred at the current zoom when it
+    /// fits, else zoomed to it.
+    pub fn go_to(&mut self, m: Match) {
+        self.selection = Some(m.selection);
+        let span = self.view.1 - self.view.0;
+        let len = (m.end - m.start) as f64;
+        if len < span * 0.5 && span < (self.full.1 - self.full.0) as f64 * 0.05 {
+            let mid = (m.start + m.end) as f64 / 2.0;
+            self.view = (mid - span / 2.0, mid + span / 2.0);
+        } else {
+            self.zoom_to(m.start, m.end, 1.0);
+        }
+    }
+
+    /// Takes over the view, selection and marks of the timeline it replaces (the same
+    /// file, more of it loaded).
+    pub fn keep_view_of(&mut self, old: &mut Timeline) {
+        self.view = old.view;
+        self.scroll_y = old.scroll_y;
+        self.window = old.window;
+        self.overlay = old.overlay.take();
+        self.highlight = old.highlight;
+        self.search.open = old.search.open;
+        self.search.query = std::mem::take(&mut old.search.query);
+        self.search.mode = old.search.mode;
+        if let Some(Selection::Op { .. }) = old.selection {
+            self.selection = old.selection;
+        }
+    }
+
+    /// The search bar (Ctrl+F): query, regex switch, match count, previous/next.
+    fn search_bar(&mut self, ui: &mut egui::Ui, trace: &Trace) {
+        let ctrl_f = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F));
+        if ctrl_f {
+            self.search.open = true;
+        }
+        if !self.search.open {
+            return;
+        }
+        let mut step = None;
+        ui.horizontal(|ui| {
+            ui.label("Find");
+            let edit = ui.add(
+                egui::TextEdit::singleline(&mut self.search.query)
+                    .id_salt("search")
+                    .hint_text("kernel or NVTX name")
+                    .desired_width(260.0),
+            );
+            if ctrl_f {
+                edit.request_focus();
+            }
+            if edit.changed() && self.search.mode == Mode::Exact {
+                self.search.mode = Mode::Substring;
+            }
+            if edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                step = Some(!ui.input(|i| i.modifiers.shift));
+                edit.request_focus();
+            }
+            let mut regex = self.search.mode == Mode::Regex;
+            if ui.checkbox(&mut regex, "regex").changed() {
+                self.search.mode = if regex { Mode::Regex } else { Mode::Substring };
+            }
+            if ui.button("Previous").clicked() {
+                step = Some(false);
+            }
+            if ui.button("Next").clicked() {
+                step = Some(true);
+            }
+            self.search.run(trace);
+            match (&self.search.error, self.search.current) {
+                (Some(e), _) => {
+                    ui.colored_label(ui.visuals().warn_fg_color, e);
+                }
+                (None, Some(i)) => {
+                    ui.label(format!("{} of {} matches", i + 1, self.search.matches.len()));
+                }
+                (None, None) => {
+                    ui.label(format!("{} matches", self.search.matches.len()));
+                }
+            }
+            if ui.button("Close").clicked() {
+                self.search.open = false;
+            }
+        });
+        if let Some(forward) = step
+            && let Some(m) = self.search.step(forward)
+        {
+            self.go_to(m);
+        }
+    }
+
     /// Shows `[start, end]` with `margin` of its length on both sides.
     pub fn zoom_to(&mut self, start: i64, end: i64, margin: f64) {
         let len = (end - start).max(100) as f64;
@@ -205,6 +420,7 @@ impl Timeline {
 
     /// Draws the timeline in the whole of `ui` and handles its input.
     pub fn show(&mut self, ui: &mut egui::Ui, trace: &Trace) {
+        self.search_bar(ui, trace);
         let size = ui.available_size();
         let (response, painter) = ui.allocate_painter(size, Sense::click_and_drag());
         let rect = response.rect;
@@ -217,6 +433,7 @@ impl Timeline {
             Pos2::new(rect.right(), plot.top()),
         );
         self.handle_input(ui, &response, plot, ruler);
+        self.last_plot = plot;
         let (v0, v1) = self.view;
         let x_of = |t: f64| plot.left() + ((t - v0) / (v1 - v0)) as f32 * plot.width();
         let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
@@ -224,9 +441,7 @@ impl Timeline {
         painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
         self.draw_ruler(&painter, ruler, ui);
         let rows = self.rows(trace);
-        let mut mesh = Mesh::default();
-        let mut labels: Vec<(Rect, String)> = Vec::new();
-        let mut quads = 0usize;
+        let mut drawn = Drawn::default();
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
         let pointer = response.hover_pos();
@@ -251,9 +466,7 @@ impl Timeline {
                     &x_of,
                     &t_of,
                     hover_t,
-                    &mut mesh,
-                    &mut labels,
-                    &mut quads,
+                    &mut drawn,
                 );
                 if found.is_some() {
                     hovered = found;
@@ -261,6 +474,11 @@ impl Timeline {
             }
             y += h;
         }
+        let Drawn {
+            mesh,
+            labels,
+            quads,
+        } = drawn;
         plot_painter.add(egui::Shape::mesh(mesh));
         let font = egui::FontId::proportional(11.0);
         for (r, text) in labels {
@@ -272,6 +490,7 @@ impl Timeline {
                 Color32::BLACK,
             );
         }
+        self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
         self.last_quads = quads;
         // Clicks on the plot select what is under the pointer; on the labels, fold groups.
@@ -282,6 +501,7 @@ impl Timeline {
                 self.toggle_group_at(&rows, plot.top() - self.scroll_y, p.y);
             } else if p.y > plot.top() {
                 self.selection = hovered.as_ref().map(|h| h.0);
+                self.clicked_selection = self.selection.is_some();
             }
         }
         if let Some((_, text)) = hovered {
@@ -487,126 +707,93 @@ impl Timeline {
         x_of: &dyn Fn(f64) -> f32,
         t_of: &dyn Fn(f32) -> f64,
         hover_t: Option<f64>,
-        mesh: &mut Mesh,
-        labels: &mut Vec<(Rect, String)>,
-        quads: &mut usize,
+        out: &mut Drawn,
     ) -> Option<(Selection, String)> {
         let inner = r.shrink2(Vec2::new(0.0, 2.0));
+        let slack = |t: f64| t_of(x_of(t) + MIN_PX) - t;
         match row {
             RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => None,
             RowKind::Stream { device, stream } => {
                 let ops = &trace.devices[device].streams[stream].ops;
                 let prefix = &self.prefixes[device][stream];
-                let longest = trace.devices[device].streams[stream].longest_op_ns;
-                let mut hovered = None;
-                fold_draw(
-                    &ops.start,
-                    &ops.end,
-                    longest,
-                    self.view,
-                    x_of,
-                    t_of,
-                    |i| kind_color(ops.kind[i]),
-                    |a, b| {
-                        let n = (b - a) as f32;
-                        let nccl = (prefix.nccl[b] - prefix.nccl[a]) as f32 / n;
-                        let mem = (prefix.memory[b] - prefix.memory[a]) as f32 / n;
-                        let span = (ops.end[b - 1] - ops.start[a]).max(1) as f32;
-                        let busy = (prefix.busy[b] - prefix.busy[a]) as f32 / span;
-                        folded_color(1.0 - nccl - mem, nccl, mem, busy)
+                let items = RowItems {
+                    n: ops.len(),
+                    start: &|i| ops.start[i],
+                    end: &|i| ops.end[i],
+                    longest: trace.devices[device].streams[stream].longest_op_ns,
+                    color: &|i| kind_color(ops.kind[i]),
+                    name: &|i| trace.strings.get(ops.name[i]),
+                    folded: &|a, b| {
+                        let span = ops.end[b - 1] - ops.start[a];
+                        folded_color(
+                            prefix.busy[b] - prefix.busy[a],
+                            span,
+                            (b - a) as u32,
+                            prefix.nccl[b] - prefix.nccl[a],
+                            prefix.memory[b] - prefix.memory[a],
+                        )
                     },
-                    |i, rect| {
-                        if rect.width() > 40.0 {
-                            labels.push((rect, trace.strings.get(ops.name[i]).to_string()));
-                        }
-                    },
-                    inner,
-                    mesh,
-                    quads,
-                );
-                if let Some(t) = hover_t
-                    && let Some(i) =
-                        item_at(&ops.start, &ops.end, longest, t, t_of(x_of(t) + MIN_PX) - t)
-                {
-                    hovered = Some((
-                        Selection::Op {
-                            device,
-                            op: OpRef {
-                                stream: stream as u32,
-                                op: i as u32,
-                            },
+                    mix: &folded_color,
+                };
+                self.draw_items(&items, &self.stream_lods[device][stream], inner, x_of, t_of, out);
+                let t = hover_t?;
+                let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
+                Some((
+                    Selection::Op {
+                        device,
+                        op: OpRef {
+                            stream: stream as u32,
+                            op: i as u32,
                         },
-                        op_tooltip(trace, device, stream, i),
-                    ));
-                }
-                hovered
+                    },
+                    op_tooltip(trace, device, stream, i),
+                ))
             }
             RowKind::Nvtx { thread, depth } => {
                 let t = &trace.threads[thread];
                 let idx = &self.nvtx_by_depth[thread][depth as usize];
-                let longest = self.longest_range[thread][depth as usize];
-                let start_of = |k: usize| t.nvtx.start[idx[k] as usize];
-                let end_of = |k: usize| t.nvtx.end[idx[k] as usize];
-                let n = idx.len();
                 let range_of = |k: usize| idx[k] as usize;
-                let mut hovered = None;
-                fold_draw_by(
-                    n,
-                    &start_of,
-                    &end_of,
-                    longest,
-                    self.view,
-                    x_of,
-                    t_of,
-                    |k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
-                    |_, _| Color32::from_rgb(120, 130, 160),
-                    |k, rect| {
-                        if rect.width() > 40.0 {
-                            labels.push((
-                                rect,
-                                trace.strings.get(t.nvtx.text[range_of(k)]).to_string(),
-                            ));
-                        }
-                    },
-                    inner,
-                    mesh,
-                    quads,
-                );
-                if let Some(time) = hover_t
-                    && let Some(k) = item_at_by(
-                        n,
-                        &start_of,
-                        &end_of,
-                        longest,
-                        time,
-                        t_of(x_of(time) + MIN_PX) - time,
-                    )
-                {
-                    let range = range_of(k);
-                    hovered = Some((
-                        Selection::Range { thread, range },
-                        format!(
-                            "{}\nstart {}  duration {}\nthread {}",
-                            trace.strings.get(t.nvtx.text[range]),
-                            format_ns(t.nvtx.start[range] - self.full.0),
-                            format_ns(t.nvtx.end[range] - t.nvtx.start[range]),
-                            t.tid
-                        ),
-                    ));
-                }
-                hovered
+                let items = RowItems {
+                    n: idx.len(),
+                    start: &|k| t.nvtx.start[range_of(k)],
+                    end: &|k| t.nvtx.end[range_of(k)],
+                    longest: self.longest_range[thread][depth as usize],
+                    color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
+                    name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
+                    folded: &|_, _| Color32::from_rgb(120, 130, 160),
+                    mix: &|_, _, _, _, _| Color32::from_rgb(120, 130, 160),
+                };
+                let lod = &self.nvtx_lods[thread][depth as usize];
+                self.draw_items(&items, lod, inner, x_of, t_of, out);
+                let time = hover_t?;
+                let k = item_at_by(
+                    items.n,
+                    items.start,
+                    items.end,
+                    items.longest,
+                    time,
+                    slack(time),
+                )?;
+                let range = range_of(k);
+                Some((
+                    Selection::Range { thread, range },
+                    format!(
+                        "{}\nstart {}  duration {}\nthread {}",
+                        trace.strings.get(t.nvtx.text[range]),
+                        format_ns(t.nvtx.start[range] - self.full.0),
+                        format_ns(t.nvtx.end[range] - t.nvtx.start[range]),
+                        t.tid
+                    ),
+                ))
             }
             RowKind::Api { thread } => {
                 let t = &trace.threads[thread];
-                let longest = t.longest_call_ns;
-                fold_draw(
-                    &t.api.start,
-                    &t.api.end,
-                    longest,
-                    self.view,
-                    x_of,
-                    t_of,
-                    |i| {
+                let items = RowItems {
+                    n: t.api.len(),
+                    start: &|i| t.api.start[i],
+                    end: &|i| t.api.end[i],
+                    longest: t.longest_call_ns,
+                    color: &|i| {
                         if crate::analysis::gaps::is_synchronizing(trace.strings.get(t.api.name[i]))
                         {
                             Color32::from_rgb(220, 80, 80)
@@ -614,24 +801,13 @@ impl Timeline {
                             Color32::from_rgb(110, 170, 110)
                         }
                     },
-                    |_, _| Color32::from_rgb(90, 140, 90),
-                    |i, rect| {
-                        if rect.width() > 40.0 {
-                            labels.push((rect, trace.strings.get(t.api.name[i]).to_string()));
-                        }
-                    },
-                    inner,
-                    mesh,
-                    quads,
-                );
+                    name: &|i| trace.strings.get(t.api.name[i]),
+                    folded: &|_, _| Color32::from_rgb(90, 140, 90),
+                    mix: &|_, _, _, _, _| Color32::from_rgb(90, 140, 90),
+                };
+                self.draw_items(&items, &self.api_lods[thread], inner, x_of, t_of, out);
                 let time = hover_t?;
-                let i = item_at(
-                    &t.api.start,
-                    &t.api.end,
-                    longest,
-                    time,
-                    t_of(x_of(time) + MIN_PX) - time,
-                )?;
+                let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
                 Some((
                     Selection::Call { thread, call: i },
                     format!(
@@ -642,6 +818,132 @@ impl Timeline {
                     ),
                 ))
             }
+        }
+    }
+
+    /// Draws a row's items: from its level of detail when zoomed out far enough, else the
+    /// items themselves, folding runs narrower than `MIN_PX`.
+    fn draw_items(
+        &self,
+        items: &RowItems,
+        lod: &RowLod,
+        r: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+        t_of: &dyn Fn(f32) -> f64,
+        out: &mut Drawn,
+    ) {
+        let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
+        let mut label = |i: usize, rect: Rect| {
+            if rect.width() > 40.0 {
+                out.labels.push((rect, (items.name)(i).to_string()));
+            }
+        };
+        if let Some(level) = lod.level_for(fold_ns) {
+            let blocks = &level.blocks;
+            let mix = |a: usize, b: usize| {
+                let (busy, count, nccl, memory) = lod::sum(&blocks[a..b]);
+                (items.mix)(busy, blocks[b - 1].end - blocks[a].start, count, nccl, memory)
+            };
+            fold_draw_by(
+                blocks.len(),
+                &|k| blocks[k].start,
+                &|k| blocks[k].end,
+                level.longest,
+                self.view,
+                x_of,
+                t_of,
+                |k| {
+                    if blocks[k].count == 1 {
+                        (items.color)(blocks[k].first as usize)
+                    } else {
+                        mix(k, k + 1)
+                    }
+                },
+                mix,
+                |k, rect| {
+                    if blocks[k].count == 1 {
+                        label(blocks[k].first as usize, rect);
+                    }
+                },
+                r,
+                &mut out.mesh,
+                &mut out.quads,
+            );
+        } else {
+            fold_draw_by(
+                items.n,
+                items.start,
+                items.end,
+                items.longest,
+                self.view,
+                x_of,
+                t_of,
+                items.color,
+                items.folded,
+                label,
+                r,
+                &mut out.mesh,
+                &mut out.quads,
+            );
+        }
+    }
+
+    /// The state overlay over a device's rows, the highlighted gap, and search matches.
+    fn draw_marks(
+        &self,
+        painter: &egui::Painter,
+        rows: &[RowKind],
+        plot: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+        t_of: &dyn Fn(f32) -> f64,
+    ) {
+        let mut mesh = Mesh::default();
+        let mut quads = 0;
+        let mut fold = |starts: &[i64], ends: &[i64], r: Rect, color: Color32, mesh: &mut Mesh| {
+            let longest = (0..starts.len()).map(|i| ends[i] - starts[i]).max().unwrap_or(0);
+            fold_draw_by(
+                starts.len(),
+                &|i| starts[i],
+                &|i| ends[i],
+                longest,
+                self.view,
+                x_of,
+                t_of,
+                |_| color,
+                |_, _| color,
+                |_, _| {},
+                r,
+                mesh,
+                &mut quads,
+            );
+        };
+        if let Some(o) = &self.overlay
+            && let Some(band) = device_band(rows, o.device, plot.top() - self.scroll_y)
+        {
+            let r = Rect::from_x_y_ranges(plot.x_range(), band);
+            let color = Color32::from_rgba_unmultiplied(255, 60, 60, 70);
+            fold(&o.starts, &o.ends, r, color, &mut mesh);
+        }
+        for (row, starts, ends) in &self.search.by_row {
+            if let Some(y) = row_top(rows, *row, plot.top() - self.scroll_y) {
+                let r = Rect::from_x_y_ranges(plot.x_range(), y..=y + 4.0);
+                fold(starts, ends, r, Color32::from_rgb(255, 220, 0), &mut mesh);
+            }
+        }
+        painter.add(egui::Shape::mesh(mesh));
+        if let Some((device, a, b)) = self.highlight
+            && let Some(band) = device_band(rows, device, plot.top() - self.scroll_y)
+        {
+            let x0 = x_of(a as f64);
+            let x1 = x_of(b as f64).max(x0 + 2.0);
+            let r = Rect::from_x_y_ranges(x0..=x1, band);
+            painter.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(255, 40, 40, 50));
+            painter.rect_stroke(
+                r,
+                0.0,
+                Stroke::new(2.0, Color32::from_rgb(230, 40, 40)),
+                egui::StrokeKind::Outside,
+            );
         }
     }
 
@@ -659,17 +961,7 @@ impl Timeline {
             painter.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(80, 140, 255, 30));
         }
         let Some(sel) = self.selection else { return };
-        let row_y = |target: RowKind| -> Option<f32> {
-            let mut y = plot.top() - self.scroll_y;
-            for row in rows {
-                let h = row.height();
-                if *row == target {
-                    return Some(y);
-                }
-                y += h;
-            }
-            None
-        };
+        let row_y = |target: RowKind| row_top(rows, target, plot.top() - self.scroll_y);
         let stroke = Stroke::new(2.0, Color32::from_rgb(255, 200, 0));
         match sel {
             Selection::Op { device, op } => {
@@ -734,6 +1026,39 @@ impl Timeline {
     }
 }
 
+/// Top of `target`'s row, rows starting at `top`.
+fn row_top(rows: &[RowKind], target: RowKind, top: f32) -> Option<f32> {
+    let mut y = top;
+    for row in rows {
+        if *row == target {
+            return Some(y);
+        }
+        y += row.height();
+    }
+    None
+}
+
+/// The vertical extent of a device's group (header and stream rows).
+fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef> {
+    let mut y = top;
+    let mut band: Option<egui::Rangef> = None;
+    for row in rows {
+        let h = row.height();
+        let mine = match *row {
+            RowKind::GpuHeader(d) => d == device,
+            RowKind::Stream { device: d, .. } => d == device,
+            _ => false,
+        };
+        if mine {
+            band = Some(band.map_or(egui::Rangef::new(y, y + h), |b| {
+                egui::Rangef::new(b.min, y + h)
+            }));
+        }
+        y += h;
+    }
+    band
+}
+
 /// First and last time of anything in the trace.
 fn full_range(trace: &Trace) -> (i64, i64) {
     let mut lo = i64::MAX;
@@ -770,8 +1095,13 @@ pub fn kind_color(kind: OpKind) -> Color32 {
     }
 }
 
-/// A folded block: the mix of what it hides, lighter the less busy it is.
-fn folded_color(compute: f32, nccl: f32, memory: f32, busy: f32) -> Color32 {
+/// A folded block of `count` ops over `span` ns: the mix of what it hides, lighter the
+/// less busy it is.
+fn folded_color(busy_ns: i64, span: i64, count: u32, nccl: u32, memory: u32) -> Color32 {
+    let n = count.max(1) as f32;
+    let (nccl, memory) = (nccl as f32 / n, memory as f32 / n);
+    let compute = 1.0 - nccl - memory;
+    let busy = busy_ns as f32 / span.max(1) as f32;
     let mix = |k: OpKind| {
         let c = kind_color(k);
         [c.r() as f32, c.g() as f32, c.b() as f32]
@@ -830,38 +1160,6 @@ fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize) -> String {
 
 /// Draws items `[0, n)` (sorted by start, not overlapping much) of one row: wide ones as
 /// quads, runs of narrow ones folded into one block each. O(pixels × log n).
-#[allow(clippy::too_many_arguments)]
-fn fold_draw(
-    starts: &[i64],
-    ends: &[i64],
-    longest: i64,
-    view: (f64, f64),
-    x_of: &dyn Fn(f64) -> f32,
-    t_of: &dyn Fn(f32) -> f64,
-    color: impl Fn(usize) -> Color32,
-    folded: impl Fn(usize, usize) -> Color32,
-    on_wide: impl FnMut(usize, Rect),
-    r: Rect,
-    mesh: &mut Mesh,
-    quads: &mut usize,
-) {
-    fold_draw_by(
-        starts.len(),
-        &|i| starts[i],
-        &|i| ends[i],
-        longest,
-        view,
-        x_of,
-        t_of,
-        color,
-        folded,
-        on_wide,
-        r,
-        mesh,
-        quads,
-    );
-}
-
 #[allow(clippy::too_many_arguments)]
 fn fold_draw_by(
     n: usize,

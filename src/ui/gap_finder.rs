@@ -1,0 +1,292 @@
+//! The gap finder: every idle window of every GPU in a sortable, filterable table that only
+//! lays out the rows on screen; a recurring view grouping gaps by signature; a click (or
+//! N / Shift+N) zooms the timeline to a gap and highlights it; CSV export.
+
+use eframe::egui;
+use egui_extras::{Column as TableColumn, TableBuilder};
+
+use super::gap_table::{Column, Filter, filtered_order, to_csv};
+use super::shorten;
+use super::timeline::Timeline;
+use crate::analysis::gaps::Cause;
+use crate::analysis::overview::Overview;
+use crate::report::format_ns;
+use crate::trace::Trace;
+
+const CAUSES: [Cause; 4] = [
+    Cause::HostSync,
+    Cause::HostBound,
+    Cause::Dependency,
+    Cause::Unknown,
+];
+
+pub struct GapFinder {
+    pub filter: Filter,
+    pub column: Column,
+    pub descending: bool,
+    /// Gap indices shown, in order.
+    pub order: Vec<u32>,
+    applied: Option<(Filter, Column, bool)>,
+    pub recurring_view: bool,
+    /// Position in `order` of the selected gap.
+    pub current: Option<usize>,
+    min_us: f64,
+    message: Option<String>,
+    /// Gaps per cause, in `CAUSES` order (counted once).
+    cause_counts: Option<[usize; 4]>,
+}
+
+impl Default for GapFinder {
+    fn default() -> Self {
+        Self {
+            filter: Filter::default(),
+            column: Column::Duration,
+            descending: true,
+            order: Vec::new(),
+            applied: None,
+            recurring_view: false,
+            current: None,
+            min_us: 0.0,
+            message: None,
+            cause_counts: None,
+        }
+    }
+}
+
+impl GapFinder {
+    /// Recomputes the order when the filter or sort changed.
+    pub fn refresh(&mut self, overview: &Overview) {
+        let key = (self.filter.clone(), self.column, self.descending);
+        if self.applied.as_ref() != Some(&key) {
+            self.order = filtered_order(
+                &overview.gaps,
+                &overview.recurring,
+                &self.filter,
+                self.column,
+                self.descending,
+            );
+            self.current = None;
+            self.applied = Some(key);
+        }
+    }
+
+    /// Selects the gap at `pos` of the current order and shows it on the timeline.
+    pub fn select(&mut self, pos: usize, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        let Some(&i) = self.order.get(pos) else {
+            return;
+        };
+        self.current = Some(pos);
+        let gap = &overview.gaps[i as usize].gap;
+        let end = gap.start_ns + gap.duration_ns;
+        timeline.zoom_to(gap.start_ns, end, 2.0);
+        if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device) {
+            timeline.highlight = Some((d, gap.start_ns, end));
+        }
+    }
+
+    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        self.refresh(overview);
+        self.controls(ui, trace, overview, timeline);
+        // N / Shift+N step through the current order, unless a text field has the keys.
+        let typing = ui.ctx().egui_wants_keyboard_input();
+        if !typing && !self.order.is_empty() {
+            let (next, prev) = ui.input_mut(|i| {
+                (
+                    i.consume_key(egui::Modifiers::NONE, egui::Key::N),
+                    i.consume_key(egui::Modifiers::SHIFT, egui::Key::N),
+                )
+            });
+            if next || prev {
+                let n = self.order.len();
+                let pos = match (self.current, next) {
+                    (None, _) => 0,
+                    (Some(p), true) => (p + 1) % n,
+                    (Some(p), false) => (p + n - 1) % n,
+                };
+                self.select(pos, trace, overview, timeline);
+            }
+        }
+        ui.separator();
+        if self.recurring_view {
+            self.recurring_table(ui, overview);
+        } else {
+            self.gap_table(ui, trace, overview, timeline);
+        }
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &Timeline) {
+        ui.horizontal_wrapped(|ui| {
+            ui.selectable_value(&mut self.recurring_view, false, "All gaps");
+            ui.selectable_value(&mut self.recurring_view, true, "Recurring");
+            ui.separator();
+            ui.label("min");
+            if ui
+                .add(egui::DragValue::new(&mut self.min_us).range(0.0..=1e9).suffix(" µs").speed(10.0))
+                .changed()
+            {
+                self.filter.min_duration_ns = (self.min_us * 1e3) as i64;
+            }
+            egui::ComboBox::from_id_salt("gap device")
+                .selected_text(match self.filter.device {
+                    Some(d) => format!("GPU {d}"),
+                    None => "all GPUs".into(),
+                })
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut self.filter.device, None, "all GPUs");
+                    for d in &trace.devices {
+                        ui.selectable_value(&mut self.filter.device, Some(d.id), format!("GPU {}", d.id));
+                    }
+                });
+            ui.separator();
+            let counts = *self.cause_counts.get_or_insert_with(|| {
+                CAUSES.map(|c| overview.gaps.iter().filter(|g| g.gap.cause == c).count())
+            });
+            ui.selectable_value(&mut self.filter.cause, None, format!("any cause ({})", overview.gaps.len()));
+            for (c, n) in CAUSES.into_iter().zip(counts) {
+                ui.selectable_value(&mut self.filter.cause, Some(c), format!("{} ({n})", c.label()));
+            }
+            ui.separator();
+            ui.add(
+                egui::TextEdit::singleline(&mut self.filter.text)
+                    .hint_text("filter by name")
+                    .desired_width(140.0),
+            );
+            if let Some(r) = self.filter.recurring {
+                let sig = overview.recurring.get(r).map_or("", |g| g.signature.as_str());
+                if ui
+                    .button(format!("group: {} ×", shorten(&sig.replace('→', "->"), 40)))
+                    .on_hover_text("Show every gap again")
+                    .clicked()
+                {
+                    self.filter.recurring = None;
+                }
+            }
+            ui.label(format!("{} gaps shown of {}", self.order.len(), overview.gaps.len()));
+            if ui.button("Export CSV…").clicked() {
+                self.message = Some(self.export(overview, timeline.full.0));
+            }
+            if let Some(m) = &self.message {
+                ui.label(m);
+            }
+        });
+    }
+
+    fn export(&self, overview: &Overview, origin: i64) -> String {
+        let Some(path) = rfd::FileDialog::new()
+            .set_file_name("gaps.csv")
+            .add_filter("CSV", &["csv"])
+            .save_file()
+        else {
+            return String::new();
+        };
+        match to_csv(&overview.gaps, &self.order, origin)
+            .and_then(|bytes| std::fs::write(&path, bytes).map_err(|e| e.to_string()))
+        {
+            Ok(()) => format!("wrote {} rows to {}", self.order.len(), path.display()),
+            Err(e) => format!("could not write {}: {e}", path.display()),
+        }
+    }
+
+    fn gap_table(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        let origin = timeline.full.0;
+        let mut clicked = None;
+        let mut sort_by = None;
+        TableBuilder::new(ui)
+            .striped(true)
+            .sense(egui::Sense::click())
+            .column(TableColumn::exact(50.0))
+            .column(TableColumn::exact(90.0))
+            .column(TableColumn::exact(80.0))
+            .column(TableColumn::initial(420.0).clip(true).resizable(true))
+            .column(TableColumn::initial(220.0).clip(true).resizable(true))
+            .column(TableColumn::remainder())
+            .header(20.0, |mut header| {
+                for column in Column::ALL {
+                    header.col(|ui| {
+                        let arrow = match (self.column == column, self.descending) {
+                            (true, true) => " v",
+                            (true, false) => " ^",
+                            _ => "",
+                        };
+                        if ui.button(format!("{}{arrow}", column.label())).clicked() {
+                            sort_by = Some(column);
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(18.0, self.order.len(), |mut row| {
+                    let pos = row.index();
+                    let g = &overview.gaps[self.order[pos] as usize];
+                    row.set_selected(self.current == Some(pos));
+                    for text in [
+                        format!("GPU {}", g.gap.device),
+                        format_ns(g.gap.start_ns - origin),
+                        format_ns(g.gap.duration_ns),
+                        format!("{}  ->  {}", g.before_name, g.after_name),
+                        g.enclosing_nvtx.clone().unwrap_or_else(|| "-".into()),
+                        g.gap.cause.label().to_string(),
+                    ] {
+                        row.col(|ui| cell(ui, text));
+                    }
+                    if row.response().clicked() {
+                        clicked = Some(pos);
+                    }
+                });
+            });
+        if let Some(column) = sort_by {
+            if self.column == column {
+                self.descending = !self.descending;
+            } else {
+                self.column = column;
+                self.descending = matches!(column, Column::Duration);
+            }
+        }
+        if let Some(pos) = clicked {
+            self.select(pos, trace, overview, timeline);
+        }
+    }
+
+    fn recurring_table(&mut self, ui: &mut egui::Ui, overview: &Overview) {
+        let mut open = None;
+        TableBuilder::new(ui)
+            .striped(true)
+            .sense(egui::Sense::click())
+            .column(TableColumn::initial(640.0).clip(true).resizable(true))
+            .column(TableColumn::exact(70.0))
+            .column(TableColumn::exact(90.0))
+            .column(TableColumn::remainder())
+            .header(20.0, |mut header| {
+                for name in ["signature (click to list its gaps)", "count", "total", "median"] {
+                    header.col(|ui| {
+                        ui.strong(name);
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(18.0, overview.recurring.len(), |mut row| {
+                    let r = &overview.recurring[row.index()];
+                    for text in [
+                        r.signature.replace('→', "->"),
+                        r.count.to_string(),
+                        format_ns(r.total_ns),
+                        format_ns(r.median_ns),
+                    ] {
+                        row.col(|ui| cell(ui, text));
+                    }
+                    if row.response().clicked() {
+                        open = Some(row.index());
+                    }
+                });
+            });
+        if let Some(r) = open {
+            self.filter.recurring = Some(r);
+            self.recurring_view = false;
+        }
+    }
+}
+
+/// A table cell's text; not selectable, so a click on it selects the row.
+fn cell(ui: &mut egui::Ui, text: String) {
+    ui.add(egui::Label::new(text).selectable(false));
+}

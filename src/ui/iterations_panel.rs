@@ -1,0 +1,356 @@
+//! Iterations: per-GPU durations as a plot and a histogram, warm-up and slow iterations
+//! marked, the slowest named; a marker selector; clicking an iteration zooms the timeline
+//! to it on all GPUs and opens its drill-down (vs the median iteration, the kernels that
+//! grew, its gaps, and per NCCL collective the rank that started last and why).
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+
+use eframe::egui::{self, Color32, RichText};
+use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
+
+use super::shorten;
+use super::timeline::Timeline;
+use crate::analysis::breakdown::{State, pct};
+use crate::analysis::drilldown::{Drilldown, drilldown};
+use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
+use crate::analysis::iterations::{Iterations, Source, iterations};
+use crate::analysis::overview::Overview;
+use crate::report::format_ns;
+use crate::trace::Trace;
+
+#[derive(Default)]
+pub struct IterationsPanel {
+    marker_text: String,
+    /// Iterations by a typed marker, replacing the overview's.
+    custom: Option<Iterations>,
+    pending: Option<Receiver<Iterations>>,
+    pub selected: Option<usize>,
+    pub drilldown: Option<Drilldown>,
+}
+
+const TOP: usize = 8;
+
+impl IterationsPanel {
+    pub fn iterations<'a>(&'a self, overview: &'a Overview) -> &'a Iterations {
+        self.custom.as_ref().unwrap_or(&overview.iterations)
+    }
+
+    /// Zooms the timeline to iteration `k` on all GPUs (the union of their spans) and
+    /// opens its drill-down.
+    pub fn open(&mut self, k: usize, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        let its = self.iterations(overview);
+        let spans = its.per_device.iter().filter_map(|d| d.spans.get(k).copied().flatten());
+        let (lo, hi) = spans.fold((i64::MAX, i64::MIN), |(lo, hi), w| (lo.min(w.start), hi.max(w.end)));
+        if lo < hi {
+            timeline.view = (lo as f64, hi as f64);
+        }
+        self.drilldown = Some(drilldown(trace, its, k, DEFAULT_MIN_GAP_NS, TOP));
+        self.selected = Some(k);
+    }
+
+    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>, overview: &Overview, timeline: &mut Timeline) {
+        if let Some(rx) = &self.pending
+            && let Ok(its) = rx.try_recv()
+        {
+            self.custom = Some(its);
+            self.pending = None;
+            self.selected = None;
+            self.drilldown = None;
+        }
+        self.marker_bar(ui, trace, overview);
+        let its = self.iterations(overview);
+        if its.count() == 0 {
+            ui.label("No iterations found: no repeating NVTX range and no synchronising calls. Type a marker above.");
+            return;
+        }
+        let mut open = None;
+        if let Some(k) = its.slowest_index {
+            let worst = its
+                .per_device
+                .iter()
+                .filter_map(|d| Some((d.durations_ns.get(k)?, d.median_ns)))
+                .max_by_key(|(ns, _)| **ns);
+            if let Some((&ns, median)) = worst {
+                let text = format!(
+                    "Slowest: iter {k}: {}, {:+.0} % over median ({})",
+                    format_ns(ns),
+                    pct(ns - median, median),
+                    format_ns(median)
+                );
+                if ui.button(RichText::new(text).strong()).clicked() {
+                    open = Some(k);
+                }
+            }
+        }
+        ui.horizontal(|ui| {
+            let slow: Vec<usize> = {
+                let mut all: Vec<usize> = its.per_device.iter().flat_map(|d| d.slow_indices.clone()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            };
+            if !slow.is_empty() {
+                ui.label("slow:");
+                for &k in slow.iter().take(12) {
+                    if ui.small_button(format!("iter {k}")).clicked() {
+                        open = Some(k);
+                    }
+                }
+                if slow.len() > 12 {
+                    ui.label(format!("and {} more", slow.len() - 12));
+                }
+            }
+        });
+        let height = 170.0;
+        ui.horizontal(|ui| {
+            let width = (ui.available_width() * 0.62).max(200.0);
+            ui.allocate_ui(egui::vec2(width, height), |ui| {
+                if let Some(k) = duration_plot(ui, its, self.selected, height) {
+                    open = Some(k);
+                }
+            });
+            ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| histogram(ui, its, height));
+        });
+        if let Some(k) = open {
+            self.open(k, trace, overview, timeline);
+        }
+        if let Some(d) = &self.drilldown {
+            ui.separator();
+            egui::ScrollArea::vertical().id_salt("drilldown").show(ui, |ui| show_drilldown(ui, d, timeline));
+        }
+    }
+
+    fn marker_bar(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>, overview: &Overview) {
+        let its = self.iterations(overview);
+        let source = match its.source {
+            Source::Detected => "auto-detected",
+            Source::Given => "given",
+            Source::Heuristic => "synchronising-call heuristic",
+            Source::None => "none",
+        };
+        let summary = format!(
+            "{} iterations · marker: {} ({source})",
+            its.count(),
+            its.marker.as_deref().unwrap_or("-")
+        );
+        ui.horizontal(|ui| {
+            ui.label(summary);
+            ui.separator();
+            ui.add(
+                egui::TextEdit::singleline(&mut self.marker_text)
+                    .hint_text("NVTX marker, e.g. step_#")
+                    .desired_width(180.0),
+            );
+            let typed = !self.marker_text.trim().is_empty();
+            if ui.add_enabled(typed, egui::Button::new("Use marker")).clicked() {
+                self.recompute(trace, Some(self.marker_text.trim().to_string()));
+            }
+            if ui.add_enabled(self.custom.is_some(), egui::Button::new("Auto-detect")).clicked() {
+                self.custom = None;
+                self.selected = None;
+                self.drilldown = None;
+            }
+            if self.pending.is_some() {
+                ui.spinner();
+            }
+        });
+    }
+
+    /// Finds the iterations of `marker` on a worker thread.
+    fn recompute(&mut self, trace: &Arc<Trace>, marker: Option<String>) {
+        let (tx, rx) = channel();
+        let trace = trace.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(iterations(&trace, marker.as_deref()));
+        });
+        self.pending = Some(rx);
+    }
+}
+
+fn device_color(i: usize) -> Color32 {
+    const COLORS: [Color32; 8] = [
+        Color32::from_rgb(76, 140, 220),
+        Color32::from_rgb(236, 146, 48),
+        Color32::from_rgb(90, 180, 120),
+        Color32::from_rgb(170, 110, 200),
+        Color32::from_rgb(200, 180, 60),
+        Color32::from_rgb(60, 180, 190),
+        Color32::from_rgb(220, 110, 150),
+        Color32::from_rgb(140, 140, 140),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+/// Durations (ms) by iteration, one line per GPU; slow ones as red points, warm-up as a
+/// dashed line. Returns the iteration clicked.
+fn duration_plot(ui: &mut egui::Ui, its: &Iterations, selected: Option<usize>, height: f32) -> Option<usize> {
+    let response = Plot::new("iteration durations")
+        .height(height)
+        .x_axis_label("iteration")
+        .y_axis_label("ms")
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            for (i, d) in its.per_device.iter().enumerate() {
+                let points: Vec<[f64; 2]> =
+                    d.durations_ns.iter().enumerate().map(|(k, ns)| [k as f64, *ns as f64 / 1e6]).collect();
+                plot.line(Line::new(format!("GPU {}", d.device), PlotPoints::new(points)).color(device_color(i)));
+                let slow: Vec<[f64; 2]> = d
+                    .slow_indices
+                    .iter()
+                    .filter_map(|&k| Some([k as f64, *d.durations_ns.get(k)? as f64 / 1e6]))
+                    .collect();
+                plot.points(Points::new(format!("slow GPU {}", d.device), PlotPoints::new(slow)).radius(4.0).color(Color32::RED));
+            }
+            if let Some(w) = its.per_device.iter().map(|d| d.warmup).max().filter(|w| *w > 0) {
+                plot.vline(VLine::new("end of warm-up", w as f64 - 0.5).color(Color32::GRAY).style(egui_plot::LineStyle::dashed_loose()));
+            }
+            if let Some(k) = selected {
+                plot.vline(VLine::new("selected", k as f64).color(Color32::from_rgb(255, 200, 0)));
+            }
+        });
+    if response.response.clicked()
+        && let Some(pos) = response.response.interact_pointer_pos()
+    {
+        let k = response.transform.value_from_position(pos).x.round();
+        if k >= 0.0 && (k as usize) < its.count() {
+            return Some(k as usize);
+        }
+    }
+    None
+}
+
+/// Histogram of the steady-state durations of every GPU.
+fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
+    let values: Vec<f64> = its
+        .per_device
+        .iter()
+        .flat_map(|d| d.durations_ns.iter().skip(d.warmup).map(|ns| *ns as f64 / 1e6))
+        .collect();
+    let (lo, hi) = values.iter().fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    if values.is_empty() || hi <= lo {
+        ui.label("(all iterations take the same time)");
+        return;
+    }
+    let bins = 30;
+    let width = (hi - lo) / bins as f64;
+    let mut counts = vec![0usize; bins];
+    for v in &values {
+        counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+    }
+    let bars: Vec<Bar> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| Bar::new(lo + (i as f64 + 0.5) * width, c as f64).width(width))
+        .collect();
+    Plot::new("iteration histogram")
+        .height(height)
+        .x_axis_label("ms")
+        .y_axis_label("iterations")
+        .allow_scroll(false)
+        .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars).color(Color32::from_rgb(76, 140, 220))));
+}
+
+fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
+    let origin = timeline.full.0;
+    ui.heading(format!("Iteration {}", d.iteration));
+    if let Some(rank) = d.straggler_device {
+        let mut text = format!("Straggler: GPU {rank}");
+        if let Some(a) = &d.straggler_activity {
+            text += &match &a.longest_call {
+                Some(call) => format!(
+                    " — its CPU thread was in {call} for {} before launching the collective",
+                    format_ns(a.longest_call_ns)
+                ),
+                None => format!(
+                    " — its CPU thread was busy for {} since the previous collective",
+                    format_ns(a.since_previous_collective_ns)
+                ),
+            };
+            if !a.nvtx_path.is_empty() {
+                text += &format!(" (in {})", a.nvtx_path.join(" > "));
+            }
+        }
+        ui.label(RichText::new(text).strong().color(Color32::from_rgb(230, 90, 60)));
+    }
+    ui.add_space(4.0);
+    ui.strong("Breakdown vs the median iteration");
+    egui::Grid::new("drill breakdown").striped(true).show(ui, |ui| {
+        ui.label("GPU");
+        ui.label("this");
+        ui.label("median");
+        for s in State::ALL {
+            ui.label(s.label());
+        }
+        ui.end_row();
+        for dev in &d.devices {
+            ui.label(format!("GPU {}", dev.device));
+            ui.label(format_ns(dev.duration_ns));
+            ui.label(format!("{} (iter {})", format_ns(dev.reference_ns), dev.reference_index));
+            for s in State::ALL {
+                ui.label(format!(
+                    "{} vs {}",
+                    format_ns(s.of(&dev.breakdown_ns)),
+                    format_ns(s.of(&dev.reference_breakdown_ns))
+                ));
+            }
+            ui.end_row();
+        }
+    });
+    ui.add_space(4.0);
+    ui.strong("Kernels that grew most");
+    egui::Grid::new("drill kernels").striped(true).show(ui, |ui| {
+        for h in ["GPU", "kernel", "#", "this", "median", "growth"] {
+            ui.label(h);
+        }
+        ui.end_row();
+        for dev in &d.devices {
+            for k in dev.kernels_grown.iter().take(5) {
+                ui.label(format!("GPU {}", dev.device));
+                ui.label(shorten(&k.name, 60));
+                ui.label(k.occurrence.to_string());
+                ui.label(format_ns(k.duration_ns));
+                ui.label(format_ns(k.reference_ns));
+                ui.label(format!("+{}", format_ns(k.growth_ns)));
+                ui.end_row();
+            }
+        }
+    });
+    ui.add_space(4.0);
+    ui.strong("Its longest gaps");
+    let mut go = None;
+    for dev in &d.devices {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(format!("GPU {}:", dev.device));
+            for g in dev.gaps.iter().take(6) {
+                let text = format!("{} at {}", format_ns(g.duration_ns), format_ns(g.start_ns - origin));
+                if ui.link(text).clicked() {
+                    go = Some((g.start_ns, g.start_ns + g.duration_ns));
+                }
+            }
+        });
+    }
+    if let Some((a, b)) = go {
+        timeline.zoom_to(a, b, 2.0);
+    }
+    ui.add_space(4.0);
+    ui.strong("NCCL collectives: who started last");
+    egui::Grid::new("drill collectives").striped(true).show(ui, |ui| {
+        for h in ["#", "collective", "straggler", "late by", "its thread was"] {
+            ui.label(h);
+        }
+        ui.end_row();
+        for c in d.collectives.iter().take(TOP) {
+            ui.label(c.index.to_string());
+            ui.label(shorten(&c.name, 50));
+            ui.label(format!("GPU {}", c.straggler_device));
+            ui.label(format_ns(c.lateness_ns));
+            let a = &c.activity;
+            ui.label(match &a.longest_call {
+                Some(call) => format!("in {call} for {}", format_ns(a.longest_call_ns)),
+                None => format!("busy for {}", format_ns(a.since_previous_collective_ns)),
+            });
+            ui.end_row();
+        }
+    });
+}

@@ -1,0 +1,182 @@
+//! The summary panel: per GPU, where time goes (compute only, NCCL only, overlap, memory
+//! only, idle) as a stacked bar and clickable numbers, for the whole trace or the current
+//! window. A click on a category overlays its intervals on that GPU's rows and lists them.
+
+use eframe::egui::{self, Color32, Sense};
+use rayon::prelude::*;
+
+use super::timeline::{Overlay, Timeline};
+use crate::analysis::breakdown::{Breakdown, SameStream, State, breakdown, pct, same_stream};
+use crate::analysis::intervals::Window;
+use crate::analysis::overview::Overview;
+use crate::report::format_ns;
+use crate::trace::Trace;
+
+#[derive(Default)]
+pub struct SummaryPanel {
+    /// Breakdowns of the current window (it changes rarely; recomputed when it does).
+    window_rows: Option<((i64, i64), Vec<DeviceRow>)>,
+}
+
+#[derive(Clone)]
+struct DeviceRow {
+    window: Window,
+    breakdown: Breakdown,
+    same_stream: Option<SameStream>,
+}
+
+pub fn state_color(state: State) -> Color32 {
+    match state {
+        State::ComputeOnly => Color32::from_rgb(76, 140, 220),
+        State::NcclOnly => Color32::from_rgb(236, 146, 48),
+        State::Overlap => Color32::from_rgb(90, 180, 120),
+        State::MemoryOnly => Color32::from_rgb(170, 110, 200),
+        State::Idle => Color32::from_rgb(200, 70, 70),
+    }
+}
+
+impl SummaryPanel {
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: Option<&Overview>,
+        timeline: &mut Timeline,
+    ) {
+        ui.heading("Where time goes");
+        let rows: Vec<Option<DeviceRow>> = match timeline.window {
+            Some(w) => {
+                if self.window_rows.as_ref().map(|r| r.0) != Some(w) {
+                    let window = Window::new(w.0, w.1);
+                    let rows = trace
+                        .devices
+                        .par_iter()
+                        .map(|d| DeviceRow {
+                            window,
+                            breakdown: breakdown(d, window),
+                            same_stream: same_stream(d, window),
+                        })
+                        .collect();
+                    self.window_rows = Some((w, rows));
+                }
+                ui.horizontal(|ui| {
+                    ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
+                    if ui.small_button("whole trace").clicked() {
+                        timeline.window = None;
+                    }
+                });
+                self.window_rows.as_ref().unwrap().1.iter().cloned().map(Some).collect()
+            }
+            None => {
+                let Some(overview) = overview else {
+                    ui.label("Analysing…");
+                    return;
+                };
+                ui.label("Whole trace (Shift+drag on the timeline to pick a window).");
+                trace
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        overview.devices.iter().find(|s| s.device == d.id).map(|s| DeviceRow {
+                            window: s.window,
+                            breakdown: s.breakdown,
+                            same_stream: s.same_stream.clone(),
+                        })
+                    })
+                    .collect()
+            }
+        };
+        for (index, (device, row)) in trace.devices.iter().zip(rows).enumerate() {
+            ui.add_space(8.0);
+            ui.strong(format!("GPU {} · {}", device.id, device.name));
+            let Some(row) = row else {
+                ui.label("no GPU activity");
+                continue;
+            };
+            stacked_bar(ui, &row.breakdown);
+            let total = row.breakdown.total();
+            for state in State::ALL {
+                let ns = state.of(&row.breakdown);
+                let active = timeline
+                    .overlay
+                    .as_ref()
+                    .is_some_and(|o| o.device == index && o.state == state);
+                ui.horizontal(|ui| {
+                    let (r, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), Sense::hover());
+                    ui.painter().rect_filled(r, 2.0, state_color(state));
+                    let text = format!(
+                        "{}  {:.1} %  {}",
+                        state.label(),
+                        pct(ns, total),
+                        format_ns(ns)
+                    );
+                    if ui
+                        .selectable_label(active, text)
+                        .on_hover_text("Show these intervals on the timeline")
+                        .clicked()
+                    {
+                        if active {
+                            timeline.overlay = None;
+                        } else {
+                            let (starts, ends) =
+                                crate::analysis::breakdown::state_intervals(device, row.window, state);
+                            timeline.overlay = Some(Overlay {
+                                device: index,
+                                state,
+                                starts,
+                                ends,
+                            });
+                        }
+                    }
+                });
+            }
+            if let Some(s) = &row.same_stream {
+                ui.label(egui::RichText::new(s.sentence()).small());
+            }
+        }
+        if let Some(o) = &timeline.overlay {
+            ui.add_space(10.0);
+            ui.separator();
+            ui.strong(format!(
+                "{} intervals of GPU {} ({})",
+                o.state.label(),
+                trace.devices[o.device].id,
+                o.starts.len()
+            ));
+            let mut go = None;
+            let origin = timeline.full.0;
+            egui::ScrollArea::vertical()
+                .id_salt("overlay list")
+                .max_height(220.0)
+                .show_rows(ui, 18.0, o.starts.len(), |ui, range| {
+                    for i in range {
+                        let text = format!(
+                            "at {}  for {}",
+                            format_ns(o.starts[i] - origin),
+                            format_ns(o.ends[i] - o.starts[i])
+                        );
+                        if ui.link(text).clicked() {
+                            go = Some((o.starts[i], o.ends[i]));
+                        }
+                    }
+                });
+            if let Some((a, b)) = go {
+                timeline.zoom_to(a, b, 1.0);
+            }
+        }
+    }
+}
+
+/// One bar split by state, widths by share of the window.
+fn stacked_bar(ui: &mut egui::Ui, b: &Breakdown) {
+    let width = ui.available_width().min(300.0);
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, 14.0), Sense::hover());
+    let total = b.total().max(1) as f32;
+    let mut x = rect.left();
+    for state in State::ALL {
+        let w = state.of(b) as f32 / total * rect.width();
+        let r = egui::Rect::from_min_max(egui::pos2(x, rect.top()), egui::pos2(x + w, rect.bottom()));
+        ui.painter().rect_filled(r, 0.0, state_color(state));
+        x += w;
+    }
+}

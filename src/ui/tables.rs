@@ -1,0 +1,180 @@
+//! Kernel and NCCL summaries as sortable tables. Clicking a kernel name marks its
+//! occurrences on the timeline and steps through them (each click goes to the next one).
+
+use eframe::egui;
+use egui_extras::{Column, TableBuilder};
+
+use super::search::Mode;
+use super::shorten;
+use super::timeline::Timeline;
+use crate::analysis::overview::Overview;
+use crate::analysis::summary::{KernelStat, NcclStat};
+use crate::report::format_ns;
+use crate::trace::Trace;
+
+pub struct Tables {
+    kernel_sort: (usize, bool),
+    nccl_sort: (usize, bool),
+}
+
+impl Default for Tables {
+    /// Biggest total time first.
+    fn default() -> Self {
+        Self {
+            kernel_sort: (2, true),
+            nccl_sort: (3, true),
+        }
+    }
+}
+
+const KERNEL_COLUMNS: [&str; 8] = ["kernel", "count", "total", "share", "mean", "median", "min", "max"];
+const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
+
+impl Tables {
+    pub fn kernels(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
+        let (column, descending) = self.kernel_sort;
+        rows.sort_by(|a, b| {
+            let ord = match column {
+                0 => a.name.cmp(&b.name),
+                1 => a.count.cmp(&b.count),
+                2 | 3 => a.total_ns.cmp(&b.total_ns),
+                4 => a.mean_ns.cmp(&b.mean_ns),
+                5 => a.median_ns.cmp(&b.median_ns),
+                6 => a.min_ns.cmp(&b.min_ns),
+                _ => a.max_ns.cmp(&b.max_ns),
+            };
+            if descending { ord.reverse() } else { ord }
+        });
+        let mut clicked: Option<String> = None;
+        let mut sort = None;
+        ui.label("Click a kernel to mark it on the timeline; click again for its next occurrence.");
+        TableBuilder::new(ui)
+            .striped(true)
+            .column(Column::initial(520.0).clip(true).resizable(true))
+            .columns(Column::auto(), 7)
+            .header(20.0, |mut header| {
+                for (i, name) in KERNEL_COLUMNS.iter().enumerate() {
+                    header.col(|ui| {
+                        if ui.button(sort_label(name, i, self.kernel_sort)).clicked() {
+                            sort = Some(i);
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(18.0, rows.len(), |mut row| {
+                    let k = rows[row.index()];
+                    row.col(|ui| {
+                        if ui.link(shorten(&k.name, 90)).on_hover_text(&k.name).clicked() {
+                            clicked = Some(k.name.clone());
+                        }
+                    });
+                    for text in [
+                        k.count.to_string(),
+                        format_ns(k.total_ns),
+                        format!("{:.1} %", k.share_pct),
+                        format_ns(k.mean_ns),
+                        format_ns(k.median_ns),
+                        format_ns(k.min_ns),
+                        format_ns(k.max_ns),
+                    ] {
+                        row.col(|ui| {
+                            ui.label(text);
+                        });
+                    }
+                });
+            });
+        if let Some(i) = sort {
+            self.kernel_sort = toggle(self.kernel_sort, i);
+        }
+        if let Some(name) = clicked {
+            step_through(trace, timeline, &name, Mode::Exact);
+        }
+    }
+
+    pub fn nccl(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+        let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
+        let (column, descending) = self.nccl_sort;
+        rows.sort_by(|a, b| {
+            let ord = match column {
+                0 => a.device.cmp(&b.device),
+                1 => a.collective.cmp(&b.collective),
+                2 => a.count.cmp(&b.count),
+                3 => a.total_ns.cmp(&b.total_ns),
+                _ => a.median_ns.cmp(&b.median_ns),
+            };
+            if descending { ord.reverse() } else { ord }
+        });
+        let mut clicked: Option<String> = None;
+        let mut sort = None;
+        ui.label("Click a collective to mark its kernels on the timeline and step through them.");
+        TableBuilder::new(ui)
+            .striped(true)
+            .columns(Column::auto(), 4)
+            .column(Column::auto())
+            .column(Column::remainder())
+            .header(20.0, |mut header| {
+                for (i, name) in NCCL_COLUMNS.iter().enumerate() {
+                    header.col(|ui| {
+                        if ui.button(sort_label(name, i, self.nccl_sort)).clicked() {
+                            sort = Some(i);
+                        }
+                    });
+                }
+                header.col(|ui| {
+                    ui.strong("durations (log2 buckets: from · count)");
+                });
+            })
+            .body(|body| {
+                body.rows(18.0, rows.len(), |mut row| {
+                    let n = rows[row.index()];
+                    row.col(|ui| {
+                        ui.label(format!("GPU {}", n.device));
+                    });
+                    row.col(|ui| {
+                        if ui.link(&n.collective).clicked() {
+                            clicked = Some(n.collective.clone());
+                        }
+                    });
+                    for text in [n.count.to_string(), format_ns(n.total_ns), format_ns(n.median_ns)] {
+                        row.col(|ui| {
+                            ui.label(text);
+                        });
+                    }
+                    row.col(|ui| {
+                        let buckets: Vec<String> =
+                            n.histogram.iter().map(|(from, c)| format!("{}·{c}", format_ns(*from))).collect();
+                        ui.label(buckets.join("  "));
+                    });
+                });
+            });
+        if let Some(i) = sort {
+            self.nccl_sort = toggle(self.nccl_sort, i);
+        }
+        if let Some(name) = clicked {
+            step_through(trace, timeline, &name, Mode::Substring);
+        }
+    }
+}
+
+fn sort_label(name: &str, i: usize, (column, descending): (usize, bool)) -> String {
+    match (column == i, descending) {
+        (true, true) => format!("{name} v"),
+        (true, false) => format!("{name} ^"),
+        _ => name.to_string(),
+    }
+}
+
+fn toggle((column, descending): (usize, bool), i: usize) -> (usize, bool) {
+    if column == i { (i, !descending) } else { (i, i != 0 && i != 1) }
+}
+
+/// Searches `name` on the timeline (unless it is already the query) and goes to the next
+/// match.
+fn step_through(trace: &Trace, timeline: &mut Timeline, name: &str, mode: Mode) {
+    timeline.search.set(trace, name, mode);
+    if let Some(m) = timeline.search.step(true) {
+        timeline.go_to(m);
+    }
+}
