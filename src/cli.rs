@@ -58,6 +58,15 @@ pub enum Command {
     BenchAnalysis { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
     BenchFrame { file: PathBuf },
+    /// Install the app for the current user: desktop entry, MIME types (*.sqlite,
+    /// *.nsys-rep) and icon, under XDG_DATA_HOME (~/.local/share).
+    InstallDesktop {
+        /// Also make nsys-explorer the default app for .sqlite and .nsys-rep files.
+        #[arg(long)]
+        default: bool,
+    },
+    /// Remove everything install-desktop wrote.
+    UninstallDesktop,
     /// Time the panels' work on a click: sorting and filtering the gap table, a summary
     /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
     BenchPanels { file: PathBuf },
@@ -103,6 +112,8 @@ pub fn main() -> ExitCode {
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchFrame { file }) => crate::bench::bench_frame(&file),
         Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
+        Some(Command::InstallDesktop { default }) => desktop_command(true, default),
+        Some(Command::UninstallDesktop) => desktop_command(false, false),
         Some(Command::Synth {
             preset,
             out,
@@ -156,6 +167,32 @@ fn report(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
         print!(
             "{}",
             crate::report::report_text(&trace, &report, &overview, options)
+        );
+    }
+    Ok(())
+}
+
+fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {
+    use crate::desktop;
+    let dirs = desktop::XdgDirs::from_env()?;
+    let outcome = if install {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+        desktop::install(&dirs, &exe, make_default)?
+    } else {
+        desktop::uninstall(&dirs)?
+    };
+    let verb = if install { "wrote" } else { "removed" };
+    for f in &outcome.files {
+        println!("{verb} {}", f.display());
+    }
+    for n in &outcome.notes {
+        println!("note: {n}");
+    }
+    if install {
+        println!(
+            "installed {}{}; undo with `nsys-explorer uninstall-desktop`",
+            desktop::DESKTOP_ID,
+            if make_default { " as the default for .sqlite and .nsys-rep" } else { "" }
         );
     }
     Ok(())

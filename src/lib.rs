@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod cli;
+pub mod desktop;
 pub mod load;
 pub mod memory;
 pub mod report;

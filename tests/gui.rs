@@ -304,3 +304,23 @@ fn ctrl_f_finds_kernels_by_name_and_steps_through_them() {
     h.run_steps(2);
     h.get_by_label(&format!("2 of {n} matches"));
 }
+
+#[test]
+fn an_nsys_rep_shows_the_export_command_and_opens_the_export_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("run.nsys-rep");
+    std::fs::write(&report, b"not an export").unwrap();
+    let mut h = harness(Some(&report));
+    h.run_steps(2);
+    h.get_by_label_contains("is an Nsight Systems report");
+    h.get_by_label_contains("nsys export --type sqlite --output");
+    h.get_by_label_contains("There is no run.sqlite beside it yet");
+
+    synth::generate(&dir.path().join("run.sqlite"), SynthOptions::new(Preset::Tiny)).unwrap();
+    let mut h = harness(Some(&report));
+    h.run_steps(2);
+    h.get_by_label("Open run.sqlite").click();
+    h.run_steps(1);
+    wait_for_load(&mut h);
+    assert_eq!(loaded(&h).path, dir.path().join("run.sqlite"));
+}

@@ -29,8 +29,9 @@ pub struct RowLod {
     levels: Vec<Level>,
 }
 
-/// Buckets across the trace at the finest level: ~1 MB of blocks per row at most.
-const FINEST_BUCKETS: i64 = 16_384;
+/// Buckets across the trace at the finest level: ~3.5 MB of blocks per row at most, and
+/// views down to ~1/50 of the trace read blocks, not items.
+const FINEST_BUCKETS: i64 = 65_536;
 const STEP: i64 = 4;
 /// Stop coarsening below this many blocks: a full-width frame reads no more than that.
 const COARSEST_BLOCKS: usize = 512;

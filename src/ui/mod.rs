@@ -99,6 +99,16 @@ pub enum State {
     Loading { path: PathBuf, job: Job },
     Loaded(Box<Loaded>),
     Failed { path: PathBuf, message: String },
+    /// An Nsight Systems report (`.nsys-rep`), which needs exporting first; `export` is
+    /// the SQLite export beside it, when there is one.
+    Report { path: PathBuf, export: Option<PathBuf> },
+}
+
+/// Whether `path` is an Nsight Systems report rather than its SQLite export.
+pub fn is_report(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("nsys-rep") || e.eq_ignore_ascii_case("qdrep"))
 }
 
 pub struct App {
@@ -122,6 +132,12 @@ impl App {
 
     /// Starts loading `path` on a worker thread, cancelling any load in flight.
     pub fn open(&mut self, path: PathBuf, ctx: &egui::Context) {
+        if is_report(&path) {
+            self.cancel_job();
+            let export = Some(path.with_extension("sqlite")).filter(|p| p.is_file());
+            self.state = State::Report { path, export };
+            return;
+        }
         self.recent.retain(|p| p != &path);
         self.recent.insert(0, path.clone());
         self.recent.truncate(MAX_RECENT);
@@ -279,6 +295,7 @@ impl App {
                 format!("{} — nsys-explorer", file_name(path))
             }
             State::Loaded(l) => format!("{} — nsys-explorer", file_name(&l.path)),
+            State::Report { path, .. } => format!("{} — nsys-explorer", file_name(path)),
         };
         if title != self.title {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
@@ -382,7 +399,63 @@ impl App {
                 });
             }
             State::Loaded(l) => loaded_ui(ui, l),
+            State::Report { path, export } => {
+                let (path, export) = (path.clone(), export.clone());
+                self.report_page(ui, &ctx, &path, export);
+            }
         }
+    }
+
+    /// What to do with an `.nsys-rep`: the export command, and the export if it is there.
+    fn report_page(
+        &mut self,
+        ui: &mut egui::Ui,
+        ctx: &egui::Context,
+        path: &std::path::Path,
+        export: Option<PathBuf>,
+    ) {
+        let sqlite = path.with_extension("sqlite");
+        let command = format!(
+            "nsys export --type sqlite --output {} {}",
+            shell_quote(&sqlite),
+            shell_quote(path)
+        );
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.add_space(40.0);
+            ui.heading(format!("{} is an Nsight Systems report", file_name(path)));
+            ui.add_space(8.0);
+            ui.label(
+                "nsys-explorer reads the SQLite export of a report, which Nsight Systems writes with:",
+            );
+            ui.add_space(4.0);
+            ui.code(&command);
+            if ui.small_button("Copy the command").clicked() {
+                ctx.copy_text(command.clone());
+            }
+            ui.add_space(12.0);
+            match export {
+                Some(export) => {
+                    if ui
+                        .button(
+                            egui::RichText::new(format!("Open {}", file_name(&export))).size(16.0),
+                        )
+                        .clicked()
+                    {
+                        self.open(export, ctx);
+                    }
+                }
+                None => {
+                    ui.label(format!(
+                        "There is no {} beside it yet: run the command, then open that file.",
+                        file_name(&sqlite)
+                    ));
+                }
+            }
+            ui.add_space(16.0);
+            if ui.button("Back to the start page").clicked() {
+                self.state = State::Start;
+            }
+        });
     }
 
     fn start_page(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
@@ -511,6 +584,16 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
     }
 }
 
+/// `path` quoted for a POSIX shell when it needs it.
+fn shell_quote(path: &std::path::Path) -> String {
+    let s = path.display().to_string();
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c)) {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// `text` cut to `max` characters, with an ellipsis when cut.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -544,7 +627,13 @@ pub fn run(file: Option<PathBuf>, start_page: bool) -> eframe::Result {
         viewport: egui::ViewportBuilder::default()
             .with_title("nsys-explorer")
             .with_inner_size([1400.0, 900.0])
-            .with_drag_and_drop(true),
+            .with_drag_and_drop(true)
+            .with_app_id("nsys-explorer")
+            .with_icon(Arc::new(egui::IconData {
+                rgba: crate::desktop::WINDOW_ICON_RGBA.to_vec(),
+                width: 64,
+                height: 64,
+            })),
         ..Default::default()
     };
     eframe::run_native(

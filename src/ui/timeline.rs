@@ -1098,10 +1098,12 @@ pub fn kind_color(kind: OpKind) -> Color32 {
 /// A folded block of `count` ops over `span` ns: the mix of what it hides, lighter the
 /// less busy it is.
 fn folded_color(busy_ns: i64, span: i64, count: u32, nccl: u32, memory: u32) -> Color32 {
+    // In eighths: neighbouring blocks of a steady run get the same colour and merge.
+    let eighths = |x: f32| (x * 8.0).round() / 8.0;
     let n = count.max(1) as f32;
-    let (nccl, memory) = (nccl as f32 / n, memory as f32 / n);
-    let compute = 1.0 - nccl - memory;
-    let busy = busy_ns as f32 / span.max(1) as f32;
+    let (nccl, memory) = (eighths(nccl as f32 / n), eighths(memory as f32 / n));
+    let compute = (1.0 - nccl - memory).max(0.0);
+    let busy = eighths(busy_ns as f32 / span.max(1) as f32);
     let mix = |k: OpKind| {
         let c = kind_color(k);
         [c.r() as f32, c.g() as f32, c.b() as f32]
@@ -1188,9 +1190,8 @@ fn fold_draw_by(
         let x1 = x_of(e as f64).min(r.right());
         if x1 - x0 >= MIN_PX {
             let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
-            mesh.add_colored_rect(rect, color(i));
+            add_rect(mesh, rect, color(i), quads);
             on_wide(i, rect);
-            *quads += 1;
             i += 1;
             continue;
         }
@@ -1208,16 +1209,36 @@ fn fold_draw_by(
             (i + 1).max(lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit));
         let x_end = x_of(end(j - 1) as f64).min(r.right()).max(x0 + 1.0);
         let c = if j - i == 1 { color(i) } else { folded(i, j) };
-        mesh.add_colored_rect(
-            Rect::from_min_max(
-                Pos2::new(x0, r.top()),
-                Pos2::new(x_end.max(x0 + 1.0), r.bottom()),
-            ),
-            c,
+        let rect = Rect::from_min_max(
+            Pos2::new(x0, r.top()),
+            Pos2::new(x_end.max(x0 + 1.0), r.bottom()),
         );
-        *quads += 1;
+        add_rect(mesh, rect, c, quads);
         i = j;
     }
+}
+
+/// Adds a quad, or widens the last one when it has the same colour and row and ends less
+/// than a pixel before this one starts: a dense zoomed-out row becomes a few long quads.
+fn add_rect(mesh: &mut Mesh, r: Rect, color: Color32, quads: &mut usize) {
+    let n = mesh.vertices.len();
+    if n >= 4 {
+        // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
+        let last = &mut mesh.vertices[n - 4..];
+        if last[0].color == color
+            && last[0].pos.y == r.top()
+            && last[3].pos.y == r.bottom()
+            && r.left() >= last[0].pos.x
+            && r.left() - last[1].pos.x < 1.0
+        {
+            let right = last[1].pos.x.max(r.right());
+            last[1].pos.x = right;
+            last[3].pos.x = right;
+            return;
+        }
+    }
+    mesh.add_colored_rect(r, color);
+    *quads += 1;
 }
 
 /// First k in [0, n) where `pred(k)` is false (pred true then false).
