@@ -218,7 +218,12 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
     );
     for (name, view) in levels {
         let mut times = Vec::new();
-        for frame in 0..25 {
+        // More frames on request, for profiling one level.
+        let frames = std::env::var("NSYS_BENCH_FRAMES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(25usize);
+        for frame in 0..frames.max(6) {
             timeline.view = view;
             let input = egui::RawInput {
                 screen_rect: Some(egui::Rect::from_min_size(

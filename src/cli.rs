@@ -23,6 +23,10 @@ pub struct Cli {
     /// Show the start page instead of the sample trace when no FILE is given.
     #[arg(long)]
     pub start_page: bool,
+    /// Once analysed, open a view as if clicked (for the screenshot script):
+    /// idle-overlay, recurring-gap or slow-iteration.
+    #[arg(long, hide = true)]
+    pub show: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -88,7 +92,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => crate::ui::run(cli.file, cli.start_page)
+        None => crate::ui::run(cli.file, cli.start_page, cli.show)
             .map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report {
             file,

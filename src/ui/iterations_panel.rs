@@ -102,22 +102,32 @@ impl IterationsPanel {
                 }
             }
         });
-        let height = 170.0;
-        ui.horizontal(|ui| {
-            let width = (ui.available_width() * 0.62).max(200.0);
-            ui.allocate_ui(egui::vec2(width, height), |ui| {
-                if let Some(k) = duration_plot(ui, its, self.selected, height) {
-                    open = Some(k);
+        // Plots on the left, the drill-down beside them.
+        let height = ((ui.available_height() - 30.0) / 2.0).clamp(90.0, 220.0);
+        let plots_width = (ui.available_width() * 0.42).max(260.0);
+        ui.horizontal_top(|ui| {
+            ui.allocate_ui(egui::vec2(plots_width, 2.0 * height + 10.0), |ui| {
+                ui.vertical(|ui| {
+                    if let Some(k) = duration_plot(ui, its, self.selected, height) {
+                        open = Some(k);
+                    }
+                    histogram(ui, its, height);
+                });
+            });
+            ui.separator();
+            ui.vertical(|ui| match &self.drilldown {
+                Some(d) => {
+                    egui::ScrollArea::vertical()
+                        .id_salt("drilldown")
+                        .show(ui, |ui| show_drilldown(ui, d, timeline));
+                }
+                None => {
+                    ui.label("Click an iteration (in the plot, or a button above) to zoom to it and see what made it differ.");
                 }
             });
-            ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| histogram(ui, its, height));
         });
         if let Some(k) = open {
             self.open(k, trace, overview, timeline);
-        }
-        if let Some(d) = &self.drilldown {
-            ui.separator();
-            egui::ScrollArea::vertical().id_salt("drilldown").show(ui, |ui| show_drilldown(ui, d, timeline));
         }
     }
 
@@ -220,35 +230,49 @@ fn duration_plot(ui: &mut egui::Ui, its: &Iterations, selected: Option<usize>, h
     None
 }
 
-/// Histogram of the steady-state durations of every GPU.
+/// Histogram of the steady-state durations of every GPU, counts on a log scale so that the
+/// few slow iterations show beside the thousands of normal ones; their bars are red.
 fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
-    let values: Vec<f64> = its
-        .per_device
+    let mut values: Vec<(f64, bool)> = Vec::new();
+    for d in &its.per_device {
+        for (k, ns) in d.durations_ns.iter().enumerate().skip(d.warmup) {
+            values.push((*ns as f64 / 1e6, d.slow_indices.contains(&k)));
+        }
+    }
+    let (lo, hi) = values
         .iter()
-        .flat_map(|d| d.durations_ns.iter().skip(d.warmup).map(|ns| *ns as f64 / 1e6))
-        .collect();
-    let (lo, hi) = values.iter().fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+        .fold((f64::MAX, f64::MIN), |(lo, hi), (v, _)| (lo.min(*v), hi.max(*v)));
     if values.is_empty() || hi <= lo {
         ui.label("(all iterations take the same time)");
         return;
     }
-    let bins = 30;
+    let bins = 40;
     let width = (hi - lo) / bins as f64;
-    let mut counts = vec![0usize; bins];
-    for v in &values {
-        counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+    let mut counts = vec![(0usize, false); bins];
+    for (v, slow) in &values {
+        let bin = &mut counts[(((v - lo) / width) as usize).min(bins - 1)];
+        bin.0 += 1;
+        bin.1 |= slow;
     }
     let bars: Vec<Bar> = counts
         .iter()
         .enumerate()
-        .map(|(i, &c)| Bar::new(lo + (i as f64 + 0.5) * width, c as f64).width(width))
+        .filter(|(_, (c, _))| *c > 0)
+        .map(|(i, &(c, slow))| {
+            let color = if slow { Color32::RED } else { Color32::from_rgb(76, 140, 220) };
+            Bar::new(lo + (i as f64 + 0.5) * width, (c as f64 + 1.0).log10())
+                .width(width * 0.9)
+                .fill(color)
+                .name(format!("{c} iterations"))
+        })
         .collect();
     Plot::new("iteration histogram")
         .height(height)
-        .x_axis_label("ms")
-        .y_axis_label("iterations")
+        .x_axis_label("steady-state iteration, ms")
+        .y_axis_label("count (log)")
+        .y_axis_formatter(|mark, _| format!("{:.0}", 10f64.powf(mark.value) - 1.0))
         .allow_scroll(false)
-        .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars).color(Color32::from_rgb(76, 140, 220))));
+        .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
 }
 
 fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {

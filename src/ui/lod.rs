@@ -12,8 +12,9 @@ pub struct Block {
     /// Summed duration of its items.
     pub busy: i64,
     pub count: u32,
-    pub nccl: u32,
-    pub memory: u32,
+    /// Summed duration of its NCCL items and of its memory ops.
+    pub nccl: i64,
+    pub memory: i64,
     /// Index of its first item (the item itself when `count` is 1).
     pub first: u32,
 }
@@ -56,8 +57,8 @@ impl RowLod {
                 end: e,
                 busy: e - s,
                 count: 1,
-                nccl: nccl as u32,
-                memory: memory as u32,
+                nccl: if nccl { e - s } else { 0 },
+                memory: if memory { e - s } else { 0 },
                 first: i as u32,
             };
             match blocks.last_mut() {
@@ -122,8 +123,8 @@ fn merge(into: &mut Block, b: &Block) {
     into.memory += b.memory;
 }
 
-/// Sums of blocks `[a, b)`: (busy ns, items, NCCL items, memory items).
-pub fn sum(blocks: &[Block]) -> (i64, u32, u32, u32) {
+/// Sums of blocks `[a, b)`: (busy ns, items, NCCL ns, memory ns).
+pub fn sum(blocks: &[Block]) -> (i64, u32, i64, i64) {
     blocks.iter().fold((0, 0, 0, 0), |acc, b| {
         (acc.0 + b.busy, acc.1 + b.count, acc.2 + b.nccl, acc.3 + b.memory)
     })
@@ -149,8 +150,8 @@ mod tests {
             let (busy, count, nccl, memory) = sum(&level.blocks);
             assert_eq!(count as usize, n);
             assert_eq!(busy, 400 * n as i64);
-            assert_eq!(nccl as usize, n.div_ceil(3));
-            assert_eq!(memory as usize, n.div_ceil(7));
+            assert_eq!(nccl, 400 * n.div_ceil(3) as i64);
+            assert_eq!(memory, 400 * n.div_ceil(7) as i64);
         }
         assert!(lod.levels.last().unwrap().blocks.len() <= COARSEST_BLOCKS);
         assert!(lod.level_for(1.0).is_none());

@@ -19,6 +19,7 @@ use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui;
 
+use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::overview::{self, Overview};
 use crate::load::{self, LoadError, LoadReport, Progress};
 use crate::trace::Trace;
@@ -88,6 +89,39 @@ impl Loaded {
         }
     }
 
+    /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
+    /// the slowest iteration), `recurring-gap` (the top recurring group's first gap) or
+    /// `slow-iteration` (the slowest iteration and its drill-down).
+    pub fn show(&mut self, view: &str) {
+        let Some(overview) = &self.overview else {
+            return;
+        };
+        let trace = self.trace.clone();
+        match view {
+            "idle-overlay" => {
+                self.timeline.overlay = summary::overlay(&trace, overview, 0, DeviceState::Idle);
+                if let Some(k) = overview.iterations.slowest_index {
+                    self.iterations.open(k, &trace, overview, &mut self.timeline);
+                    let (a, b) = self.timeline.view;
+                    self.timeline.view = (a - (b - a), b + (b - a));
+                }
+            }
+            "recurring-gap" => {
+                self.tab = Tab::Gaps;
+                self.gaps.filter.recurring = Some(0);
+                self.gaps.refresh(overview);
+                self.gaps.select(0, &trace, overview, &mut self.timeline);
+            }
+            "slow-iteration" => {
+                self.tab = Tab::Iterations;
+                if let Some(k) = overview.iterations.slowest_index {
+                    self.iterations.open(k, &trace, overview, &mut self.timeline);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Whether the whole trace is in (the CPU side included).
     pub fn complete(&self) -> bool {
         self.report.is_some()
@@ -115,6 +149,8 @@ pub struct App {
     pub state: State,
     pub recent: Vec<PathBuf>,
     title: String,
+    /// A view to open once the analyses are in (`--show`, for the screenshot script).
+    pub show_when_analysed: Option<String>,
 }
 
 impl App {
@@ -123,6 +159,7 @@ impl App {
             state: State::Start,
             recent,
             title: String::new(),
+            show_when_analysed: None,
         };
         if let Some(path) = file {
             app.open(path, ctx);
@@ -282,6 +319,9 @@ impl App {
                     if let State::Loaded(l) = &mut self.state {
                         l.overview = Some(*overview);
                         l.job = None;
+                        if let Some(view) = self.show_when_analysed.take() {
+                            l.show(&view);
+                        }
                     }
                 }
             }
@@ -537,7 +577,8 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
             });
         });
     egui::Panel::bottom("tabs")
-        .default_size(320.0)
+        .default_size(330.0)
+        .min_size(200.0)
         .resizable(true)
         .show(ui, |ui| {
             ui.horizontal(|ui| {
@@ -622,7 +663,7 @@ impl eframe::App for App {
 
 /// Opens the window on `file`; without one, on the built-in sample trace (or the start
 /// page with `start_page`).
-pub fn run(file: Option<PathBuf>, start_page: bool) -> eframe::Result {
+pub fn run(file: Option<PathBuf>, start_page: bool, show: Option<String>) -> eframe::Result {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("nsys-explorer")
@@ -645,6 +686,7 @@ pub fn run(file: Option<PathBuf>, start_page: bool) -> eframe::Result {
                 .and_then(|s| eframe::get_value(s, RECENT_KEY))
                 .unwrap_or_default();
             let mut app = App::new(file, &cc.egui_ctx, recent);
+            app.show_when_analysed = show;
             if matches!(app.state, State::Start) && !start_page {
                 app.open_sample(&cc.egui_ctx);
             }

@@ -100,6 +100,14 @@ pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String
     Ok(matches)
 }
 
+/// The matches of one row, by start.
+pub struct RowMatches {
+    pub row: RowKind,
+    pub starts: Vec<i64>,
+    pub ends: Vec<i64>,
+    pub longest: i64,
+}
+
 /// The search bar's state.
 #[derive(Default)]
 pub struct Search {
@@ -109,8 +117,8 @@ pub struct Search {
     pub error: Option<String>,
     pub matches: Vec<Match>,
     pub current: Option<usize>,
-    /// Per row with matches: their (starts, ends), for the match marks on the timeline.
-    pub by_row: Vec<(RowKind, Vec<i64>, Vec<i64>)>,
+    /// Per row with matches, for the match marks on the timeline.
+    pub by_row: Vec<RowMatches>,
     searched: Option<(String, Mode)>,
 }
 
@@ -143,15 +151,23 @@ impl Search {
     }
 
     fn set_matches(&mut self, matches: Vec<Match>) {
-        let mut by_row: Vec<(RowKind, Vec<i64>, Vec<i64>)> = Vec::new();
+        let mut by_row: Vec<RowMatches> = Vec::new();
         for m in &matches {
-            match by_row.iter_mut().find(|(row, _, _)| *row == m.row) {
-                Some((_, s, e)) => {
-                    s.push(m.start);
-                    e.push(m.end);
+            let row = match by_row.iter_mut().position(|r| r.row == m.row) {
+                Some(i) => &mut by_row[i],
+                None => {
+                    by_row.push(RowMatches {
+                        row: m.row,
+                        starts: Vec::new(),
+                        ends: Vec::new(),
+                        longest: 0,
+                    });
+                    by_row.last_mut().unwrap()
                 }
-                None => by_row.push((m.row, vec![m.start], vec![m.end])),
-            }
+            };
+            row.starts.push(m.start);
+            row.ends.push(m.end);
+            row.longest = row.longest.max(m.end - m.start);
         }
         self.by_row = by_row;
         self.matches = matches;

@@ -6,11 +6,13 @@ use eframe::egui::{self, Color32, Sense};
 use rayon::prelude::*;
 
 use super::timeline::{Overlay, Timeline};
-use crate::analysis::breakdown::{Breakdown, SameStream, State, breakdown, pct, same_stream};
+use crate::analysis::breakdown::{
+    Breakdown, SameStream, State, breakdown, pct, same_stream, state_intervals,
+};
 use crate::analysis::intervals::Window;
 use crate::analysis::overview::Overview;
 use crate::report::format_ns;
-use crate::trace::Trace;
+use crate::trace::{Device, Trace};
 
 #[derive(Default)]
 pub struct SummaryPanel {
@@ -115,18 +117,11 @@ impl SummaryPanel {
                         .on_hover_text("Show these intervals on the timeline")
                         .clicked()
                     {
-                        if active {
-                            timeline.overlay = None;
+                        timeline.overlay = if active {
+                            None
                         } else {
-                            let (starts, ends) =
-                                crate::analysis::breakdown::state_intervals(device, row.window, state);
-                            timeline.overlay = Some(Overlay {
-                                device: index,
-                                state,
-                                starts,
-                                ends,
-                            });
-                        }
+                            Some(overlay_of(device, index, row.window, state))
+                        };
                     }
                 });
             }
@@ -165,6 +160,18 @@ impl SummaryPanel {
             }
         }
     }
+}
+
+fn overlay_of(device: &Device, index: usize, window: Window, state: State) -> Overlay {
+    let (starts, ends) = state_intervals(device, window, state);
+    Overlay::new(index, state, starts, ends)
+}
+
+/// The overlay a click on `state` of device `index` adds, over the whole trace.
+pub fn overlay(trace: &Trace, overview: &Overview, index: usize, state: State) -> Option<Overlay> {
+    let device = trace.devices.get(index)?;
+    let summary = overview.devices.iter().find(|s| s.device == device.id)?;
+    Some(overlay_of(device, index, summary.window, state))
 }
 
 /// One bar split by state, widths by share of the window.

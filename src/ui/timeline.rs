@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::lod::{self, RowLod};
 use super::search::{Match, Mode, Search};
+use super::summary::state_color;
 use crate::analysis::breakdown::State;
 use crate::analysis::gaps::OpRef;
 use crate::report::format_ns;
@@ -23,8 +24,8 @@ const LABEL_W: f32 = 190.0;
 /// Per stream: prefix sums that give the busy time and the mix of any run of ops in O(1).
 struct StreamPrefix {
     busy: Vec<i64>,
-    nccl: Vec<u32>,
-    memory: Vec<u32>,
+    nccl: Vec<i64>,
+    memory: Vec<i64>,
 }
 
 impl StreamPrefix {
@@ -39,9 +40,10 @@ impl StreamPrefix {
         nccl.push(0);
         memory.push(0);
         for i in 0..n {
-            busy.push(busy[i] + ops.duration(i));
-            nccl.push(nccl[i] + (ops.kind[i] == OpKind::Nccl) as u32);
-            memory.push(memory[i] + (!ops.kind[i].is_kernel()) as u32);
+            let d = ops.duration(i);
+            busy.push(busy[i] + d);
+            nccl.push(nccl[i] + if ops.kind[i] == OpKind::Nccl { d } else { 0 });
+            memory.push(memory[i] + if ops.kind[i].is_kernel() { 0 } else { d });
         }
         Self { busy, nccl, memory }
     }
@@ -65,8 +67,8 @@ struct RowItems<'a> {
     name: &'a dyn Fn(usize) -> &'a str,
     /// Colour of a folded run of items `[a, b)`.
     folded: &'a dyn Fn(usize, usize) -> Color32,
-    /// Colour of a folded run from its sums: (busy ns, span ns, items, NCCL, memory).
-    mix: &'a dyn Fn(i64, i64, u32, u32, u32) -> Color32,
+    /// Colour of a folded run from its sums: (busy ns, span ns, items, NCCL ns, memory ns).
+    mix: &'a dyn Fn(i64, i64, u32, i64, i64) -> Color32,
 }
 
 /// What a row shows.
@@ -112,6 +114,29 @@ pub struct Overlay {
     pub state: State,
     pub starts: Vec<i64>,
     pub ends: Vec<i64>,
+    /// Prefix sums of the intervals' lengths.
+    pub covered: Vec<i64>,
+    pub longest: i64,
+}
+
+impl Overlay {
+    pub fn new(device: usize, state: State, starts: Vec<i64>, ends: Vec<i64>) -> Self {
+        let mut covered = Vec::with_capacity(starts.len() + 1);
+        covered.push(0);
+        let mut longest = 0;
+        for (s, e) in starts.iter().zip(&ends) {
+            covered.push(covered.last().unwrap() + (e - s));
+            longest = longest.max(e - s);
+        }
+        Self {
+            device,
+            state,
+            starts,
+            ends,
+            covered,
+            longest,
+        }
+    }
 }
 
 pub struct Timeline {
@@ -259,7 +284,7 @@ impl Timeline {
             .prefixes
             .iter()
             .flatten()
-            .map(|p| p.busy.capacity() * 8 + (p.nccl.capacity() + p.memory.capacity()) * 4)
+            .map(|p| (p.busy.capacity() + p.nccl.capacity() + p.memory.capacity()) * 8)
             .sum();
         let lods: usize = self
             .stream_lods
@@ -442,6 +467,9 @@ impl Timeline {
         self.draw_ruler(&painter, ruler, ui);
         let rows = self.rows(trace);
         let mut drawn = Drawn::default();
+        // Room for about last frame's quads: growing the mesh was a tenth of a frame.
+        drawn.mesh.reserve_triangles(2 * (self.last_quads + 256));
+        drawn.mesh.reserve_vertices(4 * (self.last_quads + 256));
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
         let pointer = response.hover_pos();
@@ -735,7 +763,7 @@ impl Timeline {
                     },
                     mix: &folded_color,
                 };
-                self.draw_items(&items, &self.stream_lods[device][stream], inner, x_of, t_of, out);
+                self.draw_items(&items, &self.stream_lods[device][stream], inner, out);
                 let t = hover_t?;
                 let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
                 Some((
@@ -764,7 +792,7 @@ impl Timeline {
                     mix: &|_, _, _, _, _| Color32::from_rgb(120, 130, 160),
                 };
                 let lod = &self.nvtx_lods[thread][depth as usize];
-                self.draw_items(&items, lod, inner, x_of, t_of, out);
+                self.draw_items(&items, lod, inner, out);
                 let time = hover_t?;
                 let k = item_at_by(
                     items.n,
@@ -805,7 +833,7 @@ impl Timeline {
                     folded: &|_, _| Color32::from_rgb(90, 140, 90),
                     mix: &|_, _, _, _, _| Color32::from_rgb(90, 140, 90),
                 };
-                self.draw_items(&items, &self.api_lods[thread], inner, x_of, t_of, out);
+                self.draw_items(&items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
                 let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
                 Some((
@@ -828,10 +856,13 @@ impl Timeline {
         items: &RowItems,
         lod: &RowLod,
         r: Rect,
-        x_of: &dyn Fn(f64) -> f32,
-        t_of: &dyn Fn(f32) -> f64,
         out: &mut Drawn,
     ) {
+        // Concrete copies of the row's transform, so the folding loop inlines them.
+        let (v0, v1) = self.view;
+        let (left, width) = (r.left(), r.width());
+        let x_of = |t: f64| left + ((t - v0) / (v1 - v0)) as f32 * width;
+        let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
         let mut label = |i: usize, rect: Rect| {
             if rect.width() > 40.0 {
@@ -846,8 +877,8 @@ impl Timeline {
             };
             fold_draw_by(
                 blocks.len(),
-                &|k| blocks[k].start,
-                &|k| blocks[k].end,
+                |k: usize| blocks[k].start,
+                |k: usize| blocks[k].end,
                 level.longest,
                 self.view,
                 x_of,
@@ -899,8 +930,7 @@ impl Timeline {
     ) {
         let mut mesh = Mesh::default();
         let mut quads = 0;
-        let mut fold = |starts: &[i64], ends: &[i64], r: Rect, color: Color32, mesh: &mut Mesh| {
-            let longest = (0..starts.len()).map(|i| ends[i] - starts[i]).max().unwrap_or(0);
+        let fold = |starts: &[i64], ends: &[i64], longest: i64, r: Rect, color: Color32, mesh: &mut Mesh| {
             fold_draw_by(
                 starts.len(),
                 &|i| starts[i],
@@ -914,20 +944,43 @@ impl Timeline {
                 |_, _| {},
                 r,
                 mesh,
-                &mut quads,
+                &mut 0,
             );
         };
         if let Some(o) = &self.overlay
             && let Some(band) = device_band(rows, o.device, plot.top() - self.scroll_y)
         {
-            let r = Rect::from_x_y_ranges(plot.x_range(), band);
-            let color = Color32::from_rgba_unmultiplied(255, 60, 60, 70);
-            fold(&o.starts, &o.ends, r, color, &mut mesh);
+            // A folded run of short intervals is as opaque as the share of it they cover,
+            // so a band of many tiny idle moments does not read as one long one.
+            let color = state_color(o.state);
+            let tint = |coverage: f64| {
+                let alpha = (20.0 + 140.0 * coverage.clamp(0.0, 1.0)) as u8;
+                Color32::from_rgba_unmultiplied(color.r(), color.g(), color.b(), alpha)
+            };
+            fold_draw_by(
+                o.starts.len(),
+                |i: usize| o.starts[i],
+                |i: usize| o.ends[i],
+                o.longest,
+                self.view,
+                x_of,
+                t_of,
+                |_| tint(1.0),
+                |a, b| {
+                    let span = (o.ends[b - 1] - o.starts[a]).max(1) as f64;
+                    tint((o.covered[b] - o.covered[a]) as f64 / span)
+                },
+                |_, _| {},
+                Rect::from_x_y_ranges(plot.x_range(), band),
+                &mut mesh,
+                &mut quads,
+            );
         }
-        for (row, starts, ends) in &self.search.by_row {
-            if let Some(y) = row_top(rows, *row, plot.top() - self.scroll_y) {
+        for m in &self.search.by_row {
+            if let Some(y) = row_top(rows, m.row, plot.top() - self.scroll_y) {
                 let r = Rect::from_x_y_ranges(plot.x_range(), y..=y + 4.0);
-                fold(starts, ends, r, Color32::from_rgb(255, 220, 0), &mut mesh);
+                let color = Color32::from_rgb(255, 220, 0);
+                fold(&m.starts, &m.ends, m.longest, r, color, &mut mesh);
             }
         }
         painter.add(egui::Shape::mesh(mesh));
@@ -1095,13 +1148,16 @@ pub fn kind_color(kind: OpKind) -> Color32 {
     }
 }
 
-/// A folded block of `count` ops over `span` ns: the mix of what it hides, lighter the
+/// A folded block of ops over `span` ns: the mix of what it hides by time, lighter the
 /// less busy it is.
-fn folded_color(busy_ns: i64, span: i64, count: u32, nccl: u32, memory: u32) -> Color32 {
+fn folded_color(busy_ns: i64, span: i64, _count: u32, nccl_ns: i64, memory_ns: i64) -> Color32 {
     // In eighths: neighbouring blocks of a steady run get the same colour and merge.
     let eighths = |x: f32| (x * 8.0).round() / 8.0;
-    let n = count.max(1) as f32;
-    let (nccl, memory) = (eighths(nccl as f32 / n), eighths(memory as f32 / n));
+    let busy_total = busy_ns.max(1) as f32;
+    let (nccl, memory) = (
+        eighths(nccl_ns as f32 / busy_total),
+        eighths(memory_ns as f32 / busy_total),
+    );
     let compute = (1.0 - nccl - memory).max(0.0);
     let busy = eighths(busy_ns as f32 / span.max(1) as f32);
     let mix = |k: OpKind| {
@@ -1165,12 +1221,12 @@ fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize) -> String {
 #[allow(clippy::too_many_arguments)]
 fn fold_draw_by(
     n: usize,
-    start: &dyn Fn(usize) -> i64,
-    end: &dyn Fn(usize) -> i64,
+    start: impl Fn(usize) -> i64,
+    end: impl Fn(usize) -> i64,
     longest: i64,
     view: (f64, f64),
-    x_of: &dyn Fn(f64) -> f32,
-    t_of: &dyn Fn(f32) -> f64,
+    x_of: impl Fn(f64) -> f32,
+    t_of: impl Fn(f32) -> f64,
     color: impl Fn(usize) -> Color32,
     folded: impl Fn(usize, usize) -> Color32,
     mut on_wide: impl FnMut(usize, Rect),
@@ -1197,16 +1253,22 @@ fn fold_draw_by(
         }
         // Fold every item that starts within MIN_PX of this one.
         let limit = t_of(x0 + MIN_PX).ceil() as i64;
-        // Gallop forward from i: the next block is near, and a search over the whole row
-        // would miss the cache at every step on a large trace.
-        let mut step = 1;
-        while i + step < n && start(i + step) < limit {
-            step *= 2;
+        // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
+        // gallop: the next block is near, and a search over the whole row would miss the
+        // cache at every step on a large trace.
+        let mut j = i + 1;
+        while j < n && j < i + 8 && start(j) < limit {
+            j += 1;
         }
-        let lo = i + step / 2 + 1;
-        let hi = (i + step).min(n);
-        let j =
-            (i + 1).max(lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit));
+        if j == i + 8 && j < n && start(j) < limit {
+            let mut step = 1;
+            while j + step < n && start(j + step) < limit {
+                step *= 2;
+            }
+            let lo = j + step / 2;
+            let hi = (j + step).min(n);
+            j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
+        }
         let x_end = x_of(end(j - 1) as f64).min(r.right()).max(x0 + 1.0);
         let c = if j - i == 1 { color(i) } else { folded(i, j) };
         let rect = Rect::from_min_max(
