@@ -283,7 +283,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     let gaps = &overview.gaps;
     let recurring = &overview.recurring;
     let order = |filter: &Filter, column: Column, descending: bool| {
-        filtered_order(gaps, recurring, filter, column, descending).len()
+        filtered_order(&trace.strings, gaps, recurring, filter, column, descending).len()
     };
     let mut actions: Vec<(String, Box<dyn Fn() -> usize + '_>)> = Vec::new();
     for column in Column::ALL {
@@ -303,11 +303,11 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
         ));
     }
     let text = Filter {
-        text: "nccl".into(),
+        text: "embedding".into(),
         ..Default::default()
     };
     actions.push((
-        "filter_gaps_text_nccl".into(),
+        "filter_gaps_text_embedding".into(),
         Box::new(move || order(&text, Column::Duration, true)),
     ));
     let long = Filter {
@@ -346,6 +346,40 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     for (name, action) in &actions {
         let (ms, rows) = median_of_5(action.as_ref());
         println!("action={name} ms={ms:.1} rows={rows}");
+    }
+    // The table at 20× the gaps (copies shifted in time), as a trace with hundreds of
+    // thousands of gaps would give.
+    let many: Vec<_> = (0..20i64)
+        .flat_map(|k| {
+            gaps.iter().map(move |g| {
+                let mut g = g.clone();
+                g.gap.start_ns += k * 1_000_000_000_000;
+                g
+            })
+        })
+        .collect();
+    let text = Filter {
+        text: "embedding".into(),
+        ..Default::default()
+    };
+    let cause = Filter {
+        cause: Some(Cause::HostBound),
+        ..Default::default()
+    };
+    for (name, filter, column) in [
+        (
+            "sort_by_before_->_after",
+            Filter::default(),
+            Column::Neighbours,
+        ),
+        ("sort_by_duration", Filter::default(), Column::Duration),
+        ("filter_cause_host_bound", cause, Column::Start),
+        ("filter_text_embedding", text, Column::Duration),
+    ] {
+        let (ms, rows) = median_of_5(&|| {
+            filtered_order(&trace.strings, &many, recurring, &filter, column, true).len()
+        });
+        println!("action=x20_gaps_{name} ms={ms:.1} rows={rows}");
     }
     Ok(())
 }

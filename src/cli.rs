@@ -180,7 +180,8 @@ fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {
     use crate::desktop;
     let dirs = desktop::XdgDirs::from_env()?;
     let outcome = if install {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
         desktop::install(&dirs, &exe, make_default)?
     } else {
         desktop::uninstall(&dirs)?
@@ -196,7 +197,11 @@ fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {
         println!(
             "installed {}{}; undo with `nsys-explorer uninstall-desktop`",
             desktop::DESKTOP_ID,
-            if make_default { " as the default for .sqlite and .nsys-rep" } else { "" }
+            if make_default {
+                " as the default for .sqlite and .nsys-rep"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

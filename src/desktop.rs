@@ -14,12 +14,30 @@ const DESKTOP_ENTRY: &str = include_str!("../resources/nsys-explorer.desktop");
 const MIME_XML: &str = include_str!("../resources/nsys-explorer-mime.xml");
 const ICON_SVG: &[u8] = include_bytes!("../resources/nsys-explorer.svg");
 const ICON_PNGS: [(u32, &[u8]); 6] = [
-    (16, include_bytes!("../resources/icons/16x16/nsys-explorer.png")),
-    (32, include_bytes!("../resources/icons/32x32/nsys-explorer.png")),
-    (48, include_bytes!("../resources/icons/48x48/nsys-explorer.png")),
-    (64, include_bytes!("../resources/icons/64x64/nsys-explorer.png")),
-    (128, include_bytes!("../resources/icons/128x128/nsys-explorer.png")),
-    (256, include_bytes!("../resources/icons/256x256/nsys-explorer.png")),
+    (
+        16,
+        include_bytes!("../resources/icons/16x16/nsys-explorer.png"),
+    ),
+    (
+        32,
+        include_bytes!("../resources/icons/32x32/nsys-explorer.png"),
+    ),
+    (
+        48,
+        include_bytes!("../resources/icons/48x48/nsys-explorer.png"),
+    ),
+    (
+        64,
+        include_bytes!("../resources/icons/64x64/nsys-explorer.png"),
+    ),
+    (
+        128,
+        include_bytes!("../resources/icons/128x128/nsys-explorer.png"),
+    ),
+    (
+        256,
+        include_bytes!("../resources/icons/256x256/nsys-explorer.png"),
+    ),
 ];
 /// The window icon, 64×64 RGBA (made from the SVG with ImageMagick; see resources/README).
 pub const WINDOW_ICON_RGBA: &[u8] = include_bytes!("../resources/icon-64.rgba");
@@ -57,9 +75,8 @@ impl XdgDirs {
 }
 
 fn have(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|p| p.join(tool).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join(tool).is_file()))
 }
 
 /// Runs an XDG tool; its failure is reported, not fatal (the plain copies are in place).
@@ -110,8 +127,11 @@ fn snapshot(dirs: &XdgDirs) -> BTreeSet<PathBuf> {
         dirs.config_home.join("menus"),
     ]
     .into_iter()
-    .chain(dirs.home.iter().flat_map(|h| [h.join(".gnome"), h.join(".kde")]))
-    {
+    .chain(
+        dirs.home
+            .iter()
+            .flat_map(|h| [h.join(".gnome"), h.join(".kde")]),
+    ) {
         let mut stack = vec![root];
         while let Some(path) = stack.pop() {
             let Ok(meta) = fs::symlink_metadata(&path) else {
@@ -150,20 +170,45 @@ pub fn install(dirs: &XdgDirs, exe: &Path, make_default: bool) -> Result<Outcome
     let lossy = |p: &Path| p.to_string_lossy().into_owned();
 
     if have("xdg-desktop-menu") {
-        run("xdg-desktop-menu", &["install", "--mode", "user", "--novendor", &lossy(&staged_desktop)], &mut notes);
+        run(
+            "xdg-desktop-menu",
+            &[
+                "install",
+                "--mode",
+                "user",
+                "--novendor",
+                &lossy(&staged_desktop),
+            ],
+            &mut notes,
+        );
     } else {
-        notes.push("xdg-desktop-menu not found (package xdg-utils): copied the entry instead".into());
+        notes.push(
+            "xdg-desktop-menu not found (package xdg-utils): copied the entry instead".into(),
+        );
     }
     if !apps.join(DESKTOP_ID).is_file() {
         write_file(&apps.join(DESKTOP_ID), desktop_entry(exe).as_bytes())?;
     }
     if have("xdg-mime") {
-        run("xdg-mime", &["install", "--mode", "user", "--novendor", &lossy(&staged_mime)], &mut notes);
+        run(
+            "xdg-mime",
+            &[
+                "install",
+                "--mode",
+                "user",
+                "--novendor",
+                &lossy(&staged_mime),
+            ],
+            &mut notes,
+        );
     } else {
         notes.push("xdg-mime not found (package xdg-utils): copied the MIME types instead".into());
     }
     if !mime.join("packages/nsys-explorer.xml").is_file() {
-        write_file(&mime.join("packages/nsys-explorer.xml"), MIME_XML.as_bytes())?;
+        write_file(
+            &mime.join("packages/nsys-explorer.xml"),
+            MIME_XML.as_bytes(),
+        )?;
         if have("update-mime-database") {
             run("update-mime-database", &[&lossy(&mime)], &mut notes);
         } else {
@@ -172,7 +217,10 @@ pub fn install(dirs: &XdgDirs, exe: &Path, make_default: bool) -> Result<Outcome
     }
     write_file(&icons.join("scalable/apps/nsys-explorer.svg"), ICON_SVG)?;
     for (size, png) in ICON_PNGS {
-        write_file(&icons.join(format!("{size}x{size}/apps/nsys-explorer.png")), png)?;
+        write_file(
+            &icons.join(format!("{size}x{size}/apps/nsys-explorer.png")),
+            png,
+        )?;
     }
     if have("update-desktop-database") {
         run("update-desktop-database", &[&lossy(&apps)], &mut notes);
@@ -231,7 +279,11 @@ pub fn uninstall(dirs: &XdgDirs) -> Result<Outcome, String> {
             manifest.display()
         )
     })?;
-    let mut paths: Vec<PathBuf> = listed.lines().filter(|l| !l.is_empty()).map(PathBuf::from).collect();
+    let mut paths: Vec<PathBuf> = listed
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect();
     // Files first, then folders deepest first (each only if empty).
     paths.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     let mut removed = Vec::new();
@@ -248,9 +300,14 @@ pub fn uninstall(dirs: &XdgDirs) -> Result<Outcome, String> {
 
     let mimeapps = dirs.config_home.join("mimeapps.list");
     if let Ok(text) = fs::read_to_string(&mimeapps) {
-        let ours = |l: &str| l.contains(&format!("={DESKTOP_ID}")) && MIME_TYPES.iter().any(|t| l.starts_with(t));
+        let ours = |l: &str| {
+            l.contains(&format!("={DESKTOP_ID}")) && MIME_TYPES.iter().any(|t| l.starts_with(t))
+        };
         let kept: Vec<&str> = text.lines().filter(|l| !ours(l)).collect();
-        if kept.iter().all(|l| l.trim().is_empty() || l.trim().starts_with('[')) {
+        if kept
+            .iter()
+            .all(|l| l.trim().is_empty() || l.trim().starts_with('['))
+        {
             fs::remove_file(&mimeapps).ok();
             removed.push(mimeapps);
         } else {
@@ -259,13 +316,24 @@ pub fn uninstall(dirs: &XdgDirs) -> Result<Outcome, String> {
     }
     let mime = dirs.data_home.join("mime");
     if have("update-mime-database") && !is_empty_dir(&mime.join("packages")) {
-        run("update-mime-database", &[&mime.to_string_lossy()], &mut notes);
+        run(
+            "update-mime-database",
+            &[&mime.to_string_lossy()],
+            &mut notes,
+        );
     }
     let apps = dirs.data_home.join("applications");
     if have("update-desktop-database") && !is_empty_dir(&apps) {
-        run("update-desktop-database", &[&apps.to_string_lossy()], &mut notes);
+        run(
+            "update-desktop-database",
+            &[&apps.to_string_lossy()],
+            &mut notes,
+        );
     }
-    Ok(Outcome { files: removed, notes })
+    Ok(Outcome {
+        files: removed,
+        notes,
+    })
 }
 
 fn is_empty_dir(dir: &Path) -> bool {

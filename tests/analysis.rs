@@ -291,3 +291,134 @@ fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
         assert_eq!(counts.get(&g.signature), Some(&g.count), "{}", g.signature);
     }
 }
+
+/// The gap finder's table: filters count what the truth counts, sorts hold their order, and
+/// the CSV export reads back row for row.
+#[test]
+fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
+    use nsys_explorer::analysis::gaps::Cause;
+    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::ui::gap_table::{Column, Filter, filtered_order, to_csv};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("table.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    let all = filtered_order(
+        &trace.strings,
+        &o.gaps,
+        &o.recurring,
+        &Filter::default(),
+        Column::Duration,
+        true,
+    );
+    assert_eq!(all.len(), truth.gaps.len());
+    let durations: Vec<i64> = all
+        .iter()
+        .map(|&i| o.gaps[i as usize].gap.duration_ns)
+        .collect();
+    assert!(durations.windows(2).all(|w| w[0] >= w[1]), "longest first");
+
+    for cause in [Cause::HostSync, Cause::HostBound, Cause::Dependency] {
+        let filter = Filter {
+            cause: Some(cause),
+            ..Default::default()
+        };
+        let expected = truth
+            .gaps
+            .iter()
+            .filter(|g| g.cause == cause.label())
+            .count();
+        let rows = filtered_order(
+            &trace.strings,
+            &o.gaps,
+            &o.recurring,
+            &filter,
+            Column::Start,
+            false,
+        );
+        assert_eq!(rows.len(), expected, "{cause:?}");
+    }
+    let device = trace.devices[1].id;
+    let on_device = Filter {
+        device: Some(device),
+        min_duration_ns: 10_000,
+        ..Default::default()
+    };
+    let expected = truth
+        .gaps
+        .iter()
+        .filter(|g| g.device == device && g.duration_ns >= 10_000)
+        .count();
+    let rows = filtered_order(
+        &trace.strings,
+        &o.gaps,
+        &o.recurring,
+        &on_device,
+        Column::Start,
+        false,
+    );
+    assert_eq!(rows.len(), expected);
+    let starts: Vec<i64> = rows
+        .iter()
+        .map(|&i| o.gaps[i as usize].gap.start_ns)
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "by start");
+
+    let name = truth.gaps[0].after.to_uppercase();
+    let by_name = Filter {
+        text: name.clone(),
+        ..Default::default()
+    };
+    let expected = truth
+        .gaps
+        .iter()
+        .filter(|g| {
+            let n = name.to_lowercase();
+            g.before.to_lowercase().contains(&n)
+                || g.after.to_lowercase().contains(&n)
+                || g.enclosing_nvtx
+                    .as_deref()
+                    .is_some_and(|e| e.to_lowercase().contains(&n))
+        })
+        .count();
+    assert_eq!(
+        filtered_order(
+            &trace.strings,
+            &o.gaps,
+            &o.recurring,
+            &by_name,
+            Column::Duration,
+            true
+        )
+        .len(),
+        expected
+    );
+    let group = Filter {
+        recurring: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(
+        filtered_order(
+            &trace.strings,
+            &o.gaps,
+            &o.recurring,
+            &group,
+            Column::Duration,
+            true
+        )
+        .len(),
+        o.recurring[0].count
+    );
+
+    let csv = to_csv(&o.gaps, &all, 0).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_slice());
+    assert_eq!(reader.headers().unwrap().get(3), Some("duration_ns"));
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), all.len());
+    for (r, &i) in records.iter().zip(&all) {
+        let g = &o.gaps[i as usize];
+        assert_eq!(r[3].parse::<i64>().unwrap(), g.gap.duration_ns);
+        assert_eq!(&r[5], g.after_name);
+    }
+}

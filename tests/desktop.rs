@@ -86,20 +86,48 @@ fn install_with_the_xdg_tools_makes_the_default_handler_and_uninstall_removes_it
     let text = std::fs::read_to_string(&entry).unwrap();
     assert!(text.contains(&format!("Exec={BIN} %f")), "{text}");
     assert!(text.contains("MimeType=application/vnd.sqlite3;application/x-nsys-rep;"));
-    assert!(home.root.join("data/mime/packages/nsys-explorer.xml").is_file());
-    assert!(home.root.join("data/icons/hicolor/48x48/apps/nsys-explorer.png").is_file());
-    assert!(home.root.join("data/icons/hicolor/scalable/apps/nsys-explorer.svg").is_file());
+    assert!(
+        home.root
+            .join("data/mime/packages/nsys-explorer.xml")
+            .is_file()
+    );
+    assert!(
+        home.root
+            .join("data/icons/hicolor/48x48/apps/nsys-explorer.png")
+            .is_file()
+    );
+    assert!(
+        home.root
+            .join("data/icons/hicolor/scalable/apps/nsys-explorer.svg")
+            .is_file()
+    );
 
     let validate = home.run("desktop-file-validate", &[entry.to_str().unwrap()], None);
-    assert!(validate.stdout.is_empty(), "{}", String::from_utf8_lossy(&validate.stdout));
+    assert!(
+        validate.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&validate.stdout)
+    );
     for mime in ["application/vnd.sqlite3", "application/x-nsys-rep"] {
         let q = home.run("xdg-mime", &["query", "default", mime], None);
-        assert_eq!(String::from_utf8_lossy(&q.stdout).trim(), "nsys-explorer.desktop", "{mime}");
+        assert_eq!(
+            String::from_utf8_lossy(&q.stdout).trim(),
+            "nsys-explorer.desktop",
+            "{mime}"
+        );
     }
 
     home.run(BIN, &["uninstall-desktop"], None);
-    assert_eq!(home.files(), Vec::<PathBuf>::new(), "uninstall leaves nothing");
-    let q = home.run("xdg-mime", &["query", "default", "application/vnd.sqlite3"], None);
+    assert_eq!(
+        home.files(),
+        Vec::<PathBuf>::new(),
+        "uninstall leaves nothing"
+    );
+    let q = home.run(
+        "xdg-mime",
+        &["query", "default", "application/vnd.sqlite3"],
+        None,
+    );
     assert_eq!(String::from_utf8_lossy(&q.stdout).trim(), "");
 }
 
@@ -111,25 +139,52 @@ fn install_without_the_xdg_tools_copies_and_says_so_and_uninstall_removes_it_all
     let out = home.run(BIN, &["install-desktop", "--default"], Some(&empty_path));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("xdg-mime not found"), "{stdout}");
-    assert!(home.root.join("data/applications/nsys-explorer.desktop").is_file());
-    assert!(home.root.join("data/mime/packages/nsys-explorer.xml").is_file());
+    assert!(
+        home.root
+            .join("data/applications/nsys-explorer.desktop")
+            .is_file()
+    );
+    assert!(
+        home.root
+            .join("data/mime/packages/nsys-explorer.xml")
+            .is_file()
+    );
     let defaults = std::fs::read_to_string(home.root.join("config/mimeapps.list")).unwrap();
-    assert!(defaults.contains("[Default Applications]\napplication/vnd.sqlite3=nsys-explorer.desktop\n"), "{defaults}");
+    assert!(
+        defaults
+            .contains("[Default Applications]\napplication/vnd.sqlite3=nsys-explorer.desktop\n"),
+        "{defaults}"
+    );
 
     // A default of another app's, added later, survives the uninstall.
     let other = "text/plain=other.desktop";
-    std::fs::write(home.root.join("config/mimeapps.list"), format!("{defaults}{other}\n")).unwrap();
+    std::fs::write(
+        home.root.join("config/mimeapps.list"),
+        format!("{defaults}{other}\n"),
+    )
+    .unwrap();
     home.run(BIN, &["uninstall-desktop"], Some(&empty_path));
     let left = std::fs::read_to_string(home.root.join("config/mimeapps.list")).unwrap();
-    assert!(left.contains(other) && !left.contains("nsys-explorer"), "{left}");
+    assert!(
+        left.contains(other) && !left.contains("nsys-explorer"),
+        "{left}"
+    );
     std::fs::remove_file(home.root.join("config/mimeapps.list")).unwrap();
-    assert_eq!(home.files(), Vec::<PathBuf>::new(), "uninstall leaves nothing else");
+    assert_eq!(
+        home.files(),
+        Vec::<PathBuf>::new(),
+        "uninstall leaves nothing else"
+    );
 }
 
 #[test]
 fn uninstall_without_an_install_says_so() {
     let home = Home::new();
-    let out = home.command(BIN, None).arg("uninstall-desktop").output().unwrap();
+    let out = home
+        .command(BIN, None)
+        .arg("uninstall-desktop")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to uninstall"));
 }

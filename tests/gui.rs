@@ -98,7 +98,10 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
         let plot = l.timeline.last_plot;
         let (v0, v1) = l.timeline.view;
         let frac = (((start + end) / 2) as f64 - v0) / (v1 - v0);
-        (plot.left() + frac as f32 * plot.width(), plot.top() + 20.0 + 9.0)
+        (
+            plot.left() + frac as f32 * plot.width(),
+            plot.top() + 20.0 + 9.0,
+        )
     };
     h.hover_at(eframe::egui::pos2(x, click_y));
     h.run_steps(1);
@@ -178,7 +181,10 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
     // GPU 0's block comes first in the summary panel.
-    h.query_all_by_label_contains("idle  ").next().unwrap().click();
+    h.query_all_by_label_contains("idle  ")
+        .next()
+        .unwrap()
+        .click();
     h.run_steps(2);
     let l = loaded(&h);
     let o = l.timeline.overlay.as_ref().expect("overlay added");
@@ -191,7 +197,10 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
     assert_eq!(idle, l.overview.as_ref().unwrap().devices[0].breakdown.idle);
     h.get_by_label_contains(&format!("idle intervals of GPU {}", l.trace.devices[0].id));
 
-    h.query_all_by_label_contains("idle  ").next().unwrap().click();
+    h.query_all_by_label_contains("idle  ")
+        .next()
+        .unwrap()
+        .click();
     h.run_steps(2);
     assert!(loaded(&h).timeline.overlay.is_none(), "second click clears");
 }
@@ -212,7 +221,10 @@ fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
     h.run_steps(2);
     let l = loaded(&h);
     let (v0, v1) = l.timeline.view;
-    assert!(v0 <= start as f64 && v1 >= end as f64, "{v0}..{v1} holds {start}..{end}");
+    assert!(
+        v0 <= start as f64 && v1 >= end as f64,
+        "{v0}..{v1} holds {start}..{end}"
+    );
     assert!(
         v1 - v0 < (end - start).max(100) as f64 * 10.0,
         "zoomed to it: {} for a {} gap",
@@ -238,7 +250,10 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
     let (total, counts) = {
         let o = loaded(&h).overview.as_ref().unwrap();
         let count = |c: Cause| o.gaps.iter().filter(|g| g.gap.cause == c).count();
-        (o.gaps.len(), [Cause::HostSync, Cause::HostBound].map(|c| (c, count(c))))
+        (
+            o.gaps.len(),
+            [Cause::HostSync, Cause::HostBound].map(|c| (c, count(c))),
+        )
     };
     h.get_by_label(&format!("{total} gaps shown of {total}"));
     for (cause, n) in counts {
@@ -256,8 +271,11 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
     let (mut h, truth) = loaded_tiny(dir.path());
     h.get_by_label("Iterations").click();
     h.run_steps(2);
-    h.get_by_label_contains(&format!("Slowest: iter {}:", truth.iterations.slowest_index))
-        .click();
+    h.get_by_label_contains(&format!(
+        "Slowest: iter {}:",
+        truth.iterations.slowest_index
+    ))
+    .click();
     h.run_steps(2);
     let l = loaded(&h);
     let k = truth.iterations.slowest_index;
@@ -316,7 +334,11 @@ fn an_nsys_rep_shows_the_export_command_and_opens_the_export_beside_it() {
     h.get_by_label_contains("nsys export --type sqlite --output");
     h.get_by_label_contains("There is no run.sqlite beside it yet");
 
-    synth::generate(&dir.path().join("run.sqlite"), SynthOptions::new(Preset::Tiny)).unwrap();
+    synth::generate(
+        &dir.path().join("run.sqlite"),
+        SynthOptions::new(Preset::Tiny),
+    )
+    .unwrap();
     let mut h = harness(Some(&report));
     h.run_steps(2);
     h.get_by_label("Open run.sqlite").click();

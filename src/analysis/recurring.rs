@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::gaps::{Gap, OpRef, enclosing, launch_nvtx_path};
 use super::iterations::{median, numbers_to_hash};
-use crate::trace::{Device, NONE, Trace};
+use crate::trace::{Device, NONE, StrId, Trace};
 
 /// An API call of the launching thread that overlaps a gap.
 #[derive(Debug, Clone, Serialize)]
@@ -28,6 +28,17 @@ pub struct GapDetail {
     pub enclosing_nvtx: Option<String>,
     /// Calls of the thread that launched the op after the gap, overlapping it, longest first.
     pub calls_during: Vec<CallDuringGap>,
+    /// The same names as interned ids, for tables that sort and filter many gaps.
+    #[serde(skip)]
+    pub ids: GapNameIds,
+}
+
+/// Interned ids (`Trace::strings`) of a gap's names.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GapNameIds {
+    pub before: StrId,
+    pub after: StrId,
+    pub enclosing: Option<StrId>,
 }
 
 impl GapDetail {
@@ -48,9 +59,8 @@ impl GapDetail {
     }
 }
 
-fn op_name(trace: &Trace, device: &Device, op: OpRef) -> String {
-    let ops = &device.streams[op.stream as usize].ops;
-    trace.strings.get(ops.name[op.op as usize]).to_string()
+fn op_name_id(device: &Device, op: OpRef) -> StrId {
+    device.streams[op.stream as usize].ops.name[op.op as usize]
 }
 
 /// Everything known about one gap; `max_calls` limits the calls listed.
@@ -62,16 +72,21 @@ pub fn describe(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
     };
     let before_path = launch_nvtx_path(trace, device, gap.before);
     let after_path = launch_nvtx_path(trace, device, gap.after);
-    let enclosing_nvtx =
-        enclosing(&before_path, &after_path).map(|id| trace.strings.get(id).to_string());
+    let ids = GapNameIds {
+        before: op_name_id(device, gap.before),
+        after: op_name_id(device, gap.after),
+        enclosing: enclosing(&before_path, &after_path),
+    };
+    let enclosing_nvtx = ids.enclosing.map(|id| trace.strings.get(id).to_string());
     GapDetail {
         gap: gap.clone(),
-        before_name: op_name(trace, device, gap.before),
-        after_name: op_name(trace, device, gap.after),
+        before_name: trace.strings.get(ids.before).to_string(),
+        after_name: trace.strings.get(ids.after).to_string(),
         before_nvtx: texts(before_path),
         after_nvtx: texts(after_path),
         enclosing_nvtx,
         calls_during: calls_during(trace, device, gap, max_calls),
+        ids,
     }
 }
 

@@ -199,9 +199,9 @@ pub fn load_staged(
                         big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?,
                         MEMSET,
                     ),
-                    Task::Api(r) => ChunkOut::Api(big_tables::read_api_calls(
-                        &ctx, &conn, &schema, &names, r,
-                    )?),
+                    Task::Api(r) => {
+                        ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?)
+                    }
                     Task::Nvtx(r) => {
                         ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
                     }

@@ -55,10 +55,11 @@ impl Default for GapFinder {
 
 impl GapFinder {
     /// Recomputes the order when the filter or sort changed.
-    pub fn refresh(&mut self, overview: &Overview) {
+    pub fn refresh(&mut self, trace: &Trace, overview: &Overview) {
         let key = (self.filter.clone(), self.column, self.descending);
         if self.applied.as_ref() != Some(&key) {
             self.order = filtered_order(
+                &trace.strings,
                 &overview.gaps,
                 &overview.recurring,
                 &self.filter,
@@ -71,7 +72,13 @@ impl GapFinder {
     }
 
     /// Selects the gap at `pos` of the current order and shows it on the timeline.
-    pub fn select(&mut self, pos: usize, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+    pub fn select(
+        &mut self,
+        pos: usize,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let Some(&i) = self.order.get(pos) else {
             return;
         };
@@ -84,8 +91,14 @@ impl GapFinder {
         }
     }
 
-    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
-        self.refresh(overview);
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
+        self.refresh(trace, overview);
         self.controls(ui, trace, overview, timeline);
         // N / Shift+N step through the current order, unless a text field has the keys.
         let typing = ui.ctx().egui_wants_keyboard_input();
@@ -114,14 +127,25 @@ impl GapFinder {
         }
     }
 
-    fn controls(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &Timeline) {
+    fn controls(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &Timeline,
+    ) {
         ui.horizontal_wrapped(|ui| {
             ui.selectable_value(&mut self.recurring_view, false, "All gaps");
             ui.selectable_value(&mut self.recurring_view, true, "Recurring");
             ui.separator();
             ui.label("min");
             if ui
-                .add(egui::DragValue::new(&mut self.min_us).range(0.0..=1e9).suffix(" µs").speed(10.0))
+                .add(
+                    egui::DragValue::new(&mut self.min_us)
+                        .range(0.0..=1e9)
+                        .suffix(" µs")
+                        .speed(10.0),
+                )
                 .changed()
             {
                 self.filter.min_duration_ns = (self.min_us * 1e3) as i64;
@@ -134,16 +158,28 @@ impl GapFinder {
                 .show_ui(ui, |ui| {
                     ui.selectable_value(&mut self.filter.device, None, "all GPUs");
                     for d in &trace.devices {
-                        ui.selectable_value(&mut self.filter.device, Some(d.id), format!("GPU {}", d.id));
+                        ui.selectable_value(
+                            &mut self.filter.device,
+                            Some(d.id),
+                            format!("GPU {}", d.id),
+                        );
                     }
                 });
             ui.separator();
             let counts = *self.cause_counts.get_or_insert_with(|| {
                 CAUSES.map(|c| overview.gaps.iter().filter(|g| g.gap.cause == c).count())
             });
-            ui.selectable_value(&mut self.filter.cause, None, format!("any cause ({})", overview.gaps.len()));
+            ui.selectable_value(
+                &mut self.filter.cause,
+                None,
+                format!("any cause ({})", overview.gaps.len()),
+            );
             for (c, n) in CAUSES.into_iter().zip(counts) {
-                ui.selectable_value(&mut self.filter.cause, Some(c), format!("{} ({n})", c.label()));
+                ui.selectable_value(
+                    &mut self.filter.cause,
+                    Some(c),
+                    format!("{} ({n})", c.label()),
+                );
             }
             ui.separator();
             ui.add(
@@ -152,7 +188,10 @@ impl GapFinder {
                     .desired_width(140.0),
             );
             if let Some(r) = self.filter.recurring {
-                let sig = overview.recurring.get(r).map_or("", |g| g.signature.as_str());
+                let sig = overview
+                    .recurring
+                    .get(r)
+                    .map_or("", |g| g.signature.as_str());
                 if ui
                     .button(format!("group: {} ×", shorten(&sig.replace('→', "->"), 40)))
                     .on_hover_text("Show every gap again")
@@ -161,13 +200,20 @@ impl GapFinder {
                     self.filter.recurring = None;
                 }
             }
-            ui.label(format!("{} gaps shown of {}", self.order.len(), overview.gaps.len()));
+        });
+        ui.horizontal(|ui| {
+            ui.label(format!(
+                "{} gaps shown of {}",
+                self.order.len(),
+                overview.gaps.len()
+            ));
             if ui.button("Export CSV…").clicked() {
                 self.message = Some(self.export(overview, timeline.full.0));
             }
             if let Some(m) = &self.message {
                 ui.label(m);
             }
+            ui.label("· click a row to zoom to it; N / Shift+N: next / previous");
         });
     }
 
@@ -187,7 +233,13 @@ impl GapFinder {
         }
     }
 
-    fn gap_table(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+    fn gap_table(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let origin = timeline.full.0;
         let mut clicked = None;
         let mut sort_by = None;
@@ -257,7 +309,12 @@ impl GapFinder {
             .column(TableColumn::exact(90.0))
             .column(TableColumn::remainder())
             .header(20.0, |mut header| {
-                for name in ["signature (click to list its gaps)", "count", "total", "median"] {
+                for name in [
+                    "signature (click to list its gaps)",
+                    "count",
+                    "total",
+                    "median",
+                ] {
                     header.col(|ui| {
                         ui.strong(name);
                     });

@@ -1,12 +1,11 @@
 //! The gap finder's table, apart from its drawing: which gaps pass the filters, in which
 //! order, and the CSV export. Kept free of egui so the benchmark can time it.
 
-use std::collections::HashMap;
-
 use rayon::prelude::*;
 
 use crate::analysis::gaps::Cause;
 use crate::analysis::recurring::{GapDetail, RecurringGap};
+use crate::trace::{StrId, StringTable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -51,18 +50,27 @@ pub struct Filter {
     pub recurring: Option<usize>,
 }
 
-/// Indices of the gaps that pass `filter`, sorted by `column`.
+/// Indices of the gaps that pass `filter`, sorted by `column`. Names are compared through
+/// their interned ids (`strings`): each distinct name is lower-cased or ranked once, and
+/// the rows then test or sort integers.
 pub fn filtered_order(
+    strings: &StringTable,
     gaps: &[GapDetail],
     recurring: &[RecurringGap],
     filter: &Filter,
     column: Column,
     descending: bool,
 ) -> Vec<u32> {
-    let mut names = NameMatcher {
-        needle: filter.text.to_lowercase(),
-        seen: HashMap::new(),
+    let needle = filter.text.to_lowercase();
+    let name_hits: Vec<bool> = if needle.is_empty() {
+        Vec::new()
+    } else {
+        (0..strings.len() as StrId)
+            .into_par_iter()
+            .map(|id| strings.get(id).to_lowercase().contains(&needle))
+            .collect()
     };
+    let hit = |id: StrId| name_hits.get(id as usize).copied().unwrap_or(false);
     let members: Option<Vec<bool>> = filter.recurring.and_then(|r| recurring.get(r)).map(|r| {
         let mut mask = vec![false; gaps.len()];
         for &m in &r.members {
@@ -72,57 +80,86 @@ pub fn filtered_order(
         }
         mask
     });
-    let mut order: Vec<u32> = Vec::with_capacity(gaps.len());
-    for (i, g) in gaps.iter().enumerate() {
-        let passes = g.gap.duration_ns >= filter.min_duration_ns
+    let passes = |i: usize| {
+        let g = &gaps[i];
+        g.gap.duration_ns >= filter.min_duration_ns
             && filter.device.is_none_or(|d| g.gap.device == d)
             && filter.cause.is_none_or(|c| g.gap.cause == c)
             && members.as_ref().is_none_or(|m| m[i])
-            && (names.needle.is_empty()
-                || names.hit(&g.before_name)
-                || names.hit(&g.after_name)
-                || g.enclosing_nvtx.as_deref().is_some_and(|n| names.hit(n)));
-        if passes {
-            order.push(i as u32);
-        }
-    }
-    sort(gaps, &mut order, column, descending);
+            && (needle.is_empty()
+                || hit(g.ids.before)
+                || hit(g.ids.after)
+                || g.ids.enclosing.is_some_and(hit))
+    };
+    let mut order: Vec<u32> = (0..gaps.len() as u32)
+        .into_par_iter()
+        .with_min_len(4096)
+        .filter(|&i| passes(i as usize))
+        .collect();
+    sort(strings, gaps, &mut order, column, descending);
     order
 }
 
-/// Case-insensitive substring test; names repeat across gaps, so each is tested once.
-struct NameMatcher<'a> {
-    needle: String,
-    seen: HashMap<&'a str, bool>,
-}
-
-impl<'a> NameMatcher<'a> {
-    fn hit(&mut self, name: &'a str) -> bool {
-        let needle = &self.needle;
-        *self
-            .seen
-            .entry(name)
-            .or_insert_with(|| name.to_lowercase().contains(needle))
+/// Sorts `order` by `column`, ties by start. Each row gets an integer key first (a name by
+/// its rank among the distinct names), so the sort compares integers.
+pub fn sort(
+    strings: &StringTable,
+    gaps: &[GapDetail],
+    order: &mut [u32],
+    column: Column,
+    descending: bool,
+) {
+    let ranks = match column {
+        Column::Neighbours | Column::Enclosing => name_ranks(strings, gaps, order),
+        _ => Vec::new(),
+    };
+    let n = ranks.len() as i64 + 1;
+    let rank = |id: Option<StrId>| id.map_or(0, |id| ranks[id as usize] + 1);
+    let key = |i: u32| -> (i64, i64, u32) {
+        let g = &gaps[i as usize];
+        let k = match column {
+            Column::Device => g.gap.device as i64,
+            Column::Start => g.gap.start_ns,
+            Column::Duration => g.gap.duration_ns,
+            Column::Cause => g.gap.cause as i64,
+            Column::Neighbours => rank(Some(g.ids.before)) * n + rank(Some(g.ids.after)),
+            Column::Enclosing => rank(g.ids.enclosing),
+        };
+        (k, g.gap.start_ns, i)
+    };
+    let mut keyed: Vec<(i64, i64, u32)> = order.par_iter().map(|&i| key(i)).collect();
+    keyed.par_sort_unstable();
+    if descending {
+        keyed.reverse();
+    }
+    for (slot, (_, _, i)) in order.iter_mut().zip(keyed) {
+        *slot = i;
     }
 }
 
-pub fn sort(gaps: &[GapDetail], order: &mut [u32], column: Column, descending: bool) {
-    let key = |i: &u32| &gaps[*i as usize];
-    let by = |a: &u32, b: &u32| {
-        let (x, y) = (key(a), key(b));
-        let ord = match column {
-            Column::Device => x.gap.device.cmp(&y.gap.device),
-            Column::Start => x.gap.start_ns.cmp(&y.gap.start_ns),
-            Column::Duration => x.gap.duration_ns.cmp(&y.gap.duration_ns),
-            Column::Neighbours => (&x.before_name, &x.after_name).cmp(&(&y.before_name, &y.after_name)),
-            Column::Enclosing => x.enclosing_nvtx.cmp(&y.enclosing_nvtx),
-            Column::Cause => x.gap.cause.label().cmp(y.gap.cause.label()),
-        };
-        // Ties by start, so the order is stable and steps through time.
-        let ord = ord.then(x.gap.start_ns.cmp(&y.gap.start_ns));
-        if descending { ord.reverse() } else { ord }
-    };
-    order.par_sort_unstable_by(by);
+/// For every string id, its rank in name order among the names the rows of `order` use.
+fn name_ranks(strings: &StringTable, gaps: &[GapDetail], order: &[u32]) -> Vec<i64> {
+    let mut used = vec![false; strings.len()];
+    for &i in order {
+        let ids = gaps[i as usize].ids;
+        for id in [Some(ids.before), Some(ids.after), ids.enclosing]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(u) = used.get_mut(id as usize) {
+                *u = true;
+            }
+        }
+    }
+    let mut distinct: Vec<StrId> = (0..strings.len() as StrId)
+        .filter(|&id| used[id as usize])
+        .collect();
+    distinct.sort_unstable_by(|a, b| strings.get(*a).cmp(strings.get(*b)));
+    let mut ranks = vec![0i64; strings.len()];
+    for (r, id) in distinct.into_iter().enumerate() {
+        ranks[id as usize] = r as i64;
+    }
+    ranks
 }
 
 /// The rows of `order` as CSV, with a header.

@@ -40,8 +40,13 @@ impl IterationsPanel {
     /// opens its drill-down.
     pub fn open(&mut self, k: usize, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
         let its = self.iterations(overview);
-        let spans = its.per_device.iter().filter_map(|d| d.spans.get(k).copied().flatten());
-        let (lo, hi) = spans.fold((i64::MAX, i64::MIN), |(lo, hi), w| (lo.min(w.start), hi.max(w.end)));
+        let spans = its
+            .per_device
+            .iter()
+            .filter_map(|d| d.spans.get(k).copied().flatten());
+        let (lo, hi) = spans.fold((i64::MAX, i64::MIN), |(lo, hi), w| {
+            (lo.min(w.start), hi.max(w.end))
+        });
         if lo < hi {
             timeline.view = (lo as f64, hi as f64);
         }
@@ -49,7 +54,13 @@ impl IterationsPanel {
         self.selected = Some(k);
     }
 
-    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>, overview: &Overview, timeline: &mut Timeline) {
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Arc<Trace>,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         if let Some(rx) = &self.pending
             && let Ok(its) = rx.try_recv()
         {
@@ -85,7 +96,11 @@ impl IterationsPanel {
         }
         ui.horizontal(|ui| {
             let slow: Vec<usize> = {
-                let mut all: Vec<usize> = its.per_device.iter().flat_map(|d| d.slow_indices.clone()).collect();
+                let mut all: Vec<usize> = its
+                    .per_device
+                    .iter()
+                    .flat_map(|d| d.slow_indices.clone())
+                    .collect();
                 all.sort_unstable();
                 all.dedup();
                 all
@@ -153,10 +168,16 @@ impl IterationsPanel {
                     .desired_width(180.0),
             );
             let typed = !self.marker_text.trim().is_empty();
-            if ui.add_enabled(typed, egui::Button::new("Use marker")).clicked() {
+            if ui
+                .add_enabled(typed, egui::Button::new("Use marker"))
+                .clicked()
+            {
                 self.recompute(trace, Some(self.marker_text.trim().to_string()));
             }
-            if ui.add_enabled(self.custom.is_some(), egui::Button::new("Auto-detect")).clicked() {
+            if ui
+                .add_enabled(self.custom.is_some(), egui::Button::new("Auto-detect"))
+                .clicked()
+            {
                 self.custom = None;
                 self.selected = None;
                 self.drilldown = None;
@@ -194,7 +215,12 @@ fn device_color(i: usize) -> Color32 {
 
 /// Durations (ms) by iteration, one line per GPU; slow ones as red points, warm-up as a
 /// dashed line. Returns the iteration clicked.
-fn duration_plot(ui: &mut egui::Ui, its: &Iterations, selected: Option<usize>, height: f32) -> Option<usize> {
+fn duration_plot(
+    ui: &mut egui::Ui,
+    its: &Iterations,
+    selected: Option<usize>,
+    height: f32,
+) -> Option<usize> {
     let response = Plot::new("iteration durations")
         .height(height)
         .x_axis_label("iteration")
@@ -202,18 +228,39 @@ fn duration_plot(ui: &mut egui::Ui, its: &Iterations, selected: Option<usize>, h
         .allow_scroll(false)
         .show(ui, |plot| {
             for (i, d) in its.per_device.iter().enumerate() {
-                let points: Vec<[f64; 2]> =
-                    d.durations_ns.iter().enumerate().map(|(k, ns)| [k as f64, *ns as f64 / 1e6]).collect();
-                plot.line(Line::new(format!("GPU {}", d.device), PlotPoints::new(points)).color(device_color(i)));
+                let points: Vec<[f64; 2]> = d
+                    .durations_ns
+                    .iter()
+                    .enumerate()
+                    .map(|(k, ns)| [k as f64, *ns as f64 / 1e6])
+                    .collect();
+                plot.line(
+                    Line::new(format!("GPU {}", d.device), PlotPoints::new(points))
+                        .color(device_color(i)),
+                );
                 let slow: Vec<[f64; 2]> = d
                     .slow_indices
                     .iter()
                     .filter_map(|&k| Some([k as f64, *d.durations_ns.get(k)? as f64 / 1e6]))
                     .collect();
-                plot.points(Points::new(format!("slow GPU {}", d.device), PlotPoints::new(slow)).radius(4.0).color(Color32::RED));
+                plot.points(
+                    Points::new(format!("slow GPU {}", d.device), PlotPoints::new(slow))
+                        .radius(4.0)
+                        .color(Color32::RED),
+                );
             }
-            if let Some(w) = its.per_device.iter().map(|d| d.warmup).max().filter(|w| *w > 0) {
-                plot.vline(VLine::new("end of warm-up", w as f64 - 0.5).color(Color32::GRAY).style(egui_plot::LineStyle::dashed_loose()));
+            if let Some(w) = its
+                .per_device
+                .iter()
+                .map(|d| d.warmup)
+                .max()
+                .filter(|w| *w > 0)
+            {
+                plot.vline(
+                    VLine::new("end of warm-up", w as f64 - 0.5)
+                        .color(Color32::GRAY)
+                        .style(egui_plot::LineStyle::dashed_loose()),
+                );
             }
             if let Some(k) = selected {
                 plot.vline(VLine::new("selected", k as f64).color(Color32::from_rgb(255, 200, 0)));
@@ -241,25 +288,32 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
     }
     let (lo, hi) = values
         .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), (v, _)| (lo.min(*v), hi.max(*v)));
+        .fold((f64::MAX, f64::MIN), |(lo, hi), (v, _)| {
+            (lo.min(*v), hi.max(*v))
+        });
     if values.is_empty() || hi <= lo {
         ui.label("(all iterations take the same time)");
         return;
     }
     let bins = 40;
     let width = (hi - lo) / bins as f64;
-    let mut counts = vec![(0usize, false); bins];
+    // Per bin: iterations, and how many of them are slow (red when most are).
+    let mut counts = vec![(0usize, 0usize); bins];
     for (v, slow) in &values {
         let bin = &mut counts[(((v - lo) / width) as usize).min(bins - 1)];
         bin.0 += 1;
-        bin.1 |= slow;
+        bin.1 += *slow as usize;
     }
     let bars: Vec<Bar> = counts
         .iter()
         .enumerate()
         .filter(|(_, (c, _))| *c > 0)
         .map(|(i, &(c, slow))| {
-            let color = if slow { Color32::RED } else { Color32::from_rgb(76, 140, 220) };
+            let color = if 2 * slow > c {
+                Color32::RED
+            } else {
+                Color32::from_rgb(76, 140, 220)
+            };
             Bar::new(lo + (i as f64 + 0.5) * width, (c as f64 + 1.0).log10())
                 .width(width * 0.9)
                 .fill(color)
@@ -295,51 +349,63 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
                 text += &format!(" (in {})", a.nvtx_path.join(" > "));
             }
         }
-        ui.label(RichText::new(text).strong().color(Color32::from_rgb(230, 90, 60)));
+        ui.label(
+            RichText::new(text)
+                .strong()
+                .color(Color32::from_rgb(230, 90, 60)),
+        );
     }
     ui.add_space(4.0);
     ui.strong("Breakdown vs the median iteration");
-    egui::Grid::new("drill breakdown").striped(true).show(ui, |ui| {
-        ui.label("GPU");
-        ui.label("this");
-        ui.label("median");
-        for s in State::ALL {
-            ui.label(s.label());
-        }
-        ui.end_row();
-        for dev in &d.devices {
-            ui.label(format!("GPU {}", dev.device));
-            ui.label(format_ns(dev.duration_ns));
-            ui.label(format!("{} (iter {})", format_ns(dev.reference_ns), dev.reference_index));
+    egui::Grid::new("drill breakdown")
+        .striped(true)
+        .show(ui, |ui| {
+            ui.label("GPU");
+            ui.label("this");
+            ui.label("median");
             for s in State::ALL {
-                ui.label(format!(
-                    "{} vs {}",
-                    format_ns(s.of(&dev.breakdown_ns)),
-                    format_ns(s.of(&dev.reference_breakdown_ns))
-                ));
+                ui.label(s.label());
             }
             ui.end_row();
-        }
-    });
-    ui.add_space(4.0);
-    ui.strong("Kernels that grew most");
-    egui::Grid::new("drill kernels").striped(true).show(ui, |ui| {
-        for h in ["GPU", "kernel", "#", "this", "median", "growth"] {
-            ui.label(h);
-        }
-        ui.end_row();
-        for dev in &d.devices {
-            for k in dev.kernels_grown.iter().take(5) {
+            for dev in &d.devices {
                 ui.label(format!("GPU {}", dev.device));
-                ui.label(shorten(&k.name, 60));
-                ui.label(k.occurrence.to_string());
-                ui.label(format_ns(k.duration_ns));
-                ui.label(format_ns(k.reference_ns));
-                ui.label(format!("+{}", format_ns(k.growth_ns)));
+                ui.label(format_ns(dev.duration_ns));
+                ui.label(format!(
+                    "{} (iter {})",
+                    format_ns(dev.reference_ns),
+                    dev.reference_index
+                ));
+                for s in State::ALL {
+                    ui.label(format!(
+                        "{} vs {}",
+                        format_ns(s.of(&dev.breakdown_ns)),
+                        format_ns(s.of(&dev.reference_breakdown_ns))
+                    ));
+                }
                 ui.end_row();
             }
-        }
-    });
+        });
+    ui.add_space(4.0);
+    ui.strong("Kernels that grew most");
+    egui::Grid::new("drill kernels")
+        .striped(true)
+        .show(ui, |ui| {
+            for h in ["GPU", "kernel", "#", "this", "median", "growth"] {
+                ui.label(h);
+            }
+            ui.end_row();
+            for dev in &d.devices {
+                for k in dev.kernels_grown.iter().take(5) {
+                    ui.label(format!("GPU {}", dev.device));
+                    ui.label(shorten(&k.name, 60));
+                    ui.label(k.occurrence.to_string());
+                    ui.label(format_ns(k.duration_ns));
+                    ui.label(format_ns(k.reference_ns));
+                    ui.label(format!("+{}", format_ns(k.growth_ns)));
+                    ui.end_row();
+                }
+            }
+        });
     ui.add_space(4.0);
     ui.strong("Its longest gaps");
     let mut go = None;
@@ -347,7 +413,11 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
         ui.horizontal_wrapped(|ui| {
             ui.label(format!("GPU {}:", dev.device));
             for g in dev.gaps.iter().take(6) {
-                let text = format!("{} at {}", format_ns(g.duration_ns), format_ns(g.start_ns - origin));
+                let text = format!(
+                    "{} at {}",
+                    format_ns(g.duration_ns),
+                    format_ns(g.start_ns - origin)
+                );
                 if ui.link(text).clicked() {
                     go = Some((g.start_ns, g.start_ns + g.duration_ns));
                 }
@@ -359,22 +429,24 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
     }
     ui.add_space(4.0);
     ui.strong("NCCL collectives: who started last");
-    egui::Grid::new("drill collectives").striped(true).show(ui, |ui| {
-        for h in ["#", "collective", "straggler", "late by", "its thread was"] {
-            ui.label(h);
-        }
-        ui.end_row();
-        for c in d.collectives.iter().take(TOP) {
-            ui.label(c.index.to_string());
-            ui.label(shorten(&c.name, 50));
-            ui.label(format!("GPU {}", c.straggler_device));
-            ui.label(format_ns(c.lateness_ns));
-            let a = &c.activity;
-            ui.label(match &a.longest_call {
-                Some(call) => format!("in {call} for {}", format_ns(a.longest_call_ns)),
-                None => format!("busy for {}", format_ns(a.since_previous_collective_ns)),
-            });
+    egui::Grid::new("drill collectives")
+        .striped(true)
+        .show(ui, |ui| {
+            for h in ["#", "collective", "straggler", "late by", "its thread was"] {
+                ui.label(h);
+            }
             ui.end_row();
-        }
-    });
+            for c in d.collectives.iter().take(TOP) {
+                ui.label(c.index.to_string());
+                ui.label(shorten(&c.name, 50));
+                ui.label(format!("GPU {}", c.straggler_device));
+                ui.label(format_ns(c.lateness_ns));
+                let a = &c.activity;
+                ui.label(match &a.longest_call {
+                    Some(call) => format!("in {call} for {}", format_ns(a.longest_call_ns)),
+                    None => format!("busy for {}", format_ns(a.since_previous_collective_ns)),
+                });
+                ui.end_row();
+            }
+        });
 }

@@ -126,7 +126,12 @@ fn merge(into: &mut Block, b: &Block) {
 /// Sums of blocks `[a, b)`: (busy ns, items, NCCL ns, memory ns).
 pub fn sum(blocks: &[Block]) -> (i64, u32, i64, i64) {
     blocks.iter().fold((0, 0, 0, 0), |acc, b| {
-        (acc.0 + b.busy, acc.1 + b.count, acc.2 + b.nccl, acc.3 + b.memory)
+        (
+            acc.0 + b.busy,
+            acc.1 + b.count,
+            acc.2 + b.nccl,
+            acc.3 + b.memory,
+        )
     })
 }
 

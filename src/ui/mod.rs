@@ -33,10 +33,13 @@ pub enum Message {
     /// The GPU side alone, so the timeline shows while the CPU side loads.
     GpuReady(Box<(Arc<Trace>, Timeline)>),
     /// The trace with its timeline indexes, built on the worker so the UI never waits.
-    Done(Box<Result<(Arc<Trace>, LoadReport, Timeline), LoadError>>),
+    Done(Box<Result<LoadedParts, LoadError>>),
     /// Every analysis of the loaded trace, for the panels.
     Analysed(Box<Overview>),
 }
+
+/// What a finished load hands to the UI.
+pub type LoadedParts = (Arc<Trace>, LoadReport, Timeline);
 
 /// A load (and then the analyses) running on a worker thread.
 pub struct Job {
@@ -101,7 +104,8 @@ impl Loaded {
             "idle-overlay" => {
                 self.timeline.overlay = summary::overlay(&trace, overview, 0, DeviceState::Idle);
                 if let Some(k) = overview.iterations.slowest_index {
-                    self.iterations.open(k, &trace, overview, &mut self.timeline);
+                    self.iterations
+                        .open(k, &trace, overview, &mut self.timeline);
                     let (a, b) = self.timeline.view;
                     self.timeline.view = (a - (b - a), b + (b - a));
                 }
@@ -109,13 +113,14 @@ impl Loaded {
             "recurring-gap" => {
                 self.tab = Tab::Gaps;
                 self.gaps.filter.recurring = Some(0);
-                self.gaps.refresh(overview);
+                self.gaps.refresh(&trace, overview);
                 self.gaps.select(0, &trace, overview, &mut self.timeline);
             }
             "slow-iteration" => {
                 self.tab = Tab::Iterations;
                 if let Some(k) = overview.iterations.slowest_index {
-                    self.iterations.open(k, &trace, overview, &mut self.timeline);
+                    self.iterations
+                        .open(k, &trace, overview, &mut self.timeline);
                 }
             }
             _ => {}
@@ -130,12 +135,21 @@ impl Loaded {
 
 pub enum State {
     Start,
-    Loading { path: PathBuf, job: Job },
+    Loading {
+        path: PathBuf,
+        job: Job,
+    },
     Loaded(Box<Loaded>),
-    Failed { path: PathBuf, message: String },
+    Failed {
+        path: PathBuf,
+        message: String,
+    },
     /// An Nsight Systems report (`.nsys-rep`), which needs exporting first; `export` is
     /// the SQLite export beside it, when there is one.
-    Report { path: PathBuf, export: Option<PathBuf> },
+    Report {
+        path: PathBuf,
+        export: Option<PathBuf>,
+    },
 }
 
 /// Whether `path` is an Nsight Systems report rather than its SQLite export.
@@ -577,7 +591,7 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
             });
         });
     egui::Panel::bottom("tabs")
-        .default_size(330.0)
+        .default_size(380.0)
         .min_size(200.0)
         .resizable(true)
         .show(ui, |ui| {
@@ -613,9 +627,7 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                 (Tab::Iterations, None, Some(o)) => {
                     l.iterations.show(ui, &trace, o, &mut l.timeline)
                 }
-                (Tab::Kernels, None, Some(o)) => {
-                    l.tables.kernels(ui, &trace, o, &mut l.timeline)
-                }
+                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
             }
         });
@@ -628,7 +640,9 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
 /// `path` quoted for a POSIX shell when it needs it.
 fn shell_quote(path: &std::path::Path) -> String {
     let s = path.display().to_string();
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
         s
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))

@@ -8,8 +8,9 @@ use super::timeline::{RowKind, Selection};
 use crate::analysis::gaps::OpRef;
 use crate::trace::Trace;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
+    #[default]
     Substring,
     Regex,
     /// The whole name, as the kernel table asks for.
@@ -51,24 +52,30 @@ pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String
         .par_iter()
         .enumerate()
         .flat_map_iter(|(d, device)| {
-            device.streams.iter().enumerate().flat_map(move |(s, stream)| {
-                let ops = &stream.ops;
-                (0..ops.len()).filter(move |&i| hit(ops.name[i])).map(move |i| Match {
-                    start: ops.start[i],
-                    end: ops.end[i],
-                    selection: Selection::Op {
-                        device: d,
-                        op: OpRef {
-                            stream: s as u32,
-                            op: i as u32,
-                        },
-                    },
-                    row: RowKind::Stream {
-                        device: d,
-                        stream: s,
-                    },
+            device
+                .streams
+                .iter()
+                .enumerate()
+                .flat_map(move |(s, stream)| {
+                    let ops = &stream.ops;
+                    (0..ops.len())
+                        .filter(move |&i| hit(ops.name[i]))
+                        .map(move |i| Match {
+                            start: ops.start[i],
+                            end: ops.end[i],
+                            selection: Selection::Op {
+                                device: d,
+                                op: OpRef {
+                                    stream: s as u32,
+                                    op: i as u32,
+                                },
+                            },
+                            row: RowKind::Stream {
+                                device: d,
+                                stream: s,
+                            },
+                        })
                 })
-            })
         })
         .collect();
     if mode != Mode::Exact || matches.is_empty() {
@@ -120,12 +127,6 @@ pub struct Search {
     /// Per row with matches, for the match marks on the timeline.
     pub by_row: Vec<RowMatches>,
     searched: Option<(String, Mode)>,
-}
-
-impl Default for Mode {
-    fn default() -> Self {
-        Mode::Substring
-    }
 }
 
 impl Search {

@@ -67,7 +67,14 @@ impl SummaryPanel {
                         timeline.window = None;
                     }
                 });
-                self.window_rows.as_ref().unwrap().1.iter().cloned().map(Some).collect()
+                self.window_rows
+                    .as_ref()
+                    .unwrap()
+                    .1
+                    .iter()
+                    .cloned()
+                    .map(Some)
+                    .collect()
             }
             None => {
                 let Some(overview) = overview else {
@@ -79,11 +86,15 @@ impl SummaryPanel {
                     .devices
                     .iter()
                     .map(|d| {
-                        overview.devices.iter().find(|s| s.device == d.id).map(|s| DeviceRow {
-                            window: s.window,
-                            breakdown: s.breakdown,
-                            same_stream: s.same_stream.clone(),
-                        })
+                        overview
+                            .devices
+                            .iter()
+                            .find(|s| s.device == d.id)
+                            .map(|s| DeviceRow {
+                                window: s.window,
+                                breakdown: s.breakdown,
+                                same_stream: s.same_stream,
+                            })
                     })
                     .collect()
             }
@@ -182,7 +193,8 @@ fn stacked_bar(ui: &mut egui::Ui, b: &Breakdown) {
     let mut x = rect.left();
     for state in State::ALL {
         let w = state.of(b) as f32 / total * rect.width();
-        let r = egui::Rect::from_min_max(egui::pos2(x, rect.top()), egui::pos2(x + w, rect.bottom()));
+        let r =
+            egui::Rect::from_min_max(egui::pos2(x, rect.top()), egui::pos2(x + w, rect.bottom()));
         ui.painter().rect_filled(r, 0.0, state_color(state));
         x += w;
     }

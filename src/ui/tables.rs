@@ -27,11 +27,19 @@ impl Default for Tables {
     }
 }
 
-const KERNEL_COLUMNS: [&str; 8] = ["kernel", "count", "total", "share", "mean", "median", "min", "max"];
+const KERNEL_COLUMNS: [&str; 8] = [
+    "kernel", "count", "total", "share", "mean", "median", "min", "max",
+];
 const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
 
 impl Tables {
-    pub fn kernels(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+    pub fn kernels(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
         let (column, descending) = self.kernel_sort;
         rows.sort_by(|a, b| {
@@ -66,7 +74,11 @@ impl Tables {
                 body.rows(18.0, rows.len(), |mut row| {
                     let k = rows[row.index()];
                     row.col(|ui| {
-                        if ui.link(shorten(&k.name, 90)).on_hover_text(&k.name).clicked() {
+                        if ui
+                            .link(shorten(&k.name, 90))
+                            .on_hover_text(&k.name)
+                            .clicked()
+                        {
                             clicked = Some(k.name.clone());
                         }
                     });
@@ -93,7 +105,13 @@ impl Tables {
         }
     }
 
-    pub fn nccl(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+    pub fn nccl(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
         let (column, descending) = self.nccl_sort;
         rows.sort_by(|a, b| {
@@ -137,14 +155,21 @@ impl Tables {
                             clicked = Some(n.collective.clone());
                         }
                     });
-                    for text in [n.count.to_string(), format_ns(n.total_ns), format_ns(n.median_ns)] {
+                    for text in [
+                        n.count.to_string(),
+                        format_ns(n.total_ns),
+                        format_ns(n.median_ns),
+                    ] {
                         row.col(|ui| {
                             ui.label(text);
                         });
                     }
                     row.col(|ui| {
-                        let buckets: Vec<String> =
-                            n.histogram.iter().map(|(from, c)| format!("{}·{c}", format_ns(*from))).collect();
+                        let buckets: Vec<String> = n
+                            .histogram
+                            .iter()
+                            .map(|(from, c)| format!("{}·{c}", format_ns(*from)))
+                            .collect();
                         ui.label(buckets.join("  "));
                     });
                 });
@@ -167,7 +192,11 @@ fn sort_label(name: &str, i: usize, (column, descending): (usize, bool)) -> Stri
 }
 
 fn toggle((column, descending): (usize, bool), i: usize) -> (usize, bool) {
-    if column == i { (i, !descending) } else { (i, i != 0 && i != 1) }
+    if column == i {
+        (i, !descending)
+    } else {
+        (i, i != 0 && i != 1)
+    }
 }
 
 /// Searches `name` on the timeline (unless it is already the query) and goes to the next

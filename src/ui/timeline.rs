@@ -420,7 +420,11 @@ impl Timeline {
                     ui.colored_label(ui.visuals().warn_fg_color, e);
                 }
                 (None, Some(i)) => {
-                    ui.label(format!("{} of {} matches", i + 1, self.search.matches.len()));
+                    ui.label(format!(
+                        "{} of {} matches",
+                        i + 1,
+                        self.search.matches.len()
+                    ));
                 }
                 (None, None) => {
                     ui.label(format!("{} matches", self.search.matches.len()));
@@ -487,15 +491,7 @@ impl Timeline {
                     Rect::from_min_max(Pos2::new(rect.left(), y), Pos2::new(plot.left(), y + h));
                 self.draw_label(&label_painter, ui, label_rect, trace, *row);
                 let hover_t = pointer.filter(|p| row_rect.contains(*p)).map(|p| t_of(p.x));
-                let found = self.draw_row(
-                    trace,
-                    *row,
-                    row_rect,
-                    &x_of,
-                    &t_of,
-                    hover_t,
-                    &mut drawn,
-                );
+                let found = self.draw_row(trace, *row, row_rect, &x_of, &t_of, hover_t, &mut drawn);
                 if found.is_some() {
                     hovered = found;
                 }
@@ -851,13 +847,7 @@ impl Timeline {
 
     /// Draws a row's items: from its level of detail when zoomed out far enough, else the
     /// items themselves, folding runs narrower than `MIN_PX`.
-    fn draw_items(
-        &self,
-        items: &RowItems,
-        lod: &RowLod,
-        r: Rect,
-        out: &mut Drawn,
-    ) {
+    fn draw_items(&self, items: &RowItems, lod: &RowLod, r: Rect, out: &mut Drawn) {
         // Concrete copies of the row's transform, so the folding loop inlines them.
         let (v0, v1) = self.view;
         let (left, width) = (r.left(), r.width());
@@ -873,7 +863,13 @@ impl Timeline {
             let blocks = &level.blocks;
             let mix = |a: usize, b: usize| {
                 let (busy, count, nccl, memory) = lod::sum(&blocks[a..b]);
-                (items.mix)(busy, blocks[b - 1].end - blocks[a].start, count, nccl, memory)
+                (items.mix)(
+                    busy,
+                    blocks[b - 1].end - blocks[a].start,
+                    count,
+                    nccl,
+                    memory,
+                )
             };
             fold_draw_by(
                 blocks.len(),
@@ -930,11 +926,16 @@ impl Timeline {
     ) {
         let mut mesh = Mesh::default();
         let mut quads = 0;
-        let fold = |starts: &[i64], ends: &[i64], longest: i64, r: Rect, color: Color32, mesh: &mut Mesh| {
+        let fold = |starts: &[i64],
+                    ends: &[i64],
+                    longest: i64,
+                    r: Rect,
+                    color: Color32,
+                    mesh: &mut Mesh| {
             fold_draw_by(
                 starts.len(),
-                &|i| starts[i],
-                &|i| ends[i],
+                |i| starts[i],
+                |i| ends[i],
                 longest,
                 self.view,
                 x_of,
@@ -1151,15 +1152,15 @@ pub fn kind_color(kind: OpKind) -> Color32 {
 /// A folded block of ops over `span` ns: the mix of what it hides by time, lighter the
 /// less busy it is.
 fn folded_color(busy_ns: i64, span: i64, _count: u32, nccl_ns: i64, memory_ns: i64) -> Color32 {
-    // In eighths: neighbouring blocks of a steady run get the same colour and merge.
-    let eighths = |x: f32| (x * 8.0).round() / 8.0;
+    // In quarters: neighbouring blocks of a steady run get the same colour and merge.
+    let quarters = |x: f32| (x * 4.0).round() / 4.0;
     let busy_total = busy_ns.max(1) as f32;
     let (nccl, memory) = (
-        eighths(nccl_ns as f32 / busy_total),
-        eighths(memory_ns as f32 / busy_total),
+        quarters(nccl_ns as f32 / busy_total),
+        quarters(memory_ns as f32 / busy_total),
     );
     let compute = (1.0 - nccl - memory).max(0.0);
-    let busy = eighths(busy_ns as f32 / span.max(1) as f32);
+    let busy = quarters(busy_ns as f32 / span.max(1) as f32);
     let mix = |k: OpKind| {
         let c = kind_color(k);
         [c.r() as f32, c.g() as f32, c.b() as f32]
