@@ -225,6 +225,7 @@ fn duration_plot(
         .height(height)
         .x_axis_label("iteration")
         .y_axis_label("ms")
+        .y_axis_min_width(44.0)
         .allow_scroll(false)
         .show(ui, |plot| {
             for (i, d) in its.per_device.iter().enumerate() {
@@ -324,6 +325,7 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .height(height)
         .x_axis_label("steady-state iteration, ms")
         .y_axis_label("count (log)")
+        .y_axis_min_width(44.0)
         .y_axis_formatter(|mark, _| format!("{:.0}", 10f64.powf(mark.value) - 1.0))
         .allow_scroll(false)
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));

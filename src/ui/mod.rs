@@ -630,6 +630,9 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
             }
+            // A panel is as tall as its content: fill it, so it keeps its size while the
+            // tabs' contents come and go.
+            ui.allocate_space(ui.available_size());
         });
     egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));
     if std::mem::take(&mut l.timeline.clicked_selection) {
