@@ -156,6 +156,10 @@ fn the_start_page_opens_the_sample_trace() {
     };
     assert_eq!(l.trace.devices.len(), 4);
     assert!(l.trace.kernel_count() > 1000);
+    assert!(
+        h.state().recent.is_empty(),
+        "the sample is not a recent file"
+    );
 }
 
 /// A generated tiny trace, loaded and analysed, with its ground truth.

@@ -1,7 +1,8 @@
 //! The timeline: one row per GPU stream, NVTX rows per thread and depth, a CUDA API row per
 //! thread. A frame costs O(pixels × visible rows): each row finds its visible range by
-//! binary search, and ops narrower than `MIN_PX` are folded into one block per run, coloured
-//! by what it hides (busy fraction and compute/NCCL/memory mix, from prefix sums).
+//! binary search (or, zoomed out, reads its level of detail), and ops narrower than `MIN_PX`
+//! are folded into one block per run, stacked by what filled its time (compute, NCCL,
+//! memory; from prefix sums), the idle rest left empty.
 
 use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
 use rayon::prelude::*;
@@ -65,10 +66,18 @@ struct RowItems<'a> {
     longest: i64,
     color: &'a dyn Fn(usize) -> Color32,
     name: &'a dyn Fn(usize) -> &'a str,
-    /// Colour of a folded run of items `[a, b)`.
-    folded: &'a dyn Fn(usize, usize) -> Color32,
-    /// Colour of a folded run from its sums: (busy ns, span ns, items, NCCL ns, memory ns).
-    mix: &'a dyn Fn(i64, i64, u32, i64, i64) -> Color32,
+    /// How a folded run of items `[a, b)` is filled.
+    folded: &'a dyn Fn(usize, usize) -> Fill,
+    /// How a folded run is filled, from its sums: (busy ns, span ns, NCCL ns, memory ns).
+    mix: &'a dyn Fn(i64, i64, i64, i64) -> Fill,
+}
+
+/// How a folded block is painted: one colour, or stacked from the bottom in parts whose
+/// heights are shares of the row (what kind of work filled how much of the block's time).
+#[derive(Clone, Copy)]
+pub enum Fill {
+    Solid(Color32),
+    Stacked([(Color32, f32); 3]),
 }
 
 /// What a row shows.
@@ -748,16 +757,14 @@ impl Timeline {
                     color: &|i| kind_color(ops.kind[i]),
                     name: &|i| trace.strings.get(ops.name[i]),
                     folded: &|a, b| {
-                        let span = ops.end[b - 1] - ops.start[a];
-                        folded_color(
+                        stacked_fill(
                             prefix.busy[b] - prefix.busy[a],
-                            span,
-                            (b - a) as u32,
+                            ops.end[b - 1] - ops.start[a],
                             prefix.nccl[b] - prefix.nccl[a],
                             prefix.memory[b] - prefix.memory[a],
                         )
                     },
-                    mix: &folded_color,
+                    mix: &stacked_fill,
                 };
                 self.draw_items(&items, &self.stream_lods[device][stream], inner, out);
                 let t = hover_t?;
@@ -784,8 +791,8 @@ impl Timeline {
                     longest: self.longest_range[thread][depth as usize],
                     color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
                     name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
-                    folded: &|_, _| Color32::from_rgb(120, 130, 160),
-                    mix: &|_, _, _, _, _| Color32::from_rgb(120, 130, 160),
+                    folded: &|_, _| Fill::Solid(Color32::from_rgb(120, 130, 160)),
+                    mix: &|_, _, _, _| Fill::Solid(Color32::from_rgb(120, 130, 160)),
                 };
                 let lod = &self.nvtx_lods[thread][depth as usize];
                 self.draw_items(&items, lod, inner, out);
@@ -826,8 +833,8 @@ impl Timeline {
                         }
                     },
                     name: &|i| trace.strings.get(t.api.name[i]),
-                    folded: &|_, _| Color32::from_rgb(90, 140, 90),
-                    mix: &|_, _, _, _, _| Color32::from_rgb(90, 140, 90),
+                    folded: &|_, _| Fill::Solid(Color32::from_rgb(90, 140, 90)),
+                    mix: &|_, _, _, _| Fill::Solid(Color32::from_rgb(90, 140, 90)),
                 };
                 self.draw_items(&items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
@@ -862,14 +869,8 @@ impl Timeline {
         if let Some(level) = lod.level_for(fold_ns) {
             let blocks = &level.blocks;
             let mix = |a: usize, b: usize| {
-                let (busy, count, nccl, memory) = lod::sum(&blocks[a..b]);
-                (items.mix)(
-                    busy,
-                    blocks[b - 1].end - blocks[a].start,
-                    count,
-                    nccl,
-                    memory,
-                )
+                let (busy, _, nccl, memory) = lod::sum(&blocks[a..b]);
+                (items.mix)(busy, blocks[b - 1].end - blocks[a].start, nccl, memory)
             };
             fold_draw_by(
                 blocks.len(),
@@ -881,7 +882,7 @@ impl Timeline {
                 t_of,
                 |k| {
                     if blocks[k].count == 1 {
-                        (items.color)(blocks[k].first as usize)
+                        Fill::Solid((items.color)(blocks[k].first as usize))
                     } else {
                         mix(k, k + 1)
                     }
@@ -905,7 +906,7 @@ impl Timeline {
                 self.view,
                 x_of,
                 t_of,
-                items.color,
+                |i| Fill::Solid((items.color)(i)),
                 items.folded,
                 label,
                 r,
@@ -940,8 +941,8 @@ impl Timeline {
                 self.view,
                 x_of,
                 t_of,
-                |_| color,
-                |_, _| color,
+                |_| Fill::Solid(color),
+                |_, _| Fill::Solid(color),
                 |_, _| {},
                 r,
                 mesh,
@@ -966,10 +967,10 @@ impl Timeline {
                 self.view,
                 x_of,
                 t_of,
-                |_| tint(1.0),
+                |_| Fill::Solid(tint(1.0)),
                 |a, b| {
                     let span = (o.ends[b - 1] - o.starts[a]).max(1) as f64;
-                    tint((o.covered[b] - o.covered[a]) as f64 / span)
+                    Fill::Solid(tint((o.covered[b] - o.covered[a]) as f64 / span))
                 },
                 |_, _| {},
                 Rect::from_x_y_ranges(plot.x_range(), band),
@@ -1149,29 +1150,28 @@ pub fn kind_color(kind: OpKind) -> Color32 {
     }
 }
 
-/// A folded block of ops over `span` ns: the mix of what it hides by time, lighter the
-/// less busy it is.
-fn folded_color(busy_ns: i64, span: i64, _count: u32, nccl_ns: i64, memory_ns: i64) -> Color32 {
-    // In quarters: neighbouring blocks of a steady run get the same colour and merge.
-    let quarters = |x: f32| (x * 4.0).round() / 4.0;
-    let busy_total = busy_ns.max(1) as f32;
-    let (nccl, memory) = (
-        quarters(nccl_ns as f32 / busy_total),
-        quarters(memory_ns as f32 / busy_total),
-    );
-    let compute = (1.0 - nccl - memory).max(0.0);
-    let busy = quarters(busy_ns as f32 / span.max(1) as f32);
-    let mix = |k: OpKind| {
-        let c = kind_color(k);
-        [c.r() as f32, c.g() as f32, c.b() as f32]
-    };
-    let (a, b, c) = (mix(OpKind::Compute), mix(OpKind::Nccl), mix(OpKind::Memcpy));
-    let busy = busy.clamp(0.25, 1.0);
-    let ch = |i: usize| {
-        let v = a[i] * compute + b[i] * nccl + c[i] * memory;
-        (v * busy + 235.0 * (1.0 - busy)) as u8
-    };
-    Color32::from_rgb(ch(0), ch(1), ch(2))
+/// A folded block of ops over `span` ns, stacked by what filled its time: compute, then
+/// NCCL, then memory, each as high as its share of the span (in eighths of the row, so
+/// neighbouring blocks of a steady run match and merge); the rest, idle, stays empty.
+fn stacked_fill(busy_ns: i64, span: i64, nccl_ns: i64, memory_ns: i64) -> Fill {
+    let span = span.max(1) as f32;
+    let eighths = |ns: i64| (ns as f32 / span * 8.0).round() / 8.0;
+    let compute_ns = busy_ns - nccl_ns - memory_ns;
+    let mut parts = [
+        (kind_color(OpKind::Compute), eighths(compute_ns)),
+        (kind_color(OpKind::Nccl), eighths(nccl_ns)),
+        (kind_color(OpKind::Memcpy), eighths(memory_ns)),
+    ];
+    // Something ran: never let rounding hide it.
+    if busy_ns > 0 && parts.iter().all(|p| p.1 == 0.0) {
+        let largest = [compute_ns, nccl_ns, memory_ns]
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, ns)| **ns)
+            .map_or(0, |(k, _)| k);
+        parts[largest].1 = 0.125;
+    }
+    Fill::Stacked(parts)
 }
 
 fn nvtx_color(argb: u32, kind: RangeKind) -> Color32 {
@@ -1228,8 +1228,8 @@ fn fold_draw_by(
     view: (f64, f64),
     x_of: impl Fn(f64) -> f32,
     t_of: impl Fn(f32) -> f64,
-    color: impl Fn(usize) -> Color32,
-    folded: impl Fn(usize, usize) -> Color32,
+    paint: impl Fn(usize) -> Fill,
+    folded: impl Fn(usize, usize) -> Fill,
     mut on_wide: impl FnMut(usize, Rect),
     r: Rect,
     mesh: &mut Mesh,
@@ -1247,7 +1247,7 @@ fn fold_draw_by(
         let x1 = x_of(e as f64).min(r.right());
         if x1 - x0 >= MIN_PX {
             let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
-            add_rect(mesh, rect, color(i), quads);
+            add_fill(mesh, rect, paint(i), quads);
             on_wide(i, rect);
             i += 1;
             continue;
@@ -1271,32 +1271,54 @@ fn fold_draw_by(
             j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
         }
         let x_end = x_of(end(j - 1) as f64).min(r.right()).max(x0 + 1.0);
-        let c = if j - i == 1 { color(i) } else { folded(i, j) };
+        let fill = if j - i == 1 { paint(i) } else { folded(i, j) };
         let rect = Rect::from_min_max(
             Pos2::new(x0, r.top()),
             Pos2::new(x_end.max(x0 + 1.0), r.bottom()),
         );
-        add_rect(mesh, rect, c, quads);
+        add_fill(mesh, rect, fill, quads);
         i = j;
     }
 }
 
-/// Adds a quad, or widens the last one when it has the same colour and row and ends less
-/// than a pixel before this one starts: a dense zoomed-out row becomes a few long quads.
+/// Paints `fill` into `r`: stacked parts from the bottom of the row up.
+fn add_fill(mesh: &mut Mesh, r: Rect, fill: Fill, quads: &mut usize) {
+    match fill {
+        Fill::Solid(color) => add_rect(mesh, r, color, quads),
+        Fill::Stacked(parts) => {
+            let mut bottom = r.bottom();
+            for (color, share) in parts {
+                let h = (share * r.height()).round();
+                if h > 0.0 {
+                    let part = Rect::from_min_max(
+                        Pos2::new(r.left(), bottom - h),
+                        Pos2::new(r.right(), bottom),
+                    );
+                    add_rect(mesh, part, color, quads);
+                    bottom -= h;
+                }
+            }
+        }
+    }
+}
+
+/// Adds a quad, or widens one of the last few when it has the same colour and rows and
+/// ends less than a pixel before this one starts: a dense zoomed-out row becomes a few
+/// long quads (a stacked block adds up to three, hence the look back).
 fn add_rect(mesh: &mut Mesh, r: Rect, color: Color32, quads: &mut usize) {
     let n = mesh.vertices.len();
-    if n >= 4 {
+    for back in 1..=3.min(n / 4) {
         // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
-        let last = &mut mesh.vertices[n - 4..];
-        if last[0].color == color
-            && last[0].pos.y == r.top()
-            && last[3].pos.y == r.bottom()
-            && r.left() >= last[0].pos.x
-            && r.left() - last[1].pos.x < 1.0
+        let q = &mut mesh.vertices[n - 4 * back..n - 4 * back + 4];
+        if q[0].color == color
+            && q[0].pos.y == r.top()
+            && q[3].pos.y == r.bottom()
+            && r.left() >= q[0].pos.x
+            && r.left() - q[1].pos.x < 1.0
         {
-            let right = last[1].pos.x.max(r.right());
-            last[1].pos.x = right;
-            last[3].pos.x = right;
+            let right = q[1].pos.x.max(r.right());
+            q[1].pos.x = right;
+            q[3].pos.x = right;
             return;
         }
     }
@@ -1340,4 +1362,37 @@ fn item_at_by(
         .rev()
         .take(64)
         .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folded_block_stacks_its_shares_of_time_in_eighths() {
+        let Fill::Stacked(parts) = stacked_fill(95, 100, 40, 0) else {
+            panic!("stacked")
+        };
+        let shares: Vec<f32> = parts.iter().map(|p| p.1).collect();
+        assert_eq!(shares, vec![0.5, 0.375, 0.0]); // 55 % → 4/8, 40 % → 3/8
+        let Fill::Stacked(parts) = stacked_fill(1, 1_000, 1, 0) else {
+            panic!("stacked")
+        };
+        assert_eq!(parts[1].1, 0.125, "a sliver of NCCL still shows");
+    }
+
+    #[test]
+    fn touching_quads_of_one_colour_merge_and_separate_ones_do_not() {
+        let mut mesh = Mesh::default();
+        let mut quads = 0;
+        let c = Color32::RED;
+        let rect = |x0: f32, x1: f32| Rect::from_min_max(Pos2::new(x0, 0.0), Pos2::new(x1, 10.0));
+        add_rect(&mut mesh, rect(0.0, 3.0), c, &mut quads);
+        add_rect(&mut mesh, rect(3.5, 6.0), c, &mut quads);
+        assert_eq!((quads, mesh.vertices.len()), (1, 4));
+        assert_eq!(mesh.vertices[1].pos.x, 6.0);
+        add_rect(&mut mesh, rect(8.0, 9.0), c, &mut quads);
+        add_rect(&mut mesh, rect(9.0, 10.0), Color32::BLUE, &mut quads);
+        assert_eq!(quads, 3);
+    }
 }
