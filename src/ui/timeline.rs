@@ -66,8 +66,9 @@ struct RowItems<'a> {
     longest: i64,
     color: &'a dyn Fn(usize) -> Color32,
     name: &'a dyn Fn(usize) -> &'a str,
-    /// How a folded run of items `[a, b)` is filled.
-    folded: &'a dyn Fn(usize, usize) -> Fill,
+    /// How a folded run of items `[a, b)` over `span` ns (at least the fold's width) is
+    /// filled.
+    folded: &'a dyn Fn(usize, usize, i64) -> Fill,
     /// How a folded run is filled, from its sums: (busy ns, span ns, NCCL ns, memory ns).
     mix: &'a dyn Fn(i64, i64, i64, i64) -> Fill,
 }
@@ -756,10 +757,10 @@ impl Timeline {
                     longest: trace.devices[device].streams[stream].longest_op_ns,
                     color: &|i| kind_color(ops.kind[i]),
                     name: &|i| trace.strings.get(ops.name[i]),
-                    folded: &|a, b| {
+                    folded: &|a, b, span| {
                         stacked_fill(
                             prefix.busy[b] - prefix.busy[a],
-                            ops.end[b - 1] - ops.start[a],
+                            span,
                             prefix.nccl[b] - prefix.nccl[a],
                             prefix.memory[b] - prefix.memory[a],
                         )
@@ -791,8 +792,15 @@ impl Timeline {
                     longest: self.longest_range[thread][depth as usize],
                     color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
                     name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
-                    folded: &|_, _| Fill::Solid(Color32::from_rgb(120, 130, 160)),
-                    mix: &|_, _, _, _| Fill::Solid(Color32::from_rgb(120, 130, 160)),
+                    folded: &|a, b, span| {
+                        let busy = (b - a <= 32).then(|| {
+                            (a..b)
+                                .map(|k| t.nvtx.end[range_of(k)] - t.nvtx.start[range_of(k)])
+                                .sum()
+                        });
+                        coverage_fill(FOLDED_NVTX, busy, span)
+                    },
+                    mix: &|busy, span, _, _| coverage_fill(FOLDED_NVTX, Some(busy), span),
                 };
                 let lod = &self.nvtx_lods[thread][depth as usize];
                 self.draw_items(&items, lod, inner, out);
@@ -833,8 +841,12 @@ impl Timeline {
                         }
                     },
                     name: &|i| trace.strings.get(t.api.name[i]),
-                    folded: &|_, _| Fill::Solid(Color32::from_rgb(90, 140, 90)),
-                    mix: &|_, _, _, _| Fill::Solid(Color32::from_rgb(90, 140, 90)),
+                    folded: &|a, b, span| {
+                        let busy = (b - a <= 32)
+                            .then(|| (a..b).map(|i| t.api.end[i] - t.api.start[i]).sum());
+                        coverage_fill(FOLDED_API, busy, span)
+                    },
+                    mix: &|busy, span, _, _| coverage_fill(FOLDED_API, Some(busy), span),
                 };
                 self.draw_items(&items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
@@ -868,9 +880,9 @@ impl Timeline {
         };
         if let Some(level) = lod.level_for(fold_ns) {
             let blocks = &level.blocks;
-            let mix = |a: usize, b: usize| {
+            let mix = |a: usize, b: usize, span: i64| {
                 let (busy, _, nccl, memory) = lod::sum(&blocks[a..b]);
-                (items.mix)(busy, blocks[b - 1].end - blocks[a].start, nccl, memory)
+                (items.mix)(busy, span, nccl, memory)
             };
             fold_draw_by(
                 blocks.len(),
@@ -884,7 +896,7 @@ impl Timeline {
                     if blocks[k].count == 1 {
                         Fill::Solid((items.color)(blocks[k].first as usize))
                     } else {
-                        mix(k, k + 1)
+                        mix(k, k + 1, blocks[k].end - blocks[k].start)
                     }
                 },
                 mix,
@@ -942,7 +954,7 @@ impl Timeline {
                 x_of,
                 t_of,
                 |_| Fill::Solid(color),
-                |_, _| Fill::Solid(color),
+                |_, _, _| Fill::Solid(color),
                 |_, _| {},
                 r,
                 mesh,
@@ -968,10 +980,7 @@ impl Timeline {
                 x_of,
                 t_of,
                 |_| Fill::Solid(tint(1.0)),
-                |a, b| {
-                    let span = (o.ends[b - 1] - o.starts[a]).max(1) as f64;
-                    Fill::Solid(tint((o.covered[b] - o.covered[a]) as f64 / span))
-                },
+                |a, b, span| Fill::Solid(tint((o.covered[b] - o.covered[a]) as f64 / span as f64)),
                 |_, _| {},
                 Rect::from_x_y_ranges(plot.x_range(), band),
                 &mut mesh,
@@ -1150,12 +1159,26 @@ pub fn kind_color(kind: OpKind) -> Color32 {
     }
 }
 
+const FOLDED_NVTX: Color32 = Color32::from_rgb(120, 130, 160);
+const FOLDED_API: Color32 = Color32::from_rgb(90, 140, 90);
+
+/// A folded run of ranges or calls: as high as the share of `span` they cover (in eighths,
+/// at least one), or the full row when `busy` is not known (a run too long to sum).
+fn coverage_fill(color: Color32, busy: Option<i64>, span: i64) -> Fill {
+    let share = busy.map_or(1.0, |b| {
+        (((b as f32 / span.max(1) as f32) * 8.0 + 0.5) as i32).clamp(1, 8) as f32 / 8.0
+    });
+    Fill::Stacked([(color, share), (color, 0.0), (color, 0.0)])
+}
+
 /// A folded block of ops over `span` ns, stacked by what filled its time: compute, then
 /// NCCL, then memory, each as high as its share of the span (in eighths of the row, so
 /// neighbouring blocks of a steady run match and merge); the rest, idle, stays empty.
 fn stacked_fill(busy_ns: i64, span: i64, nccl_ns: i64, memory_ns: i64) -> Fill {
     let span = span.max(1) as f32;
-    let eighths = |ns: i64| (ns as f32 / span * 8.0).round() / 8.0;
+    // (Rounding by adding 0.5 and truncating: `f32::round` is a libm call, and this runs
+    // for every folded block of every frame.)
+    let eighths = |ns: i64| ((ns as f32 / span * 8.0 + 0.5) as i32) as f32 / 8.0;
     let compute_ns = busy_ns - nccl_ns - memory_ns;
     let mut parts = [
         (kind_color(OpKind::Compute), eighths(compute_ns)),
@@ -1229,7 +1252,7 @@ fn fold_draw_by(
     x_of: impl Fn(f64) -> f32,
     t_of: impl Fn(f32) -> f64,
     paint: impl Fn(usize) -> Fill,
-    folded: impl Fn(usize, usize) -> Fill,
+    folded: impl Fn(usize, usize, i64) -> Fill,
     mut on_wide: impl FnMut(usize, Rect),
     r: Rect,
     mesh: &mut Mesh,
@@ -1270,12 +1293,16 @@ fn fold_draw_by(
             let hi = (j + step).min(n);
             j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
         }
-        let x_end = x_of(end(j - 1) as f64).min(r.right()).max(x0 + 1.0);
-        let fill = if j - i == 1 { paint(i) } else { folded(i, j) };
-        let rect = Rect::from_min_max(
-            Pos2::new(x0, r.top()),
-            Pos2::new(x_end.max(x0 + 1.0), r.bottom()),
-        );
+        // The block covers at least its column of MIN_PX (no item of the next block starts
+        // in it), so neighbouring blocks abut and merge, and its fill says how much of the
+        // column was busy.
+        let last_end = end(j - 1) as f64;
+        let span_ns = (last_end.max(limit as f64) - start(i) as f64).max(1.0) as i64;
+        let x_end = x_of(last_end).max(x0 + MIN_PX).min(r.right());
+        // Narrow, even alone: painted as folded, so a run of sparse narrow items (one short
+        // range per step, at full zoom) reads as one thin block.
+        let fill = folded(i, j, span_ns);
+        let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x_end, r.bottom()));
         add_fill(mesh, rect, fill, quads);
         i = j;
     }
@@ -1288,7 +1315,7 @@ fn add_fill(mesh: &mut Mesh, r: Rect, fill: Fill, quads: &mut usize) {
         Fill::Stacked(parts) => {
             let mut bottom = r.bottom();
             for (color, share) in parts {
-                let h = (share * r.height()).round();
+                let h = ((share * r.height() + 0.5) as i32) as f32;
                 if h > 0.0 {
                     let part = Rect::from_min_max(
                         Pos2::new(r.left(), bottom - h),
