@@ -350,3 +350,41 @@ fn an_nsys_rep_shows_the_export_command_and_opens_the_export_beside_it() {
     wait_for_load(&mut h);
     assert_eq!(loaded(&h).path, dir.path().join("run.sqlite"));
 }
+
+#[test]
+fn the_current_window_is_summarised_on_a_worker_and_shown() {
+    use nsys_explorer::analysis::breakdown::{breakdown, pct};
+    use nsys_explorer::analysis::{Window, intervals::device_window};
+    use nsys_explorer::report::format_ns;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    let window = {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        let w = device_window(&l.trace.devices[0]).unwrap();
+        let half = Window::new(w.start, w.start + w.len() / 2);
+        l.timeline.window = Some((half.start, half.end)); // as Shift+drag sets it
+        half
+    };
+    let start = Instant::now();
+    h.run_steps(1);
+    while h.query_by_label("Analysing the window…").is_some()
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(2);
+    h.get_by_label_contains("Current window:");
+    let b = breakdown(&loaded(&h).trace.devices[0], window);
+    let expected = format!(
+        "idle  {:.1} %  {}",
+        pct(b.idle, b.total()),
+        format_ns(b.idle)
+    );
+    assert!(
+        h.query_all_by_label(&expected).next().is_some(),
+        "summary of the window shows {expected}"
+    );
+}

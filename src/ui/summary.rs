@@ -2,6 +2,9 @@
 //! only, idle) as a stacked bar and clickable numbers, for the whole trace or the current
 //! window. A click on a category overlays its intervals on that GPU's rows and lists them.
 
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+
 use eframe::egui::{self, Color32, Sense};
 use rayon::prelude::*;
 
@@ -18,7 +21,13 @@ use crate::trace::{Device, Trace};
 pub struct SummaryPanel {
     /// Breakdowns of the current window (it changes rarely; recomputed when it does).
     window_rows: Option<((i64, i64), Vec<DeviceRow>)>,
+    /// The breakdowns of a new window, computed on a worker thread (a window over the whole
+    /// of a large trace takes a few hundred ms).
+    pending: Option<PendingWindow>,
 }
+
+/// A window and the worker's answer for it.
+type PendingWindow = ((i64, i64), Receiver<Vec<DeviceRow>>);
 
 #[derive(Clone)]
 struct DeviceRow {
@@ -38,35 +47,63 @@ pub fn state_color(state: State) -> Color32 {
 }
 
 impl SummaryPanel {
+    /// Starts (or collects) the breakdowns of window `w` on a worker; true once they are in.
+    fn window_ready(&mut self, trace: &Arc<Trace>, w: (i64, i64), ctx: &egui::Context) -> bool {
+        if let Some((pw, rx)) = &self.pending
+            && let Ok(rows) = rx.try_recv()
+        {
+            self.window_rows = Some((*pw, rows));
+            self.pending = None;
+        }
+        if self.window_rows.as_ref().is_some_and(|r| r.0 == w) {
+            return true;
+        }
+        if self.pending.as_ref().map(|p| p.0) != Some(w) {
+            let (tx, rx) = channel();
+            let (trace, ctx) = (trace.clone(), ctx.clone());
+            std::thread::spawn(move || {
+                let window = Window::new(w.0, w.1);
+                let rows = trace
+                    .devices
+                    .par_iter()
+                    .map(|d| DeviceRow {
+                        window,
+                        breakdown: breakdown(d, window),
+                        same_stream: same_stream(d, window),
+                    })
+                    .collect();
+                let _ = tx.send(rows);
+                ctx.request_repaint();
+            });
+            self.pending = Some((w, rx));
+        }
+        false
+    }
+
     pub fn show(
         &mut self,
         ui: &mut egui::Ui,
-        trace: &Trace,
+        trace: &Arc<Trace>,
         overview: Option<&Overview>,
         timeline: &mut Timeline,
     ) {
         ui.heading("Where time goes");
         let rows: Vec<Option<DeviceRow>> = match timeline.window {
             Some(w) => {
-                if self.window_rows.as_ref().map(|r| r.0) != Some(w) {
-                    let window = Window::new(w.0, w.1);
-                    let rows = trace
-                        .devices
-                        .par_iter()
-                        .map(|d| DeviceRow {
-                            window,
-                            breakdown: breakdown(d, window),
-                            same_stream: same_stream(d, window),
-                        })
-                        .collect();
-                    self.window_rows = Some((w, rows));
-                }
+                let ready = self.window_ready(trace, w, ui.ctx());
                 ui.horizontal(|ui| {
                     ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
                     if ui.small_button("whole trace").clicked() {
                         timeline.window = None;
                     }
                 });
+                if !ready {
+                    ui.horizontal(|ui| {
+                        ui.spinner();
+                        ui.label("Analysing the window…");
+                    });
+                    return;
+                }
                 self.window_rows
                     .as_ref()
                     .unwrap()
