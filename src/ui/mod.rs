@@ -73,6 +73,8 @@ pub struct Loaded {
     pub tables: tables::Tables,
     /// The rest of the load, then the analyses.
     pub job: Option<Job>,
+    /// The load was cancelled after the GPU side came in: that is all there is.
+    pub cancelled: bool,
 }
 
 impl Loaded {
@@ -89,6 +91,7 @@ impl Loaded {
             iterations: Default::default(),
             tables: Default::default(),
             job: Some(job),
+            cancelled: false,
         }
     }
 
@@ -316,7 +319,14 @@ impl App {
                             other => self.state = other,
                         }
                     }
-                    Err(LoadError::Cancelled) => self.state = State::Start,
+                    // Cancelled while the CPU side loaded: keep the GPU timeline on screen.
+                    Err(LoadError::Cancelled) => match &mut self.state {
+                        State::Loaded(l) => {
+                            l.job = None;
+                            l.cancelled = true;
+                        }
+                        _ => self.state = State::Start,
+                    },
                     Err(e) => {
                         let path = match &self.state {
                             State::Loading { path, .. } => path.clone(),
@@ -586,8 +596,13 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
         .resizable(true)
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                l.summary
-                    .show(ui, &trace, l.overview.as_ref(), &mut l.timeline)
+                if l.cancelled {
+                    ui.heading("Where time goes");
+                    ui.label("Not analysed: the load was cancelled.");
+                } else {
+                    l.summary
+                        .show(ui, &trace, l.overview.as_ref(), &mut l.timeline)
+                }
             });
         });
     egui::Panel::bottom("tabs")
@@ -607,7 +622,9 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                 }
             });
             ui.separator();
-            let waiting = if !l.complete() {
+            let waiting = if l.cancelled {
+                Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
+            } else if !l.complete() {
                 Some("Waiting for the CPU side (API calls, NVTX) to load…")
             } else if l.overview.is_none() {
                 Some("Analysing…")
