@@ -90,6 +90,7 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
+    crate::memory::keep_large_blocks_mapped();
     let cli = Cli::parse();
     let result = match cli.command {
         None => crate::ui::run(cli.file, cli.start_page, cli.show)
