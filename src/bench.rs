@@ -229,7 +229,12 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         trace.kernel_count(),
         timeline.index_bytes() as f64 / 1e6
     );
+    // One level only on request, for profiling it.
+    let only = std::env::var("NSYS_BENCH_ZOOM").ok();
     for (name, view) in levels {
+        if only.as_ref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut times = Vec::new();
         // More frames on request, for profiling one level.
         let frames = std::env::var("NSYS_BENCH_FRAMES")

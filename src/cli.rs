@@ -90,7 +90,6 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
-    crate::memory::keep_large_blocks_mapped();
     let cli = Cli::parse();
     let result = match cli.command {
         None => crate::ui::run(cli.file, cli.start_page, cli.show)

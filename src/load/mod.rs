@@ -104,6 +104,7 @@ pub fn load_staged(
     cancel: &AtomicBool,
     on_gpu: Option<&dyn Fn(Trace)>,
 ) -> Result<(Trace, LoadReport), LoadError> {
+    let _memory = crate::memory::LoadMemoryGuard::hold();
     let t0 = Instant::now();
     let mut report = LoadReport::new(path);
     progress(Progress {

@@ -20,6 +20,8 @@ pub struct Block {
 }
 
 pub struct Level {
+    /// Buckets start at `origin + k × bucket_ns`.
+    pub origin: i64,
     pub bucket_ns: i64,
     pub blocks: Vec<Block>,
     pub longest: i64,
@@ -71,6 +73,7 @@ impl RowLod {
             let longest = blocks.iter().map(|b| b.end - b.start).max().unwrap_or(0);
             let done = blocks.len() <= COARSEST_BLOCKS;
             levels.push(Level {
+                origin,
                 bucket_ns,
                 blocks,
                 longest,
@@ -123,21 +126,21 @@ fn merge(into: &mut Block, b: &Block) {
     into.memory += b.memory;
 }
 
-/// Sums of blocks `[a, b)`: (busy ns, items, NCCL ns, memory ns).
-pub fn sum(blocks: &[Block]) -> (i64, u32, i64, i64) {
-    blocks.iter().fold((0, 0, 0, 0), |acc, b| {
-        (
-            acc.0 + b.busy,
-            acc.1 + b.count,
-            acc.2 + b.nccl,
-            acc.3 + b.memory,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sums of blocks: (busy ns, items, NCCL ns, memory ns).
+    fn sum(blocks: &[Block]) -> (i64, u32, i64, i64) {
+        blocks.iter().fold((0, 0, 0, 0), |acc, b| {
+            (
+                acc.0 + b.busy,
+                acc.1 + b.count,
+                acc.2 + b.nccl,
+                acc.3 + b.memory,
+            )
+        })
+    }
 
     #[test]
     fn levels_keep_every_item_and_its_time() {

@@ -3,6 +3,7 @@
 //! thread and hands over the finished `Trace`.
 
 pub mod details;
+mod fold;
 pub mod gap_finder;
 pub mod gap_table;
 pub mod iterations_panel;

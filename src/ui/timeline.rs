@@ -7,7 +7,10 @@
 use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
 use rayon::prelude::*;
 
-use super::lod::{self, RowLod};
+use super::fold::{
+    self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
+};
+use super::lod::RowLod;
 use super::search::{Match, Mode, Search};
 use super::summary::state_color;
 use crate::analysis::breakdown::State;
@@ -15,8 +18,6 @@ use crate::analysis::gaps::OpRef;
 use crate::report::format_ns;
 use crate::trace::{GpuOps, NONE, OpKind, RangeKind, Trace};
 
-/// Ops narrower than this many pixels are folded with their neighbours.
-const MIN_PX: f32 = 3.0;
 const ROW_H: f32 = 18.0;
 const HEADER_H: f32 = 20.0;
 const RULER_H: f32 = 24.0;
@@ -69,19 +70,10 @@ struct RowItems<'a> {
     /// How a folded run of items `[a, b)` over `span` ns (at least the fold's width) is
     /// filled.
     folded: &'a dyn Fn(usize, usize, i64) -> Fill,
-    /// How a folded run is filled, from its sums: (busy ns, span ns, NCCL ns, memory ns).
-    mix: &'a dyn Fn(i64, i64, i64, i64) -> Fill,
+    /// How its folded blocks are coloured when drawn from its level of detail.
+    style: FoldStyle,
 }
 
-/// How a folded block is painted: one colour, or stacked from the bottom in parts whose
-/// heights are shares of the row (what kind of work filled how much of the block's time).
-#[derive(Clone, Copy)]
-pub enum Fill {
-    Solid(Color32),
-    Stacked([(Color32, f32); 3]),
-}
-
-/// What a row shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RowKind {
     /// A group header: GPU `device` index or CPU thread index.
@@ -765,7 +757,7 @@ impl Timeline {
                             prefix.memory[b] - prefix.memory[a],
                         )
                     },
-                    mix: &stacked_fill,
+                    style: FoldStyle::ByKind,
                 };
                 self.draw_items(&items, &self.stream_lods[device][stream], inner, out);
                 let t = hover_t?;
@@ -800,7 +792,7 @@ impl Timeline {
                         });
                         coverage_fill(FOLDED_NVTX, busy, span)
                     },
-                    mix: &|busy, span, _, _| coverage_fill(FOLDED_NVTX, Some(busy), span),
+                    style: FoldStyle::Coverage(FOLDED_NVTX),
                 };
                 let lod = &self.nvtx_lods[thread][depth as usize];
                 self.draw_items(&items, lod, inner, out);
@@ -846,7 +838,7 @@ impl Timeline {
                             .then(|| (a..b).map(|i| t.api.end[i] - t.api.start[i]).sum());
                         coverage_fill(FOLDED_API, busy, span)
                     },
-                    mix: &|busy, span, _, _| coverage_fill(FOLDED_API, Some(busy), span),
+                    style: FoldStyle::Coverage(FOLDED_API),
                 };
                 self.draw_items(&items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
@@ -873,39 +865,19 @@ impl Timeline {
         let x_of = |t: f64| left + ((t - v0) / (v1 - v0)) as f32 * width;
         let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
-        let mut label = |i: usize, rect: Rect| {
+        let label = |i: usize, rect: Rect| {
             if rect.width() > 40.0 {
                 out.labels.push((rect, (items.name)(i).to_string()));
             }
         };
         if let Some(level) = lod.level_for(fold_ns) {
-            let blocks = &level.blocks;
-            let mix = |a: usize, b: usize, span: i64| {
-                let (busy, _, nccl, memory) = lod::sum(&blocks[a..b]);
-                (items.mix)(busy, span, nccl, memory)
-            };
-            fold_draw_by(
-                blocks.len(),
-                |k: usize| blocks[k].start,
-                |k: usize| blocks[k].end,
-                level.longest,
+            fold::draw_level(
+                level,
                 self.view,
-                x_of,
-                t_of,
-                |k| {
-                    if blocks[k].count == 1 {
-                        Fill::Solid((items.color)(blocks[k].first as usize))
-                    } else {
-                        mix(k, k + 1, blocks[k].end - blocks[k].start)
-                    }
-                },
-                mix,
-                |k, rect| {
-                    if blocks[k].count == 1 {
-                        label(blocks[k].first as usize, rect);
-                    }
-                },
                 r,
+                items.style,
+                items.color,
+                label,
                 &mut out.mesh,
                 &mut out.quads,
             );
@@ -1162,41 +1134,6 @@ pub fn kind_color(kind: OpKind) -> Color32 {
 const FOLDED_NVTX: Color32 = Color32::from_rgb(120, 130, 160);
 const FOLDED_API: Color32 = Color32::from_rgb(90, 140, 90);
 
-/// A folded run of ranges or calls: as high as the share of `span` they cover (in eighths,
-/// at least one), or the full row when `busy` is not known (a run too long to sum).
-fn coverage_fill(color: Color32, busy: Option<i64>, span: i64) -> Fill {
-    let share = busy.map_or(1.0, |b| {
-        (((b as f32 / span.max(1) as f32) * 8.0 + 0.5) as i32).clamp(1, 8) as f32 / 8.0
-    });
-    Fill::Stacked([(color, share), (color, 0.0), (color, 0.0)])
-}
-
-/// A folded block of ops over `span` ns, stacked by what filled its time: compute, then
-/// NCCL, then memory, each as high as its share of the span (in eighths of the row, so
-/// neighbouring blocks of a steady run match and merge); the rest, idle, stays empty.
-fn stacked_fill(busy_ns: i64, span: i64, nccl_ns: i64, memory_ns: i64) -> Fill {
-    let span = span.max(1) as f32;
-    // (Rounding by adding 0.5 and truncating: `f32::round` is a libm call, and this runs
-    // for every folded block of every frame.)
-    let eighths = |ns: i64| ((ns as f32 / span * 8.0 + 0.5) as i32) as f32 / 8.0;
-    let compute_ns = busy_ns - nccl_ns - memory_ns;
-    let mut parts = [
-        (kind_color(OpKind::Compute), eighths(compute_ns)),
-        (kind_color(OpKind::Nccl), eighths(nccl_ns)),
-        (kind_color(OpKind::Memcpy), eighths(memory_ns)),
-    ];
-    // Something ran: never let rounding hide it.
-    if busy_ns > 0 && parts.iter().all(|p| p.1 == 0.0) {
-        let largest = [compute_ns, nccl_ns, memory_ns]
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, ns)| **ns)
-            .map_or(0, |(k, _)| k);
-        parts[largest].1 = 0.125;
-    }
-    Fill::Stacked(parts)
-}
-
 fn nvtx_color(argb: u32, kind: RangeKind) -> Color32 {
     if argb != 0 {
         let [_, r, g, b] = argb.to_be_bytes();
@@ -1240,129 +1177,6 @@ fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize) -> String {
     text
 }
 
-/// Draws items `[0, n)` (sorted by start, not overlapping much) of one row: wide ones as
-/// quads, runs of narrow ones folded into one block each. O(pixels × log n).
-#[allow(clippy::too_many_arguments)]
-fn fold_draw_by(
-    n: usize,
-    start: impl Fn(usize) -> i64,
-    end: impl Fn(usize) -> i64,
-    longest: i64,
-    view: (f64, f64),
-    x_of: impl Fn(f64) -> f32,
-    t_of: impl Fn(f32) -> f64,
-    paint: impl Fn(usize) -> Fill,
-    folded: impl Fn(usize, usize, i64) -> Fill,
-    mut on_wide: impl FnMut(usize, Rect),
-    r: Rect,
-    mesh: &mut Mesh,
-    quads: &mut usize,
-) {
-    let first_start = (view.0 - longest as f64).floor() as i64;
-    let mut i = partition(n, |k| start(k) < first_start);
-    while i < n && (start(i) as f64) < view.1 {
-        let (s, e) = (start(i), end(i));
-        if (e as f64) < view.0 {
-            i += 1;
-            continue;
-        }
-        let x0 = x_of(s as f64).max(r.left());
-        let x1 = x_of(e as f64).min(r.right());
-        if x1 - x0 >= MIN_PX {
-            let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
-            add_fill(mesh, rect, paint(i), quads);
-            on_wide(i, rect);
-            i += 1;
-            continue;
-        }
-        // Fold every item that starts within MIN_PX of this one.
-        let limit = t_of(x0 + MIN_PX).ceil() as i64;
-        // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
-        // gallop: the next block is near, and a search over the whole row would miss the
-        // cache at every step on a large trace.
-        let mut j = i + 1;
-        while j < n && j < i + 8 && start(j) < limit {
-            j += 1;
-        }
-        if j == i + 8 && j < n && start(j) < limit {
-            let mut step = 1;
-            while j + step < n && start(j + step) < limit {
-                step *= 2;
-            }
-            let lo = j + step / 2;
-            let hi = (j + step).min(n);
-            j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
-        }
-        // The block covers at least its column of MIN_PX (no item of the next block starts
-        // in it), so neighbouring blocks abut and merge, and its fill says how much of the
-        // column was busy.
-        let last_end = end(j - 1) as f64;
-        let span_ns = (last_end.max(limit as f64) - start(i) as f64).max(1.0) as i64;
-        let x_end = x_of(last_end).max(x0 + MIN_PX).min(r.right());
-        // Narrow, even alone: painted as folded, so a run of sparse narrow items (one short
-        // range per step, at full zoom) reads as one thin block.
-        let fill = folded(i, j, span_ns);
-        let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x_end, r.bottom()));
-        add_fill(mesh, rect, fill, quads);
-        i = j;
-    }
-}
-
-/// Paints `fill` into `r`: stacked parts from the bottom of the row up.
-fn add_fill(mesh: &mut Mesh, r: Rect, fill: Fill, quads: &mut usize) {
-    match fill {
-        Fill::Solid(color) => add_rect(mesh, r, color, quads),
-        Fill::Stacked(parts) => {
-            let mut bottom = r.bottom();
-            for (color, share) in parts {
-                let h = ((share * r.height() + 0.5) as i32) as f32;
-                if h > 0.0 {
-                    let part = Rect::from_min_max(
-                        Pos2::new(r.left(), bottom - h),
-                        Pos2::new(r.right(), bottom),
-                    );
-                    add_rect(mesh, part, color, quads);
-                    bottom -= h;
-                }
-            }
-        }
-    }
-}
-
-/// Adds a quad, or widens one of the last few when it has the same colour and rows and
-/// ends less than a pixel before this one starts: a dense zoomed-out row becomes a few
-/// long quads (a stacked block adds up to three, hence the look back).
-fn add_rect(mesh: &mut Mesh, r: Rect, color: Color32, quads: &mut usize) {
-    let n = mesh.vertices.len();
-    for back in 1..=3.min(n / 4) {
-        // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
-        let q = &mut mesh.vertices[n - 4 * back..n - 4 * back + 4];
-        if q[0].color == color
-            && q[0].pos.y == r.top()
-            && q[3].pos.y == r.bottom()
-            && r.left() >= q[0].pos.x
-            && r.left() - q[1].pos.x < 1.0
-        {
-            let right = q[1].pos.x.max(r.right());
-            q[1].pos.x = right;
-            q[3].pos.x = right;
-            return;
-        }
-    }
-    mesh.add_colored_rect(r, color);
-    *quads += 1;
-}
-
-/// First k in [0, n) where `pred(k)` is false (pred true then false).
-fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0usize, n);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if pred(mid) { lo = mid + 1 } else { hi = mid }
-    }
-    lo
-}
-
 fn item_at(starts: &[i64], ends: &[i64], longest: i64, t: f64, slack: f64) -> Option<usize> {
     item_at_by(
         starts.len(),
@@ -1389,37 +1203,4 @@ fn item_at_by(
         .rev()
         .take(64)
         .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_folded_block_stacks_its_shares_of_time_in_eighths() {
-        let Fill::Stacked(parts) = stacked_fill(95, 100, 40, 0) else {
-            panic!("stacked")
-        };
-        let shares: Vec<f32> = parts.iter().map(|p| p.1).collect();
-        assert_eq!(shares, vec![0.5, 0.375, 0.0]); // 55 % → 4/8, 40 % → 3/8
-        let Fill::Stacked(parts) = stacked_fill(1, 1_000, 1, 0) else {
-            panic!("stacked")
-        };
-        assert_eq!(parts[1].1, 0.125, "a sliver of NCCL still shows");
-    }
-
-    #[test]
-    fn touching_quads_of_one_colour_merge_and_separate_ones_do_not() {
-        let mut mesh = Mesh::default();
-        let mut quads = 0;
-        let c = Color32::RED;
-        let rect = |x0: f32, x1: f32| Rect::from_min_max(Pos2::new(x0, 0.0), Pos2::new(x1, 10.0));
-        add_rect(&mut mesh, rect(0.0, 3.0), c, &mut quads);
-        add_rect(&mut mesh, rect(3.5, 6.0), c, &mut quads);
-        assert_eq!((quads, mesh.vertices.len()), (1, 4));
-        assert_eq!(mesh.vertices[1].pos.x, 6.0);
-        add_rect(&mut mesh, rect(8.0, 9.0), c, &mut quads);
-        add_rect(&mut mesh, rect(9.0, 10.0), Color32::BLUE, &mut quads);
-        assert_eq!(quads, 3);
-    }
 }

@@ -1,0 +1,540 @@
+//! Painting one row's items as quads: items wider than `MIN_PX` as themselves, runs of
+//! narrower ones folded into one block per `MIN_PX` column, filled by what they hide, and
+//! neighbouring blocks that look alike merged, so a zoomed-out frame stays a few hundred
+//! quads. Two sources: a row's items (zoomed in) and its level of detail (zoomed out).
+
+use eframe::egui::{Color32, Mesh, Pos2, Rect};
+
+use super::lod::{Block, Level};
+use super::timeline::kind_color;
+use crate::trace::OpKind;
+
+/// Items narrower than this many pixels are folded with their neighbours.
+pub const MIN_PX: f32 = 3.0;
+
+/// How a folded block is painted: one colour, or stacked from the bottom in parts whose
+/// heights are shares of the row (what kind of work filled how much of the block's time).
+#[derive(Clone, Copy)]
+pub enum Fill {
+    Solid(Color32),
+    Stacked([(Color32, f32); 3]),
+}
+
+/// How a row's folded blocks are coloured: ops stacked by kind (compute, NCCL, memory), or
+/// ranges and calls by the share of time they cover, in one colour.
+#[derive(Clone, Copy)]
+pub enum FoldStyle {
+    ByKind,
+    Coverage(Color32),
+}
+
+/// The heights of a folded block's three parts, in eighths of the row: coarse on purpose,
+/// so neighbouring blocks of a steady run compare equal and merge into one quad.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Eighths([u8; 3]);
+
+impl FoldStyle {
+    /// The parts of a block over `span` ns whose items were busy `busy` ns, of which `nccl`
+    /// NCCL and `memory` memory ops.
+    pub fn eighths(self, busy: i64, span: i64, nccl: i64, memory: i64) -> Eighths {
+        self.eighths_of_share(busy, nccl, memory, 8.0 / span.max(1) as f32)
+    }
+
+    /// As `eighths`, given the eighths of the row per ns of the span.
+    fn eighths_of_share(self, busy: i64, nccl: i64, memory: i64, per_ns: f32) -> Eighths {
+        // (Rounding by adding 0.5 and truncating: `f32::round` is a libm call, and this
+        // runs for every folded block of every frame.)
+        let eighths = |ns: i64| ((ns as f32 * per_ns + 0.5) as i32).clamp(0, 8) as u8;
+        match self {
+            FoldStyle::Coverage(_) => Eighths([eighths(busy).max(1), 0, 0]),
+            FoldStyle::ByKind => {
+                let compute = busy - nccl - memory;
+                let mut parts = [eighths(compute), eighths(nccl), eighths(memory)];
+                // Something ran: never let rounding hide it.
+                if busy > 0 && parts == [0, 0, 0] {
+                    let largest = if compute >= nccl && compute >= memory {
+                        0
+                    } else if nccl >= memory {
+                        1
+                    } else {
+                        2
+                    };
+                    parts[largest] = 1;
+                }
+                Eighths(parts)
+            }
+        }
+    }
+
+    pub fn fill(self, e: Eighths) -> Fill {
+        let colors = match self {
+            FoldStyle::ByKind => [
+                kind_color(OpKind::Compute),
+                kind_color(OpKind::Nccl),
+                kind_color(OpKind::Memcpy),
+            ],
+            FoldStyle::Coverage(c) => [c; 3],
+        };
+        let share = |k: usize| e.0[k] as f32 / 8.0;
+        Fill::Stacked([
+            (colors[0], share(0)),
+            (colors[1], share(1)),
+            (colors[2], share(2)),
+        ])
+    }
+}
+
+/// A folded run of ranges or calls: as high as the share of `span` they cover (in eighths,
+/// at least one), or the full row when `busy` is not known (a run too long to sum).
+pub fn coverage_fill(color: Color32, busy: Option<i64>, span: i64) -> Fill {
+    let style = FoldStyle::Coverage(color);
+    style.fill(style.eighths(busy.unwrap_or(span), span, 0, 0))
+}
+
+/// A folded block of ops over `span` ns, stacked by what filled its time: compute, then
+/// NCCL, then memory, each as high as its share of the span; the rest, idle, stays empty.
+pub fn stacked_fill(busy: i64, span: i64, nccl: i64, memory: i64) -> Fill {
+    FoldStyle::ByKind.fill(FoldStyle::ByKind.eighths(busy, span, nccl, memory))
+}
+
+/// Draws items `[0, n)` (sorted by start, not overlapping much) of one row: wide ones as
+/// quads, runs of narrow ones folded into one block each. O(pixels × log n).
+#[allow(clippy::too_many_arguments)]
+pub fn fold_draw_by(
+    n: usize,
+    start: impl Fn(usize) -> i64,
+    end: impl Fn(usize) -> i64,
+    longest: i64,
+    view: (f64, f64),
+    x_of: impl Fn(f64) -> f32,
+    t_of: impl Fn(f32) -> f64,
+    paint: impl Fn(usize) -> Fill,
+    folded: impl Fn(usize, usize, i64) -> Fill,
+    mut on_wide: impl FnMut(usize, Rect),
+    r: Rect,
+    mesh: &mut Mesh,
+    quads: &mut usize,
+) {
+    let first_start = (view.0 - longest as f64).floor() as i64;
+    let mut i = partition(n, |k| start(k) < first_start);
+    while i < n && (start(i) as f64) < view.1 {
+        let (s, e) = (start(i), end(i));
+        if (e as f64) < view.0 {
+            i += 1;
+            continue;
+        }
+        let x0 = x_of(s as f64).max(r.left());
+        let x1 = x_of(e as f64).min(r.right());
+        if x1 - x0 >= MIN_PX {
+            let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
+            add_fill(mesh, rect, paint(i), quads);
+            on_wide(i, rect);
+            i += 1;
+            continue;
+        }
+        // Fold every item that starts within MIN_PX of this one.
+        let limit = ceil_ns(t_of(x0 + MIN_PX));
+        // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
+        // gallop: the next block is near, and a search over the whole row would miss the
+        // cache at every step on a large trace.
+        let mut j = i + 1;
+        while j < n && j < i + 8 && start(j) < limit {
+            j += 1;
+        }
+        if j == i + 8 && j < n && start(j) < limit {
+            let mut step = 1;
+            while j + step < n && start(j + step) < limit {
+                step *= 2;
+            }
+            let lo = j + step / 2;
+            let hi = (j + step).min(n);
+            j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
+        }
+        // The block covers at least its column of MIN_PX (no item of the next block starts
+        // in it), so neighbouring blocks abut and merge, and its fill says how much of the
+        // column was busy.
+        let last_end = end(j - 1) as f64;
+        let span_ns = (last_end.max(limit as f64) - start(i) as f64).max(1.0) as i64;
+        let x_end = x_of(last_end).max(x0 + MIN_PX).min(r.right());
+        // Narrow, even alone: painted as folded, so a run of sparse narrow items (one short
+        // range per step, at full zoom) reads as one thin block.
+        let fill = folded(i, j, span_ns);
+        let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x_end, r.bottom()));
+        add_fill(mesh, rect, fill, quads);
+        i = j;
+    }
+}
+
+/// Paints `fill` into `r`: stacked parts from the bottom of the row up.
+pub fn add_fill(mesh: &mut Mesh, r: Rect, fill: Fill, quads: &mut usize) {
+    match fill {
+        Fill::Solid(color) => add_rect(mesh, r, color, quads),
+        Fill::Stacked(parts) => {
+            let mut bottom = r.bottom();
+            for (color, share) in parts {
+                let h = ((share * r.height() + 0.5) as i32) as f32;
+                if h > 0.0 {
+                    let part = Rect::from_min_max(
+                        Pos2::new(r.left(), bottom - h),
+                        Pos2::new(r.right(), bottom),
+                    );
+                    add_rect(mesh, part, color, quads);
+                    bottom -= h;
+                }
+            }
+        }
+    }
+}
+
+/// Adds a quad, or widens one of the last few when it has the same colour and rows and
+/// ends less than a pixel before this one starts: a dense zoomed-out row becomes a few
+/// long quads (a stacked block adds up to three, hence the look back).
+pub fn add_rect(mesh: &mut Mesh, r: Rect, color: Color32, quads: &mut usize) {
+    let n = mesh.vertices.len();
+    for back in 1..=3.min(n / 4) {
+        // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
+        let q = &mut mesh.vertices[n - 4 * back..n - 4 * back + 4];
+        if q[0].color == color
+            && q[0].pos.y == r.top()
+            && q[3].pos.y == r.bottom()
+            && r.left() >= q[0].pos.x
+            && r.left() - q[1].pos.x < 1.0
+        {
+            let right = q[1].pos.x.max(r.right());
+            q[1].pos.x = right;
+            q[3].pos.x = right;
+            return;
+        }
+    }
+    mesh.add_colored_rect(r, color);
+    *quads += 1;
+}
+
+/// Draws a row from one level of its detail, as it runs for every row of a zoomed-out
+/// frame. Like `fold_draw_by`, but the folded columns lie on a grid fixed in time (whole
+/// buckets, 2–4 px), so a pan does not change what a column holds and a steady run gives
+/// equal columns that merge into one quad; the loop needs no search or division per column.
+/// Items are summed into the column they start in; the time the last one runs on past
+/// its column is carried into the next ones, so a row of long ranges reads as covered.
+#[allow(clippy::too_many_arguments)]
+pub fn draw_level(
+    level: &Level,
+    view: (f64, f64),
+    r: Rect,
+    style: FoldStyle,
+    item_color: impl Fn(usize) -> Color32,
+    mut on_wide_item: impl FnMut(usize, Rect),
+    mesh: &mut Mesh,
+    quads: &mut usize,
+) {
+    let blocks = &level.blocks[..];
+    let n = blocks.len();
+    let px_per_ns = r.width() as f64 / (view.1 - view.0);
+    let x_of = |t: i64| r.left() + ((t as f64 - view.0) * px_per_ns) as f32;
+    let buckets = ((MIN_PX as f64 / px_per_ns / level.bucket_ns as f64).round() as i64).max(1);
+    let column_ns = buckets * level.bucket_ns;
+    let column_of = |t: i64| level.origin + (t - level.origin).div_euclid(column_ns) * column_ns;
+    let view_end = view.1.ceil() as i64;
+    // An item this long is drawn as itself.
+    let wide_ns = (MIN_PX as f64 / px_per_ns).ceil() as i64;
+    let first_column = column_of(view.0 as i64);
+    let mut painter = ColumnPainter {
+        r,
+        style,
+        eighths_per_ns: 8.0 / column_ns as f32,
+        run: None,
+        drawn_to: r.left(),
+        mesh,
+        quads,
+    };
+    // Time of the last column's last item past its end, and what kind of work it was.
+    let mut carry = Busy::default();
+    // The next column not yet drawn.
+    let mut next_column = i64::MIN;
+    let first_start = (view.0 - level.longest as f64).floor() as i64;
+    let mut i = partition(n, |k| blocks[k].start < first_start);
+    while i < n && blocks[i].start < view_end {
+        let b = &blocks[i];
+        if b.count == 1 && b.end - b.start >= wide_ns {
+            let (x0, x1) = (x_of(b.start).max(r.left()), x_of(b.end).min(r.right()));
+            let rect = Rect::from_x_y_ranges(x0..=x1, r.y_range());
+            painter.item(rect, item_color(b.first as usize));
+            on_wide_item(b.first as usize, rect);
+            (carry, next_column) = (Busy::default(), column_of(b.end) + column_ns);
+            i += 1;
+            continue;
+        }
+        // Mostly the next column or the one after: no division needed.
+        let column = if b.start >= next_column && b.start < next_column + column_ns {
+            next_column
+        } else if b.start >= next_column + column_ns && b.start < next_column + 2 * column_ns {
+            next_column + column_ns
+        } else {
+            column_of(b.start)
+        };
+        skip_hidden(&mut carry, &mut next_column, first_column);
+        // Columns before this one that only carried time covers.
+        while carry.total > 0 && next_column < column {
+            let part = carry.take(column_ns);
+            painter.column(x_of(next_column), x_of(next_column + column_ns), part);
+            next_column += column_ns;
+        }
+        let mut sums = carry.take(column_ns);
+        let mut j = i;
+        let mut last_end = b.end;
+        while j < n && blocks[j].start < column + column_ns {
+            sums.add_block(&blocks[j]);
+            last_end = blocks[j].end;
+            j += 1;
+        }
+        carry.add(sums.split_off(last_end - (column + column_ns), &blocks[j - 1]));
+        painter.column(x_of(column), x_of(column + column_ns), sums);
+        next_column = column + column_ns;
+        i = j;
+    }
+    skip_hidden(&mut carry, &mut next_column, first_column);
+    while carry.total > 0 && next_column < view_end {
+        let part = carry.take(column_ns);
+        painter.column(x_of(next_column), x_of(next_column + column_ns), part);
+        next_column += column_ns;
+    }
+    painter.finish();
+}
+
+/// Moves `next_column` on to the first visible column, dropping what `carry` had for the
+/// columns left of the view: a range long before the view carries into it, in one step.
+fn skip_hidden(carry: &mut Busy, next_column: &mut i64, first_column: i64) {
+    if carry.total > 0 && *next_column < first_column {
+        carry.take(first_column - *next_column);
+        *next_column = first_column;
+    }
+}
+
+/// Busy time of a column: in all, and of it NCCL and memory ops.
+#[derive(Clone, Copy, Default)]
+struct Busy {
+    total: i64,
+    nccl: i64,
+    memory: i64,
+}
+
+impl Busy {
+    fn add(&mut self, b: Busy) {
+        self.total += b.total;
+        self.nccl += b.nccl;
+        self.memory += b.memory;
+    }
+
+    fn add_block(&mut self, b: &Block) {
+        self.total += b.busy;
+        self.nccl += b.nccl;
+        self.memory += b.memory;
+    }
+
+    /// Takes out `spill` ns (when positive) that ran past the column, and returns it as
+    /// the work `last` mostly was: the sums do not say which item ran on.
+    fn split_off(&mut self, spill: i64, last: &Block) -> Busy {
+        let spill = spill.clamp(0, self.total);
+        if spill == 0 {
+            return Busy::default();
+        }
+        let compute = last.busy - last.nccl - last.memory;
+        let mut out = Busy {
+            total: spill,
+            ..Busy::default()
+        };
+        if last.nccl > compute && last.nccl >= last.memory {
+            out.nccl = spill.min(self.nccl);
+        } else if last.memory > compute {
+            out.memory = spill.min(self.memory);
+        }
+        self.total -= spill;
+        self.nccl -= out.nccl;
+        self.memory -= out.memory;
+        out
+    }
+
+    /// Up to `ns` of this, for the next column; the rest stays.
+    fn take(&mut self, ns: i64) -> Busy {
+        if self.total <= ns {
+            return std::mem::take(self);
+        }
+        let share = |part: i64| (part as f64 * ns as f64 / self.total as f64) as i64;
+        let out = Busy {
+            total: ns,
+            nccl: share(self.nccl),
+            memory: share(self.memory),
+        };
+        self.total -= out.total;
+        self.nccl -= out.nccl;
+        self.memory -= out.memory;
+        out
+    }
+}
+
+/// Paints one row's columns, holding back a run of alike ones to paint as one block.
+struct ColumnPainter<'a> {
+    r: Rect,
+    style: FoldStyle,
+    eighths_per_ns: f32,
+    /// (left, right, parts) of the run of alike columns not yet painted.
+    run: Option<(f32, f32, Eighths)>,
+    /// Where the last thing drawn ends: a column after a wide item starts there.
+    drawn_to: f32,
+    mesh: &'a mut Mesh,
+    quads: &'a mut usize,
+}
+
+impl ColumnPainter<'_> {
+    #[inline]
+    fn column(&mut self, x0: f32, x1: f32, busy: Busy) {
+        let (x0, x1) = (
+            x0.max(self.drawn_to).max(self.r.left()),
+            x1.min(self.r.right()),
+        );
+        if x1 <= x0 || busy.total <= 0 {
+            return;
+        }
+        let parts =
+            self.style
+                .eighths_of_share(busy.total, busy.nccl, busy.memory, self.eighths_per_ns);
+        match &mut self.run {
+            Some((_, right, run_parts)) if *run_parts == parts && x0 - *right < 1.0 => {
+                *right = right.max(x1)
+            }
+            _ => {
+                self.finish();
+                self.run = Some((x0, x1, parts));
+            }
+        }
+        self.drawn_to = x1;
+    }
+
+    fn item(&mut self, rect: Rect, color: Color32) {
+        self.finish();
+        add_rect(self.mesh, rect, color, self.quads);
+        self.drawn_to = rect.right();
+    }
+
+    fn finish(&mut self) {
+        if let Some((x0, x1, parts)) = self.run.take() {
+            let rect = Rect::from_x_y_ranges(x0..=x1, self.r.y_range());
+            add_fill(self.mesh, rect, self.style.fill(parts), self.quads);
+        }
+    }
+}
+
+/// `t.ceil() as i64` without the libm call.
+fn ceil_ns(t: f64) -> i64 {
+    let whole = t as i64;
+    if (whole as f64) < t { whole + 1 } else { whole }
+}
+
+/// First k in [0, n) where `pred(k)` is false (pred true then false).
+pub fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folded_block_stacks_its_shares_of_time_in_eighths() {
+        let Fill::Stacked(parts) = stacked_fill(95, 100, 40, 0) else {
+            panic!("stacked")
+        };
+        let shares: Vec<f32> = parts.iter().map(|p| p.1).collect();
+        assert_eq!(shares, vec![0.5, 0.375, 0.0]); // 55 % → 4/8, 40 % → 3/8
+        let Fill::Stacked(parts) = stacked_fill(1, 1_000, 1, 0) else {
+            panic!("stacked")
+        };
+        assert_eq!(parts[1].1, 0.125, "a sliver of NCCL still shows");
+    }
+
+    #[test]
+    fn touching_quads_of_one_colour_merge_and_separate_ones_do_not() {
+        let mut mesh = Mesh::default();
+        let mut quads = 0;
+        let c = Color32::RED;
+        let rect = |x0: f32, x1: f32| Rect::from_min_max(Pos2::new(x0, 0.0), Pos2::new(x1, 10.0));
+        add_rect(&mut mesh, rect(0.0, 3.0), c, &mut quads);
+        add_rect(&mut mesh, rect(3.5, 6.0), c, &mut quads);
+        assert_eq!((quads, mesh.vertices.len()), (1, 4));
+        assert_eq!(mesh.vertices[1].pos.x, 6.0);
+        add_rect(&mut mesh, rect(8.0, 9.0), c, &mut quads);
+        add_rect(&mut mesh, rect(9.0, 10.0), Color32::BLUE, &mut quads);
+        assert_eq!(quads, 3);
+    }
+
+    /// A row of `n` items, one every `period` ns, each `len` long, every third one NCCL,
+    /// drawn whole from its level of detail into 900 × 16 px: the quads as
+    /// (colour, left, right, height).
+    fn draw_row(
+        n: usize,
+        period: i64,
+        len: i64,
+        style: FoldStyle,
+    ) -> Vec<(Color32, f32, f32, f32)> {
+        let lod = super::super::lod::RowLod::new(
+            n,
+            |i| i as i64 * period,
+            |i| i as i64 * period + len,
+            |i| (i % 3 == 0, false),
+            (0, n as i64 * period),
+        );
+        let view = (0.0, (n as i64 * period) as f64);
+        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(900.0, 16.0));
+        let fold_ns = view.1 / 900.0 * MIN_PX as f64;
+        let level = lod
+            .level_for(fold_ns)
+            .expect("zoomed out past the finest level");
+        let (mut mesh, mut quads) = (Mesh::default(), 0);
+        draw_level(
+            level,
+            view,
+            r,
+            style,
+            |_| Color32::WHITE,
+            |_, _| {},
+            &mut mesh,
+            &mut quads,
+        );
+        assert_eq!(quads * 4, mesh.vertices.len());
+        mesh.vertices
+            .chunks(4)
+            .map(|q| (q[0].color, q[0].pos.x, q[1].pos.x, q[2].pos.y - q[0].pos.y))
+            .collect()
+    }
+
+    #[test]
+    fn a_steady_row_drawn_from_its_detail_is_one_block_per_kind_of_work() {
+        // 40 % busy: compute 26.7 % → 2/8 of the row, NCCL 13.3 % → 1/8.
+        let quads = draw_row(300_000, 1_000, 400, FoldStyle::ByKind);
+        let compute = kind_color(OpKind::Compute);
+        let nccl = kind_color(OpKind::Nccl);
+        for (color, eighths) in [(compute, 2.0), (nccl, 1.0)] {
+            // One block, and at most one more for the last, partly filled column.
+            let parts: Vec<_> = quads.iter().filter(|q| q.0 == color).collect();
+            assert!(parts.len() <= 2, "{parts:?}");
+            assert!(parts[0].2 - parts[0].1 > 900.0 - MIN_PX, "{parts:?}");
+            assert_eq!(parts[0].3, 16.0 * eighths / 8.0, "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn back_to_back_ranges_read_as_covered_though_each_spills_into_the_next_column() {
+        // Ranges 0.7 columns long, back to back: each column holds one or two starts, and
+        // without the carried time half the columns would show 70 % and half 140 %.
+        let n = (300.0 / 0.7) as usize;
+        let quads = draw_row(n, 1_000_000, 1_000_000, FoldStyle::Coverage(Color32::GRAY));
+        assert!(quads.len() <= 2, "{quads:?}");
+        assert_eq!(quads[0].3, 16.0);
+        assert!(quads[0].2 - quads[0].1 > 900.0 - MIN_PX, "{quads:?}");
+    }
+}
