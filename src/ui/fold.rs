@@ -5,7 +5,7 @@
 
 use eframe::egui::{Color32, Mesh, Pos2, Rect};
 
-use super::lod::{Block, Level};
+use super::lod::{Block, Level, RowLod};
 use super::timeline::kind_color;
 use crate::trace::OpKind;
 
@@ -98,9 +98,11 @@ pub fn stacked_fill(busy: i64, span: i64, nccl: i64, memory: i64) -> Fill {
 }
 
 /// Draws items `[0, n)` (sorted by start, not overlapping much) of one row: wide ones as
-/// quads, runs of narrow ones folded into one block each. O(pixels × log n).
+/// quads, runs of narrow ones folded into one block each. O(pixels × log n); the row's
+/// level of detail, when given, finds the first visible item.
 #[allow(clippy::too_many_arguments)]
 pub fn fold_draw_by(
+    lod: Option<&RowLod>,
     n: usize,
     start: impl Fn(usize) -> i64,
     end: impl Fn(usize) -> i64,
@@ -115,8 +117,10 @@ pub fn fold_draw_by(
     mesh: &mut Mesh,
     quads: &mut usize,
 ) {
-    let first_start = (view.0 - longest as f64).floor() as i64;
-    let mut i = partition(n, |k| start(k) < first_start);
+    let mut i = match lod {
+        Some(lod) => lod.first_reaching(view.0.floor() as i64, n, longest, &start),
+        None => partition(n, |k| start(k) < (view.0 - longest as f64).floor() as i64),
+    };
     while i < n && (start(i) as f64) < view.1 {
         let (s, e) = (start(i), end(i));
         if (e as f64) < view.0 {

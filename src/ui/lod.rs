@@ -3,6 +3,8 @@
 //! instead of searching millions of items spread over hundreds of MB. Zoomed in past the
 //! finest level, a row draws its items themselves.
 
+use super::fold::partition;
+
 /// Items of one row that started in one bucket.
 #[derive(Debug, Clone, Copy)]
 pub struct Block {
@@ -30,7 +32,16 @@ pub struct Level {
 pub struct RowLod {
     /// Finest first.
     levels: Vec<Level>,
+    /// For rows of many items: per bucket of the finest level, the first block of the
+    /// finest level whose items (or an earlier block's) reach into that bucket. Where a
+    /// view's items start is then two reads, where a binary search back by the row's
+    /// longest item scanned every item of that span (one long NCCL kernel or NVTX range
+    /// made a deep-zoom frame on `large` read thousands) and missed the cache at each probe.
+    first_block_reaching: Vec<u32>,
 }
+
+/// Rows with fewer items are searched directly: their arrays stay in cache.
+const ITEMS_FOR_BUCKET_TABLE: usize = 4096;
 
 /// Buckets across the trace at the finest level: ~3.5 MB of blocks per row at most, and
 /// views down to ~1/50 of the trace read blocks, not items.
@@ -68,6 +79,11 @@ impl RowLod {
                 _ => blocks.push(item),
             }
         }
+        let first_block_reaching = if n >= ITEMS_FOR_BUCKET_TABLE {
+            reach_table(&blocks, origin, bucket_ns)
+        } else {
+            Vec::new()
+        };
         let mut levels = Vec::new();
         loop {
             let longest = blocks.iter().map(|b| b.end - b.start).max().unwrap_or(0);
@@ -94,7 +110,35 @@ impl RowLod {
             }
             blocks = coarser;
         }
-        Self { levels }
+        Self {
+            levels,
+            first_block_reaching,
+        }
+    }
+
+    /// The first of the row's `n` items that could reach time `t` (ends at or after it):
+    /// every item before it ends earlier. Without a table, the first that starts at or
+    /// after `t - longest`.
+    pub fn first_reaching(
+        &self,
+        t: i64,
+        n: usize,
+        longest: i64,
+        start: impl Fn(usize) -> i64,
+    ) -> usize {
+        let table = &self.first_block_reaching;
+        if table.is_empty() {
+            return partition(n, |k| start(k) < t.saturating_sub(longest));
+        }
+        let finest = &self.levels[0];
+        let bucket = (t - finest.origin).div_euclid(finest.bucket_ns);
+        if bucket < 0 {
+            return 0;
+        }
+        let block = table
+            .get(bucket as usize)
+            .map_or(finest.blocks.len(), |&b| b as usize);
+        finest.blocks.get(block).map_or(n, |b| b.first as usize)
     }
 
     /// The coarsest level whose buckets are no wider than `fold_ns` (the time a folded
@@ -107,11 +151,34 @@ impl RowLod {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.levels
+        let blocks: usize = self
+            .levels
             .iter()
             .map(|l| l.blocks.capacity() * std::mem::size_of::<Block>())
-            .sum()
+            .sum();
+        blocks + self.first_block_reaching.capacity() * std::mem::size_of::<u32>()
     }
+}
+
+/// Per bucket up to the one of the latest end, the first block whose items, or an earlier
+/// block's, end in that bucket or later.
+fn reach_table(blocks: &[Block], origin: i64, bucket_ns: i64) -> Vec<u32> {
+    let buckets = blocks.iter().map(|b| b.end).max().map_or(0, |end| {
+        (end - origin).div_euclid(bucket_ns).max(0) as usize + 1
+    });
+    let mut table = Vec::with_capacity(buckets);
+    let (mut block, mut reach) = (0, i64::MIN);
+    for bucket in 0..buckets {
+        let bucket_start = origin + bucket as i64 * bucket_ns;
+        // `reach` is the latest end of blocks [0, block): once a block gets it to this
+        // bucket, no later bucket needs an earlier block.
+        while block < blocks.len() && reach.max(blocks[block].end) < bucket_start {
+            reach = reach.max(blocks[block].end);
+            block += 1;
+        }
+        table.push(block as u32);
+    }
+    table
 }
 
 fn same_bucket(a: i64, b: i64, origin: i64, bucket_ns: i64) -> bool {
@@ -164,5 +231,48 @@ mod tests {
         assert!(lod.levels.last().unwrap().blocks.len() <= COARSEST_BLOCKS);
         assert!(lod.level_for(1.0).is_none());
         assert!(lod.level_for(1e12).is_some());
+    }
+
+    /// Items one after another, 0–2 µs apart; with `long_and_overlapping`, one in 500 runs
+    /// on up to 5 ms over the next ones.
+    fn row(rng: &mut fastrand::Rng, n: usize, long_and_overlapping: bool) -> (Vec<i64>, Vec<i64>) {
+        let (mut starts, mut ends) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut t = 0;
+        for _ in 0..n {
+            let len = if long_and_overlapping && rng.u32(0..500) == 0 {
+                rng.i64(0..5_000_000)
+            } else {
+                rng.i64(1..1_000)
+            };
+            starts.push(t);
+            ends.push(t + len);
+            t += len + rng.i64(0..2_000);
+        }
+        (starts, ends)
+    }
+
+    #[test]
+    fn the_first_item_reaching_a_time_is_found_through_the_bucket_table() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for long_and_overlapping in [false, true] {
+            let n = 50_000;
+            let (starts, ends) = row(&mut rng, n, long_and_overlapping);
+            let full = (0, *ends.iter().max().unwrap());
+            let lod = RowLod::new(n, |i| starts[i], |i| ends[i], |_| (false, false), full);
+            assert!(!lod.first_block_reaching.is_empty());
+            for _ in 0..2_000 {
+                let t = rng.i64(-1_000..full.1 + 1_000);
+                let found = lod.first_reaching(t, n, 0, |i| starts[i]);
+                let first = (0..n).find(|&i| ends[i] >= t).unwrap_or(n);
+                assert!(
+                    found <= first,
+                    "t {t}: found {found}, but item {first} reaches it"
+                );
+                if !long_and_overlapping {
+                    // At most the items of one bucket before it (~1 µs items, 0–2 µs apart).
+                    assert!(first - found <= 64, "t {t}: found {found}, first {first}");
+                }
+            }
+        }
     }
 }

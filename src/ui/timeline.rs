@@ -883,6 +883,7 @@ impl Timeline {
             );
         } else {
             fold_draw_by(
+                Some(lod),
                 items.n,
                 items.start,
                 items.end,
@@ -918,6 +919,7 @@ impl Timeline {
                     color: Color32,
                     mesh: &mut Mesh| {
             fold_draw_by(
+                None,
                 starts.len(),
                 |i| starts[i],
                 |i| ends[i],
@@ -944,6 +946,7 @@ impl Timeline {
                 Color32::from_rgba_unmultiplied(color.r(), color.g(), color.b(), alpha)
             };
             fold_draw_by(
+                None,
                 o.starts.len(),
                 |i: usize| o.starts[i],
                 |i: usize| o.ends[i],
