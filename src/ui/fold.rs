@@ -245,6 +245,7 @@ pub fn draw_level(
     let mut painter = ColumnPainter {
         r,
         style,
+        column_ns,
         eighths_per_ns: 8.0 / column_ns as f32,
         run: None,
         drawn_to: r.left(),
@@ -276,13 +277,15 @@ pub fn draw_level(
         } else {
             column_of(b.start)
         };
-        skip_hidden(&mut carry, &mut next_column, first_column);
         // Columns before this one that only carried time covers.
-        while carry.total > 0 && next_column < column {
-            let part = carry.take(column_ns);
-            painter.column(x_of(next_column), x_of(next_column + column_ns), part);
-            next_column += column_ns;
-        }
+        paint_carried(
+            &mut painter,
+            &mut carry,
+            &mut next_column,
+            column,
+            first_column,
+            &x_of,
+        );
         let mut sums = carry.take(column_ns);
         let mut j = i;
         let mut last_end = b.end;
@@ -296,21 +299,37 @@ pub fn draw_level(
         next_column = column + column_ns;
         i = j;
     }
-    skip_hidden(&mut carry, &mut next_column, first_column);
-    while carry.total > 0 && next_column < view_end {
-        let part = carry.take(column_ns);
-        painter.column(x_of(next_column), x_of(next_column + column_ns), part);
-        next_column += column_ns;
-    }
+    paint_carried(
+        &mut painter,
+        &mut carry,
+        &mut next_column,
+        view_end,
+        first_column,
+        &x_of,
+    );
     painter.finish();
 }
 
-/// Moves `next_column` on to the first visible column, dropping what `carry` had for the
-/// columns left of the view: a range long before the view carries into it, in one step.
-fn skip_hidden(carry: &mut Busy, next_column: &mut i64, first_column: i64) {
+/// Paints the columns from `next_column` up to `until` that only `carry` covers. Those left
+/// of the view (from `first_column`) are skipped in one step: a range that began long
+/// before the view carries into it.
+fn paint_carried(
+    painter: &mut ColumnPainter,
+    carry: &mut Busy,
+    next_column: &mut i64,
+    until: i64,
+    first_column: i64,
+    x_of: &impl Fn(i64) -> f32,
+) {
     if carry.total > 0 && *next_column < first_column {
         carry.take(first_column - *next_column);
         *next_column = first_column;
+    }
+    let column_ns = painter.column_ns;
+    while carry.total > 0 && *next_column < until {
+        let part = carry.take(column_ns);
+        painter.column(x_of(*next_column), x_of(*next_column + column_ns), part);
+        *next_column += column_ns;
     }
 }
 
@@ -380,6 +399,7 @@ impl Busy {
 struct ColumnPainter<'a> {
     r: Rect,
     style: FoldStyle,
+    column_ns: i64,
     eighths_per_ns: f32,
     /// (left, right, parts) of the run of alike columns not yet painted.
     run: Option<(f32, f32, Eighths)>,
