@@ -1,4 +1,5 @@
-//! Process memory figures for benchmarks (Linux `/proc`; `None` elsewhere).
+//! Process memory: the peak RSS for benchmarks (Linux `/proc`; `None` elsewhere), and the
+//! allocator thresholds a load holds.
 
 /// Peak resident set size of this process, in bytes (`VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {

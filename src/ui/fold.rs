@@ -66,15 +66,20 @@ impl FoldStyle {
         }
     }
 
-    pub fn fill(self, e: Eighths) -> Fill {
-        let colors = match self {
+    /// The colours of the three parts, bottom up.
+    fn colors(self) -> [Color32; 3] {
+        match self {
             FoldStyle::ByKind => [
                 kind_color(OpKind::Compute),
                 kind_color(OpKind::Nccl),
                 kind_color(OpKind::Memcpy),
             ],
             FoldStyle::Coverage(c) => [c; 3],
-        };
+        }
+    }
+
+    pub fn fill(self, e: Eighths) -> Fill {
+        let colors = self.colors();
         let share = |k: usize| e.0[k] as f32 / 8.0;
         Fill::Stacked([
             (colors[0], share(0)),
@@ -242,16 +247,7 @@ pub fn draw_level(
     // An item this long is drawn as itself.
     let wide_ns = (MIN_PX as f64 / px_per_ns).ceil() as i64;
     let first_column = column_of(view.0 as i64);
-    let mut painter = ColumnPainter {
-        r,
-        style,
-        column_ns,
-        eighths_per_ns: 8.0 / column_ns as f32,
-        run: None,
-        drawn_to: r.left(),
-        mesh,
-        quads,
-    };
+    let mut painter = ColumnPainter::new(r, style, column_ns, mesh, quads);
     // Time of the last column's last item past its end, and what kind of work it was.
     let mut carry = Busy::default();
     // The next column not yet drawn.
@@ -327,9 +323,20 @@ fn paint_carried(
     }
     let column_ns = painter.column_ns;
     while carry.total > 0 && *next_column < until {
-        let part = carry.take(column_ns);
-        painter.column(x_of(*next_column), x_of(*next_column + column_ns), part);
-        *next_column += column_ns;
+        // Columns the carried time fills whole look alike: painted in one step, so a long
+        // range costs the same as a short one.
+        let whole = (carry.total / column_ns)
+            .min((until - *next_column) / column_ns)
+            .max(1);
+        let part = carry.take(column_ns * whole);
+        let per_column = Busy {
+            total: part.total / whole,
+            nccl: part.nccl / whole,
+            memory: part.memory / whole,
+        };
+        let end = *next_column + column_ns * whole;
+        painter.column(x_of(*next_column), x_of(end), per_column);
+        *next_column = end;
     }
 }
 
@@ -395,21 +402,50 @@ impl Busy {
     }
 }
 
-/// Paints one row's columns, holding back a run of alike ones to paint as one block.
+/// Paints one row's columns. A run of alike columns is held back, and so is each of its
+/// three parts' quad while the next runs keep that part at the same height: quads are
+/// added only when they end, instead of added and widened again for every column.
 struct ColumnPainter<'a> {
     r: Rect,
     style: FoldStyle,
     column_ns: i64,
     eighths_per_ns: f32,
+    colors: [Color32; 3],
+    /// Pixel height of 0–8 eighths of the row.
+    heights: [f32; 9],
     /// (left, right, parts) of the run of alike columns not yet painted.
     run: Option<(f32, f32, Eighths)>,
+    /// Per part, its quad still growing: [left, right, top, bottom].
+    open: [Option<[f32; 4]>; 3],
     /// Where the last thing drawn ends: a column after a wide item starts there.
     drawn_to: f32,
     mesh: &'a mut Mesh,
     quads: &'a mut usize,
 }
 
-impl ColumnPainter<'_> {
+impl<'a> ColumnPainter<'a> {
+    fn new(
+        r: Rect,
+        style: FoldStyle,
+        column_ns: i64,
+        mesh: &'a mut Mesh,
+        quads: &'a mut usize,
+    ) -> Self {
+        Self {
+            r,
+            style,
+            column_ns,
+            eighths_per_ns: 8.0 / column_ns as f32,
+            colors: style.colors(),
+            heights: std::array::from_fn(|e| ((e as f32 / 8.0 * r.height() + 0.5) as i32) as f32),
+            run: None,
+            open: [None; 3],
+            drawn_to: r.left(),
+            mesh,
+            quads,
+        }
+    }
+
     #[inline]
     fn column(&mut self, x0: f32, x1: f32, busy: Busy) {
         let (x0, x1) = (
@@ -427,7 +463,7 @@ impl ColumnPainter<'_> {
                 *right = right.max(x1)
             }
             _ => {
-                self.finish();
+                self.end_run();
                 self.run = Some((x0, x1, parts));
             }
         }
@@ -440,11 +476,41 @@ impl ColumnPainter<'_> {
         self.drawn_to = rect.right();
     }
 
-    fn finish(&mut self) {
-        if let Some((x0, x1, parts)) = self.run.take() {
-            let rect = Rect::from_x_y_ranges(x0..=x1, self.r.y_range());
-            add_fill(self.mesh, rect, self.style.fill(parts), self.quads);
+    /// Stacks the run's parts from the bottom up, widening each part's open quad when it
+    /// has the same height and place.
+    fn end_run(&mut self) {
+        let Some((x0, x1, parts)) = self.run.take() else {
+            return;
+        };
+        let mut bottom = self.r.bottom();
+        for k in 0..3 {
+            let top = (bottom - self.heights[parts.0[k] as usize]).max(self.r.top());
+            if top >= bottom {
+                self.close(k);
+                continue;
+            }
+            match &mut self.open[k] {
+                Some(q) if q[2] == top && q[3] == bottom && x0 - q[1] < 1.0 => q[1] = q[1].max(x1),
+                _ => {
+                    self.close(k);
+                    self.open[k] = Some([x0, x1, top, bottom]);
+                }
+            }
+            bottom = top;
         }
+    }
+
+    fn close(&mut self, part: usize) {
+        if let Some([x0, x1, top, bottom]) = self.open[part].take() {
+            let rect = Rect::from_min_max(Pos2::new(x0, top), Pos2::new(x1, bottom));
+            self.mesh.add_colored_rect(rect, self.colors[part]);
+            *self.quads += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.end_run();
+        (0..3).for_each(|k| self.close(k));
     }
 }
 
