@@ -208,7 +208,9 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
 pub fn bench_frame(file: &Path) -> Result<(), String> {
     use eframe::egui;
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let built = Instant::now();
     let mut timeline = crate::ui::timeline::Timeline::new(&trace);
+    let built = built.elapsed().as_secs_f64();
     let ctx = egui::Context::default();
     let (s, e) = timeline.full;
     let mid = (s + e) / 2;
@@ -224,7 +226,7 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         ("deep", (mid as f64 - 50_000.0, mid as f64 + 50_000.0)),
     ];
     println!(
-        "file: {} ({} kernels); timeline indexes {:.1} MB",
+        "file: {} ({} kernels); timeline indexes {:.1} MB, built in {built:.2} s",
         file.display(),
         trace.kernel_count(),
         timeline.index_bytes() as f64 / 1e6
