@@ -126,6 +126,7 @@ pub fn fold_draw_by(
         Some(lod) => lod.first_reaching(view.0.floor() as i64, n, longest, &start),
         None => partition(n, |k| start(k) < (view.0 - longest as f64).floor() as i64),
     };
+    let wide = |k: usize| x_of(end(k) as f64) - x_of(start(k) as f64) >= MIN_PX;
     while i < n && (start(i) as f64) < view.1 {
         let (s, e) = (start(i), end(i));
         if (e as f64) < view.0 {
@@ -134,7 +135,9 @@ pub fn fold_draw_by(
         }
         let x0 = x_of(s as f64).max(r.left());
         let x1 = x_of(e as f64).min(r.right());
-        if x1 - x0 >= MIN_PX {
+        // Wide before clipping: a long item cut by the view's edge stays itself, however
+        // little of it shows, and does not fold the items after it in.
+        if wide(i) {
             let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
             add_fill(mesh, rect, paint(i), quads);
             on_wide(i, rect);
@@ -146,8 +149,9 @@ pub fn fold_draw_by(
         // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
         // gallop: the next block is near, and a search over the whole row would miss the
         // cache at every step on a large trace.
+        // A wide item ends the fold: it is drawn as itself next.
         let mut j = i + 1;
-        while j < n && j < i + 8 && start(j) < limit {
+        while j < n && j < i + 8 && start(j) < limit && !wide(j) {
             j += 1;
         }
         if j == i + 8 && j < n && start(j) < limit {
@@ -244,8 +248,9 @@ pub fn draw_level(
     let column_ns = buckets * level.bucket_ns;
     let column_of = |t: i64| level.origin + (t - level.origin).div_euclid(column_ns) * column_ns;
     let view_end = view.1.ceil() as i64;
-    // An item this long is drawn as itself.
+    // An item this long is drawn as itself, and ends the column before it.
     let wide_ns = (MIN_PX as f64 / px_per_ns).ceil() as i64;
+    let wide_item = |b: &Block| b.count == 1 && b.end - b.start >= wide_ns;
     let first_column = column_of(view.0 as i64);
     let mut painter = ColumnPainter::new(r, style, column_ns, mesh, quads);
     // Time of the last column's last item past its end, and what kind of work it was.
@@ -256,7 +261,7 @@ pub fn draw_level(
     let mut i = partition(n, |k| blocks[k].start < first_start);
     while i < n && blocks[i].start < view_end {
         let b = &blocks[i];
-        if b.count == 1 && b.end - b.start >= wide_ns {
+        if wide_item(b) {
             let (x0, x1) = (x_of(b.start).max(r.left()), x_of(b.end).min(r.right()));
             let rect = Rect::from_x_y_ranges(x0..=x1, r.y_range());
             painter.item(rect, item_color(b.first as usize));
@@ -285,7 +290,7 @@ pub fn draw_level(
         let mut sums = carry.take(column_ns);
         let mut j = i;
         let mut last_end = b.end;
-        while j < n && blocks[j].start < column + column_ns {
+        while j < n && blocks[j].start < column + column_ns && !wide_item(&blocks[j]) {
             sums.add_block(&blocks[j]);
             last_end = blocks[j].end;
             j += 1;
@@ -626,5 +631,35 @@ mod tests {
         assert!(quads.len() <= 2, "{quads:?}");
         assert_eq!(quads[0].3, 16.0);
         assert!(quads[0].2 - quads[0].1 > 900.0 - MIN_PX, "{quads:?}");
+    }
+
+    #[test]
+    fn a_long_item_cut_by_the_view_edge_does_not_fold_the_next_one_in() {
+        // Two long ranges; the view starts 1.5 px before the first one ends and the second
+        // starts 1 px after it: both are wide, so both are drawn as themselves.
+        let (starts, ends) = ([0i64, 1_001], [1_000i64, 3_000]);
+        let view = (998.5, 3_000.0);
+        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(2_001.5, 16.0));
+        let x_of = |t: f64| ((t - view.0) / (view.1 - view.0)) as f32 * r.width();
+        let t_of = |x: f32| view.0 + (x / r.width()) as f64 * (view.1 - view.0);
+        let (mut mesh, mut quads, mut wide) = (Mesh::default(), 0, Vec::new());
+        fold_draw_by(
+            None,
+            2,
+            |i| starts[i],
+            |i| ends[i],
+            2_000,
+            view,
+            x_of,
+            t_of,
+            |_| Fill::Solid(Color32::GREEN),
+            |_, _, _| Fill::Solid(Color32::GRAY),
+            |i, _| wide.push(i),
+            r,
+            &mut mesh,
+            &mut quads,
+        );
+        assert_eq!(wide, vec![0, 1]);
+        assert!(mesh.vertices.iter().all(|v| v.color == Color32::GREEN));
     }
 }
