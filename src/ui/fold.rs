@@ -149,9 +149,8 @@ pub fn fold_draw_by(
         // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
         // gallop: the next block is near, and a search over the whole row would miss the
         // cache at every step on a large trace.
-        // A wide item ends the fold: it is drawn as itself next.
         let mut j = i + 1;
-        while j < n && j < i + 8 && start(j) < limit && !wide(j) {
+        while j < n && j < i + 8 && start(j) < limit {
             j += 1;
         }
         if j == i + 8 && j < n && start(j) < limit {
@@ -162,6 +161,11 @@ pub fn fold_draw_by(
             let lo = j + step / 2;
             let hi = (j + step).min(n);
             j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
+        }
+        // A wide item ends the fold and is drawn as itself next; in a row whose items do
+        // not overlap it can only be the fold's last.
+        if j - 1 > i && wide(j - 1) {
+            j -= 1;
         }
         // The block covers at least its column of MIN_PX (no item of the next block starts
         // in it), so neighbouring blocks abut and merge, and its fill says how much of the
@@ -661,5 +665,38 @@ mod tests {
         );
         assert_eq!(wide, vec![0, 1]);
         assert!(mesh.vertices.iter().all(|v| v.color == Color32::GREEN));
+    }
+
+    #[test]
+    fn a_wide_item_right_after_a_dense_run_of_narrow_ones_is_drawn_as_itself() {
+        // 20 items of 1 ns within the first 3 px (10 ns a pixel), then a long one: the
+        // fold gallops over the narrow ones but stops before the long one.
+        let mut starts: Vec<i64> = (0..20).collect();
+        let mut ends: Vec<i64> = (1..21).collect();
+        starts.push(25);
+        ends.push(5_000);
+        let view = (0.0, 20_000.0);
+        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(2_000.0, 16.0));
+        let x_of = |t: f64| (t / 10.0) as f32;
+        let t_of = |x: f32| x as f64 * 10.0;
+        let (mut mesh, mut quads, mut wide) = (Mesh::default(), 0, Vec::new());
+        fold_draw_by(
+            None,
+            starts.len(),
+            |i| starts[i],
+            |i| ends[i],
+            5_000,
+            view,
+            x_of,
+            t_of,
+            |_| Fill::Solid(Color32::GREEN),
+            |_, _, _| Fill::Solid(Color32::GRAY),
+            |i, _| wide.push(i),
+            r,
+            &mut mesh,
+            &mut quads,
+        );
+        assert_eq!(wide, vec![20]);
+        assert_eq!(quads, 2, "one folded block, then the long item");
     }
 }
