@@ -637,22 +637,30 @@ mod tests {
         assert!(quads[0].2 - quads[0].1 > 900.0 - MIN_PX, "{quads:?}");
     }
 
-    #[test]
-    fn a_long_item_cut_by_the_view_edge_does_not_fold_the_next_one_in() {
-        // Two long ranges; the view starts 1.5 px before the first one ends and the second
-        // starts 1 px after it: both are wide, so both are drawn as themselves.
-        let (starts, ends) = ([0i64, 1_001], [1_000i64, 3_000]);
-        let view = (998.5, 3_000.0);
-        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(2_001.5, 16.0));
-        let x_of = |t: f64| ((t - view.0) / (view.1 - view.0)) as f32 * r.width();
-        let t_of = |x: f32| view.0 + (x / r.width()) as f64 * (view.1 - view.0);
+    /// Items drawn by `fold_draw_by` across `width` px (wide ones green, folds grey): the
+    /// wide items' indices, the mesh and the quad count.
+    fn fold_items(
+        starts: &[i64],
+        ends: &[i64],
+        view: (f64, f64),
+        width: f32,
+    ) -> (Vec<usize>, Mesh, usize) {
+        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(width, 16.0));
+        let x_of = |t: f64| ((t - view.0) / (view.1 - view.0)) as f32 * width;
+        let t_of = |x: f32| view.0 + (x / width) as f64 * (view.1 - view.0);
+        let longest = starts
+            .iter()
+            .zip(ends)
+            .map(|(s, e)| e - s)
+            .max()
+            .unwrap_or(0);
         let (mut mesh, mut quads, mut wide) = (Mesh::default(), 0, Vec::new());
         fold_draw_by(
             None,
-            2,
+            starts.len(),
             |i| starts[i],
             |i| ends[i],
-            2_000,
+            longest,
             view,
             x_of,
             t_of,
@@ -663,6 +671,14 @@ mod tests {
             &mut mesh,
             &mut quads,
         );
+        (wide, mesh, quads)
+    }
+
+    #[test]
+    fn a_long_item_cut_by_the_view_edge_does_not_fold_the_next_one_in() {
+        // Two long ranges; the view starts 1.5 px before the first one ends and the second
+        // starts 1 px after it: both are wide, so both are drawn as themselves.
+        let (wide, mesh, _) = fold_items(&[0, 1_001], &[1_000, 3_000], (998.5, 3_000.0), 2_001.5);
         assert_eq!(wide, vec![0, 1]);
         assert!(mesh.vertices.iter().all(|v| v.color == Color32::GREEN));
     }
@@ -675,27 +691,7 @@ mod tests {
         let mut ends: Vec<i64> = (1..21).collect();
         starts.push(25);
         ends.push(5_000);
-        let view = (0.0, 20_000.0);
-        let r = Rect::from_min_max(Pos2::ZERO, Pos2::new(2_000.0, 16.0));
-        let x_of = |t: f64| (t / 10.0) as f32;
-        let t_of = |x: f32| x as f64 * 10.0;
-        let (mut mesh, mut quads, mut wide) = (Mesh::default(), 0, Vec::new());
-        fold_draw_by(
-            None,
-            starts.len(),
-            |i| starts[i],
-            |i| ends[i],
-            5_000,
-            view,
-            x_of,
-            t_of,
-            |_| Fill::Solid(Color32::GREEN),
-            |_, _, _| Fill::Solid(Color32::GRAY),
-            |i, _| wide.push(i),
-            r,
-            &mut mesh,
-            &mut quads,
-        );
+        let (wide, _, quads) = fold_items(&starts, &ends, (0.0, 20_000.0), 2_000.0);
         assert_eq!(wide, vec![20]);
         assert_eq!(quads, 2, "one folded block, then the long item");
     }
