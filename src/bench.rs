@@ -204,7 +204,9 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
 }
 
 /// Headless frames of the real timeline (egui `run_ui` + tessellation) at full zoom-out, mid
-/// zoom and deep zoom: one line per level with the median frame time and the quads drawn.
+/// zoom and deep zoom: one line per level with the median frame time while the view is
+/// dragged, the quads drawn, and the median frame time of a zoom step (rows laid out
+/// afresh).
 pub fn bench_frame(file: &Path) -> Result<(), String> {
     use eframe::egui;
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
@@ -231,42 +233,64 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         trace.kernel_count(),
         timeline.index_bytes() as f64 / 1e6
     );
-    // One level only on request, for profiling it.
+    // One level only on request, for profiling it; more frames on request, too.
     let only = std::env::var("NSYS_BENCH_ZOOM").ok();
+    let frames = std::env::var("NSYS_BENCH_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(25usize)
+        .max(6);
+    let frame = |timeline: &mut crate::ui::timeline::Timeline| {
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(1600.0, 1000.0),
+            )),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let output = ctx.run_ui(input, |ui| {
+            egui::CentralPanel::default().show(ui, |ui| timeline.show(ui, &trace));
+        });
+        let primitives = ctx.tessellate(output.shapes, output.pixels_per_point);
+        std::hint::black_box(primitives);
+        t.elapsed().as_secs_f64() * 1e3
+    };
+    let median = |mut times: Vec<f64>| {
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
     for (name, view) in levels {
         if only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
-        let mut times = Vec::new();
-        // More frames on request, for profiling one level.
-        let frames = std::env::var("NSYS_BENCH_FRAMES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(25usize);
-        for frame in 0..frames.max(6) {
-            timeline.view = view;
-            let input = egui::RawInput {
-                screen_rect: Some(egui::Rect::from_min_size(
-                    egui::Pos2::ZERO,
-                    egui::vec2(1600.0, 1000.0),
-                )),
-                ..Default::default()
-            };
-            let t = Instant::now();
-            let output = ctx.run_ui(input, |ui| {
-                egui::CentralPanel::default().show(ui, |ui| timeline.show(ui, &trace));
-            });
-            let primitives = ctx.tessellate(output.shapes, output.pixels_per_point);
-            std::hint::black_box(primitives);
-            if frame >= 5 {
-                times.push(t.elapsed().as_secs_f64() * 1e3);
+        // A drag: the view moves 3 px a frame (the first frames warm up, untimed).
+        let px_ns = (view.1 - view.0) / 1400.0;
+        let mut panning = Vec::new();
+        for k in 0..frames {
+            let d = 3.0 * px_ns * k as f64;
+            timeline.view = (view.0 + d, view.1 + d);
+            let ms = frame(&mut timeline);
+            if k >= 5 {
+                panning.push(ms);
             }
         }
-        times.sort_by(f64::total_cmp);
+        let quads = timeline.last_quads;
+        // Wheel steps: each frame 10 % wider or narrower than the last, so each lays the
+        // rows out afresh.
+        let mut zooming = Vec::new();
+        for k in 0..frames {
+            let widen = if k % 2 == 0 { 0.05 } else { 0.0 } * (view.1 - view.0);
+            timeline.view = (view.0 - widen, view.1 + widen);
+            let ms = frame(&mut timeline);
+            if k >= 5 {
+                zooming.push(ms);
+            }
+        }
         println!(
-            "zoom={name} median_ms={:.2} quads={}",
-            times[times.len() / 2],
-            timeline.last_quads
+            "zoom={name} median_ms={:.2} quads={quads} zoom_step_ms={:.2}",
+            median(panning),
+            median(zooming),
         );
     }
     Ok(())

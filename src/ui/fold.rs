@@ -261,7 +261,9 @@ pub fn draw_level(
     let mut carry = Busy::default();
     // The next column not yet drawn.
     let mut next_column = i64::MIN;
-    let first_start = (view.0 - level.longest as f64).floor() as i64;
+    // From blocks that reach into the first column: what it holds, time carried in
+    // included, does not depend on where the view cuts it.
+    let first_start = first_column - level.longest;
     let mut i = partition(n, |k| blocks[k].start < first_start);
     while i < n && blocks[i].start < view_end {
         let b = &blocks[i];

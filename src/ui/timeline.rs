@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use super::fold::{
     self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
 };
+use super::layout_cache::LayoutCache;
 use super::lod::RowLod;
 use super::search::{Match, Mode, Search};
 use super::summary::state_color;
@@ -52,11 +53,13 @@ impl StreamPrefix {
 }
 
 /// What one frame drew: quads in one mesh, and the names of items wide enough to label.
+/// It holds the timeline's layouts of zoomed-out rows while it draws.
 #[derive(Default)]
 struct Drawn {
     mesh: Mesh,
     labels: Vec<(Rect, String)>,
     quads: usize,
+    layouts: LayoutCache<RowKind>,
 }
 
 /// A row's items by index, sorted by start, as the drawing needs them.
@@ -74,7 +77,7 @@ struct RowItems<'a> {
     style: FoldStyle,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RowKind {
     /// A group header: GPU `device` index or CPU thread index.
     GpuHeader(usize),
@@ -170,6 +173,8 @@ pub struct Timeline {
     pub clicked_selection: bool,
     /// Where the plot (right of the labels, below the ruler) was last drawn.
     pub last_plot: Rect,
+    /// Zoomed-out rows as last laid out, reused while only the view's position changes.
+    layouts: LayoutCache<RowKind>,
 }
 
 impl Timeline {
@@ -277,6 +282,7 @@ impl Timeline {
             search: Search::default(),
             clicked_selection: false,
             last_plot: Rect::NOTHING,
+            layouts: LayoutCache::default(),
         }
     }
 
@@ -472,7 +478,10 @@ impl Timeline {
         painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
         self.draw_ruler(&painter, ruler, ui);
         let rows = self.rows(trace);
-        let mut drawn = Drawn::default();
+        let mut drawn = Drawn {
+            layouts: std::mem::take(&mut self.layouts),
+            ..Drawn::default()
+        };
         // Room for about last frame's quads: growing the mesh was a tenth of a frame.
         drawn.mesh.reserve_triangles(2 * (self.last_quads + 256));
         drawn.mesh.reserve_vertices(4 * (self.last_quads + 256));
@@ -504,7 +513,9 @@ impl Timeline {
             mesh,
             labels,
             quads,
+            layouts,
         } = drawn;
+        self.layouts = layouts;
         plot_painter.add(egui::Shape::mesh(mesh));
         let font = egui::FontId::proportional(11.0);
         for (r, text) in labels {
@@ -759,7 +770,7 @@ impl Timeline {
                     },
                     style: FoldStyle::ByKind,
                 };
-                self.draw_items(&items, &self.stream_lods[device][stream], inner, out);
+                self.draw_items(row, &items, &self.stream_lods[device][stream], inner, out);
                 let t = hover_t?;
                 let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
                 Some((
@@ -795,7 +806,7 @@ impl Timeline {
                     style: FoldStyle::Coverage(FOLDED_NVTX),
                 };
                 let lod = &self.nvtx_lods[thread][depth as usize];
-                self.draw_items(&items, lod, inner, out);
+                self.draw_items(row, &items, lod, inner, out);
                 let time = hover_t?;
                 let k = item_at_by(
                     items.n,
@@ -840,7 +851,7 @@ impl Timeline {
                     },
                     style: FoldStyle::Coverage(FOLDED_API),
                 };
-                self.draw_items(&items, &self.api_lods[thread], inner, out);
+                self.draw_items(row, &items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
                 let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
                 Some((
@@ -858,7 +869,7 @@ impl Timeline {
 
     /// Draws a row's items: from its level of detail when zoomed out far enough, else the
     /// items themselves, folding runs narrower than `MIN_PX`.
-    fn draw_items(&self, items: &RowItems, lod: &RowLod, r: Rect, out: &mut Drawn) {
+    fn draw_items(&self, row: RowKind, items: &RowItems, lod: &RowLod, r: Rect, out: &mut Drawn) {
         // Concrete copies of the row's transform, so the folding loop inlines them.
         let (v0, v1) = self.view;
         let (left, width) = (r.left(), r.width());
@@ -867,19 +878,31 @@ impl Timeline {
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
         let label = |i: usize, rect: Rect| {
             if rect.width() > 40.0 {
-                out.labels.push((rect, (items.name)(i).to_string()));
+                out.labels
+                    .push((rect, label_text((items.name)(i), rect.width())));
             }
         };
         if let Some(level) = lod.level_for(fold_ns) {
-            fold::draw_level(
-                level,
+            let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
+                fold::draw_level(
+                    level,
+                    span,
+                    r,
+                    items.style,
+                    items.color,
+                    on_item,
+                    mesh,
+                    &mut 0,
+                )
+            };
+            out.layouts.draw(
+                row,
                 self.view,
                 r,
-                items.style,
-                items.color,
-                label,
+                &mut lay_out,
                 &mut out.mesh,
                 &mut out.quads,
+                label,
             );
         } else {
             fold_draw_by(
@@ -1066,6 +1089,17 @@ impl Timeline {
 }
 
 /// Top of `target`'s row, rows starting at `top`.
+/// As much of `name` as a label `width` px wide can show (no glyph is under 4 px), in steps
+/// of 8 characters so a label keeps its laid-out text while the view pans: the glyphs of a
+/// long kernel name past the label's edge were laid out and tessellated for nothing.
+fn label_text(name: &str, width: f32) -> String {
+    let fits = ((width / 4.0) as usize).div_ceil(8) * 8;
+    match name.char_indices().nth(fits) {
+        Some((end, _)) => name[..end].to_string(),
+        None => name.to_string(),
+    }
+}
+
 fn row_top(rows: &[RowKind], target: RowKind, top: f32) -> Option<f32> {
     let mut y = top;
     for row in rows {
@@ -1206,4 +1240,22 @@ fn item_at_by(
         .rev()
         .take(64)
         .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_text;
+
+    #[test]
+    fn a_label_keeps_what_its_width_can_show_in_steps_of_eight_characters() {
+        let name = "ampere_sgemm_128x64_tn_splitK_with_a_long_tail";
+        assert_eq!(label_text(name, 41.0), &name[..16]);
+        assert_eq!(
+            label_text(name, 60.0),
+            &name[..16],
+            "same text while it pans"
+        );
+        assert_eq!(label_text(name, 400.0), name);
+        assert_eq!(label_text("é".repeat(40).as_str(), 41.0), "é".repeat(16));
+    }
 }

@@ -1,0 +1,281 @@
+//! Zoomed-out rows' quads kept from frame to frame. Drawn from its level of detail, a row
+//! depends only on the scale (ns per pixel) and its height: its columns lie on a grid fixed
+//! in time. A frame that pans or only repaints (hover, a click in a panel) shifts the quads
+//! laid out before instead of walking the row's blocks again, so its cost no longer depends
+//! on how full the rows are. A zoom lays the rows out afresh.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use eframe::egui::{Mesh, Pos2, Rect, Vec2};
+
+/// Lays a row out: (time span, the rect it spans from x = 0, mesh, report of an item drawn
+/// as itself).
+pub type LayOut<'a> = dyn FnMut((f64, f64), Rect, &mut Mesh, &mut dyn FnMut(usize, Rect)) + 'a;
+
+pub struct LayoutCache<K> {
+    rows: HashMap<K, Layout>,
+}
+
+impl<K> Default for LayoutCache<K> {
+    fn default() -> Self {
+        Self {
+            rows: HashMap::new(),
+        }
+    }
+}
+
+/// One row laid out at one scale, from x = 0 and y = 0.
+#[derive(Default)]
+struct Layout {
+    ns_per_px: f64,
+    height: f32,
+    /// The time range laid out.
+    span: (f64, f64),
+    /// Quads only, four vertices each (`Mesh::add_colored_rect`).
+    mesh: Mesh,
+    /// Items drawn as themselves, for their labels.
+    items: Vec<(usize, Rect)>,
+}
+
+impl Layout {
+    fn fits(&self, ns_per_px: f64, height: f32) -> bool {
+        // A pan moves both ends of the view by the same amount, which can change its
+        // length in the last bits.
+        (self.ns_per_px - ns_per_px).abs() <= ns_per_px * 1e-9 && self.height == height
+    }
+}
+
+/// Layouts of this many view widths on each side of the view, made when a frame pans past
+/// the last one: the next frames of a drag fall inside it.
+const PAN_MARGIN: f64 = 0.5;
+
+impl<K: Hash + Eq + Copy> LayoutCache<K> {
+    /// Draws row `key` for `view` into `r`, laying it out first with `lay_out` unless a
+    /// layout at this scale covers the view. Adds its quads, clipped to `r`, to `mesh` and
+    /// counts them in `quads`; reports the items drawn as themselves, clipped, to `on_item`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn draw(
+        &mut self,
+        key: K,
+        view: (f64, f64),
+        r: Rect,
+        lay_out: &mut LayOut,
+        mesh: &mut Mesh,
+        quads: &mut usize,
+        mut on_item: impl FnMut(usize, Rect),
+    ) {
+        let ns_per_px = (view.1 - view.0) / r.width() as f64;
+        let last = self.rows.get(&key);
+        let covers = |l: &Layout| l.span.0 <= view.0 && view.1 <= l.span.1;
+        if !last.is_some_and(|l| l.fits(ns_per_px, r.height()) && covers(l)) {
+            let panned = last.is_some_and(|l| l.fits(ns_per_px, r.height()));
+            let margin = if panned { PAN_MARGIN } else { 0.0 } * (view.1 - view.0);
+            let span = (view.0 - margin, view.1 + margin);
+            let width = ((span.1 - span.0) / ns_per_px) as f32;
+            // The last layout's buffers, so a zoom does not grow fresh ones quad by quad.
+            let mut layout = self.rows.remove(&key).unwrap_or_default();
+            layout.mesh.clear();
+            layout.items.clear();
+            (layout.ns_per_px, layout.height, layout.span) = (ns_per_px, r.height(), span);
+            let at_origin = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, r.height()));
+            lay_out(span, at_origin, &mut layout.mesh, &mut |i, rect| {
+                layout.items.push((i, rect))
+            });
+            self.rows.insert(key, layout);
+        }
+        let layout = &self.rows[&key];
+        let shift = Vec2::new(
+            r.left() + ((layout.span.0 - view.0) / ns_per_px) as f32,
+            r.top(),
+        );
+        for q in layout.mesh.vertices.chunks_exact(4) {
+            // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
+            let rect = Rect::from_min_max(q[0].pos, q[3].pos).translate(shift);
+            let clipped = rect.intersect(r);
+            if clipped.width() > 0.0 {
+                mesh.add_colored_rect(clipped, q[0].color);
+                *quads += 1;
+            }
+        }
+        for &(i, rect) in &layout.items {
+            let clipped = rect.translate(shift).intersect(r);
+            if clipped.width() > 0.0 {
+                on_item(i, clipped);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eframe::egui::Color32;
+
+    /// A row of 1 ns items every 10 ns (a quad per 10 ns, as `fold` would give); counts
+    /// how many times it was laid out.
+    fn lay_out_counting(count: &mut usize) -> Box<LayOut<'_>> {
+        Box::new(
+            move |span, r: Rect, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
+                *count += 1;
+                let px_per_ns = r.width() as f64 / (span.1 - span.0);
+                let first = (span.0 / 10.0).ceil() as i64;
+                for k in first.. {
+                    let t = (k * 10) as f64;
+                    if t >= span.1 {
+                        break;
+                    }
+                    let x = ((t - span.0) * px_per_ns) as f32;
+                    let rect =
+                        Rect::from_min_max(Pos2::new(x, 0.0), Pos2::new(x + 1.0, r.height()));
+                    mesh.add_colored_rect(rect, Color32::RED);
+                    on_item(k as usize, rect);
+                }
+            },
+        )
+    }
+
+    fn draw(
+        cache: &mut LayoutCache<u8>,
+        lay_out: &mut LayOut,
+        view: (f64, f64),
+    ) -> (Vec<f32>, Vec<usize>) {
+        let r = Rect::from_min_max(Pos2::new(100.0, 50.0), Pos2::new(200.0, 60.0));
+        let (mut mesh, mut quads, mut items) = (Mesh::default(), 0, Vec::new());
+        cache.draw(1, view, r, lay_out, &mut mesh, &mut quads, |i, _| {
+            items.push(i)
+        });
+        assert_eq!(quads * 4, mesh.vertices.len());
+        let lefts = mesh.vertices.chunks(4).map(|q| q[0].pos.x).collect();
+        (lefts, items)
+    }
+
+    #[test]
+    fn a_pan_reuses_the_layout_shifted_and_a_zoom_lays_out_again() {
+        let mut count = 0;
+        let mut lay_out = lay_out_counting(&mut count);
+        let mut cache = LayoutCache::default();
+        // 100 px for 1000 ns: an item every 10 ns is one every pixel.
+        let (lefts, items) = draw(&mut cache, &mut lay_out, (0.0, 1000.0));
+        assert_eq!(items.len(), 100);
+        assert_eq!(lefts[3], 103.0);
+        // The first pan lays out half a view more each side; the next ones reuse it.
+        for step in 1..=5 {
+            let d = 20.0 * step as f64;
+            let (lefts, items) = draw(&mut cache, &mut lay_out, (d, 1000.0 + d));
+            assert_eq!(items.first(), Some(&(2 * step)), "item at {d} ns");
+            assert!((lefts[0] - 100.0).abs() < 1e-3, "{lefts:?}");
+            assert_eq!(items.len(), 100);
+        }
+        // Still inside what the first pan laid out.
+        draw(&mut cache, &mut lay_out, (100.0, 1100.0));
+        // Zoomed in 2×: an item every 2 px, the first at 10 ns.
+        let (lefts, _) = draw(&mut cache, &mut lay_out, (5.0, 505.0));
+        assert!((lefts[0] - 101.0).abs() < 1e-3, "{lefts:?}");
+        assert!((lefts[1] - 103.0).abs() < 1e-3, "{lefts:?}");
+        drop(lay_out);
+        assert_eq!(count, 3, "laid out: first frame, first pan, zoom");
+    }
+
+    /// Which colour covers each pixel's centre of `r`, row by row.
+    fn raster(mesh: &Mesh, r: Rect) -> Vec<Option<Color32>> {
+        let (w, h) = (r.width() as usize, r.height() as usize);
+        let mut pixels = vec![None; w * h];
+        // Pixels whose centre lies in [a, b).
+        let centres_in = |a: f32, b: f32, n: usize| {
+            let first = |v: f32| ((v - 0.5).ceil().max(0.0) as usize).min(n);
+            first(a)..first(b)
+        };
+        for q in mesh.vertices.chunks_exact(4) {
+            let (min, max) = (q[0].pos - r.min, q[3].pos - r.min);
+            for y in centres_in(min.y, max.y, h) {
+                for x in centres_in(min.x, max.x, w) {
+                    pixels[y * w + x] = Some(q[0].color);
+                }
+            }
+        }
+        pixels
+    }
+
+    #[test]
+    fn a_row_drawn_from_a_layout_made_before_a_pan_looks_as_if_drawn_afresh() {
+        use crate::ui::fold::{FoldStyle, draw_level};
+        use crate::ui::lod::RowLod;
+        // A steady row with irregular items: 0.2–3 µs long, every ~4 µs, some NCCL, some
+        // of them long (drawn as themselves when zoomed in enough).
+        let mut starts = Vec::new();
+        let mut t = 0i64;
+        let mut seed = 7u64;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut ends = Vec::new();
+        for _ in 0..200_000 {
+            let long = next(500) == 0;
+            let len = if long {
+                2_000_000
+            } else {
+                200 + next(2_800) as i64
+            };
+            starts.push(t);
+            ends.push(t + len);
+            t += len + 500 + next(2_000) as i64;
+        }
+        let lod = RowLod::new(
+            starts.len(),
+            |i| starts[i],
+            |i| ends[i],
+            |i| (i % 5 == 0, i % 7 == 0),
+            (0, t),
+        );
+        let r = Rect::from_min_max(Pos2::new(200.0, 40.0), Pos2::new(1100.0, 56.0));
+        let mut cache = LayoutCache::default();
+        for width in [t as f64, t as f64 / 40.0, t as f64 / 200.0] {
+            let fold_ns = width / r.width() as f64 * crate::ui::fold::MIN_PX as f64;
+            let level = lod
+                .level_for(fold_ns)
+                .expect("zoomed out past the finest level");
+            let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
+                let style = FoldStyle::ByKind;
+                draw_level(
+                    level,
+                    span,
+                    r,
+                    style,
+                    |_| Color32::WHITE,
+                    on_item,
+                    mesh,
+                    &mut 0,
+                )
+            };
+            // Drag across a third of the trace, 7 px a frame.
+            let mut view = (t as f64 / 3.0, t as f64 / 3.0 + width);
+            for frame in 0..60 {
+                let (mut cached, mut fresh) = (Mesh::default(), Mesh::default());
+                cache.draw(1u8, view, r, &mut lay_out, &mut cached, &mut 0, |_, _| {});
+                draw_level(
+                    level,
+                    view,
+                    r,
+                    FoldStyle::ByKind,
+                    |_| Color32::WHITE,
+                    |_, _| {},
+                    &mut fresh,
+                    &mut 0,
+                );
+                let (cached, fresh) = (raster(&cached, r), raster(&fresh, r));
+                // (x, y) of the pixels that differ.
+                let differ: Vec<_> = (0..cached.len())
+                    .filter(|&k| cached[k] != fresh[k])
+                    .map(|k| (k % 900, k / 900))
+                    .collect();
+                assert!(differ.is_empty(), "frame {frame} at {width} ns: {differ:?}");
+                let d = 7.0 * width / r.width() as f64;
+                view = (view.0 + d, view.1 + d);
+            }
+        }
+    }
+}
