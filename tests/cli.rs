@@ -260,3 +260,49 @@ fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no device 9"));
 }
+
+#[test]
+fn bench_frame_prints_one_line_per_zoom_level_with_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    let synth = bin()
+        .args(["synth", "--preset", "tiny", "--out"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(synth.status.success());
+    let out = bin()
+        .arg("bench-frame")
+        .arg(&path)
+        .env("NSYS_BENCH_FRAMES", "6")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("zoom=")).collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    for (line, zoom) in lines.iter().zip(["full", "mid", "deep"]) {
+        let fields: Vec<(&str, &str)> = line
+            .split_whitespace()
+            .map(|f| f.split_once('=').unwrap())
+            .collect();
+        let keys: Vec<&str> = fields.iter().map(|f| f.0).collect();
+        assert_eq!(
+            keys,
+            ["zoom", "median_ms", "quads", "zoom_step_ms"],
+            "{line}"
+        );
+        assert_eq!(fields[0].1, zoom);
+        let ms: f64 = fields[1].1.parse().unwrap();
+        let step_ms: f64 = fields[3].1.parse().unwrap();
+        assert!(ms > 0.0 && step_ms > 0.0, "{line}");
+        assert!(
+            fields[2].1.parse::<usize>().unwrap() > 0,
+            "something drawn: {line}"
+        );
+    }
+}
