@@ -267,11 +267,13 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         if only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
-        // A drag: the view moves 3 px a frame (the first frames warm up, untimed).
+        // A drag to and fro: the view moves 3 px a frame, 300 px each way (the first frames
+        // warm up, untimed).
         let px_ns = (view.1 - view.0) / 1400.0;
         let mut panning = Vec::new();
         for k in 0..frames {
-            let d = 3.0 * px_ns * k as f64;
+            let step = (k % 200).min(200 - k % 200);
+            let d = 3.0 * px_ns * step as f64;
             timeline.view = (view.0 + d, view.1 + d);
             let ms = frame(&mut timeline);
             if k >= 5 {
