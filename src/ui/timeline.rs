@@ -519,13 +519,15 @@ impl Timeline {
         plot_painter.add(egui::Shape::mesh(mesh));
         let font = egui::FontId::proportional(11.0);
         for (r, text) in labels {
-            plot_painter.with_clip_rect(r.intersect(plot)).text(
-                r.left_center() + Vec2::new(3.0, 0.0),
-                egui::Align2::LEFT_CENTER,
-                text,
-                font.clone(),
-                Color32::BLACK,
-            );
+            // Elided with "…" to the label's room, in 8 px steps so a pan keeps the laid-out
+            // text; no clip of its own, so all labels go to the GPU as one mesh.
+            let room = ((r.width() - 6.0) / 8.0).floor() * 8.0;
+            let mut job =
+                egui::text::LayoutJob::simple_singleline(text, font.clone(), Color32::BLACK);
+            job.wrap = egui::text::TextWrapping::truncate_at_width(room);
+            let galley = plot_painter.layout_job(job);
+            let top = r.center().y - galley.size().y / 2.0;
+            plot_painter.galley(Pos2::new(r.left() + 3.0, top), galley, Color32::BLACK);
         }
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
