@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use eframe::egui::{Mesh, Pos2, Rect, Vec2};
+use eframe::egui::{Color32, Mesh, Pos2, Rect, Vec2};
 
 /// Lays a row out: (time span, the rect it spans from x = 0, mesh, report of an item drawn
 /// as itself).
@@ -32,13 +32,32 @@ struct Layout {
     height: f32,
     /// The time range laid out.
     span: (f64, f64),
-    /// Quads only, four vertices each (`Mesh::add_colored_rect`).
+    /// What `lay_out` drew: quads only, four vertices each (`Mesh::add_colored_rect`).
     mesh: Mesh,
+    /// The same quads by left edge, and the furthest right edge up to each: a frame finds
+    /// the ones in view by two binary searches instead of scanning the margins.
+    quads: Vec<(Rect, Color32)>,
+    reach: Vec<f32>,
     /// Items drawn as themselves, for their labels.
     items: Vec<(usize, Rect)>,
 }
 
 impl Layout {
+    fn index_quads(&mut self) {
+        // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
+        self.quads.clear();
+        let corners = self.mesh.vertices.chunks_exact(4);
+        self.quads
+            .extend(corners.map(|q| (Rect::from_min_max(q[0].pos, q[3].pos), q[0].color)));
+        self.quads.sort_by(|a, b| a.0.min.x.total_cmp(&b.0.min.x));
+        self.reach.clear();
+        let mut furthest = f32::NEG_INFINITY;
+        for (rect, _) in &self.quads {
+            furthest = furthest.max(rect.max.x);
+            self.reach.push(furthest);
+        }
+    }
+
     fn fits(&self, ns_per_px: f64, height: f32) -> bool {
         // A pan moves both ends of the view by the same amount, which can change its
         // length in the last bits.
@@ -82,6 +101,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             lay_out(span, at_origin, &mut layout.mesh, &mut |i, rect| {
                 layout.items.push((i, rect))
             });
+            layout.index_quads();
             self.rows.insert(key, layout);
         }
         let layout = &self.rows[&key];
@@ -89,12 +109,13 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             r.left() + ((layout.span.0 - view.0) / ns_per_px) as f32,
             r.top(),
         );
-        for q in layout.mesh.vertices.chunks_exact(4) {
-            // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
-            let rect = Rect::from_min_max(q[0].pos, q[3].pos).translate(shift);
-            let clipped = rect.intersect(r);
+        let (left, right) = (r.left() - shift.x, r.right() - shift.x);
+        let first = layout.reach.partition_point(|&x| x <= left);
+        let end = layout.quads.partition_point(|q| q.0.min.x < right);
+        for &(rect, color) in &layout.quads[first..end.max(first)] {
+            let clipped = rect.translate(shift).intersect(r);
             if clipped.width() > 0.0 {
-                mesh.add_colored_rect(clipped, q[0].color);
+                mesh.add_colored_rect(clipped, color);
                 *quads += 1;
             }
         }
@@ -110,7 +131,6 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eframe::egui::Color32;
 
     /// A row of 1 ns items every 10 ns (a quad per 10 ns, as `fold` would give); counts
     /// how many times it was laid out.
