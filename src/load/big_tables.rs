@@ -74,8 +74,7 @@ impl GpuChunk {
     fn push(
         &mut self,
         key: StreamKey,
-        start: i64,
-        end: i64,
+        (start, end): (i64, i64),
         kind: OpKind,
         name: StrId,
         corr: Option<i64>,
@@ -179,7 +178,7 @@ pub fn read_kernels(
             next
         });
         let key = key_of(int(r, 2), int(r, 5), int(r, 3));
-        chunk.push(key, start, end, kind, name, int(r, 4), detail);
+        chunk.push(key, (start, end), kind, name, int(r, 4), detail);
         Ok(())
     })?;
     Ok(chunk)
@@ -230,7 +229,7 @@ pub fn read_memory_ops(
             kind: kind_id.unwrap_or(0).clamp(0, 255) as u8,
         });
         let detail = infos.len() as u32 - 1;
-        chunk.push(key, start, end, op_kind, name, int(r, 4), detail);
+        chunk.push(key, (start, end), op_kind, name, int(r, 4), detail);
         Ok(())
     })?;
     Ok(chunk)
