@@ -9,6 +9,17 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
 }
 
+/// Runs `cmd`, which must succeed; its output.
+fn succeeded(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn report_json_has_the_documented_keys_and_counts() {
     for path in common::real_fixtures() {
@@ -84,15 +95,10 @@ fn errors_exit_non_zero_with_the_message_on_stderr() {
 fn synth_writes_a_trace_and_its_truth_that_report_agrees_with() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiny.sqlite");
-    let out = bin()
-        .args(["synth", "--preset", "tiny", "--flavour", "2023", "--out"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        bin()
+            .args(["synth", "--preset", "tiny", "--flavour", "2023", "--out"])
+            .arg(&path),
     );
     let truth: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("tiny.truth.json")).unwrap())
@@ -265,22 +271,16 @@ fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
 fn bench_frame_prints_one_line_per_zoom_level_with_its_figures() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiny.sqlite");
-    let synth = bin()
-        .args(["synth", "--preset", "tiny", "--out"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(synth.status.success());
-    let out = bin()
-        .arg("bench-frame")
-        .arg(&path)
-        .env("NSYS_BENCH_FRAMES", "6")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        bin()
+            .args(["synth", "--preset", "tiny", "--out"])
+            .arg(&path),
+    );
+    let out = succeeded(
+        bin()
+            .arg("bench-frame")
+            .arg(&path)
+            .env("NSYS_BENCH_FRAMES", "6"),
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("zoom=")).collect();

@@ -392,10 +392,7 @@ fn the_current_window_is_summarised_on_a_worker_and_shown() {
 #[test]
 fn a_window_too_narrow_for_the_plot_draws_without_a_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.sqlite");
-    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
-    let mut h = harness(Some(&path));
-    wait_for_load(&mut h);
+    let (mut h, _) = loaded_tiny(dir.path());
     // Narrower than the side panel and the row labels: the plot has no width left.
     for width in [300.0, 120.0, 1400.0] {
         h.set_size(eframe::egui::vec2(width, 400.0));
