@@ -1277,7 +1277,8 @@ fn item_at_by(
 
 #[cfg(test)]
 mod tests {
-    use super::label_text;
+    use super::{label_text, paint_label};
+    use eframe::egui::{self, Pos2, Rect};
 
     #[test]
     fn a_label_keeps_what_its_width_can_show_in_steps_of_eight_characters() {
@@ -1287,5 +1288,45 @@ mod tests {
         assert_eq!(panned, label_text(name, 41.0), "same text while it pans");
         assert_eq!(label_text(name, 400.0), name);
         assert_eq!(label_text(&"é".repeat(40), 41.0), "é".repeat(16) + "…");
+    }
+
+    /// The texts painted for a label `width` px wide, with the width of the clip each
+    /// is painted under.
+    fn painted_label(name: &str, width: f32) -> Vec<(String, f32)> {
+        let ctx = egui::Context::default();
+        let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
+            let font = egui::FontId::proportional(11.0);
+            let painter = ui.painter().clone();
+            let ellipsis = painter.layout_no_wrap("…".into(), font.clone(), egui::Color32::BLACK);
+            let r = Rect::from_min_max(Pos2::new(10.0, 10.0), Pos2::new(10.0 + width, 26.0));
+            paint_label(&painter, r, label_text(name, width), &font, &ellipsis);
+        });
+        output.textures_delta.clear();
+        output
+            .shapes
+            .iter()
+            .filter_map(|c| match &c.shape {
+                egui::Shape::Text(t) => Some((t.galley.text().to_string(), c.clip_rect.width())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_label_too_long_for_its_room_is_cut_by_a_clip_before_an_ellipsis() {
+        let name = "ampere_sgemm_128x64_tn_splitK_with_a_long_tail";
+        let painted = painted_label(name, 60.0);
+        assert_eq!(painted.len(), 2, "{painted:?}");
+        assert!(
+            name.starts_with(painted[0].0.trim_end_matches('…')),
+            "{painted:?}"
+        );
+        assert!(painted[0].1 > 10.0 && painted[0].1 < 54.0, "{painted:?}");
+        assert_eq!(painted[1].0, "…");
+        // A name that fits is painted whole, with no clip of its own.
+        let painted = painted_label("gemm", 60.0);
+        assert_eq!(painted.len(), 1, "{painted:?}");
+        assert_eq!(painted[0].0, "gemm");
+        assert!(painted[0].1 > 60.0, "{painted:?}");
     }
 }
