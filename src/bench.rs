@@ -259,7 +259,15 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         textures.clear();
         t.elapsed().as_secs_f64() * 1e3
     };
-    let median = |mut times: Vec<f64>| {
+    // The median of the frames after 5 of warm-up, the view of frame k being `view_of(k)`.
+    let median_frame = |timeline: &mut crate::ui::timeline::Timeline,
+                        view_of: &dyn Fn(usize) -> (f64, f64)| {
+        let mut times = Vec::new();
+        for k in 0..frames {
+            timeline.view = view_of(k);
+            times.push(frame(timeline));
+        }
+        times.drain(..5);
         times.sort_by(f64::total_cmp);
         times[times.len() / 2]
     };
@@ -267,36 +275,20 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
         if only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
-        // A drag to and fro: the view moves 3 px a frame, 300 px each way (the first frames
-        // warm up, untimed).
+        // A drag to and fro: the view moves 3 px a frame, 300 px each way.
         let px_ns = (view.1 - view.0) / 1400.0;
-        let mut panning = Vec::new();
-        for k in 0..frames {
-            let step = (k % 200).min(200 - k % 200);
-            let d = 3.0 * px_ns * step as f64;
-            timeline.view = (view.0 + d, view.1 + d);
-            let ms = frame(&mut timeline);
-            if k >= 5 {
-                panning.push(ms);
-            }
-        }
+        let dragging = median_frame(&mut timeline, &|k| {
+            let d = 3.0 * px_ns * (k % 200).min(200 - k % 200) as f64;
+            (view.0 + d, view.1 + d)
+        });
         let quads = timeline.last_quads;
         // Wheel steps: each frame 10 % wider or narrower than the last, so each lays the
         // rows out afresh.
-        let mut zooming = Vec::new();
-        for k in 0..frames {
+        let zooming = median_frame(&mut timeline, &|k| {
             let widen = if k % 2 == 0 { 0.05 } else { 0.0 } * (view.1 - view.0);
-            timeline.view = (view.0 - widen, view.1 + widen);
-            let ms = frame(&mut timeline);
-            if k >= 5 {
-                zooming.push(ms);
-            }
-        }
-        println!(
-            "zoom={name} median_ms={:.2} quads={quads} zoom_step_ms={:.2}",
-            median(panning),
-            median(zooming),
-        );
+            (view.0 - widen, view.1 + widen)
+        });
+        println!("zoom={name} median_ms={dragging:.2} quads={quads} zoom_step_ms={zooming:.2}");
     }
     Ok(())
 }
