@@ -6,12 +6,24 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::ops::Range;
 
+use eframe::egui::epaint::Vertex;
 use eframe::egui::{Color32, Mesh, Pos2, Rect, Vec2};
 
 /// Lays a row out: (time span, the rect it spans from x = 0, mesh, report of an item drawn
 /// as itself).
 pub type LayOut<'a> = dyn FnMut((f64, f64), Rect, &mut Mesh, &mut dyn FnMut(usize, Rect)) + 'a;
+/// Appends the glyphs of item `i`'s label, for its rect, to a mesh.
+pub type BakeLabel<'a> = dyn FnMut(usize, Rect, &mut Mesh) + 'a;
+
+/// What the rows add to a frame: their quads, their labels' glyphs and how many quads.
+#[derive(Default)]
+pub struct RowMeshes {
+    pub quads: Mesh,
+    pub text: Mesh,
+    pub count: usize,
+}
 
 pub struct LayoutCache<K> {
     rows: HashMap<K, Layout>,
@@ -32,28 +44,42 @@ struct Layout {
     height: f32,
     /// The time range laid out.
     span: (f64, f64),
-    /// What `lay_out` drew: quads only, four vertices each (`Mesh::add_colored_rect`).
+    /// What `lay_out` drew, quads only (four vertices each, `Mesh::add_colored_rect`),
+    /// reordered by left edge: the quads in view are one run of it.
     mesh: Mesh,
-    /// The same quads by left edge, and the furthest right edge up to each: a frame finds
-    /// the ones in view by two binary searches instead of scanning the margins.
-    quads: Vec<(Rect, Color32)>,
+    /// Each quad's left edge, and the furthest right edge up to it: a frame finds the
+    /// run in view by two binary searches.
+    lefts: Vec<f32>,
     reach: Vec<f32>,
-    /// Items drawn as themselves, for their labels.
-    items: Vec<(usize, Rect)>,
+    /// Items drawn as themselves, with their labels' glyphs in `text`.
+    items: Vec<Item>,
+    text: Mesh,
+}
+
+struct Item {
+    index: usize,
+    rect: Rect,
+    vertices: Range<usize>,
+    indices: Range<usize>,
 }
 
 impl Layout {
-    fn index_quads(&mut self) {
+    fn sort_quads(&mut self) {
         // add_colored_rect's vertex order: left-top, right-top, left-bottom, right-bottom.
-        self.quads.clear();
         let corners = self.mesh.vertices.chunks_exact(4);
-        self.quads
-            .extend(corners.map(|q| (Rect::from_min_max(q[0].pos, q[3].pos), q[0].color)));
-        self.quads.sort_by(|a, b| a.0.min.x.total_cmp(&b.0.min.x));
+        let mut quads: Vec<(Rect, Color32)> = corners
+            .map(|q| (Rect::from_min_max(q[0].pos, q[3].pos), q[0].color))
+            .collect();
+        // Stable: quads at the same left edge keep the order they were painted in.
+        quads.sort_by(|a, b| a.0.min.x.total_cmp(&b.0.min.x));
+        self.mesh.clear();
+        self.lefts.clear();
         self.reach.clear();
         let mut furthest = f32::NEG_INFINITY;
-        for (rect, _) in &self.quads {
+        for (rect, color) in quads {
+            self.mesh.add_colored_rect(rect, color);
             furthest = furthest.max(rect.max.x);
+            self.lefts.push(rect.min.x);
             self.reach.push(furthest);
         }
     }
@@ -70,18 +96,25 @@ impl Layout {
 const PAN_MARGIN: f64 = 0.5;
 
 impl<K: Hash + Eq + Copy> LayoutCache<K> {
-    /// Draws row `key` for `view` into `r`, laying it out first with `lay_out` unless a
-    /// layout at this scale covers the view. Adds its quads, clipped to `r`, to `mesh` and
-    /// counts them in `quads`; reports the items drawn as themselves, clipped, to `on_item`.
+    /// Forgets every layout (the fonts their labels were baked with changed).
+    pub fn clear(&mut self) {
+        self.rows.clear();
+    }
+
+    /// Draws row `key` for `view` into `r`, laying it out first with `lay_out` (labels with
+    /// `bake_label`) unless a layout at this scale covers the view. Adds its quads and the
+    /// labels of items wholly in view to `out`; reports the items cut by the view's edges,
+    /// clipped, to `on_item`. Quads are not clipped: the painter's clip is the plot's.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
         key: K,
         view: (f64, f64),
         r: Rect,
+        pixels_per_point: f32,
         lay_out: &mut LayOut,
-        mesh: &mut Mesh,
-        quads: &mut usize,
+        bake_label: &mut BakeLabel,
+        out: &mut RowMeshes,
         mut on_item: impl FnMut(usize, Rect),
     ) {
         let ns_per_px = (view.1 - view.0) / r.width() as f64;
@@ -95,13 +128,25 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             // The last layout's buffers, so a zoom does not grow fresh ones quad by quad.
             let mut layout = self.rows.remove(&key).unwrap_or_default();
             layout.mesh.clear();
+            layout.text.clear();
             layout.items.clear();
             (layout.ns_per_px, layout.height, layout.span) = (ns_per_px, r.height(), span);
             let at_origin = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, r.height()));
+            let mut items = Vec::new();
             lay_out(span, at_origin, &mut layout.mesh, &mut |i, rect| {
-                layout.items.push((i, rect))
+                items.push((i, rect))
             });
-            layout.index_quads();
+            for (index, rect) in items {
+                let (v, i) = (layout.text.vertices.len(), layout.text.indices.len());
+                bake_label(index, rect, &mut layout.text);
+                layout.items.push(Item {
+                    index,
+                    rect,
+                    vertices: v..layout.text.vertices.len(),
+                    indices: i..layout.text.indices.len(),
+                });
+            }
+            layout.sort_quads();
             self.rows.insert(key, layout);
         }
         let layout = &self.rows[&key];
@@ -111,21 +156,47 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         );
         let (left, right) = (r.left() - shift.x, r.right() - shift.x);
         let first = layout.reach.partition_point(|&x| x <= left);
-        let end = layout.quads.partition_point(|q| q.0.min.x < right);
-        for &(rect, color) in &layout.quads[first..end.max(first)] {
-            let clipped = rect.translate(shift).intersect(r);
-            if clipped.width() > 0.0 {
-                mesh.add_colored_rect(clipped, color);
-                *quads += 1;
-            }
-        }
-        for &(i, rect) in &layout.items {
-            let clipped = rect.translate(shift).intersect(r);
-            if clipped.width() > 0.0 {
-                on_item(i, clipped);
+        let end = layout.lefts.partition_point(|&x| x < right).max(first);
+        append_shifted(
+            &layout.mesh,
+            4 * first..4 * end,
+            6 * first..6 * end,
+            shift,
+            &mut out.quads,
+        );
+        out.count += end - first;
+        // Text stays on whole pixels, as the tessellator puts it.
+        let text_shift = (shift * pixels_per_point).round() / pixels_per_point;
+        for item in &layout.items {
+            let moved = item.rect.translate(shift);
+            if moved.left() >= r.left() && moved.right() <= r.right() {
+                let (v, i) = (item.vertices.clone(), item.indices.clone());
+                append_shifted(&layout.text, v, i, text_shift, &mut out.text);
+            } else if moved.intersect(r).width() > 0.0 {
+                on_item(item.index, moved.intersect(r));
             }
         }
     }
+}
+
+/// Appends `vertices` of `mesh`, moved by `shift`, and the triangles in `indices` (which
+/// use only those vertices).
+fn append_shifted(
+    mesh: &Mesh,
+    vertices: Range<usize>,
+    indices: Range<usize>,
+    shift: Vec2,
+    out: &mut Mesh,
+) {
+    let offset = out.vertices.len() as u32;
+    let first = vertices.start as u32;
+    out.indices
+        .extend(mesh.indices[indices].iter().map(|&k| k - first + offset));
+    out.vertices
+        .extend(mesh.vertices[vertices].iter().map(|v| Vertex {
+            pos: v.pos + shift,
+            ..*v
+        }));
 }
 
 #[cfg(test)]
@@ -155,19 +226,22 @@ mod tests {
         )
     }
 
+    /// Draws the row into a 100 × 10 px rect at (100, 50); returns the left edges of its
+    /// quads, those of its baked labels (a quad each) and the items cut by the view.
     fn draw(
         cache: &mut LayoutCache<u8>,
         lay_out: &mut LayOut,
         view: (f64, f64),
-    ) -> (Vec<f32>, Vec<usize>) {
+    ) -> (Vec<f32>, Vec<f32>, Vec<usize>) {
         let r = Rect::from_min_max(Pos2::new(100.0, 50.0), Pos2::new(200.0, 60.0));
-        let (mut mesh, mut quads, mut items) = (Mesh::default(), 0, Vec::new());
-        cache.draw(1, view, r, lay_out, &mut mesh, &mut quads, |i, _| {
-            items.push(i)
+        let mut bake = |_, rect, text: &mut Mesh| text.add_colored_rect(rect, Color32::BLACK);
+        let (mut out, mut cut) = (RowMeshes::default(), Vec::new());
+        cache.draw(1, view, r, 1.0, lay_out, &mut bake, &mut out, |i, _| {
+            cut.push(i)
         });
-        assert_eq!(quads * 4, mesh.vertices.len());
-        let lefts = mesh.vertices.chunks(4).map(|q| q[0].pos.x).collect();
-        (lefts, items)
+        assert_eq!(out.count * 4, out.quads.vertices.len());
+        let lefts = |m: &Mesh| m.vertices.chunks(4).map(|q| q[0].pos.x).collect();
+        (lefts(&out.quads), lefts(&out.text), cut)
     }
 
     #[test]
@@ -176,21 +250,28 @@ mod tests {
         let mut lay_out = lay_out_counting(&mut count);
         let mut cache = LayoutCache::default();
         // 100 px for 1000 ns: an item every 10 ns is one every pixel.
-        let (lefts, items) = draw(&mut cache, &mut lay_out, (0.0, 1000.0));
-        assert_eq!(items.len(), 100);
+        let (lefts, labels, cut) = draw(&mut cache, &mut lay_out, (0.0, 1000.0));
+        assert_eq!((lefts.len(), labels.len(), cut.len()), (100, 100, 0));
         assert_eq!(lefts[3], 103.0);
+        assert_eq!(labels[3], 103.0);
         // The first pan lays out half a view more each side; the next ones reuse it.
         for step in 1..=5 {
             let d = 20.0 * step as f64;
-            let (lefts, items) = draw(&mut cache, &mut lay_out, (d, 1000.0 + d));
-            assert_eq!(items.first(), Some(&(2 * step)), "item at {d} ns");
+            let (lefts, labels, cut) = draw(&mut cache, &mut lay_out, (d, 1000.0 + d));
             assert!((lefts[0] - 100.0).abs() < 1e-3, "{lefts:?}");
-            assert_eq!(items.len(), 100);
+            assert_eq!(lefts.len(), 100, "at {d} ns");
+            assert_eq!(labels.first(), Some(&100.0), "at {d} ns");
+            assert_eq!((labels.len(), cut.len()), (100, 0), "at {d} ns");
         }
-        // Still inside what the first pan laid out.
-        draw(&mut cache, &mut lay_out, (100.0, 1100.0));
+        // Still inside what the first pan laid out. Half a pixel on: the items at each end
+        // are cut by the view's edges, their labels painted for the frame, not baked.
+        let (_, labels, cut) = draw(&mut cache, &mut lay_out, (105.0, 1105.0));
+        assert_eq!(cut, [10, 110]);
+        assert_eq!(labels.len(), 99);
+        // Text stays on whole pixels: the item at 110 ns is at 100.5 px.
+        assert_eq!(labels[0], 101.0);
         // Zoomed in 2×: an item every 2 px, the first at 10 ns.
-        let (lefts, _) = draw(&mut cache, &mut lay_out, (5.0, 505.0));
+        let (lefts, _, _) = draw(&mut cache, &mut lay_out, (5.0, 505.0));
         assert!((lefts[0] - 101.0).abs() < 1e-3, "{lefts:?}");
         assert!((lefts[1] - 103.0).abs() < 1e-3, "{lefts:?}");
         drop(lay_out);
@@ -274,8 +355,18 @@ mod tests {
             // Drag across a third of the trace, 7 px a frame.
             let mut view = (t as f64 / 3.0, t as f64 / 3.0 + width);
             for frame in 0..60 {
-                let (mut cached, mut fresh) = (Mesh::default(), Mesh::default());
-                cache.draw(1u8, view, r, &mut lay_out, &mut cached, &mut 0, |_, _| {});
+                let (mut cached, mut fresh) = (RowMeshes::default(), Mesh::default());
+                let mut bake = |_, _, _: &mut Mesh| {};
+                cache.draw(
+                    1u8,
+                    view,
+                    r,
+                    1.0,
+                    &mut lay_out,
+                    &mut bake,
+                    &mut cached,
+                    |_, _| {},
+                );
                 draw_level(
                     level,
                     view,
@@ -286,7 +377,7 @@ mod tests {
                     &mut fresh,
                     &mut 0,
                 );
-                let (cached, fresh) = (raster(&cached, r), raster(&fresh, r));
+                let (cached, fresh) = (raster(&cached.quads, r), raster(&fresh, r));
                 // (x, y) of the pixels that differ.
                 let differ: Vec<_> = (0..cached.len())
                     .filter(|&k| cached[k] != fresh[k])

@@ -7,6 +7,7 @@ mod fold;
 pub mod gap_finder;
 pub mod gap_table;
 pub mod iterations_panel;
+mod labels;
 mod layout_cache;
 mod lod;
 pub mod search;

@@ -10,7 +10,8 @@ use rayon::prelude::*;
 use super::fold::{
     self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
 };
-use super::layout_cache::LayoutCache;
+use super::labels::{FontsKey, Labels};
+use super::layout_cache::{LayoutCache, RowMeshes};
 use super::lod::RowLod;
 use super::search::{Match, Mode, Search};
 use super::summary::state_color;
@@ -52,13 +53,12 @@ impl StreamPrefix {
     }
 }
 
-/// What one frame drew: quads in one mesh, and the names of items wide enough to label.
-/// It holds the timeline's layouts of zoomed-out rows while it draws.
-#[derive(Default)]
+/// What one frame draws the rows with: quads and baked labels' glyphs in two meshes,
+/// other labels painted as it goes. It holds the timeline's layouts of zoomed-out rows
+/// while it draws.
 struct Drawn {
-    mesh: Mesh,
-    labels: Vec<(Rect, String)>,
-    quads: usize,
+    meshes: RowMeshes,
+    labels: Labels,
     layouts: LayoutCache<RowKind>,
 }
 
@@ -173,8 +173,10 @@ pub struct Timeline {
     pub clicked_selection: bool,
     /// Where the plot (right of the labels, below the ruler) was last drawn.
     pub last_plot: Rect,
-    /// Zoomed-out rows as last laid out, reused while only the view's position changes.
+    /// Zoomed-out rows as last laid out, reused while only the view's position changes,
+    /// and the fonts their labels were baked with.
     layouts: LayoutCache<RowKind>,
+    fonts_key: FontsKey,
 }
 
 impl Timeline {
@@ -283,6 +285,7 @@ impl Timeline {
             clicked_selection: false,
             last_plot: Rect::NOTHING,
             layouts: LayoutCache::default(),
+            fonts_key: FontsKey::default(),
         }
     }
 
@@ -478,13 +481,26 @@ impl Timeline {
         painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
         self.draw_ruler(&painter, ruler, ui);
         let rows = self.rows(trace);
+        let plot_painter = painter.with_clip_rect(plot);
+        // The rows' meshes go under the labels painted while drawing them.
+        let (quads_at, text_at) = (
+            plot_painter.add(egui::Shape::Noop),
+            plot_painter.add(egui::Shape::Noop),
+        );
+        let labels = Labels::new(&plot_painter);
+        if labels.fonts_key() != self.fonts_key {
+            self.fonts_key = labels.fonts_key();
+            self.layouts.clear();
+        }
         let mut drawn = Drawn {
+            meshes: RowMeshes::default(),
+            labels,
             layouts: std::mem::take(&mut self.layouts),
-            ..Drawn::default()
         };
         // Room for about last frame's quads: growing the mesh was a tenth of a frame.
-        drawn.mesh.reserve_triangles(2 * (self.last_quads + 256));
-        drawn.mesh.reserve_vertices(4 * (self.last_quads + 256));
+        let quads = &mut drawn.meshes.quads;
+        quads.reserve_triangles(2 * (self.last_quads + 256));
+        quads.reserve_vertices(4 * (self.last_quads + 256));
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
         let pointer = response.hover_pos();
@@ -492,7 +508,6 @@ impl Timeline {
             Pos2::new(rect.left(), plot.top()),
             rect.max,
         ));
-        let plot_painter = painter.with_clip_rect(plot);
         for row in &rows {
             let h = row.height();
             let row_rect =
@@ -510,21 +525,17 @@ impl Timeline {
             y += h;
         }
         let Drawn {
-            mesh,
+            mut meshes,
             labels,
-            quads,
             layouts,
         } = drawn;
         self.layouts = layouts;
-        plot_painter.add(egui::Shape::mesh(mesh));
-        let font = egui::FontId::proportional(11.0);
-        let ellipsis = plot_painter.layout_no_wrap("…".into(), font.clone(), Color32::BLACK);
-        for (r, text) in labels {
-            paint_label(&plot_painter, r, text, &font, &ellipsis);
-        }
+        labels.follow_atlas_growth(&mut meshes.text);
+        plot_painter.set(quads_at, egui::Shape::mesh(meshes.quads));
+        plot_painter.set(text_at, egui::Shape::mesh(meshes.text));
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
-        self.last_quads = quads;
+        self.last_quads = meshes.count;
         // Clicks on the plot select what is under the pointer; on the labels, fold groups.
         if response.clicked()
             && let Some(p) = response.interact_pointer_pos()
@@ -871,12 +882,7 @@ impl Timeline {
         let x_of = |t: f64| left + ((t - v0) / (v1 - v0)) as f32 * width;
         let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
-        let label = |i: usize, rect: Rect| {
-            if rect.width() > 40.0 {
-                out.labels
-                    .push((rect, label_text((items.name)(i), rect.width())));
-            }
-        };
+        let label = |i: usize, rect: Rect| out.labels.paint(rect, (items.name)(i));
         if let Some(level) = lod.level_for(fold_ns) {
             let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
                 fold::draw_level(
@@ -890,13 +896,15 @@ impl Timeline {
                     &mut 0,
                 )
             };
+            let mut bake = |i, rect, text: &mut Mesh| out.labels.bake(rect, (items.name)(i), text);
             out.layouts.draw(
                 row,
                 self.view,
                 r,
+                out.labels.pixels_per_point(),
                 &mut lay_out,
-                &mut out.mesh,
-                &mut out.quads,
+                &mut bake,
+                &mut out.meshes,
                 label,
             );
         } else {
@@ -913,8 +921,8 @@ impl Timeline {
                 items.folded,
                 label,
                 r,
-                &mut out.mesh,
-                &mut out.quads,
+                &mut out.meshes.quads,
+                &mut out.meshes.count,
             );
         }
     }
@@ -1084,55 +1092,6 @@ impl Timeline {
 }
 
 /// Top of `target`'s row, rows starting at `top`.
-/// As much of `name` as a label `width` px wide can show (no glyph is under 4 px), in steps
-/// of 8 characters so a label keeps its laid-out text while the view pans: the glyphs of a
-/// long kernel name past the label's edge were laid out and tessellated for nothing. A cut
-/// name ends in "…".
-fn label_text(name: &str, width: f32) -> String {
-    let fits = ((width / 4.0) as usize).div_ceil(8) * 8;
-    match name.char_indices().nth(fits) {
-        Some((end, _)) => format!("{}…", &name[..end]),
-        None => name.to_string(),
-    }
-}
-
-/// Paints a label's text in `r`, cut short with "…" where it does not fit. The text is laid
-/// out whole, whatever the room, and cut by a clip: egui keeps the layout from frame to
-/// frame, where laying it out to each new width (egui's own elision) cost ~5 µs a label on
-/// every zoom step.
-fn paint_label(
-    painter: &egui::Painter,
-    r: Rect,
-    text: String,
-    font: &egui::FontId,
-    ellipsis: &std::sync::Arc<egui::Galley>,
-) {
-    let galley = painter.layout_no_wrap(text, font.clone(), Color32::BLACK);
-    let room = r.width() - 6.0;
-    let pos = Pos2::new(r.left() + 3.0, r.center().y - galley.size().y / 2.0);
-    if galley.size().x <= room {
-        painter.galley(pos, galley, Color32::BLACK);
-        return;
-    }
-    // The right edge of the last glyph that leaves room for the "…".
-    let fits = room - ellipsis.size().x;
-    let glyphs = galley
-        .rows
-        .first()
-        .map_or(&[][..], |row| &row.row.glyphs[..]);
-    let cut = glyphs
-        .iter()
-        .map(|g| g.max_x())
-        .take_while(|&x| x <= fits)
-        .last();
-    let Some(cut) = cut else { return };
-    let clip = Rect::from_x_y_ranges(pos.x..=pos.x + cut, r.y_range());
-    painter
-        .with_clip_rect(clip.intersect(painter.clip_rect()))
-        .galley(pos, galley, Color32::BLACK);
-    painter.galley(pos + Vec2::new(cut, 0.0), ellipsis.clone(), Color32::BLACK);
-}
-
 fn row_top(rows: &[RowKind], target: RowKind, top: f32) -> Option<f32> {
     let mut y = top;
     for row in rows {
@@ -1273,60 +1232,4 @@ fn item_at_by(
         .rev()
         .take(64)
         .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{label_text, paint_label};
-    use eframe::egui::{self, Pos2, Rect};
-
-    #[test]
-    fn a_label_keeps_what_its_width_can_show_in_steps_of_eight_characters() {
-        let name = "ampere_sgemm_128x64_tn_splitK_with_a_long_tail";
-        assert_eq!(label_text(name, 41.0), format!("{}…", &name[..16]));
-        let panned = label_text(name, 60.0);
-        assert_eq!(panned, label_text(name, 41.0), "same text while it pans");
-        assert_eq!(label_text(name, 400.0), name);
-        assert_eq!(label_text(&"é".repeat(40), 41.0), "é".repeat(16) + "…");
-    }
-
-    /// The texts painted for a label `width` px wide, with the width of the clip each
-    /// is painted under.
-    fn painted_label(name: &str, width: f32) -> Vec<(String, f32)> {
-        let ctx = egui::Context::default();
-        let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
-            let font = egui::FontId::proportional(11.0);
-            let painter = ui.painter().clone();
-            let ellipsis = painter.layout_no_wrap("…".into(), font.clone(), egui::Color32::BLACK);
-            let r = Rect::from_min_max(Pos2::new(10.0, 10.0), Pos2::new(10.0 + width, 26.0));
-            paint_label(&painter, r, label_text(name, width), &font, &ellipsis);
-        });
-        output.textures_delta.clear();
-        output
-            .shapes
-            .iter()
-            .filter_map(|c| match &c.shape {
-                egui::Shape::Text(t) => Some((t.galley.text().to_string(), c.clip_rect.width())),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_label_too_long_for_its_room_is_cut_by_a_clip_before_an_ellipsis() {
-        let name = "ampere_sgemm_128x64_tn_splitK_with_a_long_tail";
-        let painted = painted_label(name, 60.0);
-        assert_eq!(painted.len(), 2, "{painted:?}");
-        assert!(
-            name.starts_with(painted[0].0.trim_end_matches('…')),
-            "{painted:?}"
-        );
-        assert!(painted[0].1 > 10.0 && painted[0].1 < 54.0, "{painted:?}");
-        assert_eq!(painted[1].0, "…");
-        // A name that fits is painted whole, with no clip of its own.
-        let painted = painted_label("gemm", 60.0);
-        assert_eq!(painted.len(), 1, "{painted:?}");
-        assert_eq!(painted[0].0, "gemm");
-        assert!(painted[0].1 > 60.0, "{painted:?}");
-    }
 }
