@@ -203,44 +203,52 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Headless frames of the real timeline (egui `run_ui` + tessellation) at full zoom-out, mid
-/// zoom and deep zoom: one line per level with the median frame time while the view is
-/// dragged, the quads drawn, and the median frame time of a zoom step (rows laid out
-/// afresh).
-pub fn bench_frame(file: &Path) -> Result<(), String> {
-    use eframe::egui;
-    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
-    let built = Instant::now();
-    let mut timeline = crate::ui::timeline::Timeline::new(&trace);
-    let built = built.elapsed().as_secs_f64();
-    let ctx = egui::Context::default();
-    let (s, e) = timeline.full;
-    let mid = (s + e) / 2;
-    let levels = [
-        ("full", (s as f64, e as f64)),
-        (
-            "mid",
-            (
-                mid as f64 - (e - s) as f64 / 100.0,
-                mid as f64 + (e - s) as f64 / 100.0,
-            ),
-        ),
-        ("deep", (mid as f64 - 50_000.0, mid as f64 + 50_000.0)),
-    ];
-    println!(
-        "file: {} ({} kernels); timeline indexes {:.1} MB, built in {built:.2} s",
-        file.display(),
-        trace.kernel_count(),
-        timeline.index_bytes() as f64 / 1e6
-    );
-    // One level only on request, for profiling it; more frames on request, too.
-    let only = std::env::var("NSYS_BENCH_ZOOM").ok();
-    let frames = std::env::var("NSYS_BENCH_FRAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(25usize)
-        .max(6);
-    let frame = |timeline: &mut crate::ui::timeline::Timeline| {
+/// One trace's timeline drawn headless in a context of its own (its own text layouts, as
+/// in a window of its own).
+struct FrameBench {
+    trace: crate::trace::Trace,
+    timeline: crate::ui::timeline::Timeline,
+    ctx: eframe::egui::Context,
+}
+
+impl FrameBench {
+    fn new(file: &Path) -> Result<Self, String> {
+        let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+        let built = Instant::now();
+        let timeline = crate::ui::timeline::Timeline::new(&trace);
+        let built = built.elapsed().as_secs_f64();
+        println!(
+            "file: {} ({} kernels); timeline indexes {:.1} MB, built in {built:.2} s",
+            file.display(),
+            trace.kernel_count(),
+            timeline.index_bytes() as f64 / 1e6
+        );
+        let ctx = eframe::egui::Context::default();
+        crate::ui::configure(&ctx);
+        Ok(Self {
+            trace,
+            timeline,
+            ctx,
+        })
+    }
+
+    /// The view of each level: the whole trace, a fiftieth of it, 100 µs; all around
+    /// the middle.
+    fn level(&self, name: &str) -> (f64, f64) {
+        let (s, e) = self.timeline.full;
+        let mid = (s + e) as f64 / 2.0;
+        let half = match name {
+            "full" => (e - s) as f64 / 2.0,
+            "mid" => (e - s) as f64 / 100.0,
+            _ => 50_000.0,
+        };
+        (mid - half, mid + half)
+    }
+
+    /// Milliseconds of one 1600×1000 frame showing `view`: the UI pass and tessellation.
+    fn frame(&mut self, view: (f64, f64)) -> f64 {
+        use eframe::egui;
+        self.timeline.view = view;
         let input = egui::RawInput {
             screen_rect: Some(egui::Rect::from_min_size(
                 egui::Pos2::ZERO,
@@ -249,46 +257,91 @@ pub fn bench_frame(file: &Path) -> Result<(), String> {
             ..Default::default()
         };
         let t = Instant::now();
-        let output = ctx.run_ui(input, |ui| {
-            egui::CentralPanel::default().show(ui, |ui| timeline.show(ui, &trace));
+        let (timeline, trace) = (&mut self.timeline, &self.trace);
+        let output = self.ctx.run_ui(input, |ui| {
+            egui::CentralPanel::default().show(ui, |ui| timeline.show(ui, trace));
         });
-        let primitives = ctx.tessellate(output.shapes, output.pixels_per_point);
+        let primitives = self.ctx.tessellate(output.shapes, output.pixels_per_point);
         std::hint::black_box(primitives);
         // No renderer takes the font atlas's updates here.
         let mut textures = output.textures_delta;
         textures.clear();
         t.elapsed().as_secs_f64() * 1e3
-    };
-    // The median of the frames after 5 of warm-up, the view of frame k being `view_of(k)`.
-    let median_frame = |timeline: &mut crate::ui::timeline::Timeline,
-                        view_of: &dyn Fn(usize) -> (f64, f64)| {
-        let mut times = Vec::new();
-        for k in 0..frames {
-            timeline.view = view_of(k);
-            times.push(frame(timeline));
+    }
+}
+
+/// A drag to and fro about `view`, 3 px a frame, 300 px each way: the view of frame k.
+fn dragged(view: (f64, f64), k: usize) -> (f64, f64) {
+    let d = 3.0 * (view.1 - view.0) / 1400.0 * (k % 200).min(200 - k % 200) as f64;
+    (view.0 + d, view.1 + d)
+}
+
+/// Wheel steps about `view`: each frame 10 % wider or narrower than the last, so each lays
+/// the rows out afresh.
+fn zoomed(view: (f64, f64), k: usize) -> (f64, f64) {
+    let widen = if k % 2 == 0 { 0.05 } else { 0.0 } * (view.1 - view.0);
+    (view.0 - widen, view.1 + widen)
+}
+
+/// The median frame times of `bench` and of `base`, taking turns a frame each, at level
+/// `name` in `motion`.
+fn time_both(
+    bench: &mut FrameBench,
+    mut base: Option<&mut FrameBench>,
+    name: &str,
+    frames: usize,
+    motion: fn((f64, f64), usize) -> (f64, f64),
+) -> (f64, Option<f64>) {
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for k in 0..frames {
+        mine.push(bench.frame(motion(bench.level(name), k)));
+        if let Some(base) = base.as_deref_mut() {
+            theirs.push(base.frame(motion(base.level(name), k)));
         }
-        times.drain(..5);
-        times.sort_by(f64::total_cmp);
-        times[times.len() / 2]
-    };
-    for (name, view) in levels {
+    }
+    (median(mine), (!theirs.is_empty()).then(|| median(theirs)))
+}
+
+/// The median of the frames after 5 of warm-up.
+fn median(mut times: Vec<f64>) -> f64 {
+    times.drain(..5.min(times.len() - 1));
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Headless frames of the real timeline (egui `run_ui` + tessellation) at full zoom-out, mid
+/// zoom and deep zoom: one line per level with the median frame time while the view is
+/// dragged, the quads drawn, and the median frame time of a zoom step (rows laid out
+/// afresh). With `against`, that trace's frames alternate with FILE's, one for one, and
+/// the line adds its medians and FILE's ratios to them: both run in the same moments of a
+/// machine whose speed drifts.
+pub fn bench_frame(file: &Path, against: Option<&Path>) -> Result<(), String> {
+    let mut bench = FrameBench::new(file)?;
+    let mut base = against.map(FrameBench::new).transpose()?;
+    // One level only on request, for profiling it; more frames on request, too.
+    let only = std::env::var("NSYS_BENCH_ZOOM").ok();
+    let frames = std::env::var("NSYS_BENCH_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(25usize)
+        .max(6);
+    for name in ["full", "mid", "deep"] {
         if only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
-        // A drag to and fro: the view moves 3 px a frame, 300 px each way.
-        let px_ns = (view.1 - view.0) / 1400.0;
-        let dragging = median_frame(&mut timeline, &|k| {
-            let d = 3.0 * px_ns * (k % 200).min(200 - k % 200) as f64;
-            (view.0 + d, view.1 + d)
-        });
-        let quads = timeline.last_quads;
-        // Wheel steps: each frame 10 % wider or narrower than the last, so each lays the
-        // rows out afresh.
-        let zooming = median_frame(&mut timeline, &|k| {
-            let widen = if k % 2 == 0 { 0.05 } else { 0.0 } * (view.1 - view.0);
-            (view.0 - widen, view.1 + widen)
-        });
-        println!("zoom={name} median_ms={dragging:.2} quads={quads} zoom_step_ms={zooming:.2}");
+        let mut line = format!("zoom={name}");
+        let (drag, base_drag) = time_both(&mut bench, base.as_mut(), name, frames, dragged);
+        let quads = bench.timeline.last_quads;
+        let (step, base_step) = time_both(&mut bench, base.as_mut(), name, frames, zoomed);
+        line += &format!(" median_ms={drag:.3} quads={quads} zoom_step_ms={step:.3}");
+        if let (Some(d), Some(z)) = (base_drag, base_step) {
+            line += &format!(
+                " against_median_ms={d:.3} ratio={:.2} against_zoom_step_ms={z:.3} zoom_step_ratio={:.2}",
+                drag / d,
+                step / z
+            );
+        }
+        println!("{line}");
     }
     Ok(())
 }

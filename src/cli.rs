@@ -61,7 +61,13 @@ pub enum Command {
     /// Time every analysis of FILE after loading it.
     BenchAnalysis { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
-    BenchFrame { file: PathBuf },
+    BenchFrame {
+        file: PathBuf,
+        /// A trace to time frame for frame alongside FILE (e.g. the `tiny` preset), and
+        /// print FILE's ratio to it.
+        #[arg(long)]
+        against: Option<PathBuf>,
+    },
     /// Install the app for the current user: desktop entry, MIME types (*.sqlite,
     /// *.nsys-rep) and icon, under XDG_DATA_HOME (~/.local/share).
     InstallDesktop {
@@ -114,7 +120,9 @@ pub fn main() -> ExitCode {
         }
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
-        Some(Command::BenchFrame { file }) => crate::bench::bench_frame(&file),
+        Some(Command::BenchFrame { file, against }) => {
+            crate::bench::bench_frame(&file, against.as_deref())
+        }
         Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),

@@ -1,7 +1,8 @@
 //! Names drawn inside the boxes wide enough for them, cut short with "…" where they do not
-//! fit. A label is either painted for one frame (a box cut by the view's edge, a row drawn
-//! item by item) or baked: its glyphs copied once into a row's kept layout, which later
-//! frames only shift (`layout_cache`), so a pan costs no text layout or text shapes.
+//! fit. A label is baked: its glyphs are copied, as the tessellator would draw them, into
+//! a mesh: a row's kept layout, which later frames only shift (`layout_cache`), so a pan
+//! costs no text layout; or, for a box cut by the view's edge or a row drawn item by item,
+//! the frame's. The rows' boxes and labels are then one mesh, not a text shape a label.
 
 use std::sync::Arc;
 
@@ -87,31 +88,11 @@ impl Labels {
         }
     }
 
-    /// Paints `name` in `r` for this frame, cut by a clip where it does not fit: the text is
-    /// laid out whole, whatever the room (egui keeps the layout while it is used each
-    /// frame, where laying it out to each new width cost ~5 µs a label on every zoom step).
-    pub fn paint(&self, r: Rect, name: &str) {
-        if r.width() <= MIN_WIDTH {
-            return;
-        }
-        let (galley, pos) = self.lay_out(r, name);
-        match self.fit(&galley, r) {
-            Fit::Whole => self.painter.galley(pos, galley, Color32::BLACK),
-            Fit::Cut { x, .. } => {
-                let clip = Rect::from_x_y_ranges(pos.x..=pos.x + x, r.y_range());
-                self.painter
-                    .with_clip_rect(clip.intersect(self.painter.clip_rect()))
-                    .galley(pos, galley, Color32::BLACK);
-                let ellipsis = self.ellipsis.clone();
-                self.painter
-                    .galley(pos + Vec2::new(x, 0.0), ellipsis, Color32::BLACK);
-            }
-            Fit::Nothing => {}
-        }
-    }
-
     /// Appends the glyphs of `name` in `r` to `out`, as the tessellator would draw them at a
-    /// whole pixel: those that fit, then "…" if it was cut.
+    /// whole pixel: those that fit, then "…" if it was cut. The name is laid out whole
+    /// (what its width can show of it), whatever the room: egui keeps a layout while it is
+    /// used each frame, where laying it out to each new width cost ~5 µs a label on every
+    /// zoom step.
     pub fn bake(&self, r: Rect, name: &str, out: &mut Mesh) {
         if r.width() <= MIN_WIDTH {
             return;
@@ -228,35 +209,25 @@ mod tests {
         (ctx, output.shapes, result.expect("the frame ran"))
     }
 
-    /// The texts painted for a label `width` px wide, with the width of the clip each
-    /// is painted under.
-    fn painted_label(name: &str, width: f32) -> Vec<(String, f32)> {
-        let (_, shapes, ()) = frame(width, |labels, r| labels.paint(r, name));
-        shapes
-            .iter()
-            .filter_map(|c| match &c.shape {
-                egui::Shape::Text(t) => Some((t.galley.text().to_string(), c.clip_rect.width())),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_label_too_long_for_its_room_is_cut_by_a_clip_before_an_ellipsis() {
-        let name = "ampere_sgemm_128x64_tn_splitK_with_a_long_tail";
-        let painted = painted_label(name, 60.0);
-        assert_eq!(painted.len(), 2, "{painted:?}");
-        assert!(
-            name.starts_with(painted[0].0.trim_end_matches('…')),
-            "{painted:?}"
-        );
-        assert!(painted[0].1 > 10.0 && painted[0].1 < 54.0, "{painted:?}");
-        assert_eq!(painted[1].0, "…");
-        // A name that fits is painted whole, with no clip of its own.
-        let painted = painted_label("gemm", 60.0);
-        assert_eq!(painted.len(), 1, "{painted:?}");
-        assert_eq!(painted[0].0, "gemm");
-        assert!(painted[0].1 > 60.0, "{painted:?}");
+    /// The label as painted by egui's own means: the text laid out whole under a clip at
+    /// the last glyph that leaves room for "…", then the "…".
+    fn paint_reference(labels: &Labels, r: Rect, name: &str) {
+        let (galley, pos) = labels.lay_out(r, name);
+        match labels.fit(&galley, r) {
+            Fit::Whole => labels.painter.galley(pos, galley, Color32::BLACK),
+            Fit::Cut { x, .. } => {
+                let clip = Rect::from_x_y_ranges(pos.x..=pos.x + x, r.y_range());
+                labels
+                    .painter
+                    .with_clip_rect(clip)
+                    .galley(pos, galley, Color32::BLACK);
+                let ellipsis = labels.ellipsis.clone();
+                labels
+                    .painter
+                    .galley(pos + Vec2::new(x, 0.0), ellipsis, Color32::BLACK);
+            }
+            Fit::Nothing => {}
+        }
     }
 
     /// A baked label is the mesh the tessellator makes of the painted one, minus the glyphs
@@ -264,6 +235,12 @@ mod tests {
     /// even when the font atlas grows after the bake.
     #[test]
     fn a_baked_label_is_the_painted_one_without_the_glyphs_its_clip_hides() {
+        let (_, _, narrow) = frame(MIN_WIDTH, |labels, r| {
+            let mut baked = Mesh::default();
+            labels.bake(r, "gemm", &mut baked);
+            baked
+        });
+        assert!(narrow.is_empty(), "no label in a box {MIN_WIDTH} px wide");
         // The glyph quads the tessellator makes of painted labels, and those of them
         // wholly inside their clips.
         let tessellated = |ctx: egui::Context, shapes| {
@@ -288,7 +265,7 @@ mod tests {
             let (ctx, shapes, baked) = frame(width, |labels, r| {
                 let mut baked = Mesh::default();
                 labels.bake(r, name, &mut baked);
-                labels.paint(r, name);
+                paint_reference(labels, r, name);
                 // Text laid out after the bake, in the same frame, grows the atlas.
                 let big = egui::FontId::proportional(120.0);
                 let _ = labels
@@ -327,6 +304,13 @@ mod tests {
             }
             // The glyphs past the clip are left out.
             assert!(baked.len() <= inside.len() + 1, "{name} in {width} px");
+            if name.len() > 10 {
+                assert!(
+                    (4..=12).contains(&baked.len()),
+                    "cut: {} quads",
+                    baked.len()
+                );
+            }
         }
     }
 }

@@ -104,7 +104,8 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
     /// Draws row `key` for `view` into `r`, laying it out first with `lay_out` (labels with
     /// `bake_label`) unless a layout at this scale covers the view. Adds its quads and the
     /// labels of items wholly in view to `out`; reports the items cut by the view's edges,
-    /// clipped, to `on_item`. Quads are not clipped: the painter's clip is the plot's.
+    /// clipped, to `on_item` with `out.text` for their labels. Quads are not clipped: the
+    /// painter's clip is the plot's.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
@@ -115,7 +116,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         lay_out: &mut LayOut,
         bake_label: &mut BakeLabel,
         out: &mut RowMeshes,
-        mut on_item: impl FnMut(usize, Rect),
+        mut on_item: impl FnMut(usize, Rect, &mut Mesh),
     ) {
         let ns_per_px = (view.1 - view.0) / r.width() as f64;
         let last = self.rows.get(&key);
@@ -173,7 +174,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
                 let (v, i) = (item.vertices.clone(), item.indices.clone());
                 append_shifted(&layout.text, v, i, text_shift, &mut out.text);
             } else if moved.intersect(r).width() > 0.0 {
-                on_item(item.index, moved.intersect(r));
+                on_item(item.index, moved.intersect(r), &mut out.text);
             }
         }
     }
@@ -236,7 +237,7 @@ mod tests {
         let r = Rect::from_min_max(Pos2::new(100.0, 50.0), Pos2::new(200.0, 60.0));
         let mut bake = |_, rect, text: &mut Mesh| text.add_colored_rect(rect, Color32::BLACK);
         let (mut out, mut cut) = (RowMeshes::default(), Vec::new());
-        cache.draw(1, view, r, 1.0, lay_out, &mut bake, &mut out, |i, _| {
+        cache.draw(1, view, r, 1.0, lay_out, &mut bake, &mut out, |i, _, _| {
             cut.push(i)
         });
         assert_eq!(out.count * 4, out.quads.vertices.len());
@@ -365,7 +366,7 @@ mod tests {
                     &mut lay_out,
                     &mut bake,
                     &mut cached,
-                    |_, _| {},
+                    |_, _, _| {},
                 );
                 draw_level(
                     level,

@@ -3,7 +3,7 @@
 //! instead of searching millions of items spread over hundreds of MB. Zoomed in past the
 //! finest level, a row draws its items themselves.
 
-use super::fold::partition;
+use super::fold::{gallop, partition};
 
 /// Items of one row that started in one bucket.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +38,11 @@ pub struct RowLod {
     /// longest item scanned every item of that span (one long NCCL kernel or NVTX range
     /// made a deep-zoom frame on `large` read thousands) and missed the cache at each probe.
     first_block_reaching: Vec<u32>,
+    /// No item starts before the one before it ends (one stream's kernels, one thread's
+    /// calls, its ranges at one depth): only the last item to start before a time can
+    /// reach it. Where one long item (a 500 ms synchronize) made the table point far back,
+    /// a deep-zoom frame then skips the thousands of items between instead of reading them.
+    disjoint: bool,
 }
 
 /// Rows with fewer items are searched directly: their arrays stay in cache.
@@ -62,8 +67,12 @@ impl RowLod {
         let origin = full.0;
         let mut bucket_ns = ((full.1 - full.0) / FINEST_BUCKETS).max(1);
         let mut blocks: Vec<Block> = Vec::new();
+        let mut disjoint = true;
+        let mut last_end = i64::MIN;
         for i in 0..n {
             let (s, e) = (start(i), end(i));
+            disjoint &= last_end <= s;
+            last_end = e;
             let (nccl, memory) = class(i);
             let item = Block {
                 start: s,
@@ -113,6 +122,7 @@ impl RowLod {
         Self {
             levels,
             first_block_reaching,
+            disjoint,
         }
     }
 
@@ -127,18 +137,26 @@ impl RowLod {
         start: impl Fn(usize) -> i64,
     ) -> usize {
         let table = &self.first_block_reaching;
-        if table.is_empty() {
-            return partition(n, |k| start(k) < t.saturating_sub(longest));
+        let first = if table.is_empty() {
+            partition(n, |k| start(k) < t.saturating_sub(longest))
+        } else {
+            let finest = &self.levels[0];
+            let bucket = (t - finest.origin).div_euclid(finest.bucket_ns);
+            if bucket < 0 {
+                return 0;
+            }
+            let block = table
+                .get(bucket as usize)
+                .map_or(finest.blocks.len(), |&b| b as usize);
+            finest.blocks.get(block).map_or(n, |b| b.first as usize)
+        };
+        if self.disjoint {
+            // The last item to start before `t`, found near `first`.
+            return gallop(first, n, |k| start(k) < t)
+                .saturating_sub(1)
+                .max(first);
         }
-        let finest = &self.levels[0];
-        let bucket = (t - finest.origin).div_euclid(finest.bucket_ns);
-        if bucket < 0 {
-            return 0;
-        }
-        let block = table
-            .get(bucket as usize)
-            .map_or(finest.blocks.len(), |&b| b as usize);
-        finest.blocks.get(block).map_or(n, |b| b.first as usize)
+        first
     }
 
     /// The coarsest level whose buckets are no wider than `fold_ns` (the time a folded
@@ -235,18 +253,26 @@ mod tests {
 
     /// Items one after another, 0–2 µs apart; with `long_and_overlapping`, one in 500 runs
     /// on up to 5 ms over the next ones.
-    fn row(rng: &mut fastrand::Rng, n: usize, long_and_overlapping: bool) -> (Vec<i64>, Vec<i64>) {
+    /// A row of ~1 µs items 0–2 µs apart; with `long`, one in 500 is up to 5 ms long, and
+    /// with `overlapping` the items after it start while it runs.
+    fn row(
+        rng: &mut fastrand::Rng,
+        n: usize,
+        long: bool,
+        overlapping: bool,
+    ) -> (Vec<i64>, Vec<i64>) {
         let (mut starts, mut ends) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut t = 0;
         for _ in 0..n {
-            let len = if long_and_overlapping && rng.u32(0..500) == 0 {
+            let is_long = long && rng.u32(0..500) == 0;
+            let len = if is_long {
                 rng.i64(0..5_000_000)
             } else {
                 rng.i64(1..1_000)
             };
             starts.push(t);
             ends.push(t + len);
-            t += len + rng.i64(0..2_000);
+            t += if is_long && overlapping { 1_000 } else { len } + rng.i64(0..2_000);
         }
         (starts, ends)
     }
@@ -254,23 +280,33 @@ mod tests {
     #[test]
     fn the_first_item_reaching_a_time_is_found_through_the_bucket_table() {
         let mut rng = fastrand::Rng::with_seed(7);
-        for long_and_overlapping in [false, true] {
-            let n = 50_000;
-            let (starts, ends) = row(&mut rng, n, long_and_overlapping);
+        for (n, long, overlapping) in [
+            (50_000, false, false),
+            (50_000, true, false),
+            (50_000, true, true),
+            (3_000, true, false),
+        ] {
+            let (starts, ends) = row(&mut rng, n, long, overlapping);
             let full = (0, *ends.iter().max().unwrap());
             let lod = RowLod::new(n, |i| starts[i], |i| ends[i], |_| (false, false), full);
-            assert!(!lod.first_block_reaching.is_empty());
+            assert_eq!(
+                lod.first_block_reaching.is_empty(),
+                n < ITEMS_FOR_BUCKET_TABLE
+            );
+            assert_eq!(lod.disjoint, !overlapping);
+            let longest = (0..n).map(|i| ends[i] - starts[i]).max().unwrap();
             for _ in 0..2_000 {
                 let t = rng.i64(-1_000..full.1 + 1_000);
-                let found = lod.first_reaching(t, n, 0, |i| starts[i]);
+                let found = lod.first_reaching(t, n, longest, |i| starts[i]);
                 let first = (0..n).find(|&i| ends[i] >= t).unwrap_or(n);
                 assert!(
                     found <= first,
                     "t {t}: found {found}, but item {first} reaches it"
                 );
-                if !long_and_overlapping {
-                    // At most the items of one bucket before it (~1 µs items, 0–2 µs apart).
-                    assert!(first - found <= 64, "t {t}: found {found}, first {first}");
+                if !overlapping {
+                    // The first that reaches it, or the one before (which ended earlier),
+                    // however long an item before them.
+                    assert!(first - found <= 1, "t {t}: found {found}, first {first}");
                 }
             }
         }

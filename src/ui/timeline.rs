@@ -4,6 +4,8 @@
 //! are folded into one block per run, stacked by what filled its time (compute, NCCL,
 //! memory; from prefix sums), the idle rest left empty.
 
+use std::sync::Arc;
+
 use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
 use rayon::prelude::*;
 
@@ -53,9 +55,9 @@ impl StreamPrefix {
     }
 }
 
-/// What one frame draws the rows with: quads and baked labels' glyphs in two meshes,
-/// other labels painted as it goes. It holds the timeline's layouts of zoomed-out rows
-/// while it draws.
+/// What one frame draws the rows with: quads and labels' glyphs in two meshes (boxes,
+/// then the labels over them). It holds the timeline's buffers and layouts of zoomed-out
+/// rows while it draws.
 struct Drawn {
     meshes: RowMeshes,
     labels: Labels,
@@ -177,6 +179,10 @@ pub struct Timeline {
     /// and the fonts their labels were baked with.
     layouts: LayoutCache<RowKind>,
     fonts_key: FontsKey,
+    /// The rows' mesh handed to egui last frame, and the labels' buffer: their memory is
+    /// used again (growing them anew was a tenth of a frame).
+    rows_mesh: Arc<Mesh>,
+    text_buffer: Mesh,
 }
 
 impl Timeline {
@@ -286,6 +292,8 @@ impl Timeline {
             last_plot: Rect::NOTHING,
             layouts: LayoutCache::default(),
             fonts_key: FontsKey::default(),
+            rows_mesh: Arc::default(),
+            text_buffer: Mesh::default(),
         }
     }
 
@@ -482,25 +490,27 @@ impl Timeline {
         self.draw_ruler(&painter, ruler, ui);
         let rows = self.rows(trace);
         let plot_painter = painter.with_clip_rect(plot);
-        // The rows' meshes go under the labels painted while drawing them.
-        let (quads_at, text_at) = (
-            plot_painter.add(egui::Shape::Noop),
-            plot_painter.add(egui::Shape::Noop),
-        );
         let labels = Labels::new(&plot_painter);
         if labels.fonts_key() != self.fonts_key {
             self.fonts_key = labels.fonts_key();
             self.layouts.clear();
         }
+        // Last frame's mesh is ours again once egui has tessellated it.
+        let mut quads = Arc::get_mut(&mut self.rows_mesh)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut text = std::mem::take(&mut self.text_buffer);
+        quads.clear();
+        text.clear();
         let mut drawn = Drawn {
-            meshes: RowMeshes::default(),
+            meshes: RowMeshes {
+                quads,
+                text,
+                count: 0,
+            },
             labels,
             layouts: std::mem::take(&mut self.layouts),
         };
-        // Room for about last frame's quads: growing the mesh was a tenth of a frame.
-        let quads = &mut drawn.meshes.quads;
-        quads.reserve_triangles(2 * (self.last_quads + 256));
-        quads.reserve_vertices(4 * (self.last_quads + 256));
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
         let pointer = response.hover_pos();
@@ -531,8 +541,10 @@ impl Timeline {
         } = drawn;
         self.layouts = layouts;
         labels.follow_atlas_growth(&mut meshes.text);
-        plot_painter.set(quads_at, egui::Shape::mesh(meshes.quads));
-        plot_painter.set(text_at, egui::Shape::mesh(meshes.text));
+        meshes.quads.append_ref(&meshes.text);
+        self.text_buffer = meshes.text;
+        self.rows_mesh = Arc::new(meshes.quads);
+        plot_painter.add(egui::Shape::Mesh(self.rows_mesh.clone()));
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
         self.last_quads = meshes.count;
@@ -882,7 +894,8 @@ impl Timeline {
         let x_of = |t: f64| left + ((t - v0) / (v1 - v0)) as f32 * width;
         let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
-        let label = |i: usize, rect: Rect| out.labels.paint(rect, (items.name)(i));
+        let label =
+            |i: usize, rect: Rect, text: &mut Mesh| out.labels.bake(rect, (items.name)(i), text);
         if let Some(level) = lod.level_for(fold_ns) {
             let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
                 fold::draw_level(
@@ -896,14 +909,13 @@ impl Timeline {
                     &mut 0,
                 )
             };
-            let mut bake = |i, rect, text: &mut Mesh| out.labels.bake(rect, (items.name)(i), text);
             out.layouts.draw(
                 row,
                 self.view,
                 r,
                 out.labels.pixels_per_point(),
                 &mut lay_out,
-                &mut bake,
+                &mut { label },
                 &mut out.meshes,
                 label,
             );
@@ -919,7 +931,7 @@ impl Timeline {
                 t_of,
                 |i| Fill::Solid((items.color)(i)),
                 items.folded,
-                label,
+                |i, rect| label(i, rect, &mut out.meshes.text),
                 r,
                 &mut out.meshes.quads,
                 &mut out.meshes.count,
