@@ -279,7 +279,7 @@ fn dragged(view: (f64, f64), k: usize) -> (f64, f64) {
 /// Wheel steps about `view`: each frame 10 % wider or narrower than the last, so each lays
 /// the rows out afresh.
 fn zoomed(view: (f64, f64), k: usize) -> (f64, f64) {
-    let widen = if k % 2 == 0 { 0.05 } else { 0.0 } * (view.1 - view.0);
+    let widen = if k.is_multiple_of(2) { 0.05 } else { 0.0 } * (view.1 - view.0);
     (view.0 - widen, view.1 + widen)
 }
 

@@ -267,6 +267,30 @@ fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no device 9"));
 }
 
+/// The `zoom=` lines of `bench-frame` as (key, value) pairs, checked to be one per level.
+fn bench_frame_lines(args: &[&std::ffi::OsStr]) -> Vec<Vec<(String, String)>> {
+    let out = succeeded(
+        bin()
+            .arg("bench-frame")
+            .args(args)
+            .env("NSYS_BENCH_FRAMES", "6"),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Vec<(String, String)>> = text
+        .lines()
+        .filter(|l| l.starts_with("zoom="))
+        .map(|l| {
+            l.split_whitespace()
+                .map(|f| f.split_once('=').unwrap())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect();
+    let zooms: Vec<&str> = lines.iter().map(|l| l[0].1.as_str()).collect();
+    assert_eq!(zooms, ["full", "mid", "deep"], "{text}");
+    lines
+}
+
 #[test]
 fn bench_frame_prints_one_line_per_zoom_level_with_its_figures() {
     let dir = tempfile::tempdir().unwrap();
@@ -276,33 +300,40 @@ fn bench_frame_prints_one_line_per_zoom_level_with_its_figures() {
             .args(["synth", "--preset", "tiny", "--out"])
             .arg(&path),
     );
-    let out = succeeded(
-        bin()
-            .arg("bench-frame")
-            .arg(&path)
-            .env("NSYS_BENCH_FRAMES", "6"),
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("zoom=")).collect();
-    assert_eq!(lines.len(), 3, "{text}");
-    for (line, zoom) in lines.iter().zip(["full", "mid", "deep"]) {
-        let fields: Vec<(&str, &str)> = line
-            .split_whitespace()
-            .map(|f| f.split_once('=').unwrap())
-            .collect();
-        let keys: Vec<&str> = fields.iter().map(|f| f.0).collect();
+    for line in bench_frame_lines(&[path.as_os_str()]) {
+        let keys: Vec<&str> = line.iter().map(|f| f.0.as_str()).collect();
         assert_eq!(
             keys,
             ["zoom", "median_ms", "quads", "zoom_step_ms"],
-            "{line}"
+            "{line:?}"
         );
-        assert_eq!(fields[0].1, zoom);
-        let ms: f64 = fields[1].1.parse().unwrap();
-        let step_ms: f64 = fields[3].1.parse().unwrap();
-        assert!(ms > 0.0 && step_ms > 0.0, "{line}");
+        let ms: f64 = line[1].1.parse().unwrap();
+        let step_ms: f64 = line[3].1.parse().unwrap();
+        assert!(ms > 0.0 && step_ms > 0.0, "{line:?}");
         assert!(
-            fields[2].1.parse::<usize>().unwrap() > 0,
-            "something drawn: {line}"
+            line[2].1.parse::<usize>().unwrap() > 0,
+            "something drawn: {line:?}"
+        );
+    }
+    // Against a base trace (here the same one): its medians, and the ratios to them.
+    let against = [path.as_os_str(), "--against".as_ref(), path.as_os_str()];
+    for line in bench_frame_lines(&against) {
+        let keys: Vec<&str> = line.iter().map(|f| f.0.as_str()).collect();
+        let tail = [
+            "against_median_ms",
+            "ratio",
+            "against_zoom_step_ms",
+            "zoom_step_ratio",
+        ];
+        assert_eq!(keys[4..], tail, "{line:?}");
+        let value = |k: usize| line[k].1.parse::<f64>().unwrap();
+        assert!(
+            (value(5) - value(1) / value(4)).abs() < 0.01 + 0.01 * value(5),
+            "{line:?}"
+        );
+        assert!(
+            (value(7) - value(3) / value(6)).abs() < 0.01 + 0.01 * value(7),
+            "{line:?}"
         );
     }
 }
