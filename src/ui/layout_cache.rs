@@ -72,7 +72,7 @@ impl Layout {
             .collect();
         // Stable: quads at the same left edge keep the order they were painted in.
         quads.sort_by(|a, b| a.0.min.x.total_cmp(&b.0.min.x));
-        self.mesh.clear();
+        clear_keeping_memory(&mut self.mesh);
         self.lefts.clear();
         self.reach.clear();
         let mut furthest = f32::NEG_INFINITY;
@@ -128,8 +128,8 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             let width = ((span.1 - span.0) / ns_per_px) as f32;
             // The last layout's buffers, so a zoom does not grow fresh ones quad by quad.
             let mut layout = self.rows.remove(&key).unwrap_or_default();
-            layout.mesh.clear();
-            layout.text.clear();
+            clear_keeping_memory(&mut layout.mesh);
+            clear_keeping_memory(&mut layout.text);
             layout.items.clear();
             (layout.ns_per_px, layout.height, layout.span) = (ns_per_px, r.height(), span);
             let at_origin = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, r.height()));
@@ -178,6 +178,13 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             }
         }
     }
+}
+
+/// Empties `mesh` and keeps its memory for the next fill (epaint 0.37's `Mesh::clear`
+/// drops the vertices' buffer).
+pub fn clear_keeping_memory(mesh: &mut Mesh) {
+    mesh.vertices.clear();
+    mesh.indices.clear();
 }
 
 /// Appends `vertices` of `mesh`, moved by `shift`, and the triangles in `indices` (which
@@ -277,6 +284,25 @@ mod tests {
         assert!((lefts[1] - 103.0).abs() < 1e-3, "{lefts:?}");
         drop(lay_out);
         assert_eq!(count, 3, "laid out: first frame, first pan, zoom");
+    }
+
+    #[test]
+    fn a_mesh_emptied_for_the_next_frame_keeps_its_memory() {
+        let mut mesh = Mesh::default();
+        for k in 0..100 {
+            let x = k as f32;
+            mesh.add_colored_rect(
+                Rect::from_min_max(Pos2::new(x, 0.0), Pos2::new(x + 1.0, 1.0)),
+                Color32::RED,
+            );
+        }
+        let capacity = (mesh.vertices.capacity(), mesh.indices.capacity());
+        clear_keeping_memory(&mut mesh);
+        assert!(mesh.is_empty());
+        assert_eq!(
+            (mesh.vertices.capacity(), mesh.indices.capacity()),
+            capacity
+        );
     }
 
     /// Which colour covers each pixel's centre of `r`, row by row.

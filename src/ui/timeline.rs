@@ -13,7 +13,7 @@ use super::fold::{
     self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
 };
 use super::labels::{FontsKey, Labels};
-use super::layout_cache::{LayoutCache, RowMeshes};
+use super::layout_cache::{LayoutCache, RowMeshes, clear_keeping_memory};
 use super::lod::RowLod;
 use super::search::{Match, Mode, Search};
 use super::summary::state_color;
@@ -500,8 +500,8 @@ impl Timeline {
             .map(std::mem::take)
             .unwrap_or_default();
         let mut text = std::mem::take(&mut self.text_buffer);
-        quads.clear();
-        text.clear();
+        clear_keeping_memory(&mut quads);
+        clear_keeping_memory(&mut text);
         let mut drawn = Drawn {
             meshes: RowMeshes {
                 quads,
