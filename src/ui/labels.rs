@@ -10,6 +10,8 @@ use eframe::egui::emath::GuiRounding;
 use eframe::egui::epaint::Vertex;
 use eframe::egui::{self, Color32, Galley, Mesh, Pos2, Rect, Vec2};
 
+use super::fold::partition;
+
 /// Boxes narrower than this get no label.
 pub const MIN_WIDTH: f32 = 40.0;
 /// Room left of the text and right of it.
@@ -152,9 +154,15 @@ impl Labels {
                 .get(glyphs)
                 .map_or(mesh.vertices.len(), |g| g.first_vertex as usize);
             let base = out.vertices.len() as u32;
-            let triangles = mesh.indices.chunks_exact(3);
-            let kept = triangles.take_while(|t| t.iter().all(|&k| (k as usize) < vertices));
-            out.indices.extend(kept.flatten().map(|&k| k + base));
+            // Glyphs' triangles come in the order of their vertices.
+            let triangles = &mesh.indices;
+            let kept = partition(triangles.len() / 3, |t| {
+                triangles[3 * t..3 * t + 3]
+                    .iter()
+                    .all(|&k| (k as usize) < vertices)
+            });
+            out.indices
+                .extend(triangles[..3 * kept].iter().map(|&k| k + base));
             let origin = pos + row.pos.to_vec2();
             out.vertices
                 .extend(mesh.vertices[..vertices].iter().map(|v| Vertex {
