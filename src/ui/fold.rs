@@ -117,7 +117,7 @@ pub fn fold_draw_by(
     t_of: impl Fn(f32) -> f64,
     paint: impl Fn(usize) -> Fill,
     folded: impl Fn(usize, usize, i64) -> Fill,
-    mut on_wide: impl FnMut(usize, Rect),
+    mut on_wide: impl FnMut(usize, Rect, &mut Mesh),
     r: Rect,
     mesh: &mut Mesh,
     quads: &mut usize,
@@ -140,7 +140,7 @@ pub fn fold_draw_by(
         if wide(i) {
             let rect = Rect::from_min_max(Pos2::new(x0, r.top()), Pos2::new(x1, r.bottom()));
             add_fill(mesh, rect, paint(i), quads);
-            on_wide(i, rect);
+            on_wide(i, rect, mesh);
             i += 1;
             continue;
         }
@@ -707,7 +707,7 @@ mod tests {
             t_of,
             |_| Fill::Solid(Color32::GREEN),
             |_, _, _| Fill::Solid(Color32::GRAY),
-            |i, _| wide.push(i),
+            |i, _, _| wide.push(i),
             r,
             &mut mesh,
             &mut quads,

@@ -73,10 +73,11 @@ impl Labels {
         self.painter.pixels_per_point()
     }
 
-    /// Keeps `text`'s glyphs, baked this frame, pointing at their texels if laying text out
-    /// grew the font atlas since the frame began: the tessellator divides by the size the
-    /// atlas has at the end of the frame. (The next frame's `fonts_key` differs then, so
-    /// the layouts baked before are dropped.)
+    /// Keeps the glyphs in `text`, baked this frame, pointing at their texels if laying
+    /// text out grew the font atlas since the frame began: the tessellator divides by the
+    /// size the atlas has at the end of the frame. Plain quads in `text` keep their UV, the
+    /// atlas's white texel at (0, 0). (The next frame's `fonts_key` differs then, so the
+    /// layouts baked before are dropped.)
     pub fn follow_atlas_growth(&self, text: &mut Mesh) {
         let now = self.painter.ctx().fonts(|f| f.font_image_size());
         if now != self.atlas {

@@ -17,12 +17,12 @@ pub type LayOut<'a> = dyn FnMut((f64, f64), Rect, &mut Mesh, &mut dyn FnMut(usiz
 /// Appends the glyphs of item `i`'s label, for its rect, to a mesh.
 pub type BakeLabel<'a> = dyn FnMut(usize, Rect, &mut Mesh) + 'a;
 
-/// What the rows add to a frame: their quads, their labels' glyphs and how many quads.
+/// What the rows add to a frame: one mesh, each row's quads then its labels' glyphs (a
+/// row's labels lie on its own quads only), and how many quads.
 #[derive(Default)]
-pub struct RowMeshes {
-    pub quads: Mesh,
-    pub text: Mesh,
-    pub count: usize,
+pub struct RowMesh {
+    pub mesh: Mesh,
+    pub quads: usize,
 }
 
 pub struct LayoutCache<K> {
@@ -104,7 +104,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
     /// Draws row `key` for `view` into `r`, laying it out first with `lay_out` (labels with
     /// `bake_label`) unless a layout at this scale covers the view. Adds its quads and the
     /// labels of items wholly in view to `out`; reports the items cut by the view's edges,
-    /// clipped, to `on_item` with `out.text` for their labels. Quads are not clipped: the
+    /// clipped, to `on_item` with `out.mesh` for their labels. Quads are not clipped: the
     /// painter's clip is the plot's.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
@@ -115,7 +115,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         pixels_per_point: f32,
         lay_out: &mut LayOut,
         bake_label: &mut BakeLabel,
-        out: &mut RowMeshes,
+        out: &mut RowMesh,
         mut on_item: impl FnMut(usize, Rect, &mut Mesh),
     ) {
         let ns_per_px = (view.1 - view.0) / r.width() as f64;
@@ -159,21 +159,21 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         let first = layout.reach.partition_point(|&x| x <= left);
         let end = layout.lefts.partition_point(|&x| x < right).max(first);
         let quads = &layout.quads[first..end];
-        out.quads.reserve_vertices(4 * quads.len());
-        out.quads.reserve_triangles(2 * quads.len());
+        out.mesh.reserve_vertices(4 * quads.len());
+        out.mesh.reserve_triangles(2 * quads.len());
         for &(rect, color) in quads {
-            out.quads.add_colored_rect(rect.translate(shift), color);
+            out.mesh.add_colored_rect(rect.translate(shift), color);
         }
-        out.count += end - first;
+        out.quads += end - first;
         // Text stays on whole pixels, as the tessellator puts it.
         let text_shift = (shift * pixels_per_point).round() / pixels_per_point;
         for item in &layout.items {
             let moved = item.rect.translate(shift);
             if moved.left() >= r.left() && moved.right() <= r.right() {
                 let (v, i) = (item.vertices.clone(), item.indices.clone());
-                append_shifted(&layout.text, v, i, text_shift, &mut out.text);
+                append_shifted(&layout.text, v, i, text_shift, &mut out.mesh);
             } else if moved.intersect(r).width() > 0.0 {
-                on_item(item.index, moved.intersect(r), &mut out.text);
+                on_item(item.index, moved.intersect(r), &mut out.mesh);
             }
         }
     }
@@ -242,13 +242,17 @@ mod tests {
     ) -> (Vec<f32>, Vec<f32>, Vec<usize>) {
         let r = Rect::from_min_max(Pos2::new(100.0, 50.0), Pos2::new(200.0, 60.0));
         let mut bake = |_, rect, text: &mut Mesh| text.add_colored_rect(rect, Color32::BLACK);
-        let (mut out, mut cut) = (RowMeshes::default(), Vec::new());
+        let (mut out, mut cut) = (RowMesh::default(), Vec::new());
         cache.draw(1, view, r, 1.0, lay_out, &mut bake, &mut out, |i, _, _| {
             cut.push(i)
         });
-        assert_eq!(out.count * 4, out.quads.vertices.len());
-        let lefts = |m: &Mesh| m.vertices.chunks(4).map(|q| q[0].pos.x).collect();
-        (lefts(&out.quads), lefts(&out.text), cut)
+        // The row's quads (red), then its labels (black).
+        let quads = out.mesh.vertices.chunks(4);
+        let (boxes, labels): (Vec<_>, Vec<_>) = quads.partition(|q| q[0].color == Color32::RED);
+        assert_eq!(out.quads, boxes.len());
+        assert!(labels.iter().all(|q| q[0].color == Color32::BLACK));
+        let lefts = |q: Vec<&[Vertex]>| q.iter().map(|q| q[0].pos.x).collect();
+        (lefts(boxes), lefts(labels), cut)
     }
 
     #[test]
@@ -381,7 +385,7 @@ mod tests {
             // Drag across a third of the trace, 7 px a frame.
             let mut view = (t as f64 / 3.0, t as f64 / 3.0 + width);
             for frame in 0..60 {
-                let (mut cached, mut fresh) = (RowMeshes::default(), Mesh::default());
+                let (mut cached, mut fresh) = (RowMesh::default(), Mesh::default());
                 let mut bake = |_, _, _: &mut Mesh| {};
                 cache.draw(
                     1u8,
@@ -403,7 +407,7 @@ mod tests {
                     &mut fresh,
                     &mut 0,
                 );
-                let (cached, fresh) = (raster(&cached.quads, r), raster(&fresh, r));
+                let (cached, fresh) = (raster(&cached.mesh, r), raster(&fresh, r));
                 // (x, y) of the pixels that differ.
                 let differ: Vec<_> = (0..cached.len())
                     .filter(|&k| cached[k] != fresh[k])

@@ -13,7 +13,7 @@ use super::fold::{
     self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
 };
 use super::labels::{FontsKey, Labels};
-use super::layout_cache::{LayoutCache, RowMeshes, clear_keeping_memory};
+use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
 use super::search::{Match, Mode, Search};
 use super::summary::state_color;
@@ -55,11 +55,10 @@ impl StreamPrefix {
     }
 }
 
-/// What one frame draws the rows with: quads and labels' glyphs in two meshes (boxes,
-/// then the labels over them). It holds the timeline's buffers and layouts of zoomed-out
-/// rows while it draws.
+/// What one frame draws the rows with: one mesh of their quads and labels' glyphs. It
+/// holds the timeline's layouts of zoomed-out rows while it draws.
 struct Drawn {
-    meshes: RowMeshes,
+    rows: RowMesh,
     labels: Labels,
     layouts: LayoutCache<RowKind>,
 }
@@ -179,10 +178,9 @@ pub struct Timeline {
     /// and the fonts their labels were baked with.
     layouts: LayoutCache<RowKind>,
     fonts_key: FontsKey,
-    /// The rows' mesh handed to egui last frame, and the labels' buffer: their memory is
-    /// used again (growing them anew was a tenth of a frame).
+    /// The rows' mesh handed to egui last frame: its memory is used again (growing it anew
+    /// was a tenth of a frame).
     rows_mesh: Arc<Mesh>,
-    text_buffer: Mesh,
 }
 
 impl Timeline {
@@ -293,7 +291,6 @@ impl Timeline {
             layouts: LayoutCache::default(),
             fonts_key: FontsKey::default(),
             rows_mesh: Arc::default(),
-            text_buffer: Mesh::default(),
         }
     }
 
@@ -496,18 +493,12 @@ impl Timeline {
             self.layouts.clear();
         }
         // Last frame's mesh is ours again once egui has tessellated it.
-        let mut quads = Arc::get_mut(&mut self.rows_mesh)
+        let mut mesh = Arc::get_mut(&mut self.rows_mesh)
             .map(std::mem::take)
             .unwrap_or_default();
-        let mut text = std::mem::take(&mut self.text_buffer);
-        clear_keeping_memory(&mut quads);
-        clear_keeping_memory(&mut text);
+        clear_keeping_memory(&mut mesh);
         let mut drawn = Drawn {
-            meshes: RowMeshes {
-                quads,
-                text,
-                count: 0,
-            },
+            rows: RowMesh { mesh, quads: 0 },
             labels,
             layouts: std::mem::take(&mut self.layouts),
         };
@@ -535,19 +526,17 @@ impl Timeline {
             y += h;
         }
         let Drawn {
-            mut meshes,
+            rows: mut drawn_rows,
             labels,
             layouts,
         } = drawn;
         self.layouts = layouts;
-        labels.follow_atlas_growth(&mut meshes.text);
-        meshes.quads.append_ref(&meshes.text);
-        self.text_buffer = meshes.text;
-        self.rows_mesh = Arc::new(meshes.quads);
+        labels.follow_atlas_growth(&mut drawn_rows.mesh);
+        self.last_quads = drawn_rows.quads;
+        self.rows_mesh = Arc::new(drawn_rows.mesh);
         plot_painter.add(egui::Shape::Mesh(self.rows_mesh.clone()));
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
-        self.last_quads = meshes.count;
         // Clicks on the plot select what is under the pointer; on the labels, fold groups.
         if response.clicked()
             && let Some(p) = response.interact_pointer_pos()
@@ -916,7 +905,7 @@ impl Timeline {
                 out.labels.pixels_per_point(),
                 &mut lay_out,
                 &mut { label },
-                &mut out.meshes,
+                &mut out.rows,
                 label,
             );
         } else {
@@ -931,10 +920,10 @@ impl Timeline {
                 t_of,
                 |i| Fill::Solid((items.color)(i)),
                 items.folded,
-                |i, rect| label(i, rect, &mut out.meshes.text),
+                label,
                 r,
-                &mut out.meshes.quads,
-                &mut out.meshes.count,
+                &mut out.rows.mesh,
+                &mut out.rows.quads,
             );
         }
     }
@@ -967,7 +956,7 @@ impl Timeline {
                 t_of,
                 |_| Fill::Solid(color),
                 |_, _, _| Fill::Solid(color),
-                |_, _| {},
+                |_, _, _| {},
                 r,
                 mesh,
                 &mut 0,
@@ -994,7 +983,7 @@ impl Timeline {
                 t_of,
                 |_| Fill::Solid(tint(1.0)),
                 |a, b, span| Fill::Solid(tint((o.covered[b] - o.covered[a]) as f64 / span as f64)),
-                |_, _| {},
+                |_, _, _| {},
                 Rect::from_x_y_ranges(plot.x_range(), band),
                 &mut mesh,
                 &mut quads,
