@@ -1,8 +1,9 @@
-//! Zoomed-out rows' quads kept from frame to frame. Drawn from its level of detail, a row
-//! depends only on the scale (ns per pixel) and its height: its columns lie on a grid fixed
-//! in time. A frame that pans or only repaints (hover, a click in a panel) shifts the quads
-//! laid out before instead of walking the row's blocks again, so its cost no longer depends
-//! on how full the rows are. A zoom lays the rows out afresh.
+//! Zoomed-out rows' quads and labels kept from frame to frame. Drawn from its level of
+//! detail, a row depends only on the scale (ns per pixel) and its height: its columns lie
+//! on a grid fixed in time. A frame that pans or only repaints (hover, a click in a panel)
+//! shifts the quads and label glyphs laid out before instead of walking the row's blocks
+//! and laying text out again, so its cost no longer depends on how full the rows are. A
+//! zoom lays the rows out afresh.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -133,20 +134,17 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             layout.items.clear();
             (layout.ns_per_px, layout.height, layout.span) = (ns_per_px, r.height(), span);
             let at_origin = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, r.height()));
-            let mut items = Vec::new();
-            lay_out(span, at_origin, &mut layout.drawn, &mut |i, rect| {
-                items.push((i, rect))
-            });
-            for (index, rect) in items {
-                let (v, i) = (layout.text.vertices.len(), layout.text.indices.len());
-                bake_label(index, rect, &mut layout.text);
-                layout.items.push(Item {
+            let (text, items) = (&mut layout.text, &mut layout.items);
+            lay_out(span, at_origin, &mut layout.drawn, &mut |index, rect| {
+                let (v, i) = (text.vertices.len(), text.indices.len());
+                bake_label(index, rect, text);
+                items.push(Item {
                     index,
                     rect,
-                    vertices: v..layout.text.vertices.len(),
-                    indices: i..layout.text.indices.len(),
+                    vertices: v..text.vertices.len(),
+                    indices: i..text.indices.len(),
                 });
-            }
+            });
             layout.sort_quads();
             self.rows.insert(key, layout);
         }
@@ -169,11 +167,13 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         let text_shift = (shift * pixels_per_point).round() / pixels_per_point;
         for item in &layout.items {
             let moved = item.rect.translate(shift);
-            if moved.left() >= r.left() && moved.right() <= r.right() {
+            let shown = moved.intersect(r);
+            // Only the view's left and right edges cut an item (its height is the row's).
+            if moved.x_range() == shown.x_range() {
                 let (v, i) = (item.vertices.clone(), item.indices.clone());
                 append_shifted(&layout.text, v, i, text_shift, &mut out.mesh);
-            } else if moved.intersect(r).width() > 0.0 {
-                on_item(item.index, moved.intersect(r), &mut out.mesh);
+            } else if shown.width() > 0.0 {
+                on_item(item.index, shown, &mut out.mesh);
             }
         }
     }
