@@ -146,22 +146,9 @@ pub fn fold_draw_by(
         }
         // Fold every item that starts within MIN_PX of this one.
         let limit = ceil_ns(t_of(x0 + MIN_PX));
-        // A few steps forward first (a level of detail puts 1–4 blocks in a fold), then
-        // gallop: the next block is near, and a search over the whole row would miss the
-        // cache at every step on a large trace.
-        let mut j = i + 1;
-        while j < n && j < i + 8 && start(j) < limit {
-            j += 1;
-        }
-        if j == i + 8 && j < n && start(j) < limit {
-            let mut step = 1;
-            while j + step < n && start(j + step) < limit {
-                step *= 2;
-            }
-            let lo = j + step / 2;
-            let hi = (j + step).min(n);
-            j = lo.min(hi) + partition(hi - lo.min(hi), |k| start(lo.min(hi) + k) < limit);
-        }
+        // Galloping from here: the next block is near, and a search over the whole row
+        // would miss the cache at every step on a large trace.
+        let mut j = gallop(i + 1, n, |k| start(k) < limit);
         // A wide item ends the fold and is drawn as itself next; in a row whose items do
         // not overlap it can only be the fold's last.
         if j - 1 > i && wide(j - 1) {
