@@ -330,11 +330,7 @@ pub fn bench_frame(file: &Path, against: Option<&Path>) -> Result<(), String> {
             continue;
         }
         let mut line = format!("zoom={name}");
-        let (drag, base_drag) = if std::env::var("ZOOMONLY").is_ok() {
-            (0.0, None)
-        } else {
-            time_both(&mut bench, base.as_mut(), name, frames, dragged)
-        };
+        let (drag, base_drag) = time_both(&mut bench, base.as_mut(), name, frames, dragged);
         let quads = bench.timeline.last_quads;
         let (step, base_step) = time_both(&mut bench, base.as_mut(), name, frames, zoomed);
         line += &format!(" median_ms={drag:.3} quads={quads} zoom_step_ms={step:.3}");

@@ -47,11 +47,15 @@ struct Layout {
     span: (f64, f64),
     /// What `lay_out` drew, quads only (four vertices each, `Mesh::add_colored_rect`).
     drawn: Mesh,
-    /// The same quads by left edge: the ones in view are one run of them. A frame makes
-    /// their vertices from these (a fifth of the bytes to read of copying the mesh's).
+    /// The same quads by top edge, tallest first as they overlap and were painted (see
+    /// `fold::ColumnPainter`), then by left edge: in each run of one top, the ones in view
+    /// are one run of them. A frame makes their vertices from these (a fifth of the bytes
+    /// to read of copying the mesh's).
     quads: Vec<(Rect, Color32)>,
-    /// Each quad's left edge, and the furthest right edge up to it: a frame finds the
-    /// run in view by two binary searches.
+    /// Where each run of quads with one top ends.
+    tops: Vec<usize>,
+    /// Each quad's left edge, and the furthest right edge up to it in its run: a frame
+    /// finds the quads in view by two binary searches per run.
     lefts: Vec<f32>,
     reach: Vec<f32>,
     /// Items drawn as themselves, with their labels' glyphs in `text`.
@@ -73,16 +77,24 @@ impl Layout {
         self.quads.clear();
         self.quads
             .extend(corners.map(|q| (Rect::from_min_max(q[0].pos, q[3].pos), q[0].color)));
-        // Stable: quads at the same left edge keep the order they were painted in.
-        self.quads.sort_by(|a, b| a.0.min.x.total_cmp(&b.0.min.x));
+        // Stable: quads at the same place keep the order they were painted in.
+        self.quads.sort_by(|a, b| {
+            (a.0.min.y.total_cmp(&b.0.min.y)).then(a.0.min.x.total_cmp(&b.0.min.x))
+        });
+        self.tops.clear();
         self.lefts.clear();
         self.reach.clear();
         let mut furthest = f32::NEG_INFINITY;
-        for (rect, _) in &self.quads {
+        for (k, (rect, _)) in self.quads.iter().enumerate() {
+            if k > 0 && rect.min.y != self.quads[k - 1].0.min.y {
+                self.tops.push(k);
+                furthest = f32::NEG_INFINITY;
+            }
             furthest = furthest.max(rect.max.x);
             self.lefts.push(rect.min.x);
             self.reach.push(furthest);
         }
+        self.tops.push(self.quads.len());
     }
 
     fn fits(&self, ns_per_px: f64, height: f32) -> bool {
@@ -154,15 +166,20 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
             r.top(),
         );
         let (left, right) = (r.left() - shift.x, r.right() - shift.x);
-        let first = layout.reach.partition_point(|&x| x <= left);
-        let end = layout.lefts.partition_point(|&x| x < right).max(first);
-        let quads = &layout.quads[first..end];
-        out.mesh.reserve_vertices(4 * quads.len());
-        out.mesh.reserve_triangles(2 * quads.len());
-        for &(rect, color) in quads {
-            out.mesh.add_colored_rect(rect.translate(shift), color);
+        let mut run_start = 0;
+        for &run_end in &layout.tops {
+            let run = run_start..run_end;
+            run_start = run_end;
+            let first = run.start + layout.reach[run.clone()].partition_point(|&x| x <= left);
+            let end = run.start + layout.lefts[run].partition_point(|&x| x < right);
+            let quads = &layout.quads[first..end.max(first)];
+            out.mesh.reserve_vertices(4 * quads.len());
+            out.mesh.reserve_triangles(2 * quads.len());
+            for &(rect, color) in quads {
+                out.mesh.add_colored_rect(rect.translate(shift), color);
+            }
+            out.quads += quads.len();
         }
-        out.quads += end - first;
         // Text stays on whole pixels, as the tessellator puts it.
         let text_shift = (shift * pixels_per_point).round() / pixels_per_point;
         for item in &layout.items {
