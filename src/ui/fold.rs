@@ -63,14 +63,14 @@ impl FoldStyle {
 
     /// The parts between rounded `tops`; something that ran never shows as nothing.
     fn parts(self, tops: [u8; 3], busy: Busy) -> Eighths {
-        let mut parts = [
-            tops[0],
-            tops[1].saturating_sub(tops[0]),
-            tops[2].saturating_sub(tops[1].max(tops[0])),
-        ];
         match self {
             FoldStyle::Coverage(_) => Eighths([tops[2].max(1), 0, 0]),
             FoldStyle::ByKind => {
+                let mut parts = [
+                    tops[0],
+                    tops[1].saturating_sub(tops[0]),
+                    tops[2].saturating_sub(tops[1]),
+                ];
                 if busy.total > 0 && parts == [0, 0, 0] {
                     let compute = busy.total - busy.nccl - busy.memory;
                     let largest = if compute >= busy.nccl && compute >= busy.memory {
@@ -492,6 +492,10 @@ impl<'a> ColumnPainter<'a> {
         SEGMENT_COLUMNS - (t - self.origin).div_euclid(self.column_ns) % SEGMENT_COLUMNS
     }
 
+    fn starts_segment(&self, t: i64) -> bool {
+        self.columns_left_in_segment(t) == SEGMENT_COLUMNS
+    }
+
     /// A column over `t` (ns), at `x` (px): its tops are worked out even where it lies
     /// outside the row, as the next one may keep them.
     #[inline]
@@ -501,11 +505,7 @@ impl<'a> ColumnPainter<'a> {
         }
         let exact = self.style.exact_tops(busy, self.eighths_per_ns);
         let tops = match self.shown {
-            Some((end, last))
-                if end == t.0 && self.columns_left_in_segment(t.0) < SEGMENT_COLUMNS =>
-            {
-                held_tops(exact, last)
-            }
+            Some((end, last)) if end == t.0 && !self.starts_segment(t.0) => held_tops(exact, last),
             _ => exact.map(round_eighths),
         };
         self.shown = Some((t.1, tops));
