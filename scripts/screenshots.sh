@@ -35,9 +35,11 @@ $BIN "$LARGE" & APP=$!
 sleep 2.5; shot loading
 wait_loaded large 14; shot large-zoomed-out
 
-# 4. One iteration zoomed in: drag on the ruler across a small part of the view, twice.
+# 4. One iteration zoomed in: drag on the ruler across a small part of the view, twice
+#    (a few iterations in view), then double-click one iteration's NVTX range (y≈310).
 drag 940 960 $RULER_Y
 drag 700 1200 $RULER_Y
+xdotool mousemove 780 310 click --repeat 2 --delay 80 1; sleep 1
 shot iteration-zoomed-in
 
 # 5. A kernel selected: zoom further on the ruler, then click GPU 0's first stream.

@@ -1,6 +1,6 @@
 //! The window driven as a person would, with egui_kittest: open a generated trace, wait for
-//! the load, see one row group per GPU, zoom, click a kernel, open a bad file, and use the
-//! start page's "Open sample trace".
+//! the load, see one row group per GPU, zoom, click a kernel (and double-click it to zoom to
+//! it), open a bad file, and use the start page's "Open sample trace".
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -103,20 +103,10 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
             plot.top() + 20.0 + 9.0,
         )
     };
-    h.hover_at(eframe::egui::pos2(x, click_y));
+    let kernel = eframe::egui::pos2(x, click_y);
+    h.hover_at(kernel);
     h.run_steps(1);
-    h.event(eframe::egui::Event::PointerButton {
-        pos: eframe::egui::pos2(x, click_y),
-        button: eframe::egui::PointerButton::Primary,
-        pressed: true,
-        modifiers: Default::default(),
-    });
-    h.event(eframe::egui::Event::PointerButton {
-        pos: eframe::egui::pos2(x, click_y),
-        button: eframe::egui::PointerButton::Primary,
-        pressed: false,
-        modifiers: Default::default(),
-    });
+    click_at(&mut h, kernel);
     h.run_steps(2);
     let State::Loaded(l) = &h.state().state else {
         unreachable!()
@@ -128,6 +118,46 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
     );
     h.get_by_label(&name);
     h.get_by_label(&nsys_explorer::report::format_ns(end - start));
+
+    // A double click zooms to the kernel, 5 % of its length on each side (the view had
+    // 20 %).
+    h.run_steps(2);
+    double_click_at(&mut h, kernel);
+    h.run_steps(2);
+    let State::Loaded(l) = &h.state().state else {
+        unreachable!()
+    };
+    let (v0, v1) = l.timeline.view;
+    let len = (end - start) as f64;
+    let want = (start as f64 - 0.05 * len, end as f64 + 0.05 * len);
+    assert!(
+        (v0 - want.0).abs() < len * 1e-3 && (v1 - want.1).abs() < len * 1e-3,
+        "view {:?}, want {want:?}",
+        (v0, v1)
+    );
+}
+
+/// The primary button pressed and released at `pos`.
+fn button_events(pos: eframe::egui::Pos2) -> [eframe::egui::Event; 2] {
+    [true, false].map(|pressed| eframe::egui::Event::PointerButton {
+        pos,
+        button: eframe::egui::PointerButton::Primary,
+        pressed,
+        modifiers: Default::default(),
+    })
+}
+
+/// Clicks at `pos` (a frame per event).
+fn click_at(h: &mut Harness<'static, App>, pos: eframe::egui::Pos2) {
+    button_events(pos).into_iter().for_each(|e| h.event(e));
+}
+
+/// Clicks twice at `pos` within one frame: the harness gives each queued event a frame of
+/// its own, a quarter second apart, too slow for a double click.
+fn double_click_at(h: &mut Harness<'static, App>, pos: eframe::egui::Pos2) {
+    let clicks = [button_events(pos), button_events(pos)];
+    h.input_mut().events.extend(clicks.into_iter().flatten());
+    h.step();
 }
 
 #[test]

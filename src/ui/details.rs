@@ -20,7 +20,7 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
     let Some(selection) = timeline.selection else {
         ui.label("Click a kernel, NVTX range or API call on the timeline.");
         ui.add_space(8.0);
-        ui.label("Zoom: Ctrl+wheel or W/S · pan: drag, wheel or A/D · fit: F · drag on the ruler to zoom to a range.");
+        ui.label("Zoom: Ctrl+wheel or W/S · pan: drag, wheel or A/D · fit: F · drag on the ruler to zoom to a range · double-click an item to zoom to it.");
         return;
     };
     let origin = timeline.full.0;

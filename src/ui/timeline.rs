@@ -26,6 +26,8 @@ const ROW_H: f32 = 18.0;
 const HEADER_H: f32 = 20.0;
 const RULER_H: f32 = 24.0;
 const LABEL_W: f32 = 190.0;
+/// Room left on each side of an item double-clicked to zoom to it, as a share of its length.
+const ZOOM_TO_ITEM_MARGIN: f64 = 0.05;
 
 /// Per stream: prefix sums that give the busy time and the mix of any run of ops in O(1).
 struct StreamPrefix {
@@ -111,6 +113,26 @@ pub enum Selection {
     Op { device: usize, op: OpRef },
     Range { thread: usize, range: usize },
     Call { thread: usize, call: usize },
+}
+
+impl Selection {
+    /// When the item starts and ends (ns).
+    pub fn span(self, trace: &Trace) -> (i64, i64) {
+        match self {
+            Selection::Op { device, op } => {
+                let ops = &trace.devices[device].streams[op.stream as usize].ops;
+                (ops.start[op.op as usize], ops.end[op.op as usize])
+            }
+            Selection::Range { thread, range } => {
+                let n = &trace.threads[thread].nvtx;
+                (n.start[range], n.end[range])
+            }
+            Selection::Call { thread, call } => {
+                let a = &trace.threads[thread].api;
+                (a.start[call], a.end[call])
+            }
+        }
+    }
 }
 
 /// Intervals of one device's state (a clicked summary category), drawn as a band over
@@ -547,6 +569,16 @@ impl Timeline {
                 self.selection = hovered.as_ref().map(|h| h.0);
                 self.clicked_selection = self.selection.is_some();
             }
+        }
+        // A double click zooms to what is under the pointer (an iteration's range, a kernel).
+        if response.double_clicked()
+            && let Some(p) = response.interact_pointer_pos()
+            && p.x >= plot.left()
+            && p.y > plot.top()
+            && let Some((item, _)) = &hovered
+        {
+            let (start, end) = item.span(trace);
+            self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
         }
         if let Some((_, text)) = hovered {
             response.on_hover_text_at_pointer(text);
