@@ -53,7 +53,7 @@ struct Layout {
     /// to read of copying the mesh's).
     quads: Vec<(Rect, Color32)>,
     /// Where each run of quads with one top ends.
-    tops: Vec<usize>,
+    run_ends: Vec<usize>,
     /// Each quad's left edge, and the furthest right edge up to it in its run: a frame
     /// finds the quads in view by two binary searches per run.
     lefts: Vec<f32>,
@@ -81,20 +81,20 @@ impl Layout {
         self.quads.sort_by(|a, b| {
             (a.0.min.y.total_cmp(&b.0.min.y)).then(a.0.min.x.total_cmp(&b.0.min.x))
         });
-        self.tops.clear();
+        self.run_ends.clear();
         self.lefts.clear();
         self.reach.clear();
         let mut furthest = f32::NEG_INFINITY;
         for (k, (rect, _)) in self.quads.iter().enumerate() {
             if k > 0 && rect.min.y != self.quads[k - 1].0.min.y {
-                self.tops.push(k);
+                self.run_ends.push(k);
                 furthest = f32::NEG_INFINITY;
             }
             furthest = furthest.max(rect.max.x);
             self.lefts.push(rect.min.x);
             self.reach.push(furthest);
         }
-        self.tops.push(self.quads.len());
+        self.run_ends.push(self.quads.len());
     }
 
     fn fits(&self, ns_per_px: f64, height: f32) -> bool {
@@ -167,7 +167,7 @@ impl<K: Hash + Eq + Copy> LayoutCache<K> {
         );
         let (left, right) = (r.left() - shift.x, r.right() - shift.x);
         let mut run_start = 0;
-        for &run_end in &layout.tops {
+        for &run_end in &layout.run_ends {
             let run = run_start..run_end;
             run_start = run_end;
             let first = run.start + layout.reach[run.clone()].partition_point(|&x| x <= left);
