@@ -42,8 +42,11 @@ drag 700 1200 $RULER_Y
 xdotool mousemove 780 310 click --repeat 2 --delay 80 1; sleep 1
 shot iteration-zoomed-in
 
-# 5. A kernel selected: zoom further on the ruler, then click GPU 0's first stream.
+# 5. A kernel selected, with the arrow from its launch: zoom further on the ruler, fold
+#    GPUs 1–3 by their headers (each moves up as the one above folds) so the launching
+#    thread's API row is in view, then click GPU 0's first stream.
 drag 940 955 $RULER_Y
+for y in 122 142 162; do xdotool mousemove 300 "$y" click 1; sleep 0.6; done
 xdotool mousemove 980 85 click 1; sleep 1.5
 shot kernel-selected
 quit
