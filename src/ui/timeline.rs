@@ -1078,24 +1078,19 @@ impl Timeline {
                     );
                     painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
                     let (thread, call) = (ops.launch_thread[i], ops.launch_call[i]);
-                    let from = (call != NONE)
-                        .then(|| {
-                            let cy = row_y(RowKind::Api {
-                                thread: thread as usize,
-                            })?;
-                            let api = &trace.threads[thread as usize].api;
-                            // A launch before the view: from the view's edge on its row.
-                            let x = x_of(api.start[call as usize] as f64);
-                            let x = x.clamp(plot.left(), plot.right());
-                            Some(Pos2::new(x, cy + ROW_H / 2.0))
-                        })
-                        .flatten();
                     // Only from a row in view: from far above or below it, the line would run
                     // along the kernel's row over its neighbours (the Details tab names the
                     // launch).
-                    if let Some(from) = from
-                        && plot.y_range().contains(from.y)
+                    if call != NONE
+                        && let Some(cy) = row_y(RowKind::Api {
+                            thread: thread as usize,
+                        })
+                        && plot.y_range().contains(cy + ROW_H / 2.0)
                     {
+                        let api = &trace.threads[thread as usize].api;
+                        // A launch before the view: from the view's edge on its row.
+                        let x = x_of(api.start[call as usize] as f64);
+                        let from = Pos2::new(x.clamp(plot.left(), plot.right()), cy + ROW_H / 2.0);
                         let to = Pos2::new(r.left(), r.center().y);
                         // egui's arrow scales its head with the length; keep it 8 px.
                         let stroke = Stroke::new(1.5, Color32::from_rgb(255, 200, 0));
