@@ -18,9 +18,11 @@ use clap::{Parser, Subcommand};
 )]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// An `nsys export --type sqlite` file to open in the window (none: start page).
+    /// An `nsys export --type sqlite` file to open in the window. Without one the window
+    /// opens on a built-in sample trace (a generated 4-GPU run); see --start-page.
     pub file: Option<PathBuf>,
-    /// Show the start page instead of the sample trace when no FILE is given.
+    /// Open the start page (Open…, Open sample trace, recent files) instead of the sample
+    /// trace when no FILE is given.
     #[arg(long)]
     pub start_page: bool,
     /// Once analysed, open a view as if clicked (for the screenshot script):

@@ -11,6 +11,15 @@ use crate::analysis::{Options, iterations::Iterations};
 use crate::load::LoadReport;
 use crate::trace::{OpKind, Trace};
 
+/// "1 stream", "2 streams".
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Human-readable duration: `812 ns`, `3.4 µs`, `12.5 ms`, `3.087 s`.
 pub fn format_ns(ns: i64) -> String {
     let a = ns.abs() as f64;
@@ -84,6 +93,7 @@ pub fn report_json(
         .collect();
     json!({
         "file": report.file,
+        "time_origin_ns": trace.time_origin(),
         "nsys_version": trace.info.nsys_version,
         "schema_version": trace.info.schema_version,
         "load": {
@@ -112,6 +122,7 @@ pub fn report_json(
             v
         }),
         "kernels_top": overview.kernels.iter().take(options.top).collect::<Vec<_>>(),
+        "cpu_sync": overview.cpu_sync.iter().take(options.top).collect::<Vec<_>>(),
         "nccl": overview.nccl,
     })
 }
@@ -153,18 +164,30 @@ pub fn report_text(
     );
     health(&mut s, report);
     let _ = writeln!(s, "\nWhere the time goes:");
+    if trace.devices.is_empty() {
+        let why = if report
+            .missing_tables
+            .iter()
+            .any(|t| t == crate::load::KERNEL)
+        {
+            "the export has no kernel table"
+        } else {
+            "no kernel, memcpy or memset in the export"
+        };
+        let _ = writeln!(s, "  no GPU activity recorded ({why})");
+    }
+    cpu_sync_text(&mut s, overview);
     for d in selected_devices(trace, options) {
         let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
         let _ = writeln!(
             s,
-            "  GPU {} {}: {} kernels ({} NCCL), {} memcpys, {} memsets on {} streams",
-            d.id,
-            d.name,
-            kernels,
+            "  {}: {}, {} NCCL, {}, {} on {}",
+            d.label(),
+            plural(kernels, "kernel"),
             d.count_of(OpKind::Nccl),
-            d.count_of(OpKind::Memcpy),
-            d.count_of(OpKind::Memset),
-            d.streams.len()
+            plural(d.count_of(OpKind::Memcpy), "memcpy"),
+            plural(d.count_of(OpKind::Memset), "memset"),
+            plural(d.streams.len(), "stream")
         );
         let Some(sum) = overview.devices.iter().find(|x| x.device == d.id) else {
             let _ = writeln!(s, "    no kernels: nothing to break down");
@@ -206,6 +229,28 @@ pub fn report_text(
     }
     iterations_text(&mut s, overview);
     s
+}
+
+/// The threads that waited longest in synchronising calls.
+fn cpu_sync_text(s: &mut String, overview: &Overview) {
+    for t in overview.cpu_sync.iter().take(3) {
+        let calls: Vec<String> = t
+            .by_name
+            .iter()
+            .take(3)
+            .map(|c| format!("{} {} × {}", c.name, c.count, format_ns(c.total_ns)))
+            .collect();
+        let name = if t.name.is_empty() { "thread" } else { &t.name };
+        let _ = writeln!(
+            s,
+            "  CPU {name} (pid {}, tid {}): {:.1} % of its {} in synchronising calls ({})",
+            t.pid,
+            t.tid,
+            t.share_pct(),
+            format_ns(t.span_ns),
+            calls.join(", ")
+        );
+    }
 }
 
 fn health(s: &mut String, report: &LoadReport) {

@@ -72,6 +72,20 @@ fn report_text_names_devices_and_tables() {
         text.contains("TARGET_INFO_GPU"),
         "absent table listed: {text}"
     );
+    // Without TARGET_INFO_GPU a device is "GPU 0", not "GPU 0 GPU 0"; counts read as words.
+    assert!(!text.contains("GPU 0 GPU 0"), "{text}");
+    assert!(
+        !text.contains(" 1 streams") && !text.contains(" 1 memsets"),
+        "{text}"
+    );
+}
+
+#[test]
+fn help_says_what_happens_without_a_file() {
+    let out = succeeded(bin().arg("--help"));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("built-in sample trace"), "{text}");
+    assert!(text.contains("--start-page"), "{text}");
 }
 
 #[test]

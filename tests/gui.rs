@@ -11,6 +11,8 @@ use nsys_explorer::synth::{self, Preset, SynthOptions};
 use nsys_explorer::ui::timeline::Selection;
 use nsys_explorer::ui::{App, State};
 
+mod common;
+
 fn harness(file: Option<&Path>) -> Harness<'static, App> {
     let ctx = eframe::egui::Context::default();
     let app = App::new(file.map(Path::to_path_buf), &ctx, Vec::new());
@@ -190,6 +192,7 @@ fn the_start_page_opens_the_sample_trace() {
         h.state().recent.is_empty(),
         "the sample is not a recent file"
     );
+    h.get_by_label("SAMPLE TRACE");
 }
 
 /// A generated tiny trace, loaded and analysed, with its ground truth.
@@ -229,7 +232,19 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
     assert_eq!((&o.starts, &o.ends), (&expected.0, &expected.1));
     let idle: i64 = o.starts.iter().zip(&o.ends).map(|(s, e)| e - s).sum();
     assert_eq!(idle, l.overview.as_ref().unwrap().devices[0].breakdown.idle);
-    h.get_by_label_contains(&format!("idle intervals of GPU {}", l.trace.devices[0].id));
+    // Listed under GPU 0's numbers, longest first.
+    h.get_by_label_contains(&format!(
+        "{} intervals, the {} longest",
+        o.starts.len(),
+        o.longest_first.len()
+    ));
+    let lengths: Vec<i64> = o
+        .longest_first
+        .iter()
+        .map(|&i| o.ends[i as usize] - o.starts[i as usize])
+        .collect();
+    assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "{lengths:?}");
+    assert_eq!(lengths[0], o.longest);
 
     h.query_all_by_label_contains("idle  ")
         .next()
@@ -317,8 +332,28 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
     let spans = its.per_device.iter().filter_map(|d| d.spans[k]);
     let start = spans.clone().map(|w| w.start).min().unwrap();
     let end = spans.map(|w| w.end).max().unwrap();
-    assert_eq!(l.timeline.view, (start as f64, end as f64));
+    let (v0, v1) = l.timeline.view;
+    let margin = (end - start) as f64 * 0.02;
+    assert!(
+        (v0 - (start as f64 - margin)).abs() < 1.0 && (v1 - (end as f64 + margin)).abs() < 1.0,
+        "view {v0}..{v1}, span {start}..{end}"
+    );
     assert_eq!(l.iterations.selected, Some(k));
+    // The iteration's span is outlined on every GPU.
+    let marks: Vec<(i64, i64)> = l
+        .timeline
+        .iteration_mark
+        .iter()
+        .map(|m| (m.1, m.2))
+        .collect();
+    let want: Vec<(i64, i64)> = its
+        .per_device
+        .iter()
+        .filter_map(|d| d.spans[k])
+        .map(|w| (w.start, w.end))
+        .collect();
+    assert_eq!(marks, want);
+    assert_eq!(marks.len(), l.trace.devices.len());
     h.get_by_label_contains(&format!(
         "Straggler: GPU {} — its CPU thread was in {}",
         truth.iterations.straggler_device, truth.iterations.straggler_activity
@@ -429,4 +464,330 @@ fn a_window_too_narrow_for_the_plot_draws_without_a_panic() {
         h.run_steps(3);
     }
     assert!(matches!(h.state().state, State::Loaded(_)));
+}
+
+/// Which tab of the bottom panel to click, by its label.
+const TABS: [&str; 5] = ["Gaps", "Iterations", "Kernels", "NCCL", "Details"];
+
+#[test]
+fn the_timeline_keeps_its_height_while_the_pointer_moves_for_many_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    h.run_steps(3);
+    let height = loaded(&h).timeline.last_plot.height();
+    assert!(height > 200.0, "timeline {height} px of 900");
+    // Every tab, the slowest iteration's drill-down open, the pointer over the timeline,
+    // the panels and the plots: the plot may not lose a pixel.
+    for tab in TABS {
+        h.get_by_label(tab).click();
+        h.run_steps(2);
+        if tab == "Iterations" {
+            h.get_by_label_contains(&format!(
+                "Slowest: iter {}:",
+                truth.iterations.slowest_index
+            ))
+            .click();
+            h.run_steps(2);
+        }
+        for k in 0..60 {
+            let x = 100.0 + (k * 97 % 1200) as f32;
+            let y = 60.0 + (k * 53 % 820) as f32;
+            h.hover_at(eframe::egui::pos2(x, y));
+            h.step();
+            let now = loaded(&h).timeline.last_plot.height();
+            assert!(
+                (now - height).abs() < 0.5,
+                "tab {tab}, frame {k}: the timeline went from {height} to {now} px"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_tab_panel_dragged_to_the_top_leaves_the_timeline_most_of_the_window() {
+    use eframe::egui::{Event, PointerButton, pos2};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.run_steps(2);
+    let plot = loaded(&h).timeline.last_plot;
+    // The panel's top edge lies a few px below the timeline's bottom.
+    let edge = pos2(900.0, plot.bottom() + 8.0);
+    h.hover_at(edge);
+    h.run_steps(1);
+    let press = |pressed| Event::PointerButton {
+        pos: edge,
+        button: PointerButton::Primary,
+        pressed,
+        modifiers: Default::default(),
+    };
+    h.event(press(true));
+    for y in [400.0, 200.0, 60.0, 30.0] {
+        h.event(Event::PointerMoved(pos2(900.0, y)));
+    }
+    h.event(Event::PointerButton {
+        pos: pos2(900.0, 30.0),
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: Default::default(),
+    });
+    h.run_steps(3);
+    let now = loaded(&h).timeline.last_plot.height();
+    assert!(now >= 0.3 * 900.0, "the timeline kept {now} px of 900");
+}
+
+#[test]
+fn fit_shows_the_whole_trace_cpu_side_included_and_the_ruler_counts_from_its_first_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.hover_at(eframe::egui::pos2(900.0, 300.0));
+    h.key_press(eframe::egui::Key::W);
+    h.key_press(eframe::egui::Key::F);
+    h.run_steps(2);
+    let l = loaded(&h);
+    let (first, last) = l.trace.time_span().unwrap();
+    let first_kernel = l
+        .trace
+        .devices
+        .iter()
+        .filter_map(|d| d.kernel_window())
+        .map(|w| w.0)
+        .min()
+        .unwrap();
+    assert!(
+        first < first_kernel,
+        "the CPU side starts before the first kernel"
+    );
+    assert_eq!(l.timeline.view, (first as f64, last as f64));
+    assert_eq!(l.timeline.full.0, first, "time 0 is the first event");
+}
+
+#[test]
+fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    // Sort by GPU, descending: the first row is a gap of the last GPU, whose rows are below
+    // the fold of a 900 px window.
+    h.get_by_label("GPU").click();
+    h.run_steps(2);
+    h.get_by_label("GPU ^").click();
+    h.run_steps(2);
+    let (start, end, device) = {
+        let l = loaded(&h);
+        let o = l.overview.as_ref().unwrap();
+        let g = &o.gaps[l.gaps.order[0] as usize].gap;
+        (g.start_ns, g.start_ns + g.duration_ns, g.device)
+    };
+    // The rows scrolled down to the CPU threads: the GPUs are out of view.
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.scroll_y = 600.0;
+    }
+    h.run_steps(1);
+    h.key_press(eframe::egui::Key::N);
+    h.run_steps(2);
+    let l = loaded(&h);
+    let index = l.trace.devices.iter().position(|d| d.id == device).unwrap();
+    assert_eq!(index, l.trace.devices.len() - 1);
+    assert_eq!(l.timeline.highlight, Some((index, start, end)));
+    let (v0, v1) = l.timeline.view;
+    let (lo, hi) = l.timeline.full;
+    assert!(
+        v0 >= lo as f64 && v1 <= hi as f64,
+        "view {v0}..{v1} inside {lo}..{hi}"
+    );
+    // Its rows are scrolled to the top of the plot.
+    let rows = l.timeline.rows(&l.trace);
+    let above: f32 = rows
+        .iter()
+        .take_while(|r| **r != nsys_explorer::ui::timeline::RowKind::GpuHeader(index))
+        .map(|r| r.height())
+        .sum();
+    assert!(above > 0.0);
+    assert_eq!(l.timeline.scroll_y, above);
+}
+
+/// A copy of a real export with its GPU tables dropped: what an export of a run captured
+/// without CUDA GPU tracing looks like (API calls, NVTX, no kernels).
+fn api_only_export(dir: &Path) -> std::path::PathBuf {
+    let real = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("2gpu-nccl-flashattn"))
+        .unwrap();
+    let path = dir.join("api-only.sqlite");
+    std::fs::copy(&real, &path).unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&path, perms).unwrap();
+    let db = rusqlite::Connection::open(&path).unwrap();
+    for t in [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ] {
+        db.execute(&format!("DROP TABLE {t}"), []).unwrap();
+    }
+    path
+}
+
+#[test]
+fn an_api_only_export_opens_on_the_whole_trace_and_says_what_it_has() {
+    use eframe::egui::{Key, Modifiers};
+    let dir = tempfile::tempdir().unwrap();
+    let path = api_only_export(dir.path());
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    let l = loaded(&h);
+    assert!(l.trace.devices.is_empty());
+    let (first, last) = l.trace.time_span().unwrap();
+    assert_eq!(
+        l.timeline.view,
+        (first as f64, last as f64),
+        "the first view is the whole trace"
+    );
+    h.get_by_label("No GPU activity recorded");
+    h.get_by_label_contains("The export has no kernel table");
+    h.get_by_label("CPU time in synchronising calls");
+    h.get_by_label("Iterations").click();
+    h.run_steps(2);
+    h.get_by_label_contains("No GPU activity recorded, so no iteration can be measured");
+    assert!(
+        h.query_by_label_contains("no synchronising calls")
+            .is_none()
+    );
+    // Ctrl+F finds API calls.
+    h.hover_at(eframe::egui::pos2(900.0, 200.0));
+    h.key_press_modifiers(Modifiers::COMMAND, Key::F);
+    h.run_steps(2);
+    h.event(eframe::egui::Event::Text("cudaLaunchKernel".into()));
+    h.run_steps(2);
+    h.key_press(Key::Enter);
+    h.run_steps(2);
+    let l = loaded(&h);
+    assert!(!l.timeline.search.matches.is_empty());
+    assert!(
+        matches!(l.timeline.selection, Some(Selection::Call { .. })),
+        "{:?}",
+        l.timeline.selection
+    );
+    // Escape closes Find.
+    h.key_press(Key::Escape);
+    h.run_steps(2);
+    assert!(!loaded(&h).timeline.search.open);
+}
+
+#[test]
+fn ctrl_drag_measures_a_span_and_escape_clears_it() {
+    use eframe::egui::{Event, Modifiers, PointerButton, pos2};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.run_steps(2);
+    let (plot, view) = {
+        let l = loaded(&h);
+        (l.timeline.last_plot, l.timeline.view)
+    };
+    let y = plot.top() + 200.0;
+    let (x0, x1) = (plot.left() + 100.0, plot.left() + 400.0);
+    let t_of = |x: f32| view.0 + ((x - plot.left()) / plot.width()) as f64 * (view.1 - view.0);
+    h.hover_at(pos2(x0, y));
+    h.run_steps(1);
+    let ctrl = Modifiers::COMMAND;
+    h.event(Event::ModifiersChanged(ctrl));
+    h.event(Event::PointerButton {
+        pos: pos2(x0, y),
+        button: PointerButton::Primary,
+        pressed: true,
+        modifiers: ctrl,
+    });
+    for x in [x0 + 50.0, x0 + 150.0, x1] {
+        h.event(Event::PointerMoved(pos2(x, y)));
+    }
+    h.event(Event::PointerButton {
+        pos: pos2(x1, y),
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: ctrl,
+    });
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.run_steps(2);
+    let l = loaded(&h);
+    let (a, b) = l.timeline.measure.expect("a measured span");
+    let px = (view.1 - view.0) / plot.width() as f64;
+    assert!(
+        (a - t_of(x0)).abs() < 2.0 * px && (b - t_of(x1)).abs() < 2.0 * px,
+        "{a}..{b}"
+    );
+    assert_eq!(l.timeline.view, view, "a measure does not pan");
+    h.key_press(eframe::egui::Key::Escape);
+    h.run_steps(2);
+    assert!(loaded(&h).timeline.measure.is_none());
+}
+
+#[test]
+fn f1_opens_the_keyboard_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    assert!(h.query_by_label("Keys and mouse").is_none());
+    h.key_press(eframe::egui::Key::F1);
+    h.run_steps(2);
+    h.get_by_label("Keys and mouse");
+    h.get_by_label("Ctrl + drag");
+    h.key_press(eframe::egui::Key::F1);
+    h.run_steps(2);
+    assert!(!h.state().help_open);
+}
+
+#[test]
+fn the_gap_table_follows_the_current_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    let (window, inside, total) = {
+        let l = loaded(&h);
+        let o = l.overview.as_ref().unwrap();
+        let (a, b) = l.timeline.full;
+        let w = (a, a + (b - a) / 3);
+        let inside = o
+            .gaps
+            .iter()
+            .filter(|g| g.gap.start_ns < w.1 && g.gap.start_ns + g.gap.duration_ns > w.0)
+            .count();
+        (w, inside, o.gaps.len())
+    };
+    assert!(inside > 0 && inside < total);
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.window = Some(window); // as Shift+drag sets it
+    }
+    h.run_steps(3);
+    h.get_by_label(&format!(
+        "{inside} gaps shown of {total} (in the current window)"
+    ));
+}
+
+#[test]
+fn enter_in_the_marker_field_applies_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.get_by_label("Iterations").click();
+    h.run_steps(2);
+    h.get_by_label("marker").click();
+    h.run_steps(1);
+    h.event(eframe::egui::Event::Text("cfg_cond".into()));
+    h.run_steps(1);
+    h.key_press(eframe::egui::Key::Enter);
+    let start = Instant::now();
+    while h
+        .query_by_label_contains("marker: cfg_cond (given)")
+        .is_none()
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(2);
+    h.get_by_label_contains("marker: cfg_cond (given)");
 }

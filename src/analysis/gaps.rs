@@ -24,6 +24,24 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// What the cause means, for a reader who has not seen the definitions.
+    pub fn help(self) -> &'static str {
+        match self {
+            Cause::HostSync => {
+                "host_sync: the CPU thread that launched the next kernel was waiting in a synchronising call (cudaStreamSynchronize, a blocking copy, .item()) that returned only in the gap, so it launched late. Fix: remove or defer the sync."
+            }
+            Cause::HostBound => {
+                "host_bound: the next kernel was launched only after the GPU had run dry, with no sync in between: the CPU did not keep up (Python overhead, JIT compilation, data loading). Fix: less CPU work per launch, CUDA graphs."
+            }
+            Cause::Dependency => {
+                "dependency: the next kernel had already been launched, yet the GPU waited: a cross-stream event wait, another GPU, or profiler overhead held it back."
+            }
+            Cause::Unknown => {
+                "unknown: the kernel after the gap has no known launching call (no API row with its correlation id)."
+            }
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Cause::HostSync => "host_sync",

@@ -4,6 +4,7 @@
 use rayon::prelude::*;
 
 use super::breakdown::{Breakdown, SameStream, breakdown, same_stream};
+use super::cpu_sync::{ThreadSync, sync_time_per_thread};
 use super::drilldown::{Drilldown, drilldown};
 use super::gaps::{DEFAULT_MIN_GAP_NS, gaps};
 use super::intervals::{Window, device_window};
@@ -53,6 +54,8 @@ pub struct Overview {
     pub drilldown: Option<Drilldown>,
     pub kernels: Vec<KernelStat>,
     pub nccl: Vec<NcclStat>,
+    /// CPU threads' time in synchronising calls, the most first.
+    pub cpu_sync: Vec<ThreadSync>,
 }
 
 impl Overview {
@@ -93,7 +96,7 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
         .collect();
     let (summaries, gap_lists): (Vec<_>, Vec<_>) = per_device.into_iter().unzip();
     let gaps: Vec<GapDetail> = gap_lists.into_iter().flatten().collect();
-    let (recurring, (iterations, (kernels, nccl))) = rayon::join(
+    let (recurring, (iterations, (kernels, (nccl, cpu_sync)))) = rayon::join(
         || recurring(&gaps),
         || {
             rayon::join(
@@ -101,7 +104,10 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
                 || {
                     (
                         kernels_by_name(trace, &devices, options.window),
-                        nccl_by_type(trace, &devices, options.window),
+                        rayon::join(
+                            || nccl_by_type(trace, &devices, options.window),
+                            || sync_time_per_thread(trace),
+                        ),
                     )
                 },
             )
@@ -118,5 +124,6 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
         drilldown,
         kernels,
         nccl,
+        cpu_sync,
     }
 }

@@ -66,6 +66,16 @@ pub struct Device {
 }
 
 impl Device {
+    /// "GPU 0 · NVIDIA H100 80GB HBM3", or "GPU 0" when the export names no model.
+    pub fn label(&self) -> String {
+        let plain = format!("GPU {}", self.id);
+        if self.name.is_empty() || self.name == plain {
+            plain
+        } else {
+            format!("{plain} · {}", self.name)
+        }
+    }
+
     pub fn op_count(&self) -> usize {
         self.streams.iter().map(|s| s.ops.len()).sum()
     }
@@ -180,6 +190,48 @@ impl Trace {
                 .iter()
                 .map(|t| t.marks.time.len())
                 .sum::<usize>()
+    }
+
+    /// The first instant of anything recorded (GPU ops, API calls, NVTX ranges, marks):
+    /// time 0 of every view, table, tooltip and report, so that no time shown is negative.
+    /// Every list is sorted by start, so this reads one value per stream and thread.
+    pub fn time_origin(&self) -> Option<i64> {
+        let gpu = self
+            .devices
+            .iter()
+            .flat_map(|d| &d.streams)
+            .filter_map(|s| s.ops.start.first());
+        let cpu = self.threads.iter().flat_map(|t| {
+            [
+                t.api.start.first(),
+                t.nvtx.start.first(),
+                t.marks.time.first(),
+            ]
+            .into_iter()
+            .flatten()
+        });
+        gpu.chain(cpu).copied().min()
+    }
+
+    /// From [`Trace::time_origin`] to the last end of anything recorded.
+    pub fn time_span(&self) -> Option<(i64, i64)> {
+        let origin = self.time_origin()?;
+        let gpu = self
+            .devices
+            .iter()
+            .flat_map(|d| &d.streams)
+            .filter_map(|s| s.ops.end.iter().max());
+        let cpu = self.threads.iter().flat_map(|t| {
+            [
+                t.api.end.iter().max(),
+                t.nvtx.end.iter().max(),
+                t.marks.time.last(),
+            ]
+            .into_iter()
+            .flatten()
+        });
+        let end = gpu.chain(cpu).copied().max()?;
+        Some((origin, end.max(origin + 1)))
     }
 
     /// Approximate heap bytes of the model, for the bytes-per-event figure.

@@ -24,119 +24,118 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
         return;
     };
     let origin = timeline.full.0;
-    ui.vertical(|ui| {
-        // Key above value: long kernel names get the panel's whole width.
-        let mut row = |k: &str, v: String| {
-            ui.add_space(3.0);
-            ui.label(egui::RichText::new(k).small().weak());
-            ui.add(egui::Label::new(v).wrap());
-        };
-        match selection {
-            Selection::Op { device, op } => {
-                let dev = &trace.devices[device];
-                let ops = &dev.streams[op.stream as usize].ops;
-                let i = op.op as usize;
-                row("name", trace.strings.get(ops.name[i]).to_string());
-                row("kind", ops.kind[i].label().to_string());
-                row("duration", format_ns(ops.duration(i)));
-                row(
-                    "start",
-                    format!("{} (+{})", ops.start[i], format_ns(ops.start[i] - origin)),
-                );
-                row("device", format!("GPU {} {}", dev.id, dev.name));
-                row("stream", dev.streams[op.stream as usize].id.to_string());
-                row("correlation id", ops.correlation_id[i].to_string());
-                if ops.kind[i].is_kernel()
-                    && let Some(c) = trace.launch_configs.get(ops.detail[i] as usize)
-                {
+    // Two columns, names on the left; long values (kernel names) wrap in the right one.
+    egui::Grid::new("details")
+        .num_columns(2)
+        .striped(true)
+        .spacing([14.0, 4.0])
+        .show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(egui::RichText::new(k).weak());
+                ui.add(egui::Label::new(v).wrap());
+                ui.end_row();
+            };
+            let at = |t: i64| format!("{} (export's clock: {t} ns)", format_ns(t - origin));
+            match selection {
+                Selection::Op { device, op } => {
+                    let dev = &trace.devices[device];
+                    let ops = &dev.streams[op.stream as usize].ops;
+                    let i = op.op as usize;
+                    row("name", trace.strings.get(ops.name[i]).to_string());
+                    row("kind", ops.kind[i].label().to_string());
+                    row("duration", format_ns(ops.duration(i)));
+                    row("start", at(ops.start[i]));
+                    row("device", dev.label());
+                    row("stream", dev.streams[op.stream as usize].id.to_string());
+                    row("correlation id", ops.correlation_id[i].to_string());
+                    if ops.kind[i].is_kernel()
+                        && let Some(c) = trace.launch_configs.get(ops.detail[i] as usize)
+                    {
+                        row(
+                            "grid",
+                            format!("{} × {} × {}", c.grid[0], c.grid[1], c.grid[2]),
+                        );
+                        row(
+                            "block",
+                            format!("{} × {} × {}", c.block[0], c.block[1], c.block[2]),
+                        );
+                        row("registers/thread", c.registers_per_thread.to_string());
+                        row(
+                            "shared memory",
+                            format!(
+                                "{} B static, {} B dynamic",
+                                c.static_shared_bytes, c.dynamic_shared_bytes
+                            ),
+                        );
+                        row("demangled", trace.strings.get(c.demangled_name).to_string());
+                    }
+                    let (thread, call) = (ops.launch_thread[i], ops.launch_call[i]);
+                    if call != NONE {
+                        let t = &trace.threads[thread as usize];
+                        let c = call as usize;
+                        row(
+                            "launched by",
+                            format!(
+                                "{} ({}), thread {}, {} before the kernel started",
+                                trace.strings.get(t.api.name[c]),
+                                format_ns(t.api.end[c] - t.api.start[c]),
+                                t.tid,
+                                format_ns(ops.start[i] - t.api.start[c])
+                            ),
+                        );
+                        let path: Vec<&str> = launch_nvtx_path(trace, dev, op)
+                            .iter()
+                            .map(|id| trace.strings.get(*id))
+                            .collect();
+                        row(
+                            "NVTX at launch",
+                            if path.is_empty() {
+                                "(none)".into()
+                            } else {
+                                path.join(" > ")
+                            },
+                        );
+                    } else {
+                        row(
+                            "launched by",
+                            "unknown (no API call with this correlation id)".into(),
+                        );
+                    }
+                    let (before, after) = idle_around(dev, ops.start[i], ops.end[i]);
                     row(
-                        "grid",
-                        format!("{} × {} × {}", c.grid[0], c.grid[1], c.grid[2]),
+                        "gap before",
+                        before.map_or("none (device busy)".into(), format_ns),
                     );
                     row(
-                        "block",
-                        format!("{} × {} × {}", c.block[0], c.block[1], c.block[2]),
+                        "gap after",
+                        after.map_or("none (device busy)".into(), format_ns),
                     );
-                    row("registers/thread", c.registers_per_thread.to_string());
-                    row(
-                        "shared memory",
-                        format!(
-                            "{} B static, {} B dynamic",
-                            c.static_shared_bytes, c.dynamic_shared_bytes
-                        ),
-                    );
-                    row("demangled", trace.strings.get(c.demangled_name).to_string());
                 }
-                let (thread, call) = (ops.launch_thread[i], ops.launch_call[i]);
-                if call != NONE {
-                    let t = &trace.threads[thread as usize];
-                    let c = call as usize;
+                Selection::Range { thread, range } => {
+                    let t = &trace.threads[thread];
+                    let n = &t.nvtx;
+                    row("NVTX range", trace.strings.get(n.text[range]).to_string());
+                    row("duration", format_ns(n.end[range] - n.start[range]));
+                    row("start", at(n.start[range]));
+                    row("depth", n.depth[range].to_string());
                     row(
-                        "launched by",
-                        format!(
-                            "{} ({}), thread {}, {} before the kernel started",
-                            trace.strings.get(t.api.name[c]),
-                            format_ns(t.api.end[c] - t.api.start[c]),
-                            t.tid,
-                            format_ns(ops.start[i] - t.api.start[c])
-                        ),
-                    );
-                    let path: Vec<&str> = launch_nvtx_path(trace, dev, op)
-                        .iter()
-                        .map(|id| trace.strings.get(*id))
-                        .collect();
-                    row(
-                        "NVTX at launch",
-                        if path.is_empty() {
-                            "(none)".into()
-                        } else {
-                            path.join(" > ")
-                        },
-                    );
-                } else {
-                    row(
-                        "launched by",
-                        "unknown (no API call with this correlation id)".into(),
+                        "thread",
+                        format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
                     );
                 }
-                let (before, after) = idle_around(dev, ops.start[i], ops.end[i]);
-                row(
-                    "gap before",
-                    before.map_or("none (device busy)".into(), format_ns),
-                );
-                row(
-                    "gap after",
-                    after.map_or("none (device busy)".into(), format_ns),
-                );
+                Selection::Call { thread, call } => {
+                    let t = &trace.threads[thread];
+                    row("API call", trace.strings.get(t.api.name[call]).to_string());
+                    row("duration", format_ns(t.api.end[call] - t.api.start[call]));
+                    row("start", at(t.api.start[call]));
+                    row("correlation id", t.api.correlation_id[call].to_string());
+                    row(
+                        "thread",
+                        format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
+                    );
+                }
             }
-            Selection::Range { thread, range } => {
-                let t = &trace.threads[thread];
-                let n = &t.nvtx;
-                row("NVTX range", trace.strings.get(n.text[range]).to_string());
-                row("duration", format_ns(n.end[range] - n.start[range]));
-                row("start", format!("+{}", format_ns(n.start[range] - origin)));
-                row("depth", n.depth[range].to_string());
-                row(
-                    "thread",
-                    format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
-                );
-            }
-            Selection::Call { thread, call } => {
-                let t = &trace.threads[thread];
-                row("API call", trace.strings.get(t.api.name[call]).to_string());
-                row("duration", format_ns(t.api.end[call] - t.api.start[call]));
-                row(
-                    "start",
-                    format!("+{}", format_ns(t.api.start[call] - origin)),
-                );
-                row("correlation id", t.api.correlation_id[call].to_string());
-                row(
-                    "thread",
-                    format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
-                );
-            }
-        }
-    });
+        });
 }
 
 /// Idle time on the device right before `start` and right after `end` (`None` when another

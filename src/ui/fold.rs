@@ -6,7 +6,7 @@
 use eframe::egui::{Color32, Mesh, Pos2, Rect};
 
 use super::lod::{Block, Level, RowLod};
-use super::timeline::kind_color;
+use super::theme::{self, kind_color};
 use crate::trace::OpKind;
 
 /// Items narrower than this many pixels are folded with their neighbours.
@@ -25,6 +25,9 @@ pub enum Fill {
 #[derive(Clone, Copy)]
 pub enum FoldStyle {
     ByKind,
+    /// API calls: the others at the bottom, synchronising calls (the `nccl` part of the
+    /// sums) above them in the sync colour, so a thread that mostly waits reads red.
+    Calls,
     Coverage(Color32),
 }
 
@@ -53,7 +56,7 @@ impl FoldStyle {
         let all = busy.total as f32 * per_ns;
         match self {
             FoldStyle::Coverage(_) => [all; 3],
-            FoldStyle::ByKind => [
+            FoldStyle::ByKind | FoldStyle::Calls => [
                 (busy.total - busy.nccl - busy.memory) as f32 * per_ns,
                 (busy.total - busy.memory) as f32 * per_ns,
                 all,
@@ -65,7 +68,7 @@ impl FoldStyle {
     fn parts(self, tops: [u8; 3], busy: Busy) -> Eighths {
         match self {
             FoldStyle::Coverage(_) => Eighths([tops[2].max(1), 0, 0]),
-            FoldStyle::ByKind => {
+            FoldStyle::ByKind | FoldStyle::Calls => {
                 let mut parts = [
                     tops[0],
                     tops[1].saturating_sub(tops[0]),
@@ -95,6 +98,7 @@ impl FoldStyle {
                 kind_color(OpKind::Nccl),
                 kind_color(OpKind::Memcpy),
             ],
+            FoldStyle::Calls => [theme::FOLDED_API, theme::SYNC_CALL, theme::FOLDED_API],
             FoldStyle::Coverage(c) => [c; 3],
         }
     }
@@ -115,6 +119,12 @@ impl FoldStyle {
 pub fn coverage_fill(color: Color32, busy: Option<i64>, span: i64) -> Fill {
     let style = FoldStyle::Coverage(color);
     style.fill(style.eighths(busy.unwrap_or(span), span, 0, 0))
+}
+
+/// A folded run of API calls over `span` ns: busy `busy` ns, of which `sync` in
+/// synchronising calls (drawn above the rest in the sync colour).
+pub fn calls_fill(busy: i64, sync: i64, span: i64) -> Fill {
+    FoldStyle::Calls.fill(FoldStyle::Calls.eighths(busy, span, sync, 0))
 }
 
 /// A folded block of ops over `span` ns, stacked by what filled its time: compute, then
@@ -845,6 +855,33 @@ mod tests {
                 differ, 0,
                 "view from {t0} ns: {differ} of 900 places differ"
             );
+        }
+    }
+
+    #[test]
+    fn a_thread_mostly_in_synchronising_calls_reads_in_the_sync_colour_zoomed_out() {
+        // Back-to-back calls, 9 in 10 of them synchronising (summed as the sync part).
+        let (starts, ends, _) = random_busy_row(300_000, 1.0);
+        let view = (0.0, 300_000.0 * 1_000.0);
+        let quads = draw_lod(
+            &starts,
+            &ends,
+            |i| i % 10 != 0,
+            view,
+            900.0,
+            FoldStyle::Calls,
+        );
+        for x in [5.0, 450.0, 895.0] {
+            let picture = picture_at(&quads, x);
+            let sync = picture
+                .iter()
+                .filter(|c| **c == Some(theme::SYNC_CALL))
+                .count();
+            let other = picture
+                .iter()
+                .filter(|c| **c == Some(theme::FOLDED_API))
+                .count();
+            assert!(sync >= 12 && other >= 1, "at {x}: {picture:?}");
         }
     }
 

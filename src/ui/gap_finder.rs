@@ -6,12 +6,16 @@ use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
 use super::gap_table::{Column, Filter, filtered_order, to_csv};
-use super::shorten;
+use super::shorten_middle;
 use super::timeline::Timeline;
 use crate::analysis::gaps::Cause;
 use crate::analysis::overview::Overview;
 use crate::report::format_ns;
 use crate::trace::Trace;
+
+/// Characters of each name in the "before -> after" column: cut in the middle, so two
+/// long names that share a prefix still read apart.
+const NAME_CHARS: usize = 34;
 
 const CAUSES: [Cause; 4] = [
     Cause::HostSync,
@@ -88,6 +92,7 @@ impl GapFinder {
         timeline.zoom_to(gap.start_ns, end, 2.0);
         if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device) {
             timeline.highlight = Some((d, gap.start_ns, end));
+            timeline.reveal_device(trace, d);
         }
     }
 
@@ -98,6 +103,8 @@ impl GapFinder {
         overview: &Overview,
         timeline: &mut Timeline,
     ) {
+        // The table follows the current window (Shift+drag) while one is set.
+        self.filter.window = timeline.window;
         self.refresh(trace, overview);
         self.controls(ui, trace, overview, timeline);
         // N / Shift+N step through the current order, unless a text field has the keys.
@@ -179,7 +186,8 @@ impl GapFinder {
                     &mut self.filter.cause,
                     Some(c),
                     format!("{} ({n})", c.label()),
-                );
+                )
+                .on_hover_text(c.help());
             }
             ui.separator();
             ui.add(
@@ -193,7 +201,10 @@ impl GapFinder {
                     .get(r)
                     .map_or("", |g| g.signature.as_str());
                 if ui
-                    .button(format!("group: {} ×", shorten(&sig.replace('→', "->"), 40)))
+                    .button(format!(
+                        "group: {} ×",
+                        shorten_middle(&sig.replace('→', "->"), 60)
+                    ))
                     .on_hover_text("Show every gap again")
                     .clicked()
                 {
@@ -203,9 +214,14 @@ impl GapFinder {
         });
         ui.horizontal(|ui| {
             ui.label(format!(
-                "{} gaps shown of {}",
+                "{} gaps shown of {}{}",
                 self.order.len(),
-                overview.gaps.len()
+                overview.gaps.len(),
+                if self.filter.window.is_some() {
+                    " (in the current window)"
+                } else {
+                    ""
+                }
             ));
             if ui.button("Export CSV…").clicked() {
                 self.message = Some(self.export(overview, timeline.full.0));
@@ -275,12 +291,21 @@ impl GapFinder {
                         format!("GPU {}", g.gap.device),
                         format_ns(g.gap.start_ns - origin),
                         format_ns(g.gap.duration_ns),
-                        format!("{}  ->  {}", g.before_name, g.after_name),
-                        g.enclosing_nvtx.clone().unwrap_or_else(|| "-".into()),
-                        g.gap.cause.label().to_string(),
+                        format!(
+                            "{}  ->  {}",
+                            shorten_middle(&g.before_name, NAME_CHARS),
+                            shorten_middle(&g.after_name, NAME_CHARS)
+                        ),
+                        g.enclosing_nvtx
+                            .as_deref()
+                            .map_or("-".into(), |n| shorten_middle(n, 40)),
                     ] {
                         row.col(|ui| cell(ui, text));
                     }
+                    row.col(|ui| {
+                        ui.add(egui::Label::new(g.gap.cause.label()).selectable(false))
+                            .on_hover_text(g.gap.cause.help());
+                    });
                     if row.response().clicked() {
                         clicked = Some(pos);
                     }
@@ -324,7 +349,7 @@ impl GapFinder {
                 body.rows(18.0, overview.recurring.len(), |mut row| {
                     let r = &overview.recurring[row.index()];
                     for text in [
-                        r.signature.replace('→', "->"),
+                        shorten_middle(&r.signature.replace('→', "->"), 110),
                         r.count.to_string(),
                         format_ns(r.total_ns),
                         format_ns(r.median_ns),

@@ -48,6 +48,8 @@ pub struct Filter {
     pub text: String,
     /// Only the members of this recurring group (an index into the recurring list).
     pub recurring: Option<usize>,
+    /// Only gaps that overlap this window (the timeline's current window, Shift+drag).
+    pub window: Option<(i64, i64)>,
 }
 
 /// Indices of the gaps that pass `filter`, sorted by `column`. Names are compared through
@@ -86,6 +88,9 @@ pub fn filtered_order(
             && filter.device.is_none_or(|d| g.gap.device == d)
             && filter.cause.is_none_or(|c| g.gap.cause == c)
             && members.as_ref().is_none_or(|m| m[i])
+            && filter
+                .window
+                .is_none_or(|(a, b)| g.gap.start_ns < b && g.gap.start_ns + g.gap.duration_ns > a)
             && (needle.is_empty()
                 || hit(g.ids.before)
                 || hit(g.ids.after)

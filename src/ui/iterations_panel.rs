@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui::{self, Color32, RichText};
-use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
+use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, Points, VLine};
 
 use super::shorten;
+use super::theme::{self, device_color};
 use super::timeline::Timeline;
 use crate::analysis::breakdown::{State, pct};
 use crate::analysis::drilldown::{Drilldown, drilldown};
@@ -48,8 +49,17 @@ impl IterationsPanel {
             (lo.min(w.start), hi.max(w.end))
         });
         if lo < hi {
-            timeline.view = (lo as f64, hi as f64);
+            timeline.zoom_to(lo, hi, 0.02);
         }
+        timeline.iteration_mark = its
+            .per_device
+            .iter()
+            .filter_map(|d| {
+                let w = d.spans.get(k).copied().flatten()?;
+                let index = trace.devices.iter().position(|dev| dev.id == d.device)?;
+                Some((index, w.start, w.end))
+            })
+            .collect();
         self.drilldown = Some(drilldown(trace, its, k, DEFAULT_MIN_GAP_NS, TOP));
         self.selected = Some(k);
     }
@@ -72,7 +82,7 @@ impl IterationsPanel {
         self.marker_bar(ui, trace, overview);
         let its = self.iterations(overview);
         if its.count() == 0 {
-            ui.label("No iterations found: no repeating NVTX range and no synchronising calls. Type a marker above.");
+            ui.label(no_iterations_text(trace, overview));
             return;
         }
         let mut open = None;
@@ -132,7 +142,7 @@ impl IterationsPanel {
             ui.separator();
             ui.vertical(|ui| match &self.drilldown {
                 Some(d) => {
-                    egui::ScrollArea::vertical()
+                    egui::ScrollArea::both()
                         .id_salt("drilldown")
                         .show(ui, |ui| show_drilldown(ui, d, timeline));
                 }
@@ -162,15 +172,20 @@ impl IterationsPanel {
         ui.horizontal(|ui| {
             ui.label(summary);
             ui.separator();
-            ui.add(
-                egui::TextEdit::singleline(&mut self.marker_text)
-                    .hint_text("NVTX marker, e.g. step_#")
-                    .desired_width(180.0),
-            );
+            let label = ui.label("marker");
+            let edit = ui
+                .add(
+                    egui::TextEdit::singleline(&mut self.marker_text)
+                        .hint_text("NVTX text, e.g. step_#")
+                        .desired_width(180.0),
+                )
+                .labelled_by(label.id);
             let typed = !self.marker_text.trim().is_empty();
+            let entered = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
             if ui
                 .add_enabled(typed, egui::Button::new("Use marker"))
                 .clicked()
+                || (typed && entered)
             {
                 self.recompute(trace, Some(self.marker_text.trim().to_string()));
             }
@@ -199,33 +214,36 @@ impl IterationsPanel {
     }
 }
 
-fn device_color(i: usize) -> Color32 {
-    const COLORS: [Color32; 8] = [
-        Color32::from_rgb(76, 140, 220),
-        Color32::from_rgb(236, 146, 48),
-        Color32::from_rgb(90, 180, 120),
-        Color32::from_rgb(170, 110, 200),
-        Color32::from_rgb(200, 180, 60),
-        Color32::from_rgb(60, 180, 190),
-        Color32::from_rgb(220, 110, 150),
-        Color32::from_rgb(140, 140, 140),
-    ];
-    COLORS[i % COLORS.len()]
+/// The unit plots show iteration times in: the one that reads the median best.
+fn time_unit(its: &Iterations) -> (f64, &'static str) {
+    let mut medians: Vec<i64> = its.per_device.iter().map(|d| d.median_ns).collect();
+    medians.sort_unstable();
+    match medians.get(medians.len() / 2).copied().unwrap_or(0) {
+        m if m >= 10_000_000_000 => (1e9, "s"),
+        m if m >= 1_000_000 => (1e6, "ms"),
+        m if m >= 1_000 => (1e3, "µs"),
+        _ => (1.0, "ns"),
+    }
 }
 
-/// Durations (ms) by iteration, one line per GPU; slow ones as red points, warm-up as a
-/// dashed line. Returns the iteration clicked.
+/// Durations by iteration, one line per GPU (with a legend); slow ones as red points,
+/// warm-up as a dashed line. Both axes start at 0. Returns the iteration clicked.
 fn duration_plot(
     ui: &mut egui::Ui,
     its: &Iterations,
     selected: Option<usize>,
     height: f32,
 ) -> Option<usize> {
+    let (per, unit) = time_unit(its);
     let response = Plot::new("iteration durations")
         .height(height)
         .x_axis_label("iteration")
-        .y_axis_label("ms")
+        .y_axis_label(format!("GPU time ({unit})"))
         .y_axis_min_width(44.0)
+        .include_x(0.0)
+        .include_x(its.count().saturating_sub(1) as f64)
+        .include_y(0.0)
+        .legend(Legend::default().position(egui_plot::Corner::LeftTop))
         .allow_scroll(false)
         .show(ui, |plot| {
             for (i, d) in its.per_device.iter().enumerate() {
@@ -233,7 +251,7 @@ fn duration_plot(
                     .durations_ns
                     .iter()
                     .enumerate()
-                    .map(|(k, ns)| [k as f64, *ns as f64 / 1e6])
+                    .map(|(k, ns)| [k as f64, *ns as f64 / per])
                     .collect();
                 plot.line(
                     Line::new(format!("GPU {}", d.device), PlotPoints::new(points))
@@ -242,10 +260,10 @@ fn duration_plot(
                 let slow: Vec<[f64; 2]> = d
                     .slow_indices
                     .iter()
-                    .filter_map(|&k| Some([k as f64, *d.durations_ns.get(k)? as f64 / 1e6]))
+                    .filter_map(|&k| Some([k as f64, *d.durations_ns.get(k)? as f64 / per]))
                     .collect();
                 plot.points(
-                    Points::new(format!("slow GPU {}", d.device), PlotPoints::new(slow))
+                    Points::new("slow", PlotPoints::new(slow))
                         .radius(4.0)
                         .color(Color32::RED),
                 );
@@ -264,7 +282,7 @@ fn duration_plot(
                 );
             }
             if let Some(k) = selected {
-                plot.vline(VLine::new("selected", k as f64).color(Color32::from_rgb(255, 200, 0)));
+                plot.vline(VLine::new("selected", k as f64).color(theme::SELECTION));
             }
         });
     if response.response.clicked()
@@ -278,13 +296,33 @@ fn duration_plot(
     None
 }
 
+/// Where a log-count axis puts its marks: at counts 0, 1, 10, 100, … (bars are
+/// `log10(count + 1)` high, so each mark reads as a round count).
+fn log_count_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    let top = input.bounds.1.max(1.0);
+    let mut marks = vec![egui_plot::GridMark {
+        value: 0.0,
+        step_size: 1.0,
+    }];
+    let mut count = 1.0f64;
+    while (count + 1.0).log10() <= top {
+        marks.push(egui_plot::GridMark {
+            value: (count + 1.0).log10(),
+            step_size: 1.0,
+        });
+        count *= 10.0;
+    }
+    marks
+}
+
 /// Histogram of the steady-state durations of every GPU, counts on a log scale so that the
 /// few slow iterations show beside the thousands of normal ones; their bars are red.
 fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
+    let (per, unit) = time_unit(its);
     let mut values: Vec<(f64, bool)> = Vec::new();
     for d in &its.per_device {
         for (k, ns) in d.durations_ns.iter().enumerate().skip(d.warmup) {
-            values.push((*ns as f64 / 1e6, d.slow_indices.contains(&k)));
+            values.push((*ns as f64 / per, d.slow_indices.contains(&k)));
         }
     }
     let (lo, hi) = values
@@ -313,7 +351,7 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
             let color = if 2 * slow > c {
                 Color32::RED
             } else {
-                Color32::from_rgb(76, 140, 220)
+                theme::COMPUTE
             };
             Bar::new(lo + (i as f64 + 0.5) * width, (c as f64 + 1.0).log10())
                 .width(width * 0.9)
@@ -323,9 +361,11 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .collect();
     Plot::new("iteration histogram")
         .height(height)
-        .x_axis_label("steady-state iteration, ms")
-        .y_axis_label("count (log)")
+        .x_axis_label(format!("steady-state iteration time ({unit})"))
+        .y_axis_label("iterations (log)")
         .y_axis_min_width(44.0)
+        .include_y(0.0)
+        .y_grid_spacer(log_count_marks)
         .y_axis_formatter(|mark, _| format!("{:.0}", 10f64.powf(mark.value) - 1.0))
         .allow_scroll(false)
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
@@ -351,11 +391,7 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
                 text += &format!(" (in {})", a.nvtx_path.join(" > "));
             }
         }
-        ui.label(
-            RichText::new(text)
-                .strong()
-                .color(Color32::from_rgb(230, 90, 60)),
-        );
+        ui.label(RichText::new(text).strong().color(theme::STRAGGLER));
     }
     ui.add_space(4.0);
     ui.strong("Breakdown vs the median iteration");
@@ -451,4 +487,28 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
                 ui.end_row();
             }
         });
+}
+
+/// Why there are no iterations, in terms of what the trace holds.
+fn no_iterations_text(trace: &Trace, overview: &Overview) -> String {
+    if trace.devices.is_empty() {
+        let waiting = overview.cpu_sync.first().map_or(String::new(), |t| {
+            format!(
+                " Its busiest thread spent {:.0} % of its time in synchronising calls (see the summary).",
+                t.share_pct()
+            )
+        });
+        return format!(
+            "No GPU activity recorded, so no iteration can be measured (an iteration is the GPU span of the kernels it launched).{waiting}"
+        );
+    }
+    let syncs = overview
+        .cpu_sync
+        .iter()
+        .map(|t| t.sync_calls)
+        .sum::<usize>();
+    let nvtx = trace.nvtx_range_count();
+    format!(
+        "No iteration marker found: none of the {nvtx} NVTX ranges repeats around kernel launches, and the {syncs} synchronising calls do not split the run into 3 or more iterations. Type a marker above (digits match any number)."
+    )
 }

@@ -10,9 +10,11 @@ pub mod iterations_panel;
 mod labels;
 mod layout_cache;
 mod lod;
+mod ruler;
 pub mod search;
 pub mod summary;
 pub mod tables;
+pub mod theme;
 pub mod timeline;
 
 use std::path::PathBuf;
@@ -25,6 +27,7 @@ use eframe::egui;
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::overview::{self, Overview};
 use crate::load::{self, LoadError, LoadReport, Progress};
+use crate::report::plural;
 use crate::trace::Trace;
 use timeline::Timeline;
 
@@ -169,6 +172,10 @@ pub struct App {
     pub state: State,
     pub recent: Vec<PathBuf>,
     title: String,
+    /// The built-in sample's file, when it was opened: the window says it is a sample.
+    sample: Option<PathBuf>,
+    /// The keyboard and mouse help (F1 or ?).
+    pub help_open: bool,
     /// A view to open once the analyses are in (`--show`, for the screenshot script).
     pub show_when_analysed: Option<String>,
 }
@@ -180,6 +187,8 @@ impl App {
             state: State::Start,
             recent,
             title: String::new(),
+            sample: None,
+            help_open: false,
             show_when_analysed: None,
         };
         if let Some(path) = file {
@@ -271,7 +280,10 @@ impl App {
     /// in a temporary folder).
     pub fn open_sample(&mut self, ctx: &egui::Context) {
         match crate::synth::write_sample_trace() {
-            Ok(path) => self.start_load(path, ctx),
+            Ok(path) => {
+                self.sample = Some(path.clone());
+                self.start_load(path, ctx);
+            }
             Err(message) => {
                 self.state = State::Failed {
                     path: PathBuf::from("sample trace"),
@@ -404,8 +416,22 @@ impl App {
                         self.state = State::Start;
                     }
                 });
+                ui.menu_button("Help", |ui| {
+                    if ui.button("Keys and mouse (F1)").clicked() {
+                        self.help_open = true;
+                    }
+                });
                 if let State::Loaded(l) = &mut self.state {
                     ui.separator();
+                    if self.sample.as_ref() == Some(&l.path) {
+                        ui.label(
+                            egui::RichText::new("SAMPLE TRACE")
+                                .strong()
+                                .color(ui.visuals().warn_fg_color),
+                        )
+                        .on_hover_text("A generated Wan2.1-like 4-GPU run, built into the app. File ▸ Open… to open your own export.");
+                        ui.separator();
+                    }
                     if ui.button("Fit (F)").clicked() {
                         l.timeline.fit();
                     }
@@ -413,11 +439,11 @@ impl App {
                         l.timeline.search.open = true;
                     }
                     ui.label(format!(
-                        "{} kernels on {} GPUs · {} API calls · {} NVTX ranges",
-                        l.trace.kernel_count(),
-                        l.trace.devices.len(),
-                        l.trace.api_call_count(),
-                        l.trace.nvtx_range_count()
+                        "{} on {} · {} · {}",
+                        plural(l.trace.kernel_count(), "kernel"),
+                        plural(l.trace.devices.len(), "GPU"),
+                        plural(l.trace.api_call_count(), "API call"),
+                        plural(l.trace.nvtx_range_count(), "NVTX range")
                     ));
                     if let Some(job) = &l.job {
                         ui.separator();
@@ -434,13 +460,27 @@ impl App {
                 }
             });
         });
+        let typing = ctx.egui_wants_keyboard_input();
+        if !typing
+            && ctx.input(|i| i.key_pressed(egui::Key::F1) || i.key_pressed(egui::Key::Questionmark))
+        {
+            self.help_open = !self.help_open;
+        }
+        if self.help_open {
+            help_window(&ctx, &mut self.help_open);
+        }
         match &mut self.state {
             State::Start => self.start_page(ui, &ctx),
             State::Loading { path, job } => {
+                let what = if self.sample.as_ref() == Some(path) {
+                    "the sample trace (a generated Wan2.1-like 4-GPU run)".to_string()
+                } else {
+                    file_name(path)
+                };
                 egui::CentralPanel::default().show(ui, |ui| {
                     ui.add_space(ui.available_height() / 3.0);
                     ui.vertical_centered(|ui| {
-                        ui.heading(format!("Loading {}", file_name(path)));
+                        ui.heading(format!("Loading {what}"));
                         progress_bar(ui, job, 420.0);
                         if ui.button("Cancel").clicked() {
                             job.cancel.store(true, Ordering::Relaxed);
@@ -577,6 +617,77 @@ impl App {
     }
 }
 
+/// Every key and mouse action, as Nsight Systems and Perfetto users look for them.
+const HELP: [(&str, &str); 20] = [
+    (
+        "Ctrl + wheel, pinch, W / S",
+        "zoom in / out (around the pointer; W/S around the middle)",
+    ),
+    ("drag, A / D, Shift + wheel", "pan"),
+    ("wheel", "scroll the rows"),
+    ("drag on the ruler", "zoom to the dragged range"),
+    (
+        "double-click an item",
+        "zoom to it (an iteration: its NVTX range)",
+    ),
+    ("F", "fit: the whole trace, CPU side included"),
+    (
+        "Shift + drag",
+        "set the current window (the summary and the gap table follow it)",
+    ),
+    (
+        "Ctrl + drag",
+        "measure a span (Escape or a click clears it)",
+    ),
+    (
+        "click",
+        "select a kernel, NVTX range or API call (Details tab)",
+    ),
+    ("click a group header", "fold or unfold a GPU or a thread"),
+    (
+        "Ctrl + F",
+        "find kernels, NVTX ranges and API calls by name",
+    ),
+    ("Enter / Shift + Enter", "next / previous match"),
+    ("Escape", "close Find; then clear the measured span"),
+    ("N / Shift + N", "next / previous gap of the gap table"),
+    (
+        "click a summary number",
+        "show those moments on that GPU's rows",
+    ),
+    ("click a gap row", "zoom to the gap and outline it"),
+    (
+        "click an iteration",
+        "zoom to it on every GPU and open its drill-down",
+    ),
+    (
+        "host_sync",
+        "the launching thread waited in a synchronising call",
+    ),
+    ("host_bound", "the CPU launched too late, with no sync"),
+    ("F1 or ?", "this help"),
+];
+
+fn help_window(ctx: &egui::Context, open: &mut bool) {
+    egui::Window::new("Keys and mouse")
+        .open(open)
+        .collapsible(false)
+        .resizable(false)
+        .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+        .show(ctx, |ui| {
+            egui::Grid::new("help keys")
+                .striped(true)
+                .num_columns(2)
+                .show(ui, |ui| {
+                    for (keys, what) in HELP {
+                        ui.strong(keys);
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
 /// The load's phase, percent and rows read.
 fn progress_bar(ui: &mut egui::Ui, job: &Job, width: f32) {
     let p = job.progress.unwrap_or(Progress {
@@ -595,8 +706,10 @@ fn progress_bar(ui: &mut egui::Ui, job: &Job, width: f32) {
 /// The loaded trace: summary on the left, tabs at the bottom, the timeline in the middle.
 fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
     let trace = l.trace.clone();
+    let width = ui.available_width();
     egui::Panel::left("summary")
         .default_size(330.0)
+        .size_range(200.0..=(width * 0.4).max(200.0))
         .resizable(true)
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
@@ -604,16 +717,27 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                     ui.heading("Where time goes");
                     ui.label("Not analysed: the load was cancelled.");
                 } else {
-                    l.summary
-                        .show(ui, &trace, l.overview.as_ref(), &mut l.timeline)
+                    let no_kernel_table = l
+                        .report
+                        .as_ref()
+                        .is_some_and(|r| r.missing_tables.iter().any(|t| t == load::KERNEL));
+                    l.summary.show(
+                        ui,
+                        &trace,
+                        l.overview.as_ref(),
+                        &mut l.timeline,
+                        no_kernel_table,
+                    )
                 }
             });
         });
+    // The timeline keeps at least 40 % of the height, whatever size was remembered.
+    let height = ui.available_height();
     egui::Panel::bottom("tabs")
-        .default_size(380.0)
-        .min_size(200.0)
+        .default_size((height * 0.4).clamp(TABS_MIN_H, 380.0))
+        .size_range(TABS_MIN_H..=(height * TABS_MAX_SHARE).max(TABS_MIN_H))
         .resizable(true)
-        .show(ui, |ui| {
+        .show(ui, |ui| fill_exactly(ui, |ui| {
             ui.horizontal(|ui| {
                 for (tab, name) in [
                     (Tab::Gaps, "Gaps"),
@@ -651,14 +775,26 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
             }
-            // A panel is as tall as its content: fill it, so it keeps its size while the
-            // tabs' contents come and go.
-            ui.allocate_space(ui.available_size());
-        });
+        }));
     egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));
     if std::mem::take(&mut l.timeline.clicked_selection) {
         l.tab = Tab::Details;
     }
+}
+
+/// The bottom panel's smallest height, and its largest as a share of the window's.
+const TABS_MIN_H: f32 = 140.0;
+const TABS_MAX_SHARE: f32 = 0.6;
+
+/// Lays `add` out in exactly the room left in `ui`, clipped to it. A panel is as large as
+/// its contents: contents a few pixels taller than the panel (a plot, a table, spacing)
+/// made it grow by that much every frame, until the timeline was gone.
+fn fill_exactly(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
+    let rect = ui.available_rect_before_wrap();
+    let mut child = ui.new_child(egui::UiBuilder::new().max_rect(rect).layout(*ui.layout()));
+    child.shrink_clip_rect(rect);
+    add(&mut child);
+    ui.advance_cursor_after_rect(rect);
 }
 
 /// `path` quoted for a POSIX shell when it needs it.
@@ -680,6 +816,21 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
     } else {
         format!("{}…", text.chars().take(max).collect::<String>())
     }
+}
+
+/// `text` cut to `max` characters by taking out its middle, so the start and the end
+/// (where kernel names and signatures differ) both stay.
+pub(crate) fn shorten_middle(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep.div_ceil(2);
+    let tail = keep - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
 }
 
 fn file_name(path: &std::path::Path) -> String {
@@ -738,4 +889,23 @@ pub fn run(file: Option<PathBuf>, start_page: bool, show: Option<String>) -> efr
             Ok(Box::new(app))
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_cut_in_the_middle_keeps_its_start_and_end() {
+        let a = "void at::native::vectorized_elementwise_kernel<4, AddFunctor>";
+        let b = "void at::native::vectorized_elementwise_kernel<4, MulFunctor>";
+        let (sa, sb) = (shorten_middle(a, 30), shorten_middle(b, 30));
+        assert_eq!(sa.chars().count(), 30);
+        assert_ne!(sa, sb, "two long names must not read alike");
+        assert!(
+            sa.starts_with("void at::nat") && sa.ends_with("AddFunctor>"),
+            "{sa}"
+        );
+        assert_eq!(shorten_middle("short", 30), "short");
+    }
 }

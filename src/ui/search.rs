@@ -1,4 +1,4 @@
-//! Find ops and NVTX ranges by name (substring, regex or exact name) and step through the
+//! Find ops, NVTX ranges and CUDA API calls by name (substring, regex or exact name) and step through the
 //! matches in time order. Names are interned, so a query tests each distinct name once and
 //! then every item by its name id.
 
@@ -25,7 +25,8 @@ pub struct Match {
     pub row: RowKind,
 }
 
-/// Every op and NVTX range whose name matches `query`, by start time.
+/// Every op, NVTX range and API call whose name matches `query`, by start time. An exact
+/// name (a kernel table's click) looks among ranges and calls only when no op has it.
 pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String> {
     if query.is_empty() {
         return Ok(Vec::new());
@@ -102,6 +103,23 @@ pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String
             })
             .collect();
         matches.extend(ranges);
+        let calls: Vec<Match> = trace
+            .threads
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(t, thread)| {
+                let api = &thread.api;
+                (0..api.len())
+                    .filter(move |&c| hit(api.name[c]))
+                    .map(move |c| Match {
+                        start: api.start[c],
+                        end: api.end[c],
+                        selection: Selection::Call { thread: t, call: c },
+                        row: RowKind::Api { thread: t },
+                    })
+            })
+            .collect();
+        matches.extend(calls);
     }
     matches.par_sort_by_key(|m| (m.start, m.end));
     Ok(matches)

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 
-use eframe::egui::{self, Color32, Sense};
+use eframe::egui::{self, Sense};
 use rayon::prelude::*;
 
+use super::theme::state_color;
 use super::timeline::{Overlay, Timeline};
 use crate::analysis::breakdown::{
     Breakdown, SameStream, State, breakdown, pct, same_stream, state_intervals,
@@ -34,16 +35,6 @@ struct DeviceRow {
     window: Window,
     breakdown: Breakdown,
     same_stream: Option<SameStream>,
-}
-
-pub fn state_color(state: State) -> Color32 {
-    match state {
-        State::ComputeOnly => Color32::from_rgb(76, 140, 220),
-        State::NcclOnly => Color32::from_rgb(236, 146, 48),
-        State::Overlap => Color32::from_rgb(90, 180, 120),
-        State::MemoryOnly => Color32::from_rgb(170, 110, 200),
-        State::Idle => Color32::from_rgb(200, 70, 70),
-    }
 }
 
 impl SummaryPanel {
@@ -86,6 +77,7 @@ impl SummaryPanel {
         trace: &Arc<Trace>,
         overview: Option<&Overview>,
         timeline: &mut Timeline,
+        no_kernel_table: bool,
     ) {
         ui.heading("Where time goes");
         let rows: Vec<Option<DeviceRow>> = match timeline.window {
@@ -136,9 +128,18 @@ impl SummaryPanel {
                     .collect()
             }
         };
+        if trace.devices.is_empty() {
+            ui.add_space(8.0);
+            ui.label(egui::RichText::new("No GPU activity recorded").strong());
+            ui.label(if no_kernel_table {
+                "The export has no kernel table: it was captured without CUDA tracing of the GPU, or nothing ran on one."
+            } else {
+                "The export holds no kernel, memcpy or memset."
+            });
+        }
         for (index, (device, row)) in trace.devices.iter().zip(rows).enumerate() {
             ui.add_space(8.0);
-            ui.strong(format!("GPU {} · {}", device.id, device.name));
+            ui.strong(device.label());
             let Some(row) = row else {
                 ui.label("no GPU activity");
                 continue;
@@ -176,36 +177,16 @@ impl SummaryPanel {
             if let Some(s) = &row.same_stream {
                 ui.label(egui::RichText::new(s.sentence()).small());
             }
-        }
-        if let Some(o) = &timeline.overlay {
-            ui.add_space(10.0);
-            ui.separator();
-            ui.strong(format!(
-                "{} intervals of GPU {} ({})",
-                o.state.label(),
-                trace.devices[o.device].id,
-                o.starts.len()
-            ));
-            let mut go = None;
-            let origin = timeline.full.0;
-            egui::ScrollArea::vertical()
-                .id_salt("overlay list")
-                .max_height(220.0)
-                .show_rows(ui, 18.0, o.starts.len(), |ui, range| {
-                    for i in range {
-                        let text = format!(
-                            "at {}  for {}",
-                            format_ns(o.starts[i] - origin),
-                            format_ns(o.ends[i] - o.starts[i])
-                        );
-                        if ui.link(text).clicked() {
-                            go = Some((o.starts[i], o.ends[i]));
-                        }
-                    }
-                });
-            if let Some((a, b)) = go {
+            // The clicked category's intervals, right under it: longest first.
+            if let Some(o) = timeline.overlay.as_ref().filter(|o| o.device == index)
+                && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
+            {
                 timeline.zoom_to(a, b, 1.0);
+                timeline.reveal_device(trace, index);
             }
+        }
+        if let Some(overview) = overview {
+            cpu_sync(ui, overview);
         }
     }
 }
@@ -235,4 +216,73 @@ fn stacked_bar(ui: &mut egui::Ui, b: &Breakdown) {
         ui.painter().rect_filled(r, 0.0, state_color(state));
         x += w;
     }
+}
+
+/// The CPU threads that waited longest in synchronising calls.
+fn cpu_sync(ui: &mut egui::Ui, overview: &Overview) {
+    if overview.cpu_sync.is_empty() {
+        return;
+    }
+    ui.add_space(10.0);
+    ui.strong("CPU time in synchronising calls")
+        .on_hover_text("Calls that make the CPU wait for the GPU: *Synchronize*, blocking copies. Each thread's share of its own span.");
+    for t in overview.cpu_sync.iter().take(4) {
+        let name = if t.name.is_empty() { "thread" } else { &t.name };
+        ui.label(format!(
+            "{name} (tid {}): {:.1} % of {} ({} calls)",
+            t.tid,
+            t.share_pct(),
+            format_ns(t.span_ns),
+            t.sync_calls
+        ));
+        for c in t.by_name.iter().take(2) {
+            ui.label(
+                egui::RichText::new(format!(
+                    "    {} × {}: {}",
+                    c.count,
+                    c.name,
+                    format_ns(c.total_ns)
+                ))
+                .small(),
+            );
+        }
+    }
+}
+
+/// The overlay's longest intervals as links; returns the one clicked.
+fn interval_list(ui: &mut egui::Ui, o: &Overlay, origin: i64) -> Option<(i64, i64)> {
+    ui.add_space(4.0);
+    let listed = o.longest_first.len();
+    ui.label(
+        egui::RichText::new(if listed < o.starts.len() {
+            format!(
+                "{} intervals, the {listed} longest (click one to zoom to it):",
+                o.starts.len()
+            )
+        } else {
+            format!(
+                "{} intervals, longest first (click one to zoom to it):",
+                listed
+            )
+        })
+        .small(),
+    );
+    let mut go = None;
+    egui::ScrollArea::vertical()
+        .id_salt("overlay list")
+        .max_height(160.0)
+        .show_rows(ui, 18.0, listed, |ui, range| {
+            for &i in &o.longest_first[range] {
+                let i = i as usize;
+                let text = format!(
+                    "{} at {}",
+                    format_ns(o.ends[i] - o.starts[i]),
+                    format_ns(o.starts[i] - origin)
+                );
+                if ui.link(text).clicked() {
+                    go = Some((o.starts[i], o.ends[i]));
+                }
+            }
+        });
+    go
 }

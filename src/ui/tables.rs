@@ -141,7 +141,7 @@ impl Tables {
                     });
                 }
                 header.col(|ui| {
-                    ui.strong("durations (log2 buckets: from · count)");
+                    ui.strong("durations (log2 buckets, log counts; hover for numbers)");
                 });
             })
             .body(|body| {
@@ -164,14 +164,7 @@ impl Tables {
                             ui.label(text);
                         });
                     }
-                    row.col(|ui| {
-                        let buckets: Vec<String> = n
-                            .histogram
-                            .iter()
-                            .map(|(from, c)| format!("{}·{c}", format_ns(*from)))
-                            .collect();
-                        ui.label(buckets.join("  "));
-                    });
+                    row.col(|ui| mini_histogram(ui, &n.histogram));
                 });
             });
         if let Some(i) = sort {
@@ -206,4 +199,39 @@ fn step_through(trace: &Trace, timeline: &mut Timeline, name: &str, mode: Mode) 
     if let Some(m) = timeline.search.step(true) {
         timeline.go_to(m);
     }
+}
+
+/// A duration histogram drawn in a table cell: one bar per log2 bucket from the shortest
+/// to the longest, heights by log count, so one slow collective shows beside thousands;
+/// the numbers on hover.
+fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) {
+    let size = egui::vec2(ui.available_width().clamp(120.0, 320.0), 16.0);
+    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::hover());
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
+        return;
+    };
+    // Buckets are powers of two: position by log2 of their lower bound.
+    let slot = |from: i64| (from.max(1) as f64).log2().round();
+    let (lo, hi) = (slot(first.0), slot(last.0));
+    let slots = (hi - lo + 1.0) as f32;
+    let tallest = buckets.iter().map(|b| b.1).max().unwrap_or(1) as f32;
+    let bar_w = rect.width() / slots;
+    let painter = ui.painter();
+    painter.rect_filled(rect, 0.0, ui.visuals().faint_bg_color);
+    for &(from, count) in buckets {
+        let x = rect.left() + (slot(from) - lo) as f32 * bar_w;
+        let h = ((count as f32 + 1.0).ln() / (tallest + 1.0).ln()) * rect.height();
+        let bar = egui::Rect::from_min_max(
+            egui::pos2(x + 0.5, rect.bottom() - h),
+            egui::pos2(x + bar_w - 0.5, rect.bottom()),
+        );
+        painter.rect_filled(bar, 0.0, super::theme::NCCL);
+    }
+    response.on_hover_text(
+        buckets
+            .iter()
+            .map(|(from, c)| format!("from {}: {c}", format_ns(*from)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
 }

@@ -10,21 +10,24 @@ use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
 use rayon::prelude::*;
 
 use super::fold::{
-    self, Fill, FoldStyle, MIN_PX, coverage_fill, fold_draw_by, partition, stacked_fill,
+    self, Fill, FoldStyle, MIN_PX, calls_fill, coverage_fill, fold_draw_by, partition, stacked_fill,
 };
 use super::labels::{FontsKey, Labels};
 use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
+use super::ruler;
 use super::search::{Match, Mode, Search};
-use super::summary::state_color;
+use super::theme::{self, FOLDED_API, FOLDED_NVTX, kind_color, nvtx_color, state_color};
 use crate::analysis::breakdown::State;
 use crate::analysis::gaps::OpRef;
 use crate::report::format_ns;
-use crate::trace::{GpuOps, NONE, OpKind, RangeKind, Trace};
+use crate::trace::{GpuOps, NONE, OpKind, Trace};
 
 const ROW_H: f32 = 18.0;
 const HEADER_H: f32 = 20.0;
 const RULER_H: f32 = 24.0;
+/// The least room between two ruler ticks, in pixels (a label is up to ~80 px).
+const TICK_GAP_PX: f64 = 110.0;
 const LABEL_W: f32 = 190.0;
 /// Room left on each side of an item double-clicked to zoom to it, as a share of its length.
 const ZOOM_TO_ITEM_MARGIN: f64 = 0.05;
@@ -107,6 +110,18 @@ impl RowKind {
     }
 }
 
+/// What a drag on the timeline does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DragKind {
+    Pan,
+    /// On the ruler: zoom to the dragged range.
+    Zoom,
+    /// With Shift: set the current window.
+    Window,
+    /// With Ctrl: measure the dragged span.
+    Measure,
+}
+
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Selection {
@@ -145,7 +160,12 @@ pub struct Overlay {
     /// Prefix sums of the intervals' lengths.
     pub covered: Vec<i64>,
     pub longest: i64,
+    /// The longest intervals (at most `LISTED_INTERVALS`), longest first, for the list.
+    pub longest_first: Vec<u32>,
 }
+
+/// How many of an overlay's intervals are listed: the longest ones.
+pub const LISTED_INTERVALS: usize = 200;
 
 impl Overlay {
     pub fn new(device: usize, state: State, starts: Vec<i64>, ends: Vec<i64>) -> Self {
@@ -156,6 +176,15 @@ impl Overlay {
             covered.push(covered.last().unwrap() + (e - s));
             longest = longest.max(e - s);
         }
+        // The longest few in O(n): a full sort of a million idle moments took longer
+        // than a click may.
+        let mut longest_first: Vec<u32> = (0..starts.len() as u32).collect();
+        let len = |i: &u32| std::cmp::Reverse(ends[*i as usize] - starts[*i as usize]);
+        if longest_first.len() > LISTED_INTERVALS {
+            longest_first.select_nth_unstable_by_key(LISTED_INTERVALS, len);
+            longest_first.truncate(LISTED_INTERVALS);
+        }
+        longest_first.sort_by_key(|i| (len(i), *i));
         Self {
             device,
             state,
@@ -163,6 +192,7 @@ impl Overlay {
             ends,
             covered,
             longest,
+            longest_first,
         }
     }
 }
@@ -176,6 +206,8 @@ pub struct Timeline {
     stream_lods: Vec<Vec<RowLod>>,
     nvtx_lods: Vec<Vec<RowLod>>,
     api_lods: Vec<RowLod>,
+    /// Per interned name: is it a synchronising API call?
+    sync_names: Vec<bool>,
     pub collapsed_gpus: Vec<bool>,
     pub collapsed_threads: Vec<bool>,
     /// Visible time range (ns, the trace's clock).
@@ -185,12 +217,20 @@ pub struct Timeline {
     pub selection: Option<Selection>,
     /// The "current window" (Shift+drag), analysed by the panels.
     pub window: Option<(i64, i64)>,
-    drag_origin: Option<(f32, bool)>,
+    /// Where a drag began (x) and what it does.
+    drag: Option<(f32, DragKind)>,
+    /// While a ruler or Shift drag runs: the range it will zoom to or make the window.
+    pending_zoom: Option<(f64, f64)>,
+    pending_window: Option<(i64, i64)>,
+    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
+    pub measure: Option<(f64, f64)>,
     /// Ops drawn as quads in the last frame (for the frame benchmark).
     pub last_quads: usize,
     pub overlay: Option<Overlay>,
     /// A gap to point at: (device index, start, end).
     pub highlight: Option<(usize, i64, i64)>,
+    /// The chosen iteration's span on each GPU: (device index, start, end).
+    pub iteration_mark: Vec<(usize, i64, i64)>,
     pub search: Search,
     /// Set by a frame in which a click on the plot selected something.
     pub clicked_selection: bool,
@@ -276,6 +316,7 @@ impl Timeline {
                     .collect()
             })
             .collect();
+        let sync_names = sync_names(trace);
         let api_lods = trace
             .threads
             .par_iter()
@@ -284,7 +325,8 @@ impl Timeline {
                     t.api.len(),
                     |i| t.api.start[i],
                     |i| t.api.end[i],
-                    |_| (false, false),
+                    // Synchronising time is summed where NCCL time is for GPU rows.
+                    |i| (sync_names[t.api.name[i] as usize], false),
                     full,
                 )
             })
@@ -296,6 +338,7 @@ impl Timeline {
             stream_lods,
             nvtx_lods,
             api_lods,
+            sync_names,
             collapsed_gpus: vec![false; trace.devices.len()],
             collapsed_threads: vec![false; trace.threads.len()],
             view: (full.0 as f64, full.1 as f64),
@@ -303,10 +346,14 @@ impl Timeline {
             scroll_y: 0.0,
             selection: None,
             window: None,
-            drag_origin: None,
+            drag: None,
+            pending_zoom: None,
+            pending_window: None,
+            measure: None,
             last_quads: 0,
             overlay: None,
             highlight: None,
+            iteration_mark: Vec::new(),
             search: Search::default(),
             clicked_selection: false,
             last_plot: Rect::NOTHING,
@@ -314,6 +361,10 @@ impl Timeline {
             fonts_key: FontsKey::default(),
             rows_mesh: Arc::default(),
         }
+    }
+
+    fn is_sync(&self, name: u32) -> bool {
+        self.sync_names.get(name as usize).copied().unwrap_or(false)
     }
 
     /// Memory of the drawing indexes (prefix sums and levels of detail).
@@ -401,11 +452,16 @@ impl Timeline {
     /// Takes over the view, selection and marks of the timeline it replaces (the same
     /// file, more of it loaded).
     pub fn keep_view_of(&mut self, old: &mut Timeline) {
-        self.view = old.view;
+        // A view the user has not moved from "everything" shows everything of the new one
+        // (the CPU side often starts before the first kernel).
+        if old.view != (old.full.0 as f64, old.full.1 as f64) {
+            self.view = old.view;
+        }
         self.scroll_y = old.scroll_y;
         self.window = old.window;
         self.overlay = old.overlay.take();
         self.highlight = old.highlight;
+        self.iteration_mark = std::mem::take(&mut old.iteration_mark);
         self.search.open = old.search.open;
         self.search.query = std::mem::take(&mut old.search.query);
         self.search.mode = old.search.mode;
@@ -429,7 +485,7 @@ impl Timeline {
             let edit = ui.add(
                 egui::TextEdit::singleline(&mut self.search.query)
                     .id_salt("search")
-                    .hint_text("kernel or NVTX name")
+                    .hint_text("kernel, NVTX range or API call")
                     .desired_width(260.0),
             );
             if ctrl_f {
@@ -479,10 +535,35 @@ impl Timeline {
         }
     }
 
-    /// Shows `[start, end]` with `margin` of its length on both sides.
+    /// Shows `[start, end]` with `margin` of its length on both sides, the margins cut
+    /// at the trace's ends.
     pub fn zoom_to(&mut self, start: i64, end: i64, margin: f64) {
         let len = (end - start).max(100) as f64;
-        self.view = (start as f64 - len * margin, end as f64 + len * margin);
+        let (lo, hi) = (self.full.0.min(start) as f64, self.full.1.max(end) as f64);
+        self.view = (
+            (start as f64 - len * margin).max(lo),
+            (end as f64 + len * margin).min(hi),
+        );
+    }
+
+    /// Unfolds GPU `device` (an index) and scrolls its rows into view when they are not.
+    pub fn reveal_device(&mut self, trace: &Trace, device: usize) {
+        let Some(folded) = self.collapsed_gpus.get_mut(device) else {
+            return;
+        };
+        *folded = false;
+        let rows = self.rows(trace);
+        let Some(band) = device_band(&rows, device, 0.0) else {
+            return;
+        };
+        let visible = self.last_plot.height();
+        if !visible.is_finite() || visible <= 0.0 {
+            return;
+        }
+        let shown = self.scroll_y..=self.scroll_y + visible;
+        if !(shown.contains(&band.min) && shown.contains(&band.max.min(band.min + visible))) {
+            self.scroll_y = band.min;
+        }
     }
 
     /// Draws the timeline in the whole of `ui` and handles its input.
@@ -506,7 +587,12 @@ impl Timeline {
         let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
 
         painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
-        self.draw_ruler(&painter, ruler, ui);
+        // The vertical cursor: a line through the rows and its time on the ruler.
+        let cursor = response
+            .hover_pos()
+            .filter(|p| p.x >= plot.left() && p.x <= plot.right())
+            .map(|p| p.x);
+        self.draw_ruler(&painter, ruler, ui, cursor);
         let rows = self.rows(trace);
         let plot_painter = painter.with_clip_rect(plot);
         let labels = Labels::new(&plot_painter);
@@ -559,10 +645,15 @@ impl Timeline {
         plot_painter.add(egui::Shape::Mesh(self.rows_mesh.clone()));
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
+        if let Some(x) = cursor {
+            let color = ui.visuals().text_color().gamma_multiply(0.35);
+            plot_painter.vline(x, plot.y_range(), Stroke::new(1.0, color));
+        }
         // Clicks on the plot select what is under the pointer; on the labels, fold groups.
         if response.clicked()
             && let Some(p) = response.interact_pointer_pos()
         {
+            self.measure = None;
             if p.x < plot.left() {
                 self.toggle_group_at(&rows, plot.top() - self.scroll_y, p.y);
             } else if p.y > plot.top() {
@@ -586,6 +677,14 @@ impl Timeline {
     }
 
     fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, plot: Rect, ruler: Rect) {
+        // Escape closes Find first, then drops a measured span.
+        if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            if self.search.open {
+                self.search.open = false;
+            } else {
+                self.measure = None;
+            }
+        }
         let (v0, v1) = self.view;
         let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
         if response.hovered() {
@@ -637,51 +736,72 @@ impl Timeline {
             }
         }
         // Drag: on the ruler, zoom to the dragged range; with Shift, set the current window;
-        // otherwise pan.
+        // with Ctrl, measure; otherwise pan.
+        // Where the button went down: a drag is known only once the pointer has moved.
         if response.drag_started()
-            && let Some(p) = response.interact_pointer_pos()
+            && let Some(p) = ui
+                .input(|i| i.pointer.press_origin())
+                .or(response.interact_pointer_pos())
         {
-            let shift = ui.input(|i| i.modifiers.shift);
-            self.drag_origin = Some((p.x, ruler.contains(p) || shift));
+            let mods = ui.input(|i| i.modifiers);
+            let kind = if mods.shift {
+                DragKind::Window
+            } else if mods.command {
+                DragKind::Measure
+            } else if ruler.contains(p) {
+                DragKind::Zoom
+            } else {
+                DragKind::Pan
+            };
+            self.drag = Some((p.x, kind));
         }
-        if response.dragged()
-            && let Some((_, false)) = self.drag_origin
-        {
-            let dx = response.drag_delta().x;
-            self.pan(-dx as f64 / plot.width() as f64);
-        }
-        if response.drag_stopped()
-            && let (Some((x0, true)), Some(p)) = (self.drag_origin, response.interact_pointer_pos())
-        {
-            let (a, b) = (t_of(x0.min(p.x)), t_of(x0.max(p.x)));
-            if (p.x - x0).abs() > 4.0 {
-                if ui.input(|i| i.modifiers.shift) {
-                    self.window = Some((a as i64, b as i64));
-                } else {
-                    self.view = (a, b);
+        match (self.drag, response.interact_pointer_pos()) {
+            (Some((_, DragKind::Pan)), _) if response.dragged() => {
+                let dx = response.drag_delta().x;
+                self.pan(-dx as f64 / plot.width() as f64);
+            }
+            (Some((x0, kind)), Some(p)) if response.dragged() || response.drag_stopped() => {
+                let (a, b) = (t_of(x0.min(p.x)), t_of(x0.max(p.x)));
+                let wide = (p.x - x0).abs() > 4.0;
+                match kind {
+                    DragKind::Measure => self.measure = wide.then_some((a, b)),
+                    DragKind::Window if wide => self.pending_window = Some((a as i64, b as i64)),
+                    DragKind::Zoom if wide => self.pending_zoom = Some((a, b)),
+                    _ => {}
+                }
+                if response.drag_stopped() {
+                    if let Some(w) = self.pending_window.take() {
+                        self.window = Some(w);
+                    }
+                    if let Some(v) = self.pending_zoom.take() {
+                        self.view = v;
+                    }
                 }
             }
+            _ => {}
         }
         if response.drag_stopped() {
-            self.drag_origin = None;
+            self.drag = None;
         }
     }
 
-    fn draw_ruler(&self, painter: &egui::Painter, ruler: Rect, ui: &egui::Ui) {
+    /// Ticks at a 1-2-5 step of the time since the trace's first event, the length of the
+    /// view in the corner, and the time under the pointer.
+    fn draw_ruler(&self, painter: &egui::Painter, ruler: Rect, ui: &egui::Ui, cursor: Option<f32>) {
+        if ruler.width() < 10.0 {
+            return;
+        }
         let (v0, v1) = self.view;
-        let span = v1 - v0;
-        // A tick step of 1, 2 or 5 × 10^k ns giving ~100 px between ticks.
-        let target = span / (ruler.width() as f64 / 100.0).max(1.0);
-        let mag = 10f64.powf(target.log10().floor());
-        let step = [1.0, 2.0, 5.0, 10.0]
-            .iter()
-            .map(|m| m * mag)
-            .find(|s| *s >= target)
-            .unwrap_or(10.0 * mag);
+        let origin = self.full.0 as f64;
+        let (from, to) = (v0 - origin, v1 - origin);
+        let span = to - from;
+        let x_of = |t: f64| ruler.left() + ((t - from) / span) as f32 * ruler.width();
+        let step = ruler::tick_step(span * TICK_GAP_PX / ruler.width() as f64);
+        let scale = from.abs().max(to.abs());
         let color = ui.visuals().text_color();
-        let mut t = (v0 / step).ceil() * step;
-        while t <= v1 {
-            let x = ruler.left() + ((t - v0) / span) as f32 * ruler.width();
+        let font = egui::FontId::proportional(11.0);
+        for t in ruler::ticks(from, to, step) {
+            let x = x_of(t);
             painter.line_segment(
                 [
                     Pos2::new(x, ruler.bottom() - 6.0),
@@ -689,22 +809,42 @@ impl Timeline {
                 ],
                 Stroke::new(1.0, color),
             );
-            painter.text(
-                Pos2::new(x + 2.0, ruler.top() + 2.0),
-                egui::Align2::LEFT_TOP,
-                format_ns((t - self.full.0 as f64) as i64),
-                egui::FontId::proportional(11.0),
-                color,
-            );
-            t += step;
+            let label =
+                painter.layout_no_wrap(ruler::tick_label(t, step, scale), font.clone(), color);
+            // A label that would run past the right edge is left out, not cut.
+            if x + 2.0 + label.size().x <= ruler.right() {
+                painter.galley(Pos2::new(x + 2.0, ruler.top() + 2.0), label, color);
+            }
         }
+        let corner = Pos2::new(ruler.left() - LABEL_W + 4.0, ruler.top() + 1.0);
+        let small = egui::FontId::proportional(10.0);
+        let weak = ui.visuals().weak_text_color();
         painter.text(
-            Pos2::new(ruler.left() - LABEL_W + 4.0, ruler.top() + 4.0),
+            corner,
+            egui::Align2::LEFT_TOP,
+            "time since the first event",
+            small.clone(),
+            weak,
+        );
+        painter.text(
+            corner + Vec2::new(0.0, 11.0),
             egui::Align2::LEFT_TOP,
             format!("view {}", format_ns(span as i64)),
-            egui::FontId::proportional(11.0),
+            small,
             color,
         );
+        // The time under the pointer, to a pixel's precision, over the ticks.
+        if let Some(x) = cursor {
+            let t = from + ((x - ruler.left()) / ruler.width()) as f64 * span;
+            let per_px = ruler::tick_step(span / ruler.width() as f64);
+            let text = ruler::tick_label(t, per_px, scale);
+            let galley = painter.layout_no_wrap(text, font, color);
+            let w = galley.size().x + 8.0;
+            let left = (x - w / 2.0).clamp(ruler.left(), ruler.right() - w);
+            let r = Rect::from_min_size(Pos2::new(left, ruler.top() + 1.0), Vec2::new(w, 15.0));
+            painter.rect_filled(r, 3.0, ui.visuals().widgets.active.bg_fill);
+            painter.galley(Pos2::new(left + 4.0, ruler.top() + 2.0), galley, color);
+        }
     }
 
     fn draw_label(
@@ -719,7 +859,7 @@ impl Timeline {
             RowKind::GpuHeader(d) => {
                 let dev = &trace.devices[d];
                 let arrow = if self.collapsed_gpus[d] { "[+]" } else { "[-]" };
-                (format!("{arrow} GPU {} {}", dev.id, dev.name), true)
+                (format!("{arrow} {}", dev.label()), true)
             }
             RowKind::ThreadHeader(t) => {
                 let th = &trace.threads[t];
@@ -820,7 +960,7 @@ impl Timeline {
                             op: i as u32,
                         },
                     },
-                    op_tooltip(trace, device, stream, i),
+                    op_tooltip(trace, device, stream, i, self.full.0),
                 ))
             }
             RowKind::Nvtx { thread, depth } => {
@@ -875,20 +1015,30 @@ impl Timeline {
                     end: &|i| t.api.end[i],
                     longest: t.longest_call_ns,
                     color: &|i| {
-                        if crate::analysis::gaps::is_synchronizing(trace.strings.get(t.api.name[i]))
-                        {
-                            Color32::from_rgb(220, 80, 80)
+                        if self.is_sync(t.api.name[i]) {
+                            theme::SYNC_CALL
                         } else {
-                            Color32::from_rgb(110, 170, 110)
+                            theme::API_CALL
                         }
                     },
                     name: &|i| trace.strings.get(t.api.name[i]),
                     folded: &|a, b, span| {
-                        let busy = (b - a <= 32)
-                            .then(|| (a..b).map(|i| t.api.end[i] - t.api.start[i]).sum());
-                        coverage_fill(FOLDED_API, busy, span)
+                        // A run too long to sum (rare: the level of detail draws views
+                        // this dense) is drawn covered.
+                        if b - a > 512 {
+                            return coverage_fill(FOLDED_API, None, span);
+                        }
+                        let (mut busy, mut sync) = (0, 0);
+                        for i in a..b {
+                            let d = t.api.end[i] - t.api.start[i];
+                            busy += d;
+                            if self.is_sync(t.api.name[i]) {
+                                sync += d;
+                            }
+                        }
+                        calls_fill(busy, sync, span)
                     },
-                    style: FoldStyle::Coverage(FOLDED_API),
+                    style: FoldStyle::Calls,
                 };
                 self.draw_items(row, &items, &self.api_lods[thread], inner, out);
                 let time = hover_t?;
@@ -1024,24 +1174,31 @@ impl Timeline {
         for m in &self.search.by_row {
             if let Some(y) = row_top(rows, m.row, plot.top() - self.scroll_y) {
                 let r = Rect::from_x_y_ranges(plot.x_range(), y..=y + 4.0);
-                let color = Color32::from_rgb(255, 220, 0);
+                let color = theme::SEARCH_MARK;
                 fold(&m.starts, &m.ends, m.longest, r, color, &mut mesh);
             }
         }
         painter.add(egui::Shape::mesh(mesh));
-        if let Some((device, a, b)) = self.highlight
-            && let Some(band) = device_band(rows, device, plot.top() - self.scroll_y)
-        {
+        // The chosen iteration on every GPU, then the chosen gap: outlines over the stream
+        // rows (not the headers' text), the gap's tinted.
+        let top = plot.top() - self.scroll_y;
+        let outline = |device: usize, a: i64, b: i64, color: Color32, tint: bool| {
+            let Some(band) = streams_band(rows, device, top) else {
+                return;
+            };
             let x0 = x_of(a as f64);
             let x1 = x_of(b as f64).max(x0 + 2.0);
             let r = Rect::from_x_y_ranges(x0..=x1, band);
-            painter.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(255, 40, 40, 50));
-            painter.rect_stroke(
-                r,
-                0.0,
-                Stroke::new(2.0, Color32::from_rgb(230, 40, 40)),
-                egui::StrokeKind::Outside,
-            );
+            if tint {
+                painter.rect_filled(r, 0.0, color.gamma_multiply(0.18));
+            }
+            painter.rect_stroke(r, 0.0, Stroke::new(2.0, color), egui::StrokeKind::Inside);
+        };
+        for &(device, a, b) in &self.iteration_mark {
+            outline(device, a, b, theme::ITERATION_MARK, false);
+        }
+        if let Some((device, a, b)) = self.highlight {
+            outline(device, a, b, theme::GAP_MARK, true);
         }
     }
 
@@ -1054,13 +1211,48 @@ impl Timeline {
         plot: Rect,
         x_of: &dyn Fn(f64) -> f32,
     ) {
-        if let Some((a, b)) = self.window {
-            let r = Rect::from_x_y_ranges(x_of(a as f64)..=x_of(b as f64), plot.y_range());
-            painter.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(80, 140, 255, 30));
+        // The current window (or the one being dragged), a zoom being dragged on the ruler,
+        // a measured span: each a band with its length.
+        let window = self
+            .pending_window
+            .or(self.window)
+            .map(|(a, b)| (a as f64, b as f64));
+        let bands = [
+            (
+                window,
+                Color32::from_rgba_unmultiplied(80, 140, 255, 30),
+                "window",
+            ),
+            (
+                self.pending_zoom,
+                Color32::from_rgba_unmultiplied(200, 200, 200, 30),
+                "zoom to",
+            ),
+            (
+                self.measure,
+                Color32::from_rgba_unmultiplied(255, 255, 255, 24),
+                "measured",
+            ),
+        ];
+        for (span, fill, what) in bands {
+            let Some((a, b)) = span else { continue };
+            let r = Rect::from_x_y_ranges(x_of(a)..=x_of(b), plot.y_range());
+            painter.rect_filled(r, 0.0, fill);
+            let edge = Stroke::new(1.0, fill.to_opaque().gamma_multiply(0.8));
+            painter.vline(r.left(), plot.y_range(), edge);
+            painter.vline(r.right(), plot.y_range(), edge);
+            let text = format!("{what} {}", format_ns((b - a) as i64));
+            let galley =
+                painter.layout_no_wrap(text, egui::FontId::proportional(12.0), Color32::WHITE);
+            let centre = r.center().x.clamp(plot.left() + 60.0, plot.right() - 60.0);
+            let at = Pos2::new(centre - galley.size().x / 2.0, plot.top() + 4.0);
+            let back = Rect::from_min_size(at, galley.size()).expand(3.0);
+            painter.rect_filled(back, 3.0, Color32::from_black_alpha(190));
+            painter.galley(at, galley, Color32::WHITE);
         }
         let Some(sel) = self.selection else { return };
         let row_y = |target: RowKind| row_top(rows, target, plot.top() - self.scroll_y);
-        let stroke = Stroke::new(2.0, Color32::from_rgb(255, 200, 0));
+        let stroke = Stroke::new(2.0, theme::SELECTION);
         match sel {
             Selection::Op { device, op } => {
                 let ops = &trace.devices[device].streams[op.stream as usize].ops;
@@ -1093,7 +1285,7 @@ impl Timeline {
                         let from = Pos2::new(x.clamp(plot.left(), plot.right()), cy + ROW_H / 2.0);
                         let to = Pos2::new(r.left(), r.center().y);
                         // egui's arrow scales its head with the length; keep it 8 px.
-                        let stroke = Stroke::new(1.5, Color32::from_rgb(255, 200, 0));
+                        let stroke = Stroke::new(1.5, theme::SELECTION);
                         let dir = (to - from).normalized();
                         let rot = egui::emath::Rot2::from_angle(0.45);
                         painter.line_segment([from, to], stroke);
@@ -1141,6 +1333,22 @@ fn row_top(rows: &[RowKind], target: RowKind, top: f32) -> Option<f32> {
     None
 }
 
+/// The vertical extent of a device's stream rows (its header left out).
+fn streams_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef> {
+    let mut y = top;
+    let mut band: Option<egui::Rangef> = None;
+    for row in rows {
+        let h = row.height();
+        if matches!(*row, RowKind::Stream { device: d, .. } if d == device) {
+            band = Some(band.map_or(egui::Rangef::new(y, y + h), |b| {
+                egui::Rangef::new(b.min, y + h)
+            }));
+        }
+        y += h;
+    }
+    band
+}
+
 /// The vertical extent of a device's group (header and stream rows).
 fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef> {
     let mut y = top;
@@ -1162,64 +1370,27 @@ fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef
     band
 }
 
-/// First and last time of anything in the trace.
+/// Per interned name: whether it is a synchronising API call (each name tested once).
+fn sync_names(trace: &Trace) -> Vec<bool> {
+    (0..trace.strings.len() as u32)
+        .into_par_iter()
+        .map(|id| crate::analysis::gaps::is_synchronizing(trace.strings.get(id)))
+        .collect()
+}
+
+/// First and last time of anything in the trace, CPU side included: "fit" shows it all.
 fn full_range(trace: &Trace) -> (i64, i64) {
-    let mut lo = i64::MAX;
-    let mut hi = i64::MIN;
-    for d in &trace.devices {
-        for s in &d.streams {
-            if let (Some(a), Some(b)) = (s.ops.start.first(), s.ops.end.iter().max()) {
-                lo = lo.min(*a);
-                hi = hi.max(*b);
-            }
-        }
-    }
-    if lo > hi {
-        for t in &trace.threads {
-            if let (Some(a), Some(b)) = (t.api.start.first(), t.api.end.last()) {
-                lo = lo.min(*a);
-                hi = hi.max(*b);
-            }
-        }
-    }
-    if lo > hi {
-        (0, 1_000_000)
-    } else {
-        (lo, hi.max(lo + 1))
-    }
+    trace.time_span().unwrap_or((0, 1_000_000))
 }
 
-pub fn kind_color(kind: OpKind) -> Color32 {
-    match kind {
-        OpKind::Compute => Color32::from_rgb(76, 140, 220),
-        OpKind::Nccl => Color32::from_rgb(236, 146, 48),
-        OpKind::Memcpy => Color32::from_rgb(170, 110, 200),
-        OpKind::Memset => Color32::from_rgb(140, 90, 170),
-    }
-}
-
-const FOLDED_NVTX: Color32 = Color32::from_rgb(120, 130, 160);
-const FOLDED_API: Color32 = Color32::from_rgb(90, 140, 90);
-
-fn nvtx_color(argb: u32, kind: RangeKind) -> Color32 {
-    if argb != 0 {
-        let [_, r, g, b] = argb.to_be_bytes();
-        return Color32::from_rgb(r, g, b);
-    }
-    match kind {
-        RangeKind::PushPop => Color32::from_rgb(120, 190, 170),
-        RangeKind::StartEnd => Color32::from_rgb(190, 170, 120),
-    }
-}
-
-fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize) -> String {
+fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize, origin: i64) -> String {
     let dev = &trace.devices[device];
     let ops = &dev.streams[stream].ops;
     let mut text = format!(
         "{}\n{}  start {}  duration {}\nGPU {} stream {}",
         trace.strings.get(ops.name[i]),
         ops.kind[i].label(),
-        format_ns(ops.start[i]),
+        format_ns(ops.start[i] - origin),
         format_ns(ops.duration(i)),
         dev.id,
         dev.streams[stream].id

@@ -1,0 +1,104 @@
+//! Time each CPU thread spent waiting for the GPU in synchronising CUDA calls
+//! (`*Synchronize*`, blocking copies): what an export without GPU activity can still say,
+//! and a first sign of a host that waits.
+
+use serde::Serialize;
+
+use super::gaps::is_synchronizing;
+use crate::trace::Trace;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncName {
+    pub name: String,
+    pub count: usize,
+    pub total_ns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadSync {
+    /// Index into `Trace::threads`.
+    #[serde(skip)]
+    pub thread: usize,
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    /// First to last API call or NVTX range of the thread.
+    pub span_ns: i64,
+    /// Union of its synchronising calls (a runtime call and the driver call inside it
+    /// count once).
+    pub sync_ns: i64,
+    pub sync_calls: usize,
+    /// Synchronising calls by name, largest total first (at most 5).
+    pub by_name: Vec<SyncName>,
+}
+
+impl ThreadSync {
+    pub fn share_pct(&self) -> f64 {
+        super::breakdown::pct(self.sync_ns, self.span_ns)
+    }
+}
+
+/// Threads that made synchronising calls, the most time in them first.
+pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
+    let is_sync: Vec<bool> = (0..trace.strings.len() as u32)
+        .map(|id| is_synchronizing(trace.strings.get(id)))
+        .collect();
+    let mut out: Vec<ThreadSync> = trace
+        .threads
+        .iter()
+        .enumerate()
+        .filter_map(|(index, t)| {
+            let api = &t.api;
+            let mut by_name: rustc_hash::FxHashMap<u32, (usize, i64)> = Default::default();
+            let (mut union, mut covered_to, mut calls) = (0i64, i64::MIN, 0usize);
+            for i in 0..api.len() {
+                if !is_sync.get(api.name[i] as usize).copied().unwrap_or(false) {
+                    continue;
+                }
+                let (s, e) = (api.start[i], api.end[i]);
+                calls += 1;
+                let entry = by_name.entry(api.name[i]).or_default();
+                entry.0 += 1;
+                entry.1 += e - s;
+                // Calls are sorted by start: the union grows by what lies past `covered_to`.
+                union += (e - s.max(covered_to)).max(0);
+                covered_to = covered_to.max(e);
+            }
+            if calls == 0 {
+                return None;
+            }
+            let first = [api.start.first(), t.nvtx.start.first()]
+                .into_iter()
+                .flatten()
+                .min()
+                .copied()?;
+            let last = [api.end.iter().max(), t.nvtx.end.iter().max()]
+                .into_iter()
+                .flatten()
+                .max()
+                .copied()?;
+            let mut by_name: Vec<SyncName> = by_name
+                .into_iter()
+                .map(|(id, (count, total_ns))| SyncName {
+                    name: trace.strings.get(id).to_string(),
+                    count,
+                    total_ns,
+                })
+                .collect();
+            by_name.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+            by_name.truncate(5);
+            Some(ThreadSync {
+                thread: index,
+                pid: t.pid,
+                tid: t.tid,
+                name: t.name.clone(),
+                span_ns: last - first,
+                sync_ns: union,
+                sync_calls: calls,
+                by_name,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.sync_ns.cmp(&a.sync_ns).then(a.thread.cmp(&b.thread)));
+    out
+}
