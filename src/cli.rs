@@ -35,7 +35,6 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print the load report and per-device counts of FILE.
     /// Print the load report, per-device counts and a diagnosis of FILE.
     Report {
         file: PathBuf,

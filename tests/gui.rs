@@ -791,3 +791,27 @@ fn enter_in_the_marker_field_applies_the_marker() {
     h.run_steps(2);
     h.get_by_label_contains("marker: cfg_cond (given)");
 }
+
+#[test]
+fn a_remembered_split_too_tall_for_the_window_still_leaves_the_timeline_its_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let mut h = harness(Some(&path));
+    // As if an earlier session had dragged the tabs to the top of a taller screen.
+    h.state_mut().split.tabs_height = 5_000.0;
+    h.state_mut().split.summary_width = 5_000.0;
+    wait_for_load(&mut h);
+    let plot = loaded(&h).timeline.last_plot;
+    assert!(
+        plot.height() >= 0.3 * 900.0,
+        "timeline {} px of 900",
+        plot.height()
+    );
+    assert!(
+        plot.width() >= 0.4 * 1400.0,
+        "timeline {} px of 1400",
+        plot.width()
+    );
+    assert_eq!(h.state().split.tabs_height, 5_000.0, "the choice is kept");
+}

@@ -103,6 +103,12 @@ impl GapFinder {
         overview: &Overview,
         timeline: &mut Timeline,
     ) {
+        if trace.devices.is_empty() {
+            ui.label(
+                "No GPU activity recorded: a gap is idle time of a GPU, and this export has none.",
+            );
+            return;
+        }
         // The table follows the current window (Shift+drag) while one is set.
         self.filter.window = timeline.window;
         self.refresh(trace, overview);

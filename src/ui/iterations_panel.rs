@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui::{self, Color32, RichText};
-use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, Points, VLine};
+use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
 
 use super::shorten;
 use super::theme::{self, device_color};
@@ -125,10 +125,17 @@ impl IterationsPanel {
                 if slow.len() > 12 {
                     ui.label(format!("and {} more", slow.len() - 12));
                 }
+                ui.separator();
             }
+            // The plot's legend, in this row: inside a plot this short it hid the lines.
+            for (i, d) in its.per_device.iter().enumerate() {
+                ui.label(RichText::new(format!("— GPU {}", d.device)).color(device_color(i)));
+            }
+            ui.label(RichText::new("• slow").color(Color32::RED));
+            ui.label(RichText::new("dashed: end of warm-up").color(Color32::GRAY));
         });
         // Plots on the left, the drill-down beside them.
-        let height = ((ui.available_height() - 30.0) / 2.0).clamp(90.0, 220.0);
+        let height = ((ui.available_height() - 30.0) / 2.0).clamp(80.0, 220.0);
         let plots_width = (ui.available_width() * 0.42).max(260.0);
         ui.horizontal_top(|ui| {
             ui.allocate_ui(egui::vec2(plots_width, 2.0 * height + 10.0), |ui| {
@@ -243,7 +250,6 @@ fn duration_plot(
         .include_x(0.0)
         .include_x(its.count().saturating_sub(1) as f64)
         .include_y(0.0)
-        .legend(Legend::default().position(egui_plot::Corner::LeftTop))
         .allow_scroll(false)
         .show(ui, |plot| {
             for (i, d) in its.per_device.iter().enumerate() {
@@ -276,13 +282,14 @@ fn duration_plot(
                 .filter(|w| *w > 0)
             {
                 plot.vline(
-                    VLine::new("end of warm-up", w as f64 - 0.5)
+                    // Unnamed: no legend entry (the dashed line explains itself).
+                    VLine::new("", w as f64 - 0.5)
                         .color(Color32::GRAY)
                         .style(egui_plot::LineStyle::dashed_loose()),
                 );
             }
             if let Some(k) = selected {
-                plot.vline(VLine::new("selected", k as f64).color(theme::SELECTION));
+                plot.vline(VLine::new("", k as f64).color(theme::SELECTION));
             }
         });
     if response.response.clicked()

@@ -12,6 +12,7 @@ mod layout_cache;
 mod lod;
 mod ruler;
 pub mod search;
+pub mod split;
 pub mod summary;
 pub mod tables;
 pub mod theme;
@@ -29,9 +30,11 @@ use crate::analysis::overview::{self, Overview};
 use crate::load::{self, LoadError, LoadReport, Progress};
 use crate::report::plural;
 use crate::trace::Trace;
+use split::Split;
 use timeline::Timeline;
 
 const RECENT_KEY: &str = "recent_files";
+const SPLIT_KEY: &str = "split";
 const MAX_RECENT: usize = 8;
 
 pub enum Message {
@@ -176,6 +179,8 @@ pub struct App {
     sample: Option<PathBuf>,
     /// The keyboard and mouse help (F1 or ?).
     pub help_open: bool,
+    /// The panels' sizes as the user chose them (remembered).
+    pub split: Split,
     /// A view to open once the analyses are in (`--show`, for the screenshot script).
     pub show_when_analysed: Option<String>,
 }
@@ -189,6 +194,7 @@ impl App {
             title: String::new(),
             sample: None,
             help_open: false,
+            split: Split::default(),
             show_when_analysed: None,
         };
         if let Some(path) = file {
@@ -506,7 +512,7 @@ impl App {
                     }
                 });
             }
-            State::Loaded(l) => loaded_ui(ui, l),
+            State::Loaded(l) => loaded_ui(ui, l, &mut self.split),
             State::Report { path, export } => {
                 let (path, export) = (path.clone(), export.clone());
                 self.report_page(ui, &ctx, &path, export);
@@ -704,13 +710,10 @@ fn progress_bar(ui: &mut egui::Ui, job: &Job, width: f32) {
 }
 
 /// The loaded trace: summary on the left, tabs at the bottom, the timeline in the middle.
-fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
+fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
     let trace = l.trace.clone();
-    let width = ui.available_width();
-    egui::Panel::left("summary")
-        .default_size(330.0)
-        .size_range(200.0..=(width * 0.4).max(200.0))
-        .resizable(true)
+    let summary = egui::Panel::left("summary")
+        .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 if l.cancelled {
@@ -731,12 +734,9 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
                 }
             });
         });
-    // The timeline keeps at least 40 % of the height, whatever size was remembered.
-    let height = ui.available_height();
-    egui::Panel::bottom("tabs")
-        .default_size((height * 0.4).clamp(TABS_MIN_H, 380.0))
-        .size_range(TABS_MIN_H..=(height * TABS_MAX_SHARE).max(TABS_MIN_H))
-        .resizable(true)
+    // The timeline keeps at least 40 % of the height, whatever size was chosen.
+    let tabs = egui::Panel::bottom("tabs")
+        .exact_size(split.tabs_height_in(ui.available_height()))
         .show(ui, |ui| fill_exactly(ui, |ui| {
             ui.horizontal(|ui| {
                 for (tab, name) in [
@@ -777,14 +777,13 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded) {
             }
         }));
     egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));
+    // The edges are dragged last, so that they lie on top of the panels beside them.
+    split.summary_edge(ui, summary.response.rect);
+    split.tabs_edge(ui, tabs.response.rect);
     if std::mem::take(&mut l.timeline.clicked_selection) {
         l.tab = Tab::Details;
     }
 }
-
-/// The bottom panel's smallest height, and its largest as a share of the window's.
-const TABS_MIN_H: f32 = 140.0;
-const TABS_MAX_SHARE: f32 = 0.6;
 
 /// Lays `add` out in exactly the room left in `ui`, clipped to it. A panel is as large as
 /// its contents: contents a few pixels taller than the panel (a plot, a table, spacing)
@@ -847,6 +846,7 @@ impl eframe::App for App {
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, RECENT_KEY, &self.recent);
+        eframe::set_value(storage, SPLIT_KEY, &self.split);
     }
 }
 
@@ -882,6 +882,9 @@ pub fn run(file: Option<PathBuf>, start_page: bool, show: Option<String>) -> efr
                 .and_then(|s| eframe::get_value(s, RECENT_KEY))
                 .unwrap_or_default();
             let mut app = App::new(file, &cc.egui_ctx, recent);
+            if let Some(split) = cc.storage.and_then(|s| eframe::get_value(s, SPLIT_KEY)) {
+                app.split = split;
+            }
             app.show_when_analysed = show;
             if matches!(app.state, State::Start) && !start_page {
                 app.open_sample(&cc.egui_ctx);

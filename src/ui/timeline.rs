@@ -800,6 +800,18 @@ impl Timeline {
         let scale = from.abs().max(to.abs());
         let color = ui.visuals().text_color();
         let font = egui::FontId::proportional(11.0);
+        // The time under the pointer, to a pixel's precision: drawn over the ticks, whose
+        // labels it would cover are left out.
+        let cursor = cursor.map(|x| {
+            let t = from + ((x - ruler.left()) / ruler.width()) as f64 * span;
+            let per_px = ruler::tick_step(span / ruler.width() as f64);
+            let galley =
+                painter.layout_no_wrap(ruler::tick_label(t, per_px, scale), font.clone(), color);
+            let w = galley.size().x + 8.0;
+            let left = (x - w / 2.0).clamp(ruler.left(), ruler.right() - w);
+            let r = Rect::from_min_size(Pos2::new(left, ruler.top() + 1.0), Vec2::new(w, 15.0));
+            (r, galley)
+        });
         for t in ruler::ticks(from, to, step) {
             let x = x_of(t);
             painter.line_segment(
@@ -812,8 +824,10 @@ impl Timeline {
             let label =
                 painter.layout_no_wrap(ruler::tick_label(t, step, scale), font.clone(), color);
             // A label that would run past the right edge is left out, not cut.
-            if x + 2.0 + label.size().x <= ruler.right() {
-                painter.galley(Pos2::new(x + 2.0, ruler.top() + 2.0), label, color);
+            let at = Rect::from_min_size(Pos2::new(x + 2.0, ruler.top() + 2.0), label.size());
+            let covered = cursor.as_ref().is_some_and(|(r, _)| r.intersects(at));
+            if at.right() <= ruler.right() && !covered {
+                painter.galley(at.min, label, color);
             }
         }
         let corner = Pos2::new(ruler.left() - LABEL_W + 4.0, ruler.top() + 1.0);
@@ -833,17 +847,9 @@ impl Timeline {
             small,
             color,
         );
-        // The time under the pointer, to a pixel's precision, over the ticks.
-        if let Some(x) = cursor {
-            let t = from + ((x - ruler.left()) / ruler.width()) as f64 * span;
-            let per_px = ruler::tick_step(span / ruler.width() as f64);
-            let text = ruler::tick_label(t, per_px, scale);
-            let galley = painter.layout_no_wrap(text, font, color);
-            let w = galley.size().x + 8.0;
-            let left = (x - w / 2.0).clamp(ruler.left(), ruler.right() - w);
-            let r = Rect::from_min_size(Pos2::new(left, ruler.top() + 1.0), Vec2::new(w, 15.0));
+        if let Some((r, galley)) = cursor {
             painter.rect_filled(r, 3.0, ui.visuals().widgets.active.bg_fill);
-            painter.galley(Pos2::new(left + 4.0, ruler.top() + 2.0), galley, color);
+            painter.galley(Pos2::new(r.left() + 4.0, ruler.top() + 2.0), galley, color);
         }
     }
 
