@@ -93,6 +93,10 @@ pub enum Command {
         nccl_stream: NcclStream,
         #[arg(long, default_value_t = 311)]
         seed: u64,
+        /// The old, kinder shape (repeated NVTX texts, sub-µs kernel spacing, no JIT stall
+        /// or checkpoint), for comparison with the realistic default.
+        #[arg(long)]
+        clean: bool,
     },
 }
 
@@ -133,9 +137,17 @@ pub fn main() -> ExitCode {
             flavour,
             nccl_stream,
             seed,
+            clean,
         }) => {
             let t = Instant::now();
-            synth::generate(&out, SynthOptions { preset, flavour, nccl_stream, seed }).map(|truth| {
+            let options = SynthOptions {
+                preset,
+                flavour,
+                nccl_stream,
+                seed,
+                clean,
+            };
+            synth::generate(&out, options).map(|truth| {
                 let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
                 println!(
                     "wrote {} ({:.1} MB, {} kernels, {} API calls, {} NVTX ranges) and {} in {:.1} s",

@@ -248,15 +248,15 @@ fn nested_and_start_end_ranges_give_the_launch_path() {
         stream: device.streams.iter().position(|s| s.id == 1).unwrap() as u32,
         op: 0,
     };
-    let path: Vec<&str> = gaps::launch_nvtx_path(&trace, device, gemm)
+    let path: Vec<String> = gaps::launch_nvtx_path(&trace, device, gemm)
         .into_iter()
-        .map(|id| trace.strings.get(id))
+        .map(|id| trace.strings.get(id).into_owned())
         .collect();
     assert_eq!(path, ["step_1", "inner"]);
     let second = gaps::OpRef { op: 1, ..gemm };
-    let path: Vec<&str> = gaps::launch_nvtx_path(&trace, device, second)
+    let path: Vec<String> = gaps::launch_nvtx_path(&trace, device, second)
         .into_iter()
-        .map(|id| trace.strings.get(id))
+        .map(|id| trace.strings.get(id).into_owned())
         .collect();
     assert_eq!(path, ["step_1"]);
 }

@@ -308,8 +308,12 @@ fn check_against_truth(trace: &Trace, report: &load::LoadReport, truth: &GroundT
                 assert_eq!(thread.pid, t.pid);
                 let call = s.ops.launch_call[i] as usize;
                 assert_eq!(thread.api.correlation_id[call], s.ops.correlation_id[i]);
+                // A blocking copy's call returns after its op (the checkpoint's cudaMemcpy).
+                let blocking =
+                    s.ops.kind[i] == OpKind::Memcpy && thread.api.end[call] > s.ops.end[i];
                 assert!(
-                    thread.api.end[call] <= s.ops.start[i],
+                    thread.api.end[call] <= s.ops.start[i]
+                        || (blocking && thread.api.start[call] <= s.ops.start[i]),
                     "launch precedes its op"
                 );
             }

@@ -41,7 +41,7 @@ impl ThreadSync {
 /// Threads that made synchronising calls, the most time in them first.
 pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
     let is_sync: Vec<bool> = (0..trace.strings.len() as u32)
-        .map(|id| is_synchronizing(trace.strings.get(id)))
+        .map(|id| is_synchronizing(&trace.strings.get(id)))
         .collect();
     let mut out: Vec<ThreadSync> = trace
         .threads

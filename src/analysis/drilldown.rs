@@ -180,11 +180,11 @@ fn activity_before(
     // delays the collective is CPU work that is neither a launch nor a wait.
     let name = |i: usize| trace.strings.get(api.name[i]);
     let synchronized_ns = (first..call)
-        .filter(|&i| is_synchronizing(name(i)))
+        .filter(|&i| is_synchronizing(&name(i)))
         .map(|i| api.end[i] - api.start[i])
         .sum();
     let longest = (first..call)
-        .filter(|&i| !name(i).contains("Launch") && !is_synchronizing(name(i)))
+        .filter(|&i| !name(i).contains("Launch") && !is_synchronizing(&name(i)))
         .max_by_key(|&i| api.end[i] - api.start[i]);
     let at = longest.map_or(api.start[call], |i| api.start[i]);
     Activity {

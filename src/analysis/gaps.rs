@@ -165,7 +165,7 @@ fn cause(
         .any(|i| {
             api.end[i] >= gap_start
                 && api.end[i] <= gap_end
-                && is_synchronizing(trace.strings.get(api.name[i]))
+                && is_synchronizing(&trace.strings.get(api.name[i]))
         });
     if synced {
         return Cause::HostSync;

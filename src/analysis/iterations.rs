@@ -253,7 +253,7 @@ fn thread_groups(trace: &Trace, launches: &LaunchCounts, ti: usize) -> HashMap<S
             continue;
         }
         let g = *group_of_text.entry(nvtx.text[r]).or_insert_with(|| {
-            let name = numbers_to_hash(trace.strings.get(nvtx.text[r]));
+            let name = numbers_to_hash(&trace.strings.get(nvtx.text[r]));
             *index.entry(name.clone()).or_insert_with(|| {
                 names.push(name);
                 groups.push((Group::default(), i64::MIN));
@@ -302,7 +302,7 @@ fn marker_ranges(trace: &Trace, thread: &Thread, pattern: &str) -> Vec<Window> {
         let text = nvtx.text[r];
         let hit = *verdict
             .entry(text)
-            .or_insert_with(|| matches_marker(trace.strings.get(text), pattern));
+            .or_insert_with(|| matches_marker(&trace.strings.get(text), pattern));
         if hit && out.last().is_none_or(|w| nvtx.start[r] >= w.end) {
             out.push(Window::new(nvtx.start[r], nvtx.end[r]));
         }
@@ -315,7 +315,7 @@ fn marker_ranges(trace: &Trace, thread: &Thread, pattern: &str) -> Vec<Window> {
 fn sync_bounded(trace: &Trace, thread: &Thread) -> Vec<Window> {
     let api = &thread.api;
     let ends: Vec<i64> = (0..api.len())
-        .filter(|&i| super::gaps::is_synchronizing(trace.strings.get(api.name[i])))
+        .filter(|&i| super::gaps::is_synchronizing(&trace.strings.get(api.name[i])))
         .map(|i| api.end[i])
         .collect();
     ends.windows(2).map(|w| Window::new(w[0], w[1])).collect()

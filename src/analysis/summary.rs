@@ -115,7 +115,7 @@ pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) 
                 }
                 let t = *type_of
                     .entry(ops.name[i])
-                    .or_insert_with(|| collective_type(trace.strings.get(ops.name[i])));
+                    .or_insert_with(|| collective_type(&trace.strings.get(ops.name[i])));
                 by_type.entry(t).or_default().push(ops.duration(i));
             }
         }

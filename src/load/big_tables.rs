@@ -15,7 +15,7 @@ use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
     ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
-    RangeKind, StrId, pid_of_global_id,
+    RangeKind, StrId, StringTable, pid_of_global_id,
 };
 
 /// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,
@@ -297,8 +297,8 @@ pub struct NvtxChunk {
     pub ranges: Grouped<i64, NvtxRanges>,
     pub marks: HashMap<i64, NvtxMarks>,
     pub domains: Vec<(u32, String)>,
-    /// Inline texts of this chunk; `LOCAL_TEXT | i` refers to `texts[i]`.
-    pub texts: Vec<String>,
+    /// Inline texts of this chunk; `LOCAL_TEXT | i` refers to text `i` here.
+    pub texts: StringTable,
     pub skips: Skips,
     pub rows: u64,
 }
@@ -324,7 +324,6 @@ pub fn read_nvtx(
         ],
     );
     let mut chunk = NvtxChunk::default();
-    let mut text_ids: FxHashMap<String, u32> = FxHashMap::default();
     chunk.rows = scan_range(ctx, conn, NVTX, &cols, range, |r| {
         let event_type = int(r, 2).unwrap_or(-1);
         let kind = match event_type {
@@ -339,7 +338,7 @@ pub fn read_nvtx(
             NVTX_MARK => {
                 let marks = chunk.marks.entry(int(r, 5).unwrap_or(0)).or_default();
                 marks.time.push(int(r, 0).unwrap_or(0));
-                let id = text_id(r, names, &mut text_ids, &mut chunk.texts);
+                let id = text_id(r, names, &mut chunk.texts);
                 marks.text.push(id);
                 return Ok(());
             }
@@ -365,7 +364,7 @@ pub fn read_nvtx(
                 return Ok(());
             }
         };
-        let id = text_id(r, names, &mut text_ids, &mut chunk.texts);
+        let id = text_id(r, names, &mut chunk.texts);
         let ranges = chunk.ranges.get_mut(int(r, 5).unwrap_or(0));
         ranges.start.push(start);
         ranges.end.push(end);
@@ -379,20 +378,9 @@ pub fn read_nvtx(
 }
 
 /// The text of an NVTX row: inline `text` (2024+) or `textId` into `StringIds` (2023).
-fn text_id(
-    r: &RawRow,
-    names: &Names,
-    local: &mut FxHashMap<String, u32>,
-    texts: &mut Vec<String>,
-) -> StrId {
-    if let Some(t) = text(r, 3) {
-        if let Some(&id) = local.get(t) {
-            return id;
-        }
-        let id = LOCAL_TEXT | texts.len() as u32;
-        texts.push(t.to_owned());
-        local.insert(t.to_owned(), id);
-        return id;
+fn text_id(r: &RawRow, names: &Names, texts: &mut StringTable) -> StrId {
+    match text(r, 3) {
+        Some(t) => LOCAL_TEXT | texts.intern(t),
+        None => names.ids.get(int(r, 4)),
     }
-    names.ids.get(int(r, 4))
 }

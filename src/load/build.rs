@@ -48,9 +48,11 @@ pub fn build_gpu(gpu: Vec<GpuChunk>) -> GpuParts {
 /// the API calls and NVTX ranges are still loading.
 pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
     let gpu = gpu.clone();
+    let mut strings = parts.strings.clone();
+    strings.freeze();
     Trace {
         info: parts.info.clone(),
-        strings: parts.strings.clone(),
+        strings,
         devices: devices_of(gpu.streams, gpu.mem_info, &parts.gpu_names),
         threads: Vec::new(),
         processes: parts.processes.clone(),
@@ -87,6 +89,7 @@ pub fn build_trace(
     });
     check_cancel(cancel)?;
     link_launches(&mut streams, &threads);
+    strings.freeze();
 
     Ok(Trace {
         info: parts.info,
@@ -231,7 +234,7 @@ fn merge_threads(
     }
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
     for chunk in nvtx {
-        let remap: Vec<StrId> = chunk.texts.iter().map(|t| strings.intern(t)).collect();
+        let remap: Vec<StrId> = strings.absorb(&chunk.texts);
         let resolve = |id: StrId| {
             if id & LOCAL_TEXT != 0 {
                 remap[(id & !LOCAL_TEXT) as usize]

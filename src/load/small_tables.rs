@@ -157,7 +157,7 @@ pub fn read_names(
         .collect();
     let memset_name = strings.intern("Memset");
     let nccl = (0..strings.len() as StrId)
-        .map(|id| is_nccl_name(strings.get(id)))
+        .map(|id| is_nccl_name(&strings.get(id)))
         .collect();
     Ok(Names {
         ids,
@@ -240,7 +240,7 @@ pub fn read_thread_names(
     )?;
     Ok(rows
         .into_iter()
-        .filter_map(|(tid, name)| Some((tid?, strings.get(names.ids.get(name)).to_owned())))
+        .filter_map(|(tid, name)| Some((tid?, strings.get(names.ids.get(name)).into_owned())))
         .collect())
 }
 

@@ -12,7 +12,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 
-pub use truth::{Breakdown, DeviceTruth, GapTruth, GroundTruth, IterationTruth};
+pub use truth::{Breakdown, DeviceTruth, GapSummary, GapTruth, GroundTruth, IterationTruth};
 pub use writer::{Flavour, empty_export, global_pid};
 
 use program::{KERNELS, SEND_RECV, StepShape};
@@ -42,6 +42,13 @@ pub struct SynthOptions {
     pub flavour: Flavour,
     pub nccl_stream: NcclStream,
     pub seed: u64,
+    /// The old, kinder shape, for comparison: repeated NVTX texts, sub-µs spacing between
+    /// kernels (few gaps), no JIT stall and no checkpoint. By default traces are shaped
+    /// like real PyTorch exports: record_shapes op texts (a distinct text per shaped op,
+    /// ~2M in `large`), 1–3 µs between back-to-back kernels with launch-latency jitter (a
+    /// gap at nearly every kernel boundary), a 340 ms JIT compile stall in the first step
+    /// and a multi-second blocking checkpoint copy.
+    pub clean: bool,
 }
 
 impl SynthOptions {
@@ -51,6 +58,7 @@ impl SynthOptions {
             flavour: Flavour::Nsys2024,
             nccl_stream: NcclStream::Same,
             seed: 311,
+            clean: false,
         }
     }
 }
@@ -62,6 +70,8 @@ struct Shape {
     warmup: u32,
     slow_step: u32,
     straggler: u32,
+    /// After this step every rank saves a checkpoint (realistic traces).
+    checkpoint_step: u32,
 }
 
 fn shape(preset: Preset) -> Shape {
@@ -73,6 +83,7 @@ fn shape(preset: Preset) -> Shape {
             warmup: 1,
             slow_step: 5,
             straggler: 2,
+            checkpoint_step: 6,
         },
         Preset::Medium => Shape {
             ranks: 4,
@@ -81,6 +92,7 @@ fn shape(preset: Preset) -> Shape {
             warmup: 2,
             slow_step: 37,
             straggler: 2,
+            checkpoint_step: 45,
         },
         Preset::Large => Shape {
             ranks: 4,
@@ -89,6 +101,7 @@ fn shape(preset: Preset) -> Shape {
             warmup: 2,
             slow_step: 311,
             straggler: 2,
+            checkpoint_step: 1000,
         },
     }
 }
@@ -98,6 +111,10 @@ const TRACE_START_NS: i64 = 2_000_000_000;
 const SCHEDULER_HOST_NS: i64 = 60_000_000;
 const TIME_EMBEDDING_HOST_NS: i64 = 1_500_000;
 const CROSS_DEVICE_WAIT_NS: i64 = 25_000;
+/// Realistic traces: nvFuser's JIT compilation in the first step, and the checkpoint's
+/// blocking copy of the weights.
+const JIT_COMPILE_NS: i64 = 340_000_000;
+const CHECKPOINT_COPY_NS: i64 = 2_500_000_000;
 /// Warm-up steps run their kernels this much slower (autotuning, cold caches).
 const WARMUP_KERNEL_SCALE: f64 = 1.35;
 
@@ -139,6 +156,7 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
                 options.seed,
                 TRACE_START_NS + r as i64 * 37_000,
                 separate,
+                !options.clean,
             )
         })
         .collect();
@@ -168,6 +186,10 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
                 program::step_program(
                     step,
                     &StepShape {
+                        realistic: !options.clean,
+                        jit_ns: (!options.clean && step == 0).then_some(JIT_COMPILE_NS),
+                        checkpoint_ns: (!options.clean && step == shape.checkpoint_step)
+                            .then_some(CHECKPOINT_COPY_NS),
                         blocks: shape.blocks,
                         scheduler_ns: SCHEDULER_HOST_NS,
                         time_embedding_host_ns: TIME_EMBEDDING_HOST_NS,
@@ -237,14 +259,15 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
     let tables = writer.finish().map_err(sql)?;
 
     let mut devices = Vec::new();
-    let mut gaps = Vec::new();
+    let mut raw_gaps = Vec::new();
     let mut per_device = Vec::new();
     for (r, rank) in ranks.iter().enumerate() {
         let (device, device_gaps) = truth::device_truth(rank, r as u32, pid_of_rank(r as u32));
         devices.push(device);
-        gaps.extend(device_gaps);
+        raw_gaps.push(device_gaps);
         let durations_ns = truth::step_spans(rank, shape.steps);
-        let slowest_index = (0..durations_ns.len())
+        // Among the steady-state steps: the first is slow on purpose (warm-up, JIT).
+        let slowest_index = (shape.warmup as usize..durations_ns.len())
             .max_by_key(|&i| durations_ns[i])
             .unwrap_or(0);
         per_device.push(truth::IterationDevice {
@@ -253,6 +276,23 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             durations_ns,
             slowest_index,
         });
+    }
+    let all_gaps: usize = raw_gaps.iter().map(Vec::len).sum();
+    let gaps_listed_from_ns = if all_gaps <= truth::LIST_ALL_GAPS_UP_TO {
+        0
+    } else {
+        truth::LISTED_GAP_MIN_NS
+    };
+    let mut gaps = Vec::new();
+    let mut gap_summary = Vec::new();
+    for (r, (rank, device_gaps)) in ranks.iter().zip(&raw_gaps).enumerate() {
+        gap_summary.push(truth::summarise_gaps(rank, r as u32, device_gaps));
+        gaps.extend(
+            device_gaps
+                .iter()
+                .filter(|g| g.duration_ns >= gaps_listed_from_ns)
+                .map(|g| truth::describe_gap(rank, r as u32, g)),
+        );
     }
     let nvtx_ranges = tables.get("NVTX_EVENTS").copied().unwrap_or(0) - 2 * shape.ranks as u64;
     let truth = GroundTruth {
@@ -268,6 +308,8 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             .collect(),
         nvtx_ranges,
         devices,
+        gap_summary,
+        gaps_listed_from_ns,
         gaps,
         iterations: IterationTruth {
             marker: "denoising_step_#".into(),

@@ -148,6 +148,13 @@ pub const KERNELS: &[KernelSpec] = &[
 #[derive(Debug, Clone)]
 pub enum Instr {
     Push(String),
+    /// An aten op range with its own text, as `emit_nvtx(record_shapes=True)` writes it:
+    /// `aten::linear, seq = 41, op_id = 41, sizes = [[…]], input_op_ids = [(40, 0)]` (the
+    /// simulator numbers the ops of its rank).
+    PushOp {
+        op: &'static str,
+        sizes: &'static str,
+    },
     Pop,
     /// Python time between calls.
     HostWork(i64),
@@ -175,9 +182,23 @@ pub enum Instr {
         name: &'static str,
         ns: i64,
     },
+    /// A blocking `cudaMemcpy` device→host of `bytes` taking `ns` on the GPU (a checkpoint
+    /// of the weights): the CPU waits in the call until the copy is done, seconds.
+    BlockingCopyToHost {
+        bytes: u64,
+        ns: i64,
+    },
 }
 
 pub struct StepShape {
+    /// Shaped like real PyTorch exports: record_shapes op texts, 1–3 µs launch gaps, a JIT
+    /// compile stall and a checkpoint (see `SynthOptions::clean`).
+    pub realistic: bool,
+    /// A JIT compilation on the launching thread before the step's first block (NVTX
+    /// `KernelExecutor::compileFusion > nvrtc_compile`, no launches): how long.
+    pub jit_ns: Option<i64>,
+    /// A checkpoint of the weights after the step (a blocking copy): how long.
+    pub checkpoint_ns: Option<i64>,
     pub blocks: u32,
     pub scheduler_ns: i64,
     pub time_embedding_host_ns: i64,
@@ -187,8 +208,23 @@ pub struct StepShape {
 }
 
 /// An aten op range around zero or more launches, as `torch.autograd.profiler.emit_nvtx` does.
-fn aten(program: &mut Vec<Instr>, op: &str, kernels: &[usize], waits_for_nccl: bool) {
-    program.push(Instr::Push(op.to_string()));
+fn aten(program: &mut Vec<Instr>, op: &'static str, kernels: &[usize], waits_for_nccl: bool) {
+    aten_sized(program, op, None, kernels, waits_for_nccl);
+}
+
+/// An aten op range whose text, in realistic traces, carries its shapes and op id:
+/// a distinct text per op instance, as real exports have millions of.
+fn aten_sized(
+    program: &mut Vec<Instr>,
+    op: &'static str,
+    sizes: Option<&'static str>,
+    kernels: &[usize],
+    waits_for_nccl: bool,
+) {
+    program.push(match sizes {
+        Some(sizes) => Instr::PushOp { op, sizes },
+        None => Instr::Push(op.to_string()),
+    });
     program.push(Instr::HostWork(6_000));
     for &k in kernels {
         program.push(Instr::Launch {
@@ -199,14 +235,31 @@ fn aten(program: &mut Vec<Instr>, op: &str, kernels: &[usize], waits_for_nccl: b
     program.push(Instr::Pop);
 }
 
+/// The shapes record_shapes writes for the ops that carry them (the others' texts repeat).
+const QKV_SIZES: &str = "[[1, 18900, 1536], [4608, 1536], [4608]]";
+const OUT_SIZES: &str = "[[1, 18900, 1536], [1536, 1536], [1536]]";
+const UP_SIZES: &str = "[[1, 18900, 1536], [8960, 1536], [8960]]";
+const DOWN_SIZES: &str = "[[1, 18900, 8960], [1536, 8960], [1536]]";
+const FLASH_SIZES: &str = "[[1, 18900, 12, 128], [1, 18900, 12, 128], [1, 18900, 12, 128], [], []]";
+
 pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     let mut p = Vec::with_capacity(shape.blocks as usize * 2 * 40 + 32);
+    let sized = |sizes: &'static str| shape.realistic.then_some(sizes);
     p.push(Instr::Push(format!("denoising_step_{step}")));
     p.push(Instr::Push("time_embedding".into()));
     aten(&mut p, "aten::sin", &[TIME_EMBED], false);
     // Python builds the conditioning on the CPU while the GPU has drained: host-bound gap.
     p.push(Instr::HostWork(shape.time_embedding_host_ns));
     p.push(Instr::Pop);
+    if let Some(ns) = shape.jit_ns {
+        // nvFuser compiles a fusion on first use: the launching thread is busy, nothing runs.
+        p.push(Instr::Push("KernelExecutor::compileFusion".into()));
+        p.push(Instr::Push("nvrtc_compile".into()));
+        p.push(Instr::HostWork(ns * 97 / 100));
+        p.push(Instr::Pop);
+        p.push(Instr::HostWork(ns * 3 / 100));
+        p.push(Instr::Pop);
+    }
     for branch in ["cfg_cond", "cfg_uncond"] {
         p.push(Instr::Push(branch.into()));
         if branch == "cfg_uncond" {
@@ -226,23 +279,35 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
             p.push(Instr::Push(format!("transformer_block_{block}")));
             p.push(Instr::Push("attention".into()));
             aten(&mut p, "aten::layer_norm", &[LAYER_NORM], true);
-            aten(&mut p, "aten::linear", &[GEMM_QKV], false);
+            aten_sized(&mut p, "aten::linear", sized(QKV_SIZES), &[GEMM_QKV], false);
             aten(&mut p, "aten::view", &[], false);
             aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
             aten(&mut p, "aten::transpose", &[], false);
-            aten(&mut p, "aten::_flash_attention_forward", &[FLASH], true);
+            aten_sized(
+                &mut p,
+                "aten::_flash_attention_forward",
+                sized(FLASH_SIZES),
+                &[FLASH],
+                true,
+            );
             aten(&mut p, "aten::contiguous", &[], false);
             aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
             // The second exchange overlaps the output projection and the FFN when NCCL has its own
             // stream; the next block's layer norm waits for it.
-            aten(&mut p, "aten::linear", &[GEMM_OUT], false);
+            aten_sized(&mut p, "aten::linear", sized(OUT_SIZES), &[GEMM_OUT], false);
             p.push(Instr::Pop);
             p.push(Instr::Push("ffn".into()));
             aten(&mut p, "aten::layer_norm", &[LAYER_NORM], false);
-            aten(&mut p, "aten::linear", &[GEMM_UP], false);
+            aten_sized(&mut p, "aten::linear", sized(UP_SIZES), &[GEMM_UP], false);
             aten(&mut p, "aten::gelu", &[GELU], false);
             aten(&mut p, "aten::reshape", &[], false);
-            aten(&mut p, "aten::linear", &[GEMM_DOWN], false);
+            aten_sized(
+                &mut p,
+                "aten::linear",
+                sized(DOWN_SIZES),
+                &[GEMM_DOWN],
+                false,
+            );
             aten(&mut p, "aten::add", &[ADD], false);
             p.push(Instr::Pop);
             p.push(Instr::Pop);
@@ -257,5 +322,14 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     p.push(Instr::HostWork(shape.scheduler_ns));
     p.push(Instr::Pop);
     p.push(Instr::Pop);
+    if let Some(ns) = shape.checkpoint_ns {
+        // torch.save of the weights between steps: the thread waits seconds in cudaMemcpy.
+        p.push(Instr::Push("checkpoint_save".into()));
+        p.push(Instr::BlockingCopyToHost {
+            bytes: 10 << 30,
+            ns,
+        });
+        p.push(Instr::Pop);
+    }
     p
 }

@@ -8,12 +8,18 @@
 
 use super::program::{Instr, KERNELS};
 
-/// Device-side gap between back-to-back kernels on a stream: below the 1 µs gap threshold.
+/// Device-side gap between back-to-back kernels on a stream. Clean traces: below the 1 µs
+/// gap threshold. Realistic ones, as real exports show: 1–3 µs, so that nearly every
+/// kernel boundary is a gap.
 const MIN_SPACING_NS: i64 = 400;
 const SPACING_JITTER_NS: u64 = 500;
-/// CPU side of `cudaLaunchKernel`, and the time until the GPU can start the kernel.
+const REAL_MIN_SPACING_NS: i64 = 1_000;
+const REAL_SPACING_JITTER_NS: u64 = 2_000;
+/// CPU side of `cudaLaunchKernel`, and the time until the GPU can start the kernel (with
+/// up to this much jitter in realistic traces).
 const LAUNCH_CALL_NS: i64 = 5_000;
 const LAUNCH_LATENCY_NS: i64 = 3_000;
+const LAUNCH_LATENCY_JITTER_NS: u64 = 2_000;
 const NVTX_CALL_NS: i64 = 700;
 
 pub const COMPUTE_STREAM: u32 = 7;
@@ -130,6 +136,10 @@ pub struct RankSim {
     path_text_ids: std::collections::HashMap<String, u32>,
     /// A launched NCCL kernel waiting for the other ranks: (start, correlation id, wait).
     pending_nccl: Option<(i64, u32, Wait, (u32, u8))>,
+    /// Shaped like a real export (see `StepShape::realistic`).
+    realistic: bool,
+    /// The rank's aten op counter, for `seq =` / `op_id =` in record_shapes texts.
+    op_id: u64,
 }
 
 /// What running a program did: finished, or stopped at an NCCL kernel.
@@ -139,7 +149,7 @@ pub enum Stop {
 }
 
 impl RankSim {
-    pub fn new(rank: u32, seed: u64, start_ns: i64, nccl_separate: bool) -> Self {
+    pub fn new(rank: u32, seed: u64, start_ns: i64, nccl_separate: bool, realistic: bool) -> Self {
         Self {
             rng: fastrand::Rng::with_seed(
                 seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(rank as u64 + 1)),
@@ -160,6 +170,10 @@ impl RankSim {
             step_cpu: Vec::new(),
             path_text_ids: Default::default(),
             pending_nccl: None,
+            realistic,
+            // Ranks' op counters do not line up in real runs (data loading, warm-up differ):
+            // each rank's texts are its own.
+            op_id: rank as u64 * 1_000_003,
         }
     }
 
@@ -194,7 +208,39 @@ impl RankSim {
     }
 
     fn spacing(&mut self) -> i64 {
-        MIN_SPACING_NS + self.rng.u64(0..SPACING_JITTER_NS) as i64
+        if self.realistic {
+            REAL_MIN_SPACING_NS + self.rng.u64(0..REAL_SPACING_JITTER_NS) as i64
+        } else {
+            MIN_SPACING_NS + self.rng.u64(0..SPACING_JITTER_NS) as i64
+        }
+    }
+
+    fn launch_latency(&mut self) -> i64 {
+        if self.realistic {
+            LAUNCH_LATENCY_NS + self.rng.u64(0..LAUNCH_LATENCY_JITTER_NS) as i64
+        } else {
+            LAUNCH_LATENCY_NS
+        }
+    }
+
+    /// Opens an NVTX range; texts seen before share their id (unique ones are not looked
+    /// up: millions of them).
+    fn push_range(&mut self, text: String, unique: bool) {
+        self.cpu += NVTX_CALL_NS;
+        let known = if unique {
+            None
+        } else {
+            self.path_text_ids.get(&text).copied()
+        };
+        let id = known.unwrap_or_else(|| {
+            let id = self.path_texts.len() as u32;
+            self.path_texts.push(text.clone());
+            if !unique {
+                self.path_text_ids.insert(text.clone(), id);
+            }
+            id
+        });
+        self.nvtx_stack.push((text, self.cpu, id));
     }
 
     fn api(&mut self, name: &'static str, ns: i64, corr: u32) -> (i64, i64) {
@@ -240,18 +286,15 @@ impl RankSim {
             let instr = &program[*pc];
             *pc += 1;
             match instr {
-                Instr::Push(text) => {
-                    self.cpu += NVTX_CALL_NS;
-                    let id = match self.path_text_ids.get(text) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.path_texts.len() as u32;
-                            self.path_texts.push(text.clone());
-                            self.path_text_ids.insert(text.clone(), id);
-                            id
-                        }
-                    };
-                    self.nvtx_stack.push((text.clone(), self.cpu, id));
+                Instr::Push(text) => self.push_range(text.clone(), false),
+                Instr::PushOp { op, sizes } => {
+                    self.op_id += 1;
+                    let id = self.op_id;
+                    let text = format!(
+                        "{op}, seq = {id}, op_id = {id}, sizes = {sizes}, input_op_ids = [({}, 0)]",
+                        id - 1
+                    );
+                    self.push_range(text, true);
                 }
                 Instr::Pop => {
                     let (text, start, _) = self.nvtx_stack.pop().expect("balanced program");
@@ -295,7 +338,7 @@ impl RankSim {
                     let corr = self.next_corr();
                     let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
                     let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
-                    let ready = call_end + LAUNCH_LATENCY_NS;
+                    let ready = call_end + self.launch_latency();
                     let stream = self.stream_of(*kernel);
                     let slot = Self::stream_slot(stream);
                     let mut dependency = 0;
@@ -332,6 +375,35 @@ impl RankSim {
                     let end = start + 2_500;
                     let path = self.current_path();
                     self.stream_free[0] = end;
+                    self.rows.memcpys.push(MemRow {
+                        start,
+                        end,
+                        stream: COMPUTE_STREAM,
+                        correlation_id: corr,
+                        bytes: *bytes,
+                        kind: 2,
+                    });
+                    self.truth.push(TruthOp {
+                        start,
+                        end,
+                        op: OP_MEMCPY_DTOH,
+                        stream: COMPUTE_STREAM,
+                        wait,
+                        path,
+                        step: self.step,
+                    });
+                }
+                Instr::BlockingCopyToHost { bytes, ns } => {
+                    let corr = self.next_corr();
+                    let call_start = self.cpu;
+                    let latency = self.launch_latency();
+                    let (start, wait) = self.schedule(0, call_start + latency, 0);
+                    let end = start + ns;
+                    let path = self.current_path();
+                    self.stream_free[0] = end;
+                    // The call returns once the copy is done.
+                    self.api("cudaMemcpy_v3020", end + 4_000 - call_start, corr);
+                    self.synced_since_launch = true;
                     self.rows.memcpys.push(MemRow {
                         start,
                         end,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::program::KERNELS;
-use super::sim::{OP_MEMCPY_DTOH, OP_MEMCPY_HTOD, OP_MEMSET, RankSim, TruthOp};
+use super::sim::{OP_MEMCPY_DTOH, OP_MEMCPY_HTOD, OP_MEMSET, RankSim, TruthOp, Wait};
 
 /// Gaps shorter than this are not gaps (analysis-definitions.md default).
 pub const MIN_GAP_NS: i64 = 1_000;
@@ -85,9 +85,20 @@ pub struct GroundTruth {
     pub tables: BTreeMap<String, u64>,
     pub nvtx_ranges: u64,
     pub devices: Vec<DeviceTruth>,
+    /// Every gap counted per device and cause.
+    pub gap_summary: Vec<GapSummary>,
+    /// The gaps listed one by one: all of them, or when there are more than
+    /// `LIST_ALL_GAPS_UP_TO`, those of at least `gaps_listed_from_ns`.
+    pub gaps_listed_from_ns: i64,
     pub gaps: Vec<GapTruth>,
     pub iterations: IterationTruth,
 }
+
+/// Traces with more gaps than this list only the longer ones (a realistic `large` has one
+/// at nearly every one of its 4.4M kernel boundaries).
+pub const LIST_ALL_GAPS_UP_TO: usize = 50_000;
+/// The shortest gap listed when not all are.
+pub const LISTED_GAP_MIN_NS: i64 = 10_000;
 
 pub fn op_name(op: u16) -> &'static str {
     match op {
@@ -169,7 +180,18 @@ fn same_stream(ops: &[TruthOp]) -> SameStream {
     }
 }
 
-fn gaps(rank: &RankSim, device: u32, ops: &[TruthOp], window: (i64, i64)) -> Vec<GapTruth> {
+/// A gap as the generator finds it: where, and the ops (indices into the rank's truth
+/// list) on either side.
+#[derive(Debug, Clone, Copy)]
+pub struct RawGap {
+    pub start_ns: i64,
+    pub duration_ns: i64,
+    before: usize,
+    after: usize,
+}
+
+/// Every gap of a rank's ops inside `window`, in time order.
+pub fn raw_gaps(ops: &[TruthOp], window: (i64, i64)) -> Vec<RawGap> {
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by_key(|&i| (ops[i].start, ops[i].end));
     let mut out = Vec::new();
@@ -180,25 +202,11 @@ fn gaps(rank: &RankSim, device: u32, ops: &[TruthOp], window: (i64, i64)) -> Vec
             let busy_until = ops[l].end;
             let (gap_start, gap_end) = (busy_until.max(window.0), op.start.min(window.1));
             if gap_end - gap_start >= MIN_GAP_NS {
-                let before_nvtx = rank.path_string(ops[l].path);
-                let after_nvtx = rank.path_string(op.path);
-                let common = before_nvtx
-                    .iter()
-                    .zip(&after_nvtx)
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                out.push(GapTruth {
-                    device,
+                out.push(RawGap {
                     start_ns: gap_start,
                     duration_ns: gap_end - gap_start,
-                    before: op_name(ops[l].op).to_string(),
-                    after: op_name(op.op).to_string(),
-                    before_stream: ops[l].stream,
-                    after_stream: op.stream,
-                    enclosing_nvtx: common.checked_sub(1).map(|c| before_nvtx[c].clone()),
-                    before_nvtx,
-                    after_nvtx,
-                    cause: op.wait.label().to_string(),
+                    before: l,
+                    after: i,
                 });
             }
             if op.end > busy_until {
@@ -211,7 +219,72 @@ fn gaps(rank: &RankSim, device: u32, ops: &[TruthOp], window: (i64, i64)) -> Vec
     out
 }
 
-pub fn device_truth(rank: &RankSim, device: u32, pid: u32) -> (DeviceTruth, Vec<GapTruth>) {
+/// The cause of a gap, by why the op after it started late. An op that had been launched
+/// in time and waited only for the GPU's own 1–3 µs between kernels is "dependency"
+/// (analysis-definitions.md: dependency / other).
+pub fn cause_of(rank: &RankSim, gap: &RawGap) -> &'static str {
+    match rank.truth[gap.after].wait {
+        Wait::None | Wait::Dependency => "dependency",
+        w => w.label(),
+    }
+}
+
+/// A gap in words: names, streams, NVTX paths and enclosing range.
+pub fn describe_gap(rank: &RankSim, device: u32, gap: &RawGap) -> GapTruth {
+    let ops = &rank.truth;
+    let (before, after) = (&ops[gap.before], &ops[gap.after]);
+    let before_nvtx = rank.path_string(before.path);
+    let after_nvtx = rank.path_string(after.path);
+    let common = before_nvtx
+        .iter()
+        .zip(&after_nvtx)
+        .take_while(|(a, b)| a == b)
+        .count();
+    GapTruth {
+        device,
+        start_ns: gap.start_ns,
+        duration_ns: gap.duration_ns,
+        before: op_name(before.op).to_string(),
+        after: op_name(after.op).to_string(),
+        before_stream: before.stream,
+        after_stream: after.stream,
+        enclosing_nvtx: common.checked_sub(1).map(|c| before_nvtx[c].clone()),
+        before_nvtx,
+        after_nvtx,
+        cause: cause_of(rank, gap).to_string(),
+    }
+}
+
+/// Every gap of a device counted, by cause: the truth for traces whose gaps are too many
+/// to list one by one.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GapSummary {
+    pub device: u32,
+    pub count: u64,
+    pub total_ns: i64,
+    /// Cause label → (count, total ns).
+    pub by_cause: BTreeMap<String, (u64, i64)>,
+}
+
+pub fn summarise_gaps(rank: &RankSim, device: u32, gaps: &[RawGap]) -> GapSummary {
+    let mut summary = GapSummary {
+        device,
+        ..Default::default()
+    };
+    for g in gaps {
+        summary.count += 1;
+        summary.total_ns += g.duration_ns;
+        let entry = summary
+            .by_cause
+            .entry(cause_of(rank, g).to_string())
+            .or_default();
+        entry.0 += 1;
+        entry.1 += g.duration_ns;
+    }
+    summary
+}
+
+pub fn device_truth(rank: &RankSim, device: u32, pid: u32) -> (DeviceTruth, Vec<RawGap>) {
     let ops = &rank.truth;
     let kernels = ops.iter().filter(|o| o.is_kernel());
     let window = (
@@ -231,7 +304,7 @@ pub fn device_truth(rank: &RankSim, device: u32, pid: u32) -> (DeviceTruth, Vec<
         breakdown_ns: breakdown(ops, window),
         same_stream: same_stream(ops),
     };
-    (truth, gaps(rank, device, ops, window))
+    (truth, raw_gaps(ops, window))
 }
 
 /// GPU span of each step's kernels, per rank.

@@ -1,18 +1,170 @@
-//! Interned strings: every name in the trace is a `StrId` into one table.
+//! Interned strings: every name in the trace is a `StrId` into one table, stored compactly.
 //!
-//! The ids of the export's own `StringIds` table are kept where they are dense, so kernel
-//! and API names need no remapping; texts that nsys stores inline (NVTX `text`) are
-//! appended and deduplicated.
+//! A text is kept as its *template* — the text with every run of ASCII digits taken out —
+//! and the numbers that were there, as a few varint bytes. Real exports hold millions of
+//! distinct NVTX texts that differ only in their numbers
+//! (`aten::linear, seq = 48299, op_id = 48299, sizes = [[1, 18900, 1536], …]`): their
+//! templates repeat, so each text costs ~30 bytes instead of ~130, and a template is the
+//! text "with numbers as #" that marker detection and gap signatures group by, for free.
+//! The split is exact both ways (runs with a leading zero or too long for a u64 are kept
+//! as their digits). Lookups hash (template, numbers); no text is stored twice.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::hash::{BuildHasher, Hasher};
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 /// Index into [`StringTable`].
 pub type StrId = u32;
+/// Index of a template (a text with its numbers as `#`) in [`StringTable`].
+pub type TemplateId = u32;
+
+/// Where a number stood in a template (a byte no UTF-8 text holds).
+const NUMBER: u8 = 0xFF;
+
+/// Texts back to back, each found by its end.
+#[derive(Debug, Default, Clone)]
+struct Arena {
+    bytes: Vec<u8>,
+    /// `ends[i]`: where text `i` ends (it starts where `i - 1` ends).
+    ends: Vec<u64>,
+}
+
+impl Arena {
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.bytes[start..self.ends[i] as usize]
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> usize {
+        self.bytes.extend_from_slice(bytes);
+        self.ends.push(self.bytes.len() as u64);
+        self.ends.len() - 1
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * 8
+    }
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct StringTable {
-    values: Vec<Box<str>>,
-    index: HashMap<Box<str>, StrId>,
+    templates: Arena,
+    template_index: HashTable<TemplateId>,
+    /// Per string: its template.
+    template: Vec<TemplateId>,
+    /// Per string: its numbers (varints), in `numbers`.
+    numbers: Arena,
+    /// Strings by (template, numbers), while strings are added: [`StringTable::freeze`]
+    /// drops it once a trace is built (a fifth of the table), and `intern` builds it again
+    /// if ever needed.
+    index: HashTable<StrId>,
+    indexed: bool,
+}
+
+fn hash_bytes(parts: &[&[u8]]) -> u64 {
+    let mut h = FxBuildHasher.build_hasher();
+    for p in parts {
+        h.write(p);
+        h.write_u8(0);
+    }
+    h.finish()
+}
+
+fn hash_entry(template: TemplateId, numbers: &[u8]) -> u64 {
+    hash_bytes(&[&template.to_le_bytes(), numbers])
+}
+
+/// Splits `text` into its template and its numbers' encoding.
+fn split(text: &str, template: &mut Vec<u8>, numbers: &mut Vec<u8>) {
+    template.clear();
+    numbers.clear();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            template.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let run_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let run = &bytes[run_start..i];
+        template.push(NUMBER);
+        // A value (shifted, low bit 0), or the digits themselves (length, low bit 1) where
+        // the value would not give them back.
+        if run.len() <= 18 && (run.len() == 1 || run[0] != b'0') {
+            let value = run.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64);
+            put_varint(numbers, value << 1);
+        } else {
+            put_varint(numbers, ((run.len() as u64) << 1) | 1);
+            numbers.extend_from_slice(run);
+        }
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn take_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    while let Some(&b) = bytes.get(*at) {
+        *at += 1;
+        v |= ((b & 0x7F) as u64) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+/// The text of `template` with `numbers` put back.
+fn join(template: &[u8], numbers: &[u8]) -> String {
+    let mut out = Vec::with_capacity(template.len() + numbers.len() * 2);
+    let mut at = 0;
+    for &b in template {
+        if b != NUMBER {
+            out.push(b);
+            continue;
+        }
+        let code = take_varint(numbers, &mut at);
+        if code & 1 == 0 {
+            let mut digits = itoa_buffer(code >> 1);
+            out.append(&mut digits);
+        } else {
+            let len = (code >> 1) as usize;
+            let end = (at + len).min(numbers.len());
+            out.extend_from_slice(&numbers[at..end]);
+            at = end;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn itoa_buffer(mut v: u64) -> Vec<u8> {
+    let mut digits = Vec::with_capacity(20);
+    loop {
+        digits.push(b'0' + (v % 10) as u8);
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    digits
 }
 
 impl StringTable {
@@ -24,34 +176,259 @@ impl StringTable {
 
     /// Returns the id of `text`, adding it when it is new.
     pub fn intern(&mut self, text: &str) -> StrId {
-        if let Some(&id) = self.index.get(text) {
+        let (mut template, mut numbers) = (Vec::new(), Vec::new());
+        split(text, &mut template, &mut numbers);
+        let t = self.intern_template(&template);
+        self.intern_parts(t, &numbers)
+    }
+
+    fn intern_template(&mut self, template: &[u8]) -> TemplateId {
+        let hash = hash_bytes(&[template]);
+        let arena = &self.templates;
+        if let Some(&t) = self
+            .template_index
+            .find(hash, |&t| arena.get(t as usize) == template)
+        {
+            return t;
+        }
+        let t = self.templates.push(template) as TemplateId;
+        let arena = &self.templates;
+        self.template_index
+            .insert_unique(hash, t, |&t| hash_bytes(&[arena.get(t as usize)]));
+        t
+    }
+
+    fn intern_parts(&mut self, template: TemplateId, numbers: &[u8]) -> StrId {
+        if !self.indexed {
+            self.rebuild_index();
+        }
+        let hash = hash_entry(template, numbers);
+        let (templates, arena) = (&self.template, &self.numbers);
+        if let Some(&id) = self.index.find(hash, |&id| {
+            templates[id as usize] == template && arena.get(id as usize) == numbers
+        }) {
             return id;
         }
-        let id = self.values.len() as StrId;
-        self.values.push(text.into());
-        self.index.insert(text.into(), id);
+        let id = self.template.len() as StrId;
+        self.template.push(template);
+        self.numbers.push(numbers);
+        let (templates, arena) = (&self.template, &self.numbers);
+        self.index.insert_unique(hash, id, |&id| {
+            hash_entry(templates[id as usize], arena.get(id as usize))
+        });
         id
     }
 
-    pub fn get(&self, id: StrId) -> &str {
-        self.values.get(id as usize).map_or("", |s| s)
+    fn rebuild_index(&mut self) {
+        let (templates, arena) = (&self.template, &self.numbers);
+        let hash = |id: &StrId| hash_entry(templates[*id as usize], arena.get(*id as usize));
+        let mut index = HashTable::with_capacity(self.template.len());
+        for id in 0..self.template.len() as StrId {
+            index.insert_unique(hash(&id), id, hash);
+        }
+        self.index = index;
+        self.indexed = true;
+    }
+
+    /// Drops what only adding strings needs and the room grown for more: the table of a
+    /// built trace is only read.
+    pub fn freeze(&mut self) {
+        self.index = HashTable::new();
+        self.indexed = false;
+        self.template.shrink_to_fit();
+        for arena in [&mut self.templates, &mut self.numbers] {
+            arena.bytes.shrink_to_fit();
+            arena.ends.shrink_to_fit();
+        }
+    }
+
+    /// Adds every string of `other`; returns, per id of `other`, its id here. Templates
+    /// are matched once each and numbers copied as they are: no text is put together.
+    pub fn absorb(&mut self, other: &StringTable) -> Vec<StrId> {
+        let templates: Vec<TemplateId> = (0..other.templates.len())
+            .map(|t| self.intern_template(other.templates.get(t)))
+            .collect();
+        (0..other.len())
+            .map(|id| {
+                let t = templates[other.template[id] as usize];
+                self.intern_parts(t, other.numbers.get(id))
+            })
+            .collect()
+    }
+
+    /// The text of `id` (empty for an unknown id). Borrowed when it holds no number.
+    pub fn get(&self, id: StrId) -> Cow<'_, str> {
+        let Some(&t) = self.template.get(id as usize) else {
+            return Cow::Borrowed("");
+        };
+        let template = self.templates.get(t as usize);
+        let numbers = self.numbers.get(id as usize);
+        if numbers.is_empty() {
+            // Only whole texts went in, and a template without numbers is one.
+            Cow::Borrowed(std::str::from_utf8(template).unwrap_or(""))
+        } else {
+            Cow::Owned(join(template, numbers))
+        }
     }
 
     pub fn find(&self, text: &str) -> Option<StrId> {
-        self.index.get(text).copied()
+        let (mut template, mut numbers) = (Vec::new(), Vec::new());
+        split(text, &mut template, &mut numbers);
+        let hash = hash_bytes(&[&template]);
+        let t = *self.template_index.find(hash, |&t| {
+            self.templates.get(t as usize) == template.as_slice()
+        })?;
+        let same =
+            |id: StrId| self.template[id as usize] == t && self.numbers.get(id as usize) == numbers;
+        if !self.indexed {
+            return (0..self.len() as StrId).find(|&id| same(id));
+        }
+        self.index
+            .find(hash_entry(t, &numbers), |&id| same(id))
+            .copied()
+    }
+
+    /// The template of `id`: texts equal but for their numbers share it.
+    pub fn template_of(&self, id: StrId) -> TemplateId {
+        self.template.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// A template's text, its numbers written `#`: `denoising_step_#`.
+    pub fn template_text(&self, t: TemplateId) -> String {
+        let bytes: Vec<u8> = self
+            .templates
+            .get(t as usize)
+            .iter()
+            .map(|&b| if b == NUMBER { b'#' } else { b })
+            .collect();
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// Whether `needle` (holding no digit) occurs in the texts of template `t`: a text's
+    /// digit-free stretches are its template's, so one test answers for all of them.
+    pub fn template_contains(&self, t: TemplateId, needle: &[u8]) -> bool {
+        debug_assert!(!needle.iter().any(u8::is_ascii_digit));
+        let template = self.templates.get(t as usize);
+        needle.is_empty() || template.windows(needle.len()).any(|w| w == needle)
+    }
+
+    pub fn templates_len(&self) -> usize {
+        self.templates.len()
     }
 
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.template.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.template.is_empty()
     }
 
     /// Heap bytes held, for the bytes-per-event figure.
     pub fn heap_bytes(&self) -> usize {
-        let text: usize = self.values.iter().map(|s| s.len()).sum();
-        text * 2 + self.values.len() * 16 * 3
+        let index = (self.index.capacity() + self.template_index.capacity()) * 5;
+        self.templates.heap_bytes()
+            + self.numbers.heap_bytes()
+            + self.template.capacity() * 4
+            + index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_text_comes_back_exactly_and_once() {
+        every_text_comes_back(false);
+        every_text_comes_back(true);
+    }
+
+    fn every_text_comes_back(frozen: bool) {
+        let texts = [
+            "",
+            "denoising_step_311",
+            "denoising_step_0",
+            "aten::linear, seq = 48299, op_id = 48299, sizes = [[1, 18900, 1536], [1536, 8960]], input_op_ids = [(48296, 0)]",
+            "build 007 of 10",
+            "x12345678901234567890123y",
+            "ümlaut 3 ü",
+            "#literal # and 5",
+            "9",
+        ];
+        let mut table = StringTable::new();
+        let ids: Vec<StrId> = texts.iter().map(|t| table.intern(t)).collect();
+        if frozen {
+            table.freeze();
+        }
+        for (t, &id) in texts.iter().zip(&ids) {
+            assert_eq!(table.get(id), *t);
+            assert_eq!(table.intern(t), id, "interned once");
+            assert_eq!(table.find(t), Some(id));
+        }
+        assert_eq!(table.find("denoising_step_312"), None);
+        assert_eq!(ids[0], 0, "the empty string is id 0");
+    }
+
+    #[test]
+    fn texts_equal_but_for_numbers_share_a_template() {
+        let mut table = StringTable::new();
+        let a = table.intern("denoising_step_3");
+        let b = table.intern("denoising_step_1250");
+        let c = table.intern("denoising_step_x");
+        assert_eq!(table.template_of(a), table.template_of(b));
+        assert_ne!(table.template_of(a), table.template_of(c));
+        assert_eq!(
+            table.template_text(table.template_of(a)),
+            "denoising_step_#"
+        );
+        // A literal # is not a number.
+        let d = table.intern("denoising_step_#");
+        assert_ne!(table.template_of(a), table.template_of(d));
+        assert!(table.template_contains(table.template_of(b), b"step_"));
+        assert!(!table.template_contains(table.template_of(b), b"step_x"));
+    }
+
+    #[test]
+    fn absorbing_a_table_maps_its_ids_to_the_same_texts() {
+        let mut chunk = StringTable::new();
+        let texts = ["aten::mm, op_id = 5", "ffn", "aten::mm, op_id = 6", "ffn"];
+        let local: Vec<StrId> = texts.iter().map(|t| chunk.intern(t)).collect();
+        let mut global = StringTable::new();
+        let before = global.intern("aten::mm, op_id = 6");
+        let remap = global.absorb(&chunk);
+        for (t, id) in texts.iter().zip(local) {
+            assert_eq!(global.get(remap[id as usize]), *t);
+        }
+        assert_eq!(remap[local_id(&chunk, "aten::mm, op_id = 6")], before);
+        assert_eq!(global.len(), 4, "'', two op texts, ffn");
+    }
+
+    fn local_id(table: &StringTable, text: &str) -> usize {
+        table.find(text).unwrap() as usize
+    }
+
+    #[test]
+    fn distinct_op_texts_take_a_fraction_of_their_length() {
+        let mut table = StringTable::new();
+        let mut text_bytes = 0;
+        for id in 0..100_000u64 {
+            let t = format!(
+                "aten::linear, seq = {id}, op_id = {id}, sizes = [[1, 18900, 1536], [4608, 1536], [4608]], input_op_ids = [({}, 0)]",
+                id.saturating_sub(1)
+            );
+            text_bytes += t.len();
+            table.intern(&t);
+        }
+        table.freeze();
+        let seventh = "aten::linear, seq = 7, op_id = 7, sizes = [[1, 18900, 1536], [4608, 1536], [4608]], input_op_ids = [(6, 0)]";
+        let found = table.find(seventh).expect("found without its index");
+        assert_eq!(table.get(found), seventh);
+        let per_text = table.heap_bytes() as f64 / 100_000.0;
+        assert!(
+            per_text < 40.0,
+            "{per_text:.1} bytes per text of {} on average",
+            text_bytes / 100_000
+        );
     }
 }

@@ -83,7 +83,7 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                                 format_ns(ops.start[i] - t.api.start[c])
                             ),
                         );
-                        let path: Vec<&str> = launch_nvtx_path(trace, dev, op)
+                        let path: Vec<_> = launch_nvtx_path(trace, dev, op)
                             .iter()
                             .map(|id| trace.strings.get(*id))
                             .collect();

@@ -159,7 +159,7 @@ fn name_ranks(strings: &StringTable, gaps: &[GapDetail], order: &[u32]) -> Vec<i
     let mut distinct: Vec<StrId> = (0..strings.len() as StrId)
         .filter(|&id| used[id as usize])
         .collect();
-    distinct.sort_unstable_by(|a, b| strings.get(*a).cmp(strings.get(*b)));
+    distinct.sort_unstable_by_key(|&id| strings.get(id));
     let mut ranks = vec![0i64; strings.len()];
     for (r, id) in distinct.into_iter().enumerate() {
         ranks[id as usize] = r as i64;

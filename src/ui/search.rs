@@ -42,7 +42,7 @@ pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String
             let name = trace.strings.get(id);
             match mode {
                 Mode::Substring => name.to_lowercase().contains(&needle),
-                Mode::Regex => regex.as_ref().is_some_and(|r| r.is_match(name)),
+                Mode::Regex => regex.as_ref().is_some_and(|r| r.is_match(&name)),
                 Mode::Exact => name == query,
             }
         })

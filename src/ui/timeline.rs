@@ -75,7 +75,7 @@ struct RowItems<'a> {
     end: &'a dyn Fn(usize) -> i64,
     longest: i64,
     color: &'a dyn Fn(usize) -> Color32,
-    name: &'a dyn Fn(usize) -> &'a str,
+    name: &'a dyn Fn(usize) -> std::borrow::Cow<'a, str>,
     /// How a folded run of items `[a, b)` over `span` ns (at least the fold's width) is
     /// filled.
     folded: &'a dyn Fn(usize, usize, i64) -> Fill,
@@ -1072,7 +1072,7 @@ impl Timeline {
         let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
         let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
         let label =
-            |i: usize, rect: Rect, text: &mut Mesh| out.labels.bake(rect, (items.name)(i), text);
+            |i: usize, rect: Rect, text: &mut Mesh| out.labels.bake(rect, &(items.name)(i), text);
         if let Some(level) = lod.level_for(fold_ns) {
             let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
                 fold::draw_level(
@@ -1380,7 +1380,7 @@ fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef
 fn sync_names(trace: &Trace) -> Vec<bool> {
     (0..trace.strings.len() as u32)
         .into_par_iter()
-        .map(|id| crate::analysis::gaps::is_synchronizing(trace.strings.get(id)))
+        .map(|id| crate::analysis::gaps::is_synchronizing(&trace.strings.get(id)))
         .collect()
 }
 
@@ -1415,7 +1415,7 @@ fn op_tooltip(trace: &Trace, device: usize, stream: usize, i: usize, origin: i64
         },
     );
     if !path.is_empty() {
-        let names: Vec<&str> = path.iter().map(|id| trace.strings.get(*id)).collect();
+        let names: Vec<_> = path.iter().map(|id| trace.strings.get(*id)).collect();
         text += &format!("\nNVTX {}", names.join(" > "));
     }
     text
