@@ -105,6 +105,55 @@ pub fn bench_load(file: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `report FILE --json` end to end — load, every analysis, the JSON written — against one
+/// sqlite3 process scanning the same columns of the three big tables. The two alternate,
+/// sqlite3 / report / sqlite3 / report / sqlite3, and each report is set against the mean of
+/// the scans on either side of it: this machine's speed changes from one moment to the
+/// next, and a ratio of runs far apart would measure that.
+pub fn bench_report(file: &Path) -> Result<(), String> {
+    let mut reader = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::io::copy(&mut reader, &mut std::io::sink())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    println!("file: {}", file.display());
+    println!("threads: {}", rayon::current_num_threads());
+    let mut scans = vec![sqlite3_scan(file)?.seconds];
+    let mut ratios = Vec::new();
+    for round in 1..=2 {
+        let t = Instant::now();
+        let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
+        let loaded = t.elapsed().as_secs_f64();
+        let options = Options::default();
+        let overview = analysis::overview(&trace, &options);
+        let analysed = t.elapsed().as_secs_f64();
+        let value = crate::report::report_json(&trace, &report, &overview, &options);
+        let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        std::hint::black_box(json.len());
+        let seconds = t.elapsed().as_secs_f64();
+        drop((trace, overview));
+        scans.push(sqlite3_scan(file)?.seconds);
+        let around = (scans[round - 1] + scans[round]) / 2.0;
+        ratios.push(seconds / around);
+        println!(
+            "round {round}: load {loaded:.3} s, analyses {:.3} s, json {:.3} s, report --json {seconds:.3} s; sqlite3 scans around it {:.3} / {:.3} s; ratio {:.2}",
+            analysed - loaded,
+            seconds - analysed,
+            scans[round - 1],
+            scans[round],
+            seconds / around
+        );
+    }
+    println!(
+        "ratio report/sqlite3   {:.2} (best of {}), {:.2} (worst)",
+        ratios.iter().copied().fold(f64::MAX, f64::min),
+        ratios.len(),
+        ratios.iter().copied().fold(0.0, f64::max)
+    );
+    if let Some(peak) = crate::memory::peak_rss_bytes() {
+        println!("peak RSS               {:>8.1} MB", peak as f64 / 1e6);
+    }
+    Ok(())
+}
+
 /// Loads FILE, then times each analysis of all devices (best of 3 runs) and all together.
 pub fn bench_analysis(file: &Path) -> Result<(), String> {
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
@@ -130,7 +179,47 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         devices.len()
     );
     println!("threads: {}", rayon::current_num_threads());
-    let rows: [(&str, f64); 6] = [
+    let cpu = analysis::gaps::CpuIndex::new(&trace);
+    let found: Vec<_> = devices
+        .iter()
+        .zip(&windows)
+        .flat_map(|(d, w)| analysis::gaps::gaps(&trace, &cpu, d, *w, options.min_gap_ns))
+        .collect();
+    let rows: [(&str, f64); 10] = [
+        (
+            "  gaps: CPU index",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::gaps::CpuIndex::new(&trace));
+            }),
+        ),
+        (
+            "  gaps: found (no cause, no NVTX)",
+            best_of_3(&|| {
+                for (d, w) in devices.iter().zip(&windows) {
+                    std::hint::black_box(analysis::gaps::find_gaps(d, *w, options.min_gap_ns));
+                }
+            }),
+        ),
+        (
+            "  gaps: with cause and NVTX",
+            best_of_3(&|| {
+                for (d, w) in devices.iter().zip(&windows) {
+                    std::hint::black_box(analysis::gaps::gaps(
+                        &trace,
+                        &cpu,
+                        d,
+                        *w,
+                        options.min_gap_ns,
+                    ));
+                }
+            }),
+        ),
+        (
+            "  gaps: recurring patterns",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::recurring::recurring(&trace, &found));
+            }),
+        ),
         (
             "breakdown + same-stream",
             best_of_3(&|| {
@@ -143,16 +232,17 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
             }),
         ),
         (
-            "gaps (found, described)",
+            "gaps (found, with cause and NVTX) + recurring",
             best_of_3(&|| {
-                for (d, w) in devices.iter().zip(&windows) {
-                    let found = analysis::gaps::gaps(&trace, d, *w, options.min_gap_ns);
-                    let described: Vec<_> = found
-                        .iter()
-                        .map(|g| analysis::recurring::describe(&trace, d, g, 3))
-                        .collect();
-                    std::hint::black_box(analysis::recurring::recurring(&described));
-                }
+                let cpu = analysis::gaps::CpuIndex::new(&trace);
+                let found: Vec<_> = devices
+                    .iter()
+                    .zip(&windows)
+                    .flat_map(|(d, w)| {
+                        analysis::gaps::gaps(&trace, &cpu, d, *w, options.min_gap_ns)
+                    })
+                    .collect();
+                std::hint::black_box(analysis::recurring::recurring(&trace, &found));
             }),
         ),
         (
@@ -163,10 +253,12 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         ),
         ("drill-down of the slowest", {
             let it = analysis::iterations::iterations(&trace, None);
+            let cpu = analysis::gaps::CpuIndex::new(&trace);
             best_of_3(&|| {
                 if let Some(k) = it.slowest_index {
                     std::hint::black_box(analysis::drilldown::drilldown(
                         &trace,
+                        &cpu,
                         &it,
                         k,
                         options.min_gap_ns,
@@ -377,7 +469,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     let gaps = &overview.gaps;
     let recurring = &overview.recurring;
     let order = |filter: &Filter, column: Column, descending: bool| {
-        filtered_order(&trace.strings, gaps, recurring, filter, column, descending).len()
+        filtered_order(&trace, gaps, recurring, filter, column, descending).len()
     };
     let mut actions: Vec<(String, Box<dyn Fn() -> usize + '_>)> = Vec::new();
     for column in Column::ALL {
@@ -418,7 +510,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
         actions.push((
             format!("open_drilldown_iter_{k}"),
             Box::new(move || {
-                analysis::drilldown::drilldown(trace, its, k, DEFAULT_MIN_GAP_NS, 8)
+                analysis::drilldown::drilldown(trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, 8)
                     .collectives
                     .len()
             }),
@@ -440,40 +532,6 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     for (name, action) in &actions {
         let (ms, rows) = median_of_5(action.as_ref());
         println!("action={name} ms={ms:.1} rows={rows}");
-    }
-    // The table at 20× the gaps (copies shifted in time), as a trace with hundreds of
-    // thousands of gaps would give.
-    let many: Vec<_> = (0..20i64)
-        .flat_map(|k| {
-            gaps.iter().map(move |g| {
-                let mut g = g.clone();
-                g.gap.start_ns += k * 1_000_000_000_000;
-                g
-            })
-        })
-        .collect();
-    let text = Filter {
-        text: "embedding".into(),
-        ..Default::default()
-    };
-    let cause = Filter {
-        cause: Some(Cause::HostBound),
-        ..Default::default()
-    };
-    for (name, filter, column) in [
-        (
-            "sort_by_before_->_after",
-            Filter::default(),
-            Column::Neighbours,
-        ),
-        ("sort_by_duration", Filter::default(), Column::Duration),
-        ("filter_cause_host_bound", cause, Column::Start),
-        ("filter_text_embedding", text, Column::Duration),
-    ] {
-        let (ms, rows) = median_of_5(&|| {
-            filtered_order(&trace.strings, &many, recurring, &filter, column, true).len()
-        });
-        println!("action=x20_gaps_{name} ms={ms:.1} rows={rows}");
     }
     Ok(())
 }

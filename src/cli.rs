@@ -61,6 +61,9 @@ pub enum Command {
     BenchLoad { file: PathBuf },
     /// Time every analysis of FILE after loading it.
     BenchAnalysis { file: PathBuf },
+    /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
+    /// scan, with its peak RSS.
+    BenchReport { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
     BenchFrame {
         file: PathBuf,
@@ -125,6 +128,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
+        Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
         Some(Command::BenchFrame { file, against }) => {
             crate::bench::bench_frame(&file, against.as_deref())
         }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::analysis::breakdown::pct;
 use crate::analysis::overview::{Overview, selected_devices};
+use crate::analysis::recurring::describe;
 use crate::analysis::{Options, iterations::Iterations};
 use crate::load::LoadReport;
 use crate::trace::{OpKind, Trace};
@@ -66,11 +67,10 @@ pub fn report_json(
         })
         .collect();
     let top_gaps: Vec<Value> = overview
-        .longest_gaps()
+        .longest_gaps(options.top)
         .into_iter()
-        .take(options.top)
         .map(|i| {
-            let g = &overview.gaps[i];
+            let g = describe(trace, &overview.gaps[i], 3);
             json!({
                 "device": g.gap.device,
                 "start_ns": g.gap.start_ns,
@@ -109,7 +109,7 @@ pub fn report_json(
         "gaps": {
             "min_gap_ns": options.min_gap_ns,
             "count": overview.gaps.len(),
-            "total_ns": overview.gaps.iter().map(|g| g.gap.duration_ns).sum::<i64>(),
+            "total_ns": overview.gaps.iter().map(|g| g.duration_ns).sum::<i64>(),
             "top": top_gaps,
         },
         "recurring_gaps": recurring,
@@ -209,7 +209,7 @@ pub fn report_text(
             let _ = writeln!(s, "    {}", ss.sentence());
         }
     }
-    let total: i64 = overview.gaps.iter().map(|g| g.gap.duration_ns).sum();
+    let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
         s,
         "\nGaps (≥ {}): {} totalling {}. Worst recurring patterns:",

@@ -126,10 +126,11 @@ fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
         options.nccl_stream = nccl;
         let truth = synth::generate(&path, options).unwrap();
         let (trace, _) = load::load(&path).unwrap();
+        let cpu = gaps::CpuIndex::new(&trace);
         let mut found = Vec::new();
         for device in &trace.devices {
             let window = device_window(device).unwrap();
-            for g in gaps::gaps(&trace, device, window, DEFAULT_MIN_GAP_NS) {
+            for g in gaps::gaps(&trace, &cpu, device, window, DEFAULT_MIN_GAP_NS) {
                 let name = |r: gaps::OpRef| {
                     trace
                         .strings
@@ -143,8 +144,10 @@ fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
                 };
                 let before_path = gaps::launch_nvtx_path(&trace, device, g.before);
                 let after_path = gaps::launch_nvtx_path(&trace, device, g.after);
-                let enclosing = gaps::enclosing(&before_path, &after_path)
-                    .map(|id| trace.strings.get(id).to_string());
+                // The gap's own enclosing range (found by a sweep) is the one its
+                // neighbours' paths (found by search) give.
+                assert_eq!(gaps::enclosing(&before_path, &after_path), g.enclosing());
+                let enclosing = g.enclosing().map(|id| trace.strings.get(id).to_string());
                 found.push((
                     g.device,
                     g.start_ns,
@@ -224,8 +227,10 @@ fn iterations_slowest_step_and_straggler_match_the_truth() {
             assert!(d.slow_indices.contains(&t.slowest_index));
         }
         assert_eq!(it.slowest_index, Some(t.slowest_index));
+        let cpu = analysis::gaps::CpuIndex::new(&trace);
         let drill = drilldown(
             &trace,
+            &cpu,
             &it,
             t.slowest_index,
             analysis::gaps::DEFAULT_MIN_GAP_NS,
@@ -252,26 +257,29 @@ fn iterations_slowest_step_and_straggler_match_the_truth() {
 
 #[test]
 fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
-    use nsys_explorer::analysis::recurring::{describe, recurring};
+    use nsys_explorer::analysis::recurring::recurring;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.sqlite");
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, _) = load::load(&path).unwrap();
-    let mut details = Vec::new();
+    let cpu = analysis::gaps::CpuIndex::new(&trace);
+    let mut found = Vec::new();
     for device in &trace.devices {
         let window = device_window(device).unwrap();
-        for g in analysis::gaps::gaps(&trace, device, window, 1000) {
-            details.push(describe(&trace, device, &g, 3));
-        }
+        found.extend(analysis::gaps::gaps(&trace, &cpu, device, window, 1000));
     }
-    let groups = recurring(&details);
+    let groups = recurring(&trace, &found);
     assert_eq!(
         groups.iter().map(|g| g.count).sum::<usize>(),
         truth.gaps.len()
     );
     assert!(groups.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
     for g in &groups {
-        let total: i64 = g.members.iter().map(|&i| details[i].gap.duration_ns).sum();
+        let total: i64 = g
+            .members
+            .iter()
+            .map(|&i| found[i as usize].duration_ns)
+            .sum();
         assert_eq!(total, g.total_ns);
     }
     // The signature of each gap, computed from the truth's names, groups the same way.
@@ -305,7 +313,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     let (trace, _) = load::load(&path).unwrap();
     let o = overview(&trace, &Options::default());
     let all = filtered_order(
-        &trace.strings,
+        &trace,
         &o.gaps,
         &o.recurring,
         &Filter::default(),
@@ -315,7 +323,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     assert_eq!(all.len(), truth.gaps.len());
     let durations: Vec<i64> = all
         .iter()
-        .map(|&i| o.gaps[i as usize].gap.duration_ns)
+        .map(|&i| o.gaps[i as usize].duration_ns)
         .collect();
     assert!(durations.windows(2).all(|w| w[0] >= w[1]), "longest first");
 
@@ -329,14 +337,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
             .iter()
             .filter(|g| g.cause == cause.label())
             .count();
-        let rows = filtered_order(
-            &trace.strings,
-            &o.gaps,
-            &o.recurring,
-            &filter,
-            Column::Start,
-            false,
-        );
+        let rows = filtered_order(&trace, &o.gaps, &o.recurring, &filter, Column::Start, false);
         assert_eq!(rows.len(), expected, "{cause:?}");
     }
     let device = trace.devices[1].id;
@@ -351,7 +352,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
         .filter(|g| g.device == device && g.duration_ns >= 10_000)
         .count();
     let rows = filtered_order(
-        &trace.strings,
+        &trace,
         &o.gaps,
         &o.recurring,
         &on_device,
@@ -359,10 +360,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
         false,
     );
     assert_eq!(rows.len(), expected);
-    let starts: Vec<i64> = rows
-        .iter()
-        .map(|&i| o.gaps[i as usize].gap.start_ns)
-        .collect();
+    let starts: Vec<i64> = rows.iter().map(|&i| o.gaps[i as usize].start_ns).collect();
     assert!(starts.windows(2).all(|w| w[0] <= w[1]), "by start");
 
     let name = truth.gaps[0].after.to_uppercase();
@@ -384,7 +382,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
         .count();
     assert_eq!(
         filtered_order(
-            &trace.strings,
+            &trace,
             &o.gaps,
             &o.recurring,
             &by_name,
@@ -400,7 +398,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     };
     assert_eq!(
         filtered_order(
-            &trace.strings,
+            &trace,
             &o.gaps,
             &o.recurring,
             &group,
@@ -411,14 +409,14 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
         o.recurring[0].count
     );
 
-    let csv = to_csv(&o.gaps, &all, 0).unwrap();
+    let csv = to_csv(&trace, &o.gaps, &all, 0).unwrap();
     let mut reader = csv::Reader::from_reader(csv.as_slice());
     assert_eq!(reader.headers().unwrap().get(3), Some("duration_ns"));
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(records.len(), all.len());
     for (r, &i) in records.iter().zip(&all) {
         let g = &o.gaps[i as usize];
-        assert_eq!(r[3].parse::<i64>().unwrap(), g.gap.duration_ns);
-        assert_eq!(&r[5], g.after_name);
+        assert_eq!(r[3].parse::<i64>().unwrap(), g.duration_ns);
+        assert_eq!(&r[5], trace.strings.get(g.after_name));
     }
 }

@@ -192,10 +192,11 @@ fn concurrent_streams_and_a_memcpy_under_a_kernel_break_down_by_hand() {
     let ss = analysis::same_stream(device, window).unwrap();
     assert_eq!((ss.stream, ss.nccl_pct, ss.compute_pct), (3, 100.0, 0.0));
 
-    let found = gaps::gaps(&trace, device, window, 1);
+    let cpu = gaps::CpuIndex::new(&trace);
+    let found = gaps::gaps(&trace, &cpu, device, window, 1);
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].start_ns, found[0].duration_ns), (260, 40));
-    let detail = analysis::recurring::describe(&trace, device, &found[0], 3);
+    let detail = analysis::recurring::describe(&trace, &found[0], 3);
     assert_eq!(detail.before_name, "Memcpy HtoD");
     assert_eq!(detail.after_name, "gemm");
     // The last gemm was launched at 280, after the memcpy ended at 260, with no sync.
@@ -222,7 +223,8 @@ fn a_window_cutting_through_kernels_counts_only_the_inside() {
     // [250, 350): memory only [250,260), idle [260,300), compute [300,350).
     let b = analysis::breakdown(device, Window::new(250, 350));
     assert_eq!((b.memory_only, b.idle, b.compute_only), (10, 40, 50));
-    let inside = gaps::gaps(&trace, device, Window::new(270, 350), 1);
+    let cpu = gaps::CpuIndex::new(&trace);
+    let inside = gaps::gaps(&trace, &cpu, device, Window::new(270, 350), 1);
     assert_eq!(
         (inside[0].start_ns, inside[0].duration_ns),
         (270, 30),
@@ -362,17 +364,21 @@ fn marker_detection_prefers_the_group_holding_most_launches() {
 #[test]
 fn steady_state_finds_warm_up_and_slow_iterations() {
     use analysis::iterations::steady_state;
-    let d = [200, 150, 100, 101, 99, 100, 180, 100, 102];
+    let ms = 1_000_000;
+    let d = [200, 150, 100, 101, 99, 100, 180, 100, 102].map(|x| x * ms / 10);
     let s = steady_state(&d);
     assert_eq!(
         s.warmup, 2,
-        "200 and 150 are more than 10 % off the median (101)"
+        "20 and 15 ms are more than 10 % off the median (10.1 ms)"
     );
-    assert_eq!(s.median_ns, 100);
+    assert_eq!(s.median_ns, 10 * ms);
     assert_eq!(
         s.slow,
         vec![6],
-        "180 is a robust outlier (MAD-based z-score > 3)"
+        "18 ms is a robust outlier (MAD-based z-score > 3)"
     );
     assert_eq!(s.slowest, Some(6));
+    // The same shape in microseconds is not slow: less than 1 ms over the median.
+    let us = d.map(|x| x / 1_000);
+    assert!(steady_state(&us).slow.is_empty());
 }

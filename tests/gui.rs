@@ -261,7 +261,7 @@ fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
     let (start, end, label) = {
         let l = loaded(&h);
         let o = l.overview.as_ref().unwrap();
-        let g = &o.gaps[o.longest_gaps()[0]].gap;
+        let g = &o.gaps[o.longest_gaps(1)[0]];
         let label = nsys_explorer::report::format_ns(g.start_ns - l.timeline.full.0);
         (g.start_ns, g.start_ns + g.duration_ns, label)
     };
@@ -287,7 +287,7 @@ fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
     h.run_steps(2);
     let l = loaded(&h);
     let o = l.overview.as_ref().unwrap();
-    let second = &o.gaps[o.longest_gaps()[1]].gap;
+    let second = &o.gaps[o.longest_gaps(2)[1]];
     assert_eq!(l.timeline.highlight.map(|h| h.1), Some(second.start_ns));
 }
 
@@ -298,7 +298,7 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
     let (mut h, _) = loaded_tiny(dir.path());
     let (total, counts) = {
         let o = loaded(&h).overview.as_ref().unwrap();
-        let count = |c: Cause| o.gaps.iter().filter(|g| g.gap.cause == c).count();
+        let count = |c: Cause| o.gaps.iter().filter(|g| g.cause == c).count();
         (
             o.gaps.len(),
             [Cause::HostSync, Cause::HostBound].map(|c| (c, count(c))),
@@ -574,7 +574,7 @@ fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
     let (start, end, device) = {
         let l = loaded(&h);
         let o = l.overview.as_ref().unwrap();
-        let g = &o.gaps[l.gaps.order[0] as usize].gap;
+        let g = &o.gaps[l.gaps.order[0] as usize];
         (g.start_ns, g.start_ns + g.duration_ns, g.device)
     };
     // The rows scrolled down to the CPU threads: the GPUs are out of view.
@@ -751,7 +751,7 @@ fn the_gap_table_follows_the_current_window() {
         let inside = o
             .gaps
             .iter()
-            .filter(|g| g.gap.start_ns < w.1 && g.gap.start_ns + g.gap.duration_ns > w.0)
+            .filter(|g| g.start_ns < w.1 && g.end_ns() > w.0)
             .count();
         (w, inside, o.gaps.len())
     };

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::gaps::is_synchronizing;
+use super::gaps::sync_call_names;
 use crate::trace::Trace;
 
 #[derive(Debug, Clone, Serialize)]
@@ -40,9 +40,7 @@ impl ThreadSync {
 
 /// Threads that made synchronising calls, the most time in them first.
 pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
-    let is_sync: Vec<bool> = (0..trace.strings.len() as u32)
-        .map(|id| is_synchronizing(&trace.strings.get(id)))
-        .collect();
+    let is_sync = sync_call_names(trace);
     let mut out: Vec<ThreadSync> = trace
         .threads
         .iter()

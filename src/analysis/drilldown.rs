@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::breakdown::{Breakdown, breakdown};
-use super::gaps::{Gap, gaps, is_synchronizing};
+use super::gaps::{CpuIndex, Gap, gaps, is_synchronizing};
 use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
 use crate::trace::{Device, NONE, OpKind, StrId, Trace};
@@ -205,6 +205,7 @@ fn activity_before(
 /// Drill-down of iteration `k`; `top` limits the kernels and gaps listed per device.
 pub fn drilldown(
     trace: &Trace,
+    cpu: &CpuIndex,
     iterations: &Iterations,
     k: usize,
     min_gap_ns: i64,
@@ -223,7 +224,7 @@ pub fn drilldown(
         let reference_span = it.spans[reference_index].unwrap_or(span);
         let slow = iteration_kernels(trace, device, it, k);
         let reference = iteration_kernels(trace, device, it, reference_index);
-        let mut iteration_gaps = gaps(trace, device, span, min_gap_ns);
+        let mut iteration_gaps = gaps(trace, cpu, device, span, min_gap_ns);
         iteration_gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
         iteration_gaps.truncate(top);
         devices.push(DeviceDrilldown {

@@ -4,13 +4,15 @@
 
 use serde::Serialize;
 
+use rayon::prelude::*;
+
 use super::intervals::{Window, ops_touching};
-use crate::trace::{Device, NONE, Thread, Trace};
+use crate::trace::{Device, NONE, RangeKind, StrId, Thread, Trace};
 
 /// Default minimum gap (analysis-definitions.md).
 pub const DEFAULT_MIN_GAP_NS: i64 = 1_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// The launching thread was in a synchronising call that returned in the gap.
@@ -59,7 +61,10 @@ pub struct OpRef {
     pub op: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A gap, compact: millions of them fit (a real-shaped trace has one at nearly every
+/// kernel boundary). Names and NVTX context are ids; [`super::recurring::describe`] puts
+/// them in words for the few that are shown.
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct Gap {
     pub device: u32,
     pub start_ns: i64,
@@ -67,37 +72,150 @@ pub struct Gap {
     pub before: OpRef,
     pub after: OpRef,
     pub cause: Cause,
+    /// The names of the ops before and after it.
+    #[serde(skip)]
+    pub before_name: StrId,
+    #[serde(skip)]
+    pub after_name: StrId,
+    /// The deepest NVTX range common to both neighbours' launch paths (its text), or
+    /// [`NONE`].
+    #[serde(skip)]
+    pub enclosing: StrId,
 }
 
-/// Every gap of `device` in `window`, in time order.
+impl Gap {
+    pub fn end_ns(&self) -> i64 {
+        self.start_ns + self.duration_ns
+    }
+
+    pub fn enclosing(&self) -> Option<StrId> {
+        (self.enclosing != NONE).then_some(self.enclosing)
+    }
+}
+
+/// What finding gaps needs of the CPU side, built once per trace: per thread, the sorted
+/// ends of its synchronising calls (a gap's cause is one binary search, however long the
+/// thread's calls are), and per API call the innermost NVTX push/pop range open at its
+/// start (a neighbour's NVTX path is a walk up from there).
+pub struct CpuIndex {
+    sync_ends: Vec<Vec<i64>>,
+    call_range: Vec<Vec<u32>>,
+}
+
+impl CpuIndex {
+    pub fn new(trace: &Trace) -> Self {
+        let sync_names = sync_call_names(trace);
+        let per_thread: Vec<(Vec<i64>, Vec<u32>)> = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                let mut ends: Vec<i64> = (0..t.api.len())
+                    .filter(|&i| sync_names[t.api.name[i] as usize])
+                    .map(|i| t.api.end[i])
+                    .collect();
+                ends.sort_unstable();
+                (ends, innermost_range_at_calls(t))
+            })
+            .collect();
+        let (sync_ends, call_range) = per_thread.into_iter().unzip();
+        Self {
+            sync_ends,
+            call_range,
+        }
+    }
+
+    /// Whether a synchronising call of `thread` returned inside `[a, b]`.
+    fn synced_in(&self, thread: usize, a: i64, b: i64) -> bool {
+        let ends = &self.sync_ends[thread];
+        ends.get(ends.partition_point(|&e| e < a))
+            .is_some_and(|&e| e <= b)
+    }
+
+    /// The NVTX path (text ids, outermost first) at the launch of `op`, into `path`.
+    fn launch_path(&self, trace: &Trace, device: &Device, op: OpRef, path: &mut Vec<StrId>) {
+        path.clear();
+        let Some((thread, call)) = launch_index(device, op) else {
+            return;
+        };
+        let nvtx = &trace.threads[thread].nvtx;
+        let mut r = self.call_range[thread][call];
+        while r != NONE {
+            path.push(nvtx.text[r as usize]);
+            r = nvtx.parent[r as usize];
+        }
+        path.reverse();
+    }
+}
+
+/// Per API call of `thread`, the innermost push/pop range containing its start (as
+/// [`crate::trace::NvtxRanges::path_at`] finds it), in one sweep over calls and ranges.
+fn innermost_range_at_calls(thread: &crate::trace::Thread) -> Vec<u32> {
+    let (api, nvtx) = (&thread.api, &thread.nvtx);
+    let mut out = Vec::with_capacity(api.len());
+    let mut open: Vec<u32> = Vec::new();
+    let mut next = 0;
+    for &t in &api.start {
+        // Ranges are sorted by start, a parent before its children: open every range that
+        // starts by `t`, closing those that ended before it.
+        while next < nvtx.len() && nvtx.start[next] <= t {
+            if nvtx.kind[next] == RangeKind::PushPop {
+                while open
+                    .last()
+                    .is_some_and(|&r| nvtx.end[r as usize] < nvtx.start[next])
+                {
+                    open.pop();
+                }
+                open.push(next as u32);
+            }
+            next += 1;
+        }
+        while open.last().is_some_and(|&r| nvtx.end[r as usize] < t) {
+            open.pop();
+        }
+        out.push(open.last().copied().unwrap_or(NONE));
+    }
+    out
+}
+
+/// Every gap of `device` in `window`, in time order./// Every gap of `device` in `window`, in time order.
 pub fn find_gaps(
     device: &Device,
     window: Window,
     min_gap_ns: i64,
 ) -> Vec<(i64, i64, OpRef, OpRef)> {
-    // All ops touching the window, ordered by start (streams are each sorted: merge them),
-    // plus each stream's neighbours just outside it, so that idle time at the window's
-    // edges is a gap with a known op before and after.
-    let mut ops: Vec<(i64, i64, OpRef)> = Vec::new();
-    for (si, stream) in device.streams.iter().enumerate() {
-        let o = &stream.ops;
+    // The ops touching the window, plus each stream's neighbours just outside it (so that
+    // idle time at the window's edges is a gap with a known op before and after), taken
+    // in (start, end) order by merging the streams, each sorted: no list of them is made.
+    let streams = &device.streams;
+    let mut next: Vec<usize> = Vec::with_capacity(streams.len());
+    let mut stop: Vec<usize> = Vec::with_capacity(streams.len());
+    for stream in streams {
         let inside = ops_touching(stream, window);
-        for i in inside.start.saturating_sub(1)..(inside.end + 1).min(o.len()) {
-            ops.push((
-                o.start[i],
-                o.end[i],
-                OpRef {
-                    stream: si as u32,
-                    op: i as u32,
-                },
-            ));
-        }
+        next.push(inside.start.saturating_sub(1));
+        stop.push((inside.end + 1).min(stream.ops.len()));
     }
-    // Stable sort: the list is one sorted run per stream, which it merges in O(n log k).
-    ops.sort_by_key(|&(s, e, _)| (s, e));
+    let merged = std::iter::from_fn(|| {
+        let mut best: Option<(i64, i64, usize)> = None;
+        for (si, stream) in streams.iter().enumerate() {
+            let i = next[si];
+            if i < stop[si] {
+                let (s, e) = (stream.ops.start[i], stream.ops.end[i]);
+                if best.is_none_or(|(bs, be, _)| (s, e) < (bs, be)) {
+                    best = Some((s, e, si));
+                }
+            }
+        }
+        let (s, e, si) = best?;
+        let r = OpRef {
+            stream: si as u32,
+            op: next[si] as u32,
+        };
+        next[si] += 1;
+        Some((s, e, r))
+    });
     let mut gaps = Vec::new();
     let mut last: Option<(i64, OpRef)> = None; // the op that ends latest so far
-    for (s, e, r) in ops {
+    for (s, e, r) in merged {
         if let Some((busy_until, before)) = last {
             if let Some((gs, ge)) = window.clip(busy_until, s)
                 && ge - gs >= min_gap_ns
@@ -114,6 +232,21 @@ pub fn find_gaps(
     gaps
 }
 
+/// Per string id: is it the name of a synchronising API call? Only the names API calls use
+/// are tested (a trace holds millions of other strings: NVTX texts).
+pub fn sync_call_names(trace: &Trace) -> Vec<bool> {
+    let mut used = vec![false; trace.strings.len()];
+    for t in &trace.threads {
+        for &name in &t.api.name {
+            used[name as usize] = true;
+        }
+    }
+    used.iter()
+        .enumerate()
+        .map(|(id, &u)| u && is_synchronizing(&trace.strings.get(id as StrId)))
+        .collect()
+}
+
 /// Is this API call one that makes the CPU wait for the GPU?
 pub fn is_synchronizing(name: &str) -> bool {
     name.contains("Synchronize")
@@ -123,55 +256,75 @@ pub fn is_synchronizing(name: &str) -> bool {
         || name.starts_with("cudaEventSynchronize")
 }
 
-/// Gaps of one device with their causes.
-pub fn gaps(trace: &Trace, device: &Device, window: Window, min_gap_ns: i64) -> Vec<Gap> {
+/// Gaps of one device with their causes and NVTX context.
+pub fn gaps(
+    trace: &Trace,
+    cpu: &CpuIndex,
+    device: &Device,
+    window: Window,
+    min_gap_ns: i64,
+) -> Vec<Gap> {
+    let name = |op: OpRef| device.streams[op.stream as usize].ops.name[op.op as usize];
+    // Neighbouring gaps share an op: its path is kept from one gap to the next.
+    let (mut before_path, mut after_path) = (Vec::new(), Vec::new());
+    let mut after_of_last: Option<OpRef> = None;
     find_gaps(device, window, min_gap_ns)
         .into_iter()
-        .map(|(gs, ge, before, after)| Gap {
-            device: device.id,
-            start_ns: gs,
-            duration_ns: ge - gs,
-            before,
-            after,
-            cause: cause(trace, device, before, after, gs, ge),
+        .map(|(gs, ge, before, after)| {
+            if after_of_last == Some(before) {
+                std::mem::swap(&mut before_path, &mut after_path);
+            } else {
+                cpu.launch_path(trace, device, before, &mut before_path);
+            }
+            cpu.launch_path(trace, device, after, &mut after_path);
+            after_of_last = Some(after);
+            Gap {
+                device: device.id,
+                start_ns: gs,
+                duration_ns: ge - gs,
+                before,
+                after,
+                cause: cause(trace, cpu, device, before, after, gs, ge),
+                before_name: name(before),
+                after_name: name(after),
+                enclosing: enclosing(&before_path, &after_path).unwrap_or(NONE),
+            }
         })
         .collect()
 }
 
-fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Thread, usize)> {
+fn launch_index(device: &Device, op: OpRef) -> Option<(usize, usize)> {
     let ops = &device.streams[op.stream as usize].ops;
     let (thread, call) = (
         ops.launch_thread[op.op as usize],
         ops.launch_call[op.op as usize],
     );
-    (call != NONE).then(|| (&trace.threads[thread as usize], call as usize))
+    (call != NONE).then_some((thread as usize, call as usize))
+}
+
+fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Thread, usize)> {
+    launch_index(device, op).map(|(t, c)| (&trace.threads[t], c))
 }
 
 fn cause(
     trace: &Trace,
+    cpu: &CpuIndex,
     device: &Device,
     before: OpRef,
     after: OpRef,
     gap_start: i64,
     gap_end: i64,
 ) -> Cause {
-    let Some((thread, call)) = launch_of(trace, device, after) else {
+    let Some((thread, call)) = launch_index(device, after) else {
         return Cause::Unknown;
     };
-    let api = &thread.api;
-    // A synchronising call of the launching thread that returned inside the gap (or at its start).
-    let synced = (thread.first_call_running_at(gap_start)..api.len())
-        .take_while(|&i| api.start[i] <= gap_end)
-        .any(|i| {
-            api.end[i] >= gap_start
-                && api.end[i] <= gap_end
-                && is_synchronizing(&trace.strings.get(api.name[i]))
-        });
-    if synced {
+    // A synchronising call of the launching thread that returned inside the gap (or at its
+    // start).
+    if cpu.synced_in(thread, gap_start, gap_end) {
         return Cause::HostSync;
     }
     let before_end = device.streams[before.stream as usize].ops.end[before.op as usize];
-    if api.start[call] >= before_end {
+    if trace.threads[thread].api.start[call] >= before_end {
         Cause::HostBound
     } else {
         Cause::Dependency

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::intervals::Window;
-use crate::trace::{Device, NONE, RangeKind, StrId, Thread, Trace};
+use crate::trace::{Device, NONE, RangeKind, StrId, TemplateId, Thread, Trace};
 
 /// Text with every run of digits replaced by `#`: `denoising_step_37` → `denoising_step_#`.
 pub fn numbers_to_hash(text: &str) -> String {
@@ -86,38 +86,57 @@ impl Iterations {
     }
 }
 
-/// Iterations of the whole trace: with `marker` given, ranges matching it; otherwise the
-/// auto-detected marker; without NVTX, the synchronising-call heuristic.
+/// What `--iteration-marker` / the marker field takes to use the synchronising-call
+/// heuristic instead of an NVTX marker.
+pub const HEURISTIC_MARKER: &str = "heuristic";
+
+/// Iterations of the whole trace: with `marker` given, ranges matching it (or the
+/// synchronising-call heuristic for [`HEURISTIC_MARKER`]); otherwise the auto-detected
+/// marker. A trace with NVTX ranges of which none qualifies has no iterations ("no
+/// iteration marker found", the heuristic offered); one without any falls back to the
+/// heuristic, and says so.
 pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
-    let (pattern, source) = match marker {
-        Some(m) => (Some(m.to_string()), Source::Given),
-        None => match detect_marker(trace, &LaunchCounts::new(trace)) {
-            Some(m) => (Some(m), Source::Detected),
-            None => (None, Source::None),
-        },
-    };
-    if let Some(pattern) = pattern {
+    if marker == Some(HEURISTIC_MARKER) {
+        return heuristic_iterations(trace)
+            .unwrap_or_else(|| finish(None, Source::None, Vec::new()));
+    }
+    if let Some(pattern) = marker {
         let per_thread: Vec<Vec<Window>> = trace
             .threads
             .iter()
-            .map(|t| marker_ranges(trace, t, &pattern))
+            .map(|t| marker_ranges(trace, t, pattern))
             .collect();
         let per_device = per_device(trace, &per_thread);
-        if source == Source::Given || !per_device.is_empty() {
-            return finish(Some(pattern), source, per_device);
-        }
+        return finish(Some(pattern.to_string()), Source::Given, per_device);
     }
+    if let Some((name, per_device)) = detect_marker(trace) {
+        return finish(Some(name), Source::Detected, per_device);
+    }
+    let has_ranges = trace
+        .threads
+        .iter()
+        .any(|t| t.nvtx.kind.contains(&RangeKind::PushPop));
+    if !has_ranges && let Some(it) = heuristic_iterations(trace) {
+        return it;
+    }
+    finish(None, Source::None, Vec::new())
+}
+
+/// Iterations between the synchronising calls of each device's launching thread.
+fn heuristic_iterations(trace: &Trace) -> Option<Iterations> {
     let per_thread: Vec<Vec<Window>> = trace
         .threads
         .iter()
         .map(|t| sync_bounded(trace, t))
         .collect();
     let per_device = per_device(trace, &per_thread);
-    if per_device.iter().any(|d| d.durations_ns.len() >= 3) {
-        let marker = "heuristic: synchronising calls of the launching thread".to_string();
-        return finish(Some(marker), Source::Heuristic, per_device);
-    }
-    finish(None, Source::None, Vec::new())
+    per_device
+        .iter()
+        .any(|d| d.durations_ns.len() >= 3)
+        .then(|| {
+            let marker = "synchronising calls of the launching thread".to_string();
+            finish(Some(marker), Source::Heuristic, per_device)
+        })
 }
 
 fn finish(marker: Option<String>, source: Source, per_device: Vec<DeviceIterations>) -> Iterations {
@@ -144,170 +163,243 @@ fn finish(marker: Option<String>, source: Source, per_device: Vec<DeviceIteratio
     }
 }
 
-/// Per thread, how many kernels (or other GPU ops) each API call launched, as a prefix sum
-/// over the thread's calls: launches in calls `[a, b)` = `prefix[b] - prefix[a]`.
-struct LaunchCounts {
-    prefix: Vec<Vec<u32>>,
+/// Statistics of one NVTX group (texts equal up to numbers: one template) on one or more
+/// threads.
+#[derive(Clone, Copy)]
+struct Group {
+    ranges: u64,
+    /// Ranges that launched at least one kernel.
+    ranges_with_kernels: u64,
+    kernels: u64,
+    overlapping: bool,
+    /// The shallowest nesting depth of its ranges.
+    depth: u16,
 }
 
-impl LaunchCounts {
-    fn new(trace: &Trace) -> Self {
-        let mut counts: Vec<Vec<u32>> = trace
-            .threads
+impl Default for Group {
+    fn default() -> Self {
+        Self {
+            ranges: 0,
+            ranges_with_kernels: 0,
+            kernels: 0,
+            overlapping: false,
+            depth: u16::MAX,
+        }
+    }
+}
+
+/// How many candidates, outermost first, are tried against the coverage rule.
+const CANDIDATES_TRIED: usize = 8;
+/// The share of the GPU time between a marker's first and last iteration that its
+/// iterations' GPU spans must cover.
+const MIN_COVERAGE: f64 = 0.5;
+
+/// The iteration marker of analysis-definitions.md: an NVTX group (one template) that does
+/// not overlap itself on any thread, has at least 3 ranges that launch kernels, is not an
+/// op-level annotation, and whose iterations' GPU spans cover most of the GPU time between
+/// the first and the last; the outermost such group, then the one launching most.
+fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
+    let launches = launches_per_call(trace);
+    let per_thread: Vec<HashMap<TemplateId, Group>> = (0..trace.threads.len())
+        .into_par_iter()
+        .map(|ti| thread_groups(trace, &launches[ti], ti))
+        .collect();
+    let mut groups: HashMap<TemplateId, Group> = HashMap::default();
+    for map in per_thread {
+        for (t, g) in map {
+            let total = groups.entry(t).or_default();
+            total.ranges += g.ranges;
+            total.ranges_with_kernels += g.ranges_with_kernels;
+            total.kernels += g.kernels;
+            total.overlapping |= g.overlapping;
+            total.depth = total.depth.min(g.depth);
+        }
+    }
+    let mut candidates: Vec<(TemplateId, Group, String)> = groups
+        .into_iter()
+        .filter(|(_, g)| !g.overlapping && g.ranges_with_kernels >= 3)
+        .map(|(t, g)| (t, g, trace.strings.template_text(t)))
+        .filter(|(_, _, name)| !is_op_level(name))
+        .collect();
+    candidates.sort_by(|a, b| {
+        (a.1.depth, std::cmp::Reverse(a.1.kernels), a.1.ranges, &a.2).cmp(&(
+            b.1.depth,
+            std::cmp::Reverse(b.1.kernels),
+            b.1.ranges,
+            &b.2,
+        ))
+    });
+    candidates
+        .into_iter()
+        .take(CANDIDATES_TRIED)
+        .find_map(|(t, _, name)| {
+            let per_thread: Vec<Vec<Window>> = trace
+                .threads
+                .iter()
+                .map(|thread| template_ranges(thread, |id| trace.strings.template_of(id) == t))
+                .collect();
+            let per_device = per_device(trace, &per_thread);
+            (coverage(trace, &per_device) >= MIN_COVERAGE).then_some((name, per_device))
+        })
+}
+
+/// Texts that annotate one operator, not a step: PyTorch's `emit_nvtx` ranges
+/// (`aten::mm, seq = 5, op_id = 5, …`), NCCL's and cuDNN's op ranges.
+fn is_op_level(name: &str) -> bool {
+    name.starts_with("aten::")
+        || name.starts_with("nccl")
+        || name.starts_with("cudnn")
+        || name.starts_with("cublas")
+        || ["op_id = ", "seq = ", "sizes = "]
             .iter()
-            .map(|t| vec![0; t.api.len() + 1])
-            .collect();
-        for device in &trace.devices {
-            for stream in &device.streams {
-                let ops = &stream.ops;
-                for i in 0..ops.len() {
-                    if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
-                        counts[ops.launch_thread[i] as usize][ops.launch_call[i] as usize + 1] += 1;
-                    }
+            .any(|k| name.contains(k))
+}
+
+/// The share of the kernel time between each device's first iteration and its last that
+/// falls inside the iterations' GPU spans (a checkpoint's copy between two steps is not
+/// kernel time; a layer's range around a few of a network's kernels covers little).
+fn coverage(trace: &Trace, per_device: &[DeviceIterations]) -> f64 {
+    let (mut covered, mut all) = (0i64, 0i64);
+    for d in per_device {
+        let Some(device) = trace.device(d.device) else {
+            continue;
+        };
+        let spans: Vec<Window> = d.spans.iter().flatten().copied().collect();
+        let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+            continue;
+        };
+        let extent = Window::new(first.start, last.end);
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            let mut span = 0;
+            for i in super::intervals::ops_touching(stream, extent) {
+                let (s, e) = (ops.start[i], ops.end[i]);
+                if !ops.kind[i].is_kernel() || s < extent.start || s >= extent.end {
+                    continue;
+                }
+                all += e - s;
+                while span < spans.len() && spans[span].end <= s {
+                    span += 1;
+                }
+                if spans.get(span).is_some_and(|w| w.start <= s) {
+                    covered += e - s;
                 }
             }
         }
-        for c in &mut counts {
-            for i in 1..c.len() {
-                c[i] += c[i - 1];
+    }
+    if all > 0 {
+        covered as f64 / all as f64
+    } else {
+        0.0
+    }
+}
+
+/// Per thread, per API call: the kernels it launched.
+fn launches_per_call(trace: &Trace) -> Vec<Vec<u32>> {
+    let mut counts: Vec<Vec<u32>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
+    for device in &trace.devices {
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
+                    counts[ops.launch_thread[i] as usize][ops.launch_call[i] as usize] += 1;
+                }
             }
         }
-        Self { prefix: counts }
     }
-
-    /// Kernels launched by `thread` from calls starting in `[start, end]`, where `*cursor`
-    /// is at or before the first call at `start` (ranges come in start order, so the cursor
-    /// only moves forward and most ranges hold few calls: no search over the whole thread).
-    fn in_range(
-        &self,
-        starts: &[i64],
-        thread: usize,
-        cursor: &mut usize,
-        start: i64,
-        end: i64,
-    ) -> u64 {
-        while *cursor < starts.len() && starts[*cursor] < start {
-            *cursor += 1;
-        }
-        let a = *cursor;
-        // Gallop: double the step until past `end`, then search inside the last step.
-        let mut step = 1;
-        while a + step < starts.len() && starts[a + step] <= end {
-            step *= 2;
-        }
-        let hi = (a + step + 1).min(starts.len());
-        let b = a + starts[a..hi].partition_point(|&s| s <= end);
-        (self.prefix[thread][b] - self.prefix[thread][a]) as u64
-    }
+    counts
 }
 
-/// Statistics of one NVTX group (texts equal up to numbers) on one or more threads.
-#[derive(Default, Clone, Copy)]
-struct Group {
-    ranges: u64,
-    kernels: u64,
-    overlapping: bool,
-}
-
-/// The NVTX group (text with numbers as `#`) that is non-overlapping on every thread, has
-/// at least 3 ranges, and whose ranges contain the most kernel launches. Threads are
-/// scanned in parallel.
-fn detect_marker(trace: &Trace, launches: &LaunchCounts) -> Option<String> {
-    let per_thread: Vec<HashMap<String, Group>> = (0..trace.threads.len())
-        .into_par_iter()
-        .map(|ti| thread_groups(trace, launches, ti))
-        .collect();
-    let mut groups: HashMap<String, Group> = HashMap::default();
-    for map in per_thread {
-        for (name, g) in map {
-            let total = groups.entry(name).or_default();
-            total.ranges += g.ranges;
-            total.kernels += g.kernels;
-            total.overlapping |= g.overlapping;
-        }
-    }
-    groups
-        .into_iter()
-        .filter(|(_, g)| !g.overlapping && g.ranges >= 3 && g.kernels > 0)
-        .max_by(|(na, a), (nb, b)| {
-            (a.kernels, std::cmp::Reverse(a.ranges), nb).cmp(&(
-                b.kernels,
-                std::cmp::Reverse(b.ranges),
-                na,
-            ))
-        })
-        .map(|(name, _)| name)
-}
-
-fn thread_groups(trace: &Trace, launches: &LaunchCounts, ti: usize) -> HashMap<String, Group> {
+/// The groups of one thread's push/pop ranges, by template. Ranges come in start order and
+/// the calls inside one are found from a cursor that only moves forward.
+fn thread_groups(trace: &Trace, launches: &[u32], ti: usize) -> HashMap<TemplateId, Group> {
     let thread = &trace.threads[ti];
-    let nvtx = &thread.nvtx;
-    // Per text id: its group's index here (texts are few, ranges many).
-    let mut group_of_text: HashMap<StrId, usize> = HashMap::default();
-    let mut names: Vec<String> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::default();
-    let mut groups: Vec<(Group, i64)> = Vec::new(); // (stats, end of the last range)
+    let (nvtx, starts) = (&thread.nvtx, &thread.api.start);
+    // Prefix sums of launches per call: kernels in calls [a, b).
+    let mut prefix = Vec::with_capacity(launches.len() + 1);
+    prefix.push(0u64);
+    for &n in launches {
+        prefix.push(prefix.last().unwrap() + n as u64);
+    }
+    let mut groups: HashMap<TemplateId, (Group, i64)> = HashMap::default();
     let mut cursor = 0usize;
     for r in 0..nvtx.len() {
         if nvtx.kind[r] != RangeKind::PushPop {
             continue;
         }
-        let g = *group_of_text.entry(nvtx.text[r]).or_insert_with(|| {
-            let name = numbers_to_hash(&trace.strings.get(nvtx.text[r]));
-            *index.entry(name.clone()).or_insert_with(|| {
-                names.push(name);
-                groups.push((Group::default(), i64::MIN));
-                groups.len() - 1
-            })
-        });
-        let (group, last_end) = &mut groups[g];
+        let (start, end) = (nvtx.start[r], nvtx.end[r]);
+        let (group, last_end) = groups
+            .entry(trace.strings.template_of(nvtx.text[r]))
+            .or_insert((Group::default(), i64::MIN));
+        group.depth = group.depth.min(nvtx.depth[r]);
         if group.overlapping {
             continue;
         }
-        if nvtx.start[r] < *last_end {
+        if start < *last_end {
             group.overlapping = true;
             continue;
         }
-        *last_end = nvtx.end[r];
+        *last_end = end;
         group.ranges += 1;
-        group.kernels += launches.in_range(
-            &thread.api.start,
-            ti,
-            &mut cursor,
-            nvtx.start[r],
-            nvtx.end[r],
-        );
+        while cursor < starts.len() && starts[cursor] < start {
+            cursor += 1;
+        }
+        let b = first_after(starts, cursor, end);
+        let kernels = prefix[b] - prefix[cursor];
+        group.kernels += kernels;
+        group.ranges_with_kernels += (kernels > 0) as u64;
     }
-    names
-        .into_iter()
-        .zip(groups)
-        .map(|(n, (g, _))| (n, g))
-        .collect()
+    groups.into_iter().map(|(t, (g, _))| (t, g)).collect()
 }
 
-/// Does this range text match the marker? Equal with numbers as `#`, or containing it.
-pub fn matches_marker(text: &str, pattern: &str) -> bool {
-    numbers_to_hash(text) == numbers_to_hash(pattern) || text.contains(pattern)
-}
-
-/// The outermost push/pop ranges of `thread` that match `pattern`, in time order.
-fn marker_ranges(trace: &Trace, thread: &Thread, pattern: &str) -> Vec<Window> {
+/// The outermost push/pop ranges of `thread` whose text passes `matches`, in time order.
+fn template_ranges(thread: &Thread, mut matches: impl FnMut(StrId) -> bool) -> Vec<Window> {
     let nvtx = &thread.nvtx;
-    let mut verdict: HashMap<StrId, bool> = HashMap::default();
     let mut out: Vec<Window> = Vec::new();
     for r in 0..nvtx.len() {
-        if nvtx.kind[r] != RangeKind::PushPop {
-            continue;
-        }
-        let text = nvtx.text[r];
-        let hit = *verdict
-            .entry(text)
-            .or_insert_with(|| matches_marker(&trace.strings.get(text), pattern));
-        if hit && out.last().is_none_or(|w| nvtx.start[r] >= w.end) {
+        if nvtx.kind[r] == RangeKind::PushPop
+            && matches(nvtx.text[r])
+            && out.last().is_none_or(|w| nvtx.start[r] >= w.end)
+        {
             out.push(Window::new(nvtx.start[r], nvtx.end[r]));
         }
     }
     out
+}
+
+/// The first index at or after `from` whose start is past `end`: steps doubling from
+/// `from`, then a search of the last step (most ranges hold a few calls).
+fn first_after(starts: &[i64], from: usize, end: i64) -> usize {
+    let mut step = 1;
+    while from + step < starts.len() && starts[from + step] <= end {
+        step *= 2;
+    }
+    let hi = (from + step + 1).min(starts.len());
+    from + starts[from.min(hi)..hi].partition_point(|&s| s <= end)
+}
+
+/// The outermost push/pop ranges of `thread` that match `pattern`, in time order. Each
+/// template is tested once: texts equal to the pattern with numbers as `#` share one, and
+/// so do texts containing a pattern without digits; only a pattern with digits that is
+/// not a whole template is tested text by text.
+fn marker_ranges(trace: &Trace, thread: &Thread, pattern: &str) -> Vec<Window> {
+    let strings = &trace.strings;
+    let normal = numbers_to_hash(pattern);
+    let has_digits = pattern.bytes().any(|b| b.is_ascii_digit());
+    let mut verdict: HashMap<TemplateId, Option<bool>> = HashMap::default();
+    template_ranges(thread, |id| {
+        let t = strings.template_of(id);
+        let whole = *verdict.entry(t).or_insert_with(|| {
+            if strings.template_text(t) == normal {
+                Some(true)
+            } else if !has_digits {
+                Some(strings.template_contains(t, pattern.as_bytes()))
+            } else {
+                None
+            }
+        });
+        whole.unwrap_or_else(|| strings.get(id).contains(pattern))
+    })
 }
 
 /// Heuristic without NVTX: an iteration runs from one synchronising call's end to the
@@ -380,14 +472,21 @@ fn device_iterations(
             });
         }
     }
+    // A range that launched nothing on this device is not an iteration of it.
+    let (cpu, spans): (Vec<Window>, Vec<Option<Window>>) = cpu
+        .iter()
+        .zip(spans)
+        .filter(|(_, s)| s.is_some())
+        .map(|(c, s)| (*c, s))
+        .unzip();
     let durations_ns: Vec<i64> = spans.iter().map(|s| s.map_or(0, |w| w.len())).collect();
     let stats = steady_state(&durations_ns);
     DeviceIterations {
         device: device.id,
         thread,
-        cpu: cpu.to_vec(),
-        spans,
         cpu_durations_ns: cpu.iter().map(|w| w.len()).collect(),
+        cpu,
+        spans,
         durations_ns,
         warmup: stats.warmup,
         median_ns: stats.median_ns,
@@ -407,8 +506,13 @@ pub struct SteadyState {
     pub slowest: Option<usize>,
 }
 
+/// An iteration is slow only when it is also this much longer than the median: no
+/// "+3000 %" on microseconds.
+pub const SLOW_FLOOR_NS: i64 = 1_000_000;
+
 /// Slow: above 1.5 × the steady-state median, or a robust z-score (median / MAD, scaled to
-/// σ) above 3. Warm-up: the leading iterations until one is within 10 % of the median.
+/// σ) above 3 — and at least `SLOW_FLOOR_NS` longer than the median. Warm-up: the leading
+/// iterations until one is within 10 % of the median.
 pub fn steady_state(durations: &[i64]) -> SteadyState {
     if durations.is_empty() {
         return SteadyState::default();
@@ -427,7 +531,9 @@ pub fn steady_state(durations: &[i64]) -> SteadyState {
     let slow = steady
         .iter()
         .filter(|&&(_, d)| {
-            d as f64 > 1.5 * median_ns as f64 || (mad > 0.0 && (d - median_ns) as f64 / mad > 3.0)
+            d - median_ns >= SLOW_FLOOR_NS
+                && (d as f64 > 1.5 * median_ns as f64
+                    || (mad > 0.0 && (d - median_ns) as f64 / mad > 3.0))
         })
         .map(|&(i, _)| i)
         .collect();

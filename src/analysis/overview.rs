@@ -6,10 +6,10 @@ use rayon::prelude::*;
 use super::breakdown::{Breakdown, SameStream, breakdown, same_stream};
 use super::cpu_sync::{ThreadSync, sync_time_per_thread};
 use super::drilldown::{Drilldown, drilldown};
-use super::gaps::{DEFAULT_MIN_GAP_NS, gaps};
+use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, gaps};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
-use super::recurring::{GapDetail, RecurringGap, describe, recurring};
+use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
 use crate::trace::{Device, Trace};
 
@@ -48,7 +48,7 @@ pub struct DeviceSummary {
 pub struct Overview {
     pub devices: Vec<DeviceSummary>,
     /// Every gap of the analysed devices, in device then time order.
-    pub gaps: Vec<GapDetail>,
+    pub gaps: Vec<Gap>,
     pub recurring: Vec<RecurringGap>,
     pub iterations: Iterations,
     pub drilldown: Option<Drilldown>,
@@ -56,13 +56,21 @@ pub struct Overview {
     pub nccl: Vec<NcclStat>,
     /// CPU threads' time in synchronising calls, the most first.
     pub cpu_sync: Vec<ThreadSync>,
+    /// The CPU side as gap searches need it (drill-downs of other iterations use it too).
+    pub cpu: CpuIndex,
 }
 
 impl Overview {
-    /// Gap indices, longest first.
-    pub fn longest_gaps(&self) -> Vec<usize> {
+    /// The indices of the `n` longest gaps, longest first (ties by position). Selects
+    /// them in O(gaps): a full sort of millions of gaps took a second.
+    pub fn longest_gaps(&self, n: usize) -> Vec<usize> {
+        let key = |i: &usize| (std::cmp::Reverse(self.gaps[*i].duration_ns), *i);
         let mut order: Vec<usize> = (0..self.gaps.len()).collect();
-        order.sort_by_key(|&i| (std::cmp::Reverse(self.gaps[i].gap.duration_ns), i));
+        if n < order.len() {
+            order.select_nth_unstable_by_key(n, key);
+            order.truncate(n);
+        }
+        order.sort_unstable_by_key(key);
         order
     }
 }
@@ -77,14 +85,12 @@ pub fn selected_devices<'t>(trace: &'t Trace, options: &Options) -> Vec<&'t Devi
 
 pub fn overview(trace: &Trace, options: &Options) -> Overview {
     let devices = selected_devices(trace, options);
-    let per_device: Vec<(DeviceSummary, Vec<GapDetail>)> = devices
+    let cpu = CpuIndex::new(trace);
+    let per_device: Vec<(DeviceSummary, Vec<Gap>)> = devices
         .par_iter()
         .filter_map(|device| {
             let window = options.window.or_else(|| device_window(device))?;
-            let details = gaps(trace, device, window, options.min_gap_ns)
-                .iter()
-                .map(|g| describe(trace, device, g, 3))
-                .collect();
+            let details = gaps(trace, &cpu, device, window, options.min_gap_ns);
             let summary = DeviceSummary {
                 device: device.id,
                 window,
@@ -95,9 +101,9 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
         })
         .collect();
     let (summaries, gap_lists): (Vec<_>, Vec<_>) = per_device.into_iter().unzip();
-    let gaps: Vec<GapDetail> = gap_lists.into_iter().flatten().collect();
+    let gaps: Vec<Gap> = gap_lists.into_iter().flatten().collect();
     let (recurring, (iterations, (kernels, (nccl, cpu_sync)))) = rayon::join(
-        || recurring(&gaps),
+        || recurring(trace, &gaps),
         || {
             rayon::join(
                 || iterations(trace, options.iteration_marker.as_deref()),
@@ -115,7 +121,7 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
     );
     let drilldown = iterations
         .slowest_index
-        .map(|k| drilldown(trace, &iterations, k, options.min_gap_ns, options.top));
+        .map(|k| drilldown(trace, &cpu, &iterations, k, options.min_gap_ns, options.top));
     Overview {
         devices: summaries,
         gaps,
@@ -125,5 +131,6 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
         kernels,
         nccl,
         cpu_sync,
+        cpu,
     }
 }

@@ -1,13 +1,13 @@
-//! Gaps described in words (neighbour names, NVTX paths, enclosing range, the launching
-//! thread's calls during the gap) and grouped by signature into recurring gaps.
+//! Gaps put in words (neighbour names, NVTX paths, enclosing range, the launching thread's
+//! calls during the gap) — only for the gaps shown — and gaps grouped by signature into
+//! recurring patterns, by interned ids: no string per gap.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::gaps::{Gap, OpRef, enclosing, launch_nvtx_path};
-use super::iterations::{median, numbers_to_hash};
-use crate::trace::{Device, NONE, StrId, Trace};
+use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
+use super::iterations::median;
+use crate::trace::{Device, NONE, StrId, TemplateId, Trace};
 
 /// An API call of the launching thread that overlaps a gap.
 #[derive(Debug, Clone, Serialize)]
@@ -17,6 +17,7 @@ pub struct CallDuringGap {
     pub duration_ns: i64,
 }
 
+/// A gap in words.
 #[derive(Debug, Clone, Serialize)]
 pub struct GapDetail {
     #[serde(flatten)]
@@ -28,65 +29,57 @@ pub struct GapDetail {
     pub enclosing_nvtx: Option<String>,
     /// Calls of the thread that launched the op after the gap, overlapping it, longest first.
     pub calls_during: Vec<CallDuringGap>,
-    /// The same names as interned ids, for tables that sort and filter many gaps.
-    #[serde(skip)]
-    pub ids: GapNameIds,
-}
-
-/// Interned ids (`Trace::strings`) of a gap's names.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GapNameIds {
-    pub before: StrId,
-    pub after: StrId,
-    pub enclosing: Option<StrId>,
 }
 
 impl GapDetail {
     /// Before → after, enclosing range with numbers as `#`, cause.
-    pub fn signature(&self) -> String {
-        let enclosing = self
-            .enclosing_nvtx
-            .as_deref()
-            .map(numbers_to_hash)
-            .unwrap_or_else(|| "(no NVTX)".into());
-        format!(
-            "{} → {} in {} [{}]",
-            self.before_name,
-            self.after_name,
-            enclosing,
-            self.gap.cause.label()
-        )
+    pub fn signature(&self, trace: &Trace) -> String {
+        signature(trace, &self.gap)
     }
 }
 
-fn op_name_id(device: &Device, op: OpRef) -> StrId {
-    device.streams[op.stream as usize].ops.name[op.op as usize]
+/// A gap's signature: before → after, enclosing range with numbers as `#`, cause.
+pub fn signature(trace: &Trace, gap: &Gap) -> String {
+    let enclosing = gap.enclosing().map_or_else(
+        || "(no NVTX)".to_string(),
+        |id| trace.strings.template_text(trace.strings.template_of(id)),
+    );
+    format!(
+        "{} → {} in {} [{}]",
+        trace.strings.get(gap.before_name),
+        trace.strings.get(gap.after_name),
+        enclosing,
+        gap.cause.label()
+    )
 }
 
 /// Everything known about one gap; `max_calls` limits the calls listed.
-pub fn describe(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> GapDetail {
-    let texts = |ids: Vec<u32>| -> Vec<String> {
-        ids.into_iter()
-            .map(|id| trace.strings.get(id).to_string())
+pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
+    let Some(device) = trace.device(gap.device) else {
+        return GapDetail {
+            gap: *gap,
+            before_name: String::new(),
+            after_name: String::new(),
+            before_nvtx: Vec::new(),
+            after_nvtx: Vec::new(),
+            enclosing_nvtx: None,
+            calls_during: Vec::new(),
+        };
+    };
+    let texts = |op: OpRef| -> Vec<String> {
+        launch_nvtx_path(trace, device, op)
+            .into_iter()
+            .map(|id| trace.strings.get(id).into_owned())
             .collect()
     };
-    let before_path = launch_nvtx_path(trace, device, gap.before);
-    let after_path = launch_nvtx_path(trace, device, gap.after);
-    let ids = GapNameIds {
-        before: op_name_id(device, gap.before),
-        after: op_name_id(device, gap.after),
-        enclosing: enclosing(&before_path, &after_path),
-    };
-    let enclosing_nvtx = ids.enclosing.map(|id| trace.strings.get(id).to_string());
     GapDetail {
-        gap: gap.clone(),
-        before_name: trace.strings.get(ids.before).to_string(),
-        after_name: trace.strings.get(ids.after).to_string(),
-        before_nvtx: texts(before_path),
-        after_nvtx: texts(after_path),
-        enclosing_nvtx,
+        gap: *gap,
+        before_name: trace.strings.get(gap.before_name).into_owned(),
+        after_name: trace.strings.get(gap.after_name).into_owned(),
+        before_nvtx: texts(gap.before),
+        after_nvtx: texts(gap.after),
+        enclosing_nvtx: gap.enclosing().map(|id| trace.strings.get(id).into_owned()),
         calls_during: calls_during(trace, device, gap, max_calls),
-        ids,
     }
 }
 
@@ -98,12 +91,10 @@ fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
     }
     let thread = &trace.threads[thread as usize];
     let api = &thread.api;
-    let (gs, ge) = (gap.start_ns, gap.start_ns + gap.duration_ns);
-    let mut calls: Vec<CallDuringGap> = (thread.first_call_running_at(gs)..api.len())
-        .take_while(|&i| api.start[i] < ge)
-        .filter(|&i| api.end[i] > gs)
+    let mut calls: Vec<CallDuringGap> = thread
+        .calls_overlapping(gap.start_ns, gap.end_ns())
         .map(|i| CallDuringGap {
-            name: trace.strings.get(api.name[i]).to_string(),
+            name: trace.strings.get(api.name[i]).into_owned(),
             start_ns: api.start[i],
             duration_ns: api.end[i] - api.start[i],
         })
@@ -121,24 +112,34 @@ pub struct RecurringGap {
     pub median_ns: i64,
     /// Indices of its gaps in the list given to [`recurring`], in time order.
     #[serde(skip)]
-    pub members: Vec<usize>,
+    pub members: Vec<u32>,
 }
 
+/// What gaps of one pattern share: the neighbours' names, the enclosing range with its
+/// numbers as `#` (its template), the cause.
+type Key = (StrId, StrId, TemplateId, Cause);
+
 /// Gaps grouped by signature, largest total first: what fixing one pattern would save.
-pub fn recurring(details: &[GapDetail]) -> Vec<RecurringGap> {
-    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, d) in details.iter().enumerate() {
-        groups.entry(d.signature()).or_default().push(i);
+pub fn recurring(trace: &Trace, gaps: &[Gap]) -> Vec<RecurringGap> {
+    let mut groups: FxHashMap<Key, Vec<u32>> = FxHashMap::default();
+    for (i, g) in gaps.iter().enumerate() {
+        let enclosing = g
+            .enclosing()
+            .map_or(NONE, |id| trace.strings.template_of(id));
+        groups
+            .entry((g.before_name, g.after_name, enclosing, g.cause))
+            .or_default()
+            .push(i as u32);
     }
     let mut out: Vec<RecurringGap> = groups
-        .into_iter()
-        .map(|(signature, members)| {
+        .into_values()
+        .map(|members| {
             let durations: Vec<i64> = members
                 .iter()
-                .map(|&i| details[i].gap.duration_ns)
+                .map(|&i| gaps[i as usize].duration_ns)
                 .collect();
             RecurringGap {
-                signature,
+                signature: signature(trace, &gaps[members[0] as usize]),
                 count: members.len(),
                 total_ns: durations.iter().sum(),
                 median_ns: median(&durations),

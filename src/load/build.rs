@@ -68,7 +68,9 @@ pub fn build_trace(
     api: Vec<ApiChunk>,
     nvtx: Vec<NvtxChunk>,
     cancel: &AtomicBool,
+    report: &mut super::LoadReport,
 ) -> Result<Trace, LoadError> {
+    let t = std::time::Instant::now();
     let mut strings = parts.strings;
     let GpuParts {
         mut streams,
@@ -77,19 +79,21 @@ pub fn build_trace(
     } = gpu;
     let (mut threads, nvtx_domains) = merge_threads(api, nvtx, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
+    report.phase_done("  merge threads, strings", t);
+    let t = std::time::Instant::now();
 
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
-        t.longest_call_ns = (0..t.api.len())
-            .map(|i| t.api.end[i] - t.api.start[i])
-            .max()
-            .unwrap_or(0);
+        t.index_calls();
         t.nvtx.sort_and_nest();
         sort_marks(t);
     });
     check_cancel(cancel)?;
+    report.phase_done("  sort and nest", t);
+    let t = std::time::Instant::now();
     link_launches(&mut streams, &threads);
     strings.freeze();
+    report.phase_done("  link launches", t);
 
     Ok(Trace {
         info: parts.info,
@@ -233,6 +237,11 @@ fn merge_threads(
         }
     }
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
+    let (more, bytes) = nvtx
+        .iter()
+        .map(|c| c.texts.size())
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    strings.reserve(more, bytes);
     for chunk in nvtx {
         let remap: Vec<StrId> = strings.absorb(&chunk.texts);
         let resolve = |id: StrId| {

@@ -258,7 +258,7 @@ pub fn load_staged(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
-    let trace = build::build_trace(parts, gpu_parts, api, nvtx, cancel)?;
+    let trace = build::build_trace(parts, gpu_parts, api, nvtx, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     report.finish(&trace, t0);
     progress(Progress {

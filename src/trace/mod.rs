@@ -6,11 +6,13 @@
 
 mod cpu;
 mod ops;
+mod reach;
 mod strings;
 
 pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, RangeKind};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
-pub use strings::{StrId, StringTable};
+pub use reach::ReachIndex;
+pub use strings::{StrId, StringTable, TemplateId};
 
 /// `globalTid`/`globalPid` → process id (bits 24..48).
 pub fn pid_of_global_id(global_id: i64) -> u32 {
@@ -115,15 +117,24 @@ pub struct Thread {
     pub marks: NvtxMarks,
     /// Duration of its longest API call (set when the trace is built), for searches by start.
     pub longest_call_ns: i64,
+    /// Latest end per block of calls (set when the trace is built): see [`ReachIndex`].
+    pub api_reach: ReachIndex,
 }
 
 impl Thread {
-    /// The first API call that may still be running at `t`: calls are sorted by start, and
-    /// none lasts longer than the longest one.
-    pub fn first_call_running_at(&self, t: i64) -> usize {
-        self.api
-            .start
-            .partition_point(|&s| s < t.saturating_sub(self.longest_call_ns))
+    /// The API calls that overlap `[a, b)`, in start order.
+    pub fn calls_overlapping(&self, a: i64, b: i64) -> impl Iterator<Item = usize> + '_ {
+        self.api_reach
+            .overlapping(&self.api.start, &self.api.end, self.longest_call_ns, a, b)
+    }
+
+    /// Sets what searches by time need, once the calls are sorted.
+    pub fn index_calls(&mut self) {
+        self.longest_call_ns = (0..self.api.len())
+            .map(|i| self.api.end[i] - self.api.start[i])
+            .max()
+            .unwrap_or(0);
+        self.api_reach = ReachIndex::new(&self.api.end);
     }
 }
 

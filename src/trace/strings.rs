@@ -242,6 +242,26 @@ impl StringTable {
         }
     }
 
+    /// Makes room for `more` strings of `bytes` number bytes in all, so that adding them
+    /// grows nothing (a growing index rehashes every string it holds).
+    pub fn reserve(&mut self, more: usize, bytes: usize) {
+        if !self.indexed {
+            self.rebuild_index();
+        }
+        let (templates, arena) = (&self.template, &self.numbers);
+        self.index.reserve(more, |&id| {
+            hash_entry(templates[id as usize], arena.get(id as usize))
+        });
+        self.template.reserve(more);
+        self.numbers.ends.reserve(more);
+        self.numbers.bytes.reserve(bytes);
+    }
+
+    /// Strings held, and their number bytes: what absorbing this table adds at most.
+    pub fn size(&self) -> (usize, usize) {
+        (self.len(), self.numbers.bytes.len())
+    }
+
     /// Adds every string of `other`; returns, per id of `other`, its id here. Templates
     /// are matched once each and numbers copied as they are: no text is put together.
     pub fn absorb(&mut self, other: &StringTable) -> Vec<StrId> {

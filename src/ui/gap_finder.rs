@@ -2,6 +2,9 @@
 //! lays out the rows on screen; a recurring view grouping gaps by signature; a click (or
 //! N / Shift+N) zooms the timeline to a gap and highlights it; CSV export.
 
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+
 use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
@@ -24,13 +27,18 @@ const CAUSES: [Cause; 4] = [
     Cause::Unknown,
 ];
 
+/// What an order is of: the filter, the column sorted by, descending.
+type OrderKey = (Filter, Column, bool);
+
 pub struct GapFinder {
     pub filter: Filter,
     pub column: Column,
     pub descending: bool,
     /// Gap indices shown, in order.
     pub order: Vec<u32>,
-    applied: Option<(Filter, Column, bool)>,
+    applied: Option<OrderKey>,
+    /// An order being computed on a worker, and what it is for.
+    pending: Option<(OrderKey, Receiver<Vec<u32>>)>,
     pub recurring_view: bool,
     /// Position in `order` of the selected gap.
     pub current: Option<usize>,
@@ -48,6 +56,7 @@ impl Default for GapFinder {
             descending: true,
             order: Vec::new(),
             applied: None,
+            pending: None,
             recurring_view: false,
             current: None,
             min_us: 0.0,
@@ -57,22 +66,79 @@ impl Default for GapFinder {
     }
 }
 
+/// Tables with more gaps than this are filtered and sorted on a worker (a real-shaped trace
+/// has millions: a sort takes a few hundred ms), the last order staying on screen meanwhile.
+const GAPS_SORTED_IN_FRAME: usize = 200_000;
+
 impl GapFinder {
-    /// Recomputes the order when the filter or sort changed.
+    fn key(&self) -> OrderKey {
+        (self.filter.clone(), self.column, self.descending)
+    }
+
+    /// Recomputes the order now when the filter or sort changed.
     pub fn refresh(&mut self, trace: &Trace, overview: &Overview) {
-        let key = (self.filter.clone(), self.column, self.descending);
+        let key = self.key();
         if self.applied.as_ref() != Some(&key) {
-            self.order = filtered_order(
-                &trace.strings,
+            let order = filtered_order(
+                trace,
                 &overview.gaps,
                 &overview.recurring,
-                &self.filter,
-                self.column,
-                self.descending,
+                &key.0,
+                key.1,
+                key.2,
             );
-            self.current = None;
-            self.applied = Some(key);
+            self.set_order(key, order);
         }
+    }
+
+    fn set_order(&mut self, key: OrderKey, order: Vec<u32>) {
+        self.order = order;
+        self.current = None;
+        self.applied = Some(key);
+        self.pending = None;
+    }
+
+    /// Like `refresh`, on a worker for large tables: returns whether the order shown is
+    /// the one asked for.
+    fn refresh_in_background(
+        &mut self,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        ctx: &egui::Context,
+    ) -> bool {
+        if let Some((key, rx)) = &self.pending
+            && let Ok(order) = rx.try_recv()
+        {
+            let key = key.clone();
+            self.set_order(key, order);
+        }
+        let key = self.key();
+        if self.applied.as_ref() == Some(&key) {
+            return true;
+        }
+        if overview.gaps.len() <= GAPS_SORTED_IN_FRAME {
+            self.refresh(trace, overview);
+            return true;
+        }
+        if self.pending.as_ref().map(|p| &p.0) != Some(&key) {
+            let (tx, rx) = channel();
+            let (trace, overview, ctx) = (trace.clone(), overview.clone(), ctx.clone());
+            let job = key.clone();
+            std::thread::spawn(move || {
+                let order = filtered_order(
+                    &trace,
+                    &overview.gaps,
+                    &overview.recurring,
+                    &job.0,
+                    job.1,
+                    job.2,
+                );
+                let _ = tx.send(order);
+                ctx.request_repaint();
+            });
+            self.pending = Some((key, rx));
+        }
+        false
     }
 
     /// Selects the gap at `pos` of the current order and shows it on the timeline.
@@ -87,8 +153,8 @@ impl GapFinder {
             return;
         };
         self.current = Some(pos);
-        let gap = &overview.gaps[i as usize].gap;
-        let end = gap.start_ns + gap.duration_ns;
+        let gap = &overview.gaps[i as usize];
+        let end = gap.end_ns();
         timeline.zoom_to(gap.start_ns, end, 2.0);
         if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device) {
             timeline.highlight = Some((d, gap.start_ns, end));
@@ -99,8 +165,8 @@ impl GapFinder {
     pub fn show(
         &mut self,
         ui: &mut egui::Ui,
-        trace: &Trace,
-        overview: &Overview,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
         timeline: &mut Timeline,
     ) {
         if trace.devices.is_empty() {
@@ -111,8 +177,8 @@ impl GapFinder {
         }
         // The table follows the current window (Shift+drag) while one is set.
         self.filter.window = timeline.window;
-        self.refresh(trace, overview);
-        self.controls(ui, trace, overview, timeline);
+        let ready = self.refresh_in_background(trace, overview, ui.ctx());
+        self.controls(ui, trace, overview, timeline, ready);
         // N / Shift+N step through the current order, unless a text field has the keys.
         let typing = ui.ctx().egui_wants_keyboard_input();
         if !typing && !self.order.is_empty() {
@@ -146,6 +212,7 @@ impl GapFinder {
         trace: &Trace,
         overview: &Overview,
         timeline: &Timeline,
+        ready: bool,
     ) {
         ui.horizontal_wrapped(|ui| {
             ui.selectable_value(&mut self.recurring_view, false, "All gaps");
@@ -180,7 +247,11 @@ impl GapFinder {
                 });
             ui.separator();
             let counts = *self.cause_counts.get_or_insert_with(|| {
-                CAUSES.map(|c| overview.gaps.iter().filter(|g| g.gap.cause == c).count())
+                let mut counts = [0; 4];
+                for g in &overview.gaps {
+                    counts[CAUSES.iter().position(|c| *c == g.cause).unwrap_or(3)] += 1;
+                }
+                counts
             });
             ui.selectable_value(
                 &mut self.filter.cause,
@@ -219,6 +290,10 @@ impl GapFinder {
             }
         });
         ui.horizontal(|ui| {
+            if !ready {
+                ui.spinner();
+                ui.label("sorting…");
+            }
             ui.label(format!(
                 "{} gaps shown of {}{}",
                 self.order.len(),
@@ -230,7 +305,7 @@ impl GapFinder {
                 }
             ));
             if ui.button("Export CSV…").clicked() {
-                self.message = Some(self.export(overview, timeline.full.0));
+                self.message = Some(self.export(trace, overview, timeline.full.0));
             }
             if let Some(m) = &self.message {
                 ui.label(m);
@@ -239,7 +314,7 @@ impl GapFinder {
         });
     }
 
-    fn export(&self, overview: &Overview, origin: i64) -> String {
+    fn export(&self, trace: &Trace, overview: &Overview, origin: i64) -> String {
         let Some(path) = rfd::FileDialog::new()
             .set_file_name("gaps.csv")
             .add_filter("CSV", &["csv"])
@@ -247,7 +322,7 @@ impl GapFinder {
         else {
             return String::new();
         };
-        match to_csv(&overview.gaps, &self.order, origin)
+        match to_csv(trace, &overview.gaps, &self.order, origin)
             .and_then(|bytes| std::fs::write(&path, bytes).map_err(|e| e.to_string()))
         {
             Ok(()) => format!("wrote {} rows to {}", self.order.len(), path.display()),
@@ -293,24 +368,24 @@ impl GapFinder {
                     let pos = row.index();
                     let g = &overview.gaps[self.order[pos] as usize];
                     row.set_selected(self.current == Some(pos));
+                    let name = |id| trace.strings.get(id);
                     for text in [
-                        format!("GPU {}", g.gap.device),
-                        format_ns(g.gap.start_ns - origin),
-                        format_ns(g.gap.duration_ns),
+                        format!("GPU {}", g.device),
+                        format_ns(g.start_ns - origin),
+                        format_ns(g.duration_ns),
                         format!(
                             "{}  ->  {}",
-                            shorten_middle(&g.before_name, NAME_CHARS),
-                            shorten_middle(&g.after_name, NAME_CHARS)
+                            shorten_middle(&name(g.before_name), NAME_CHARS),
+                            shorten_middle(&name(g.after_name), NAME_CHARS)
                         ),
-                        g.enclosing_nvtx
-                            .as_deref()
-                            .map_or("-".into(), |n| shorten_middle(n, 40)),
+                        g.enclosing()
+                            .map_or("-".into(), |n| shorten_middle(&name(n), 40)),
                     ] {
                         row.col(|ui| cell(ui, text));
                     }
                     row.col(|ui| {
-                        ui.add(egui::Label::new(g.gap.cause.label()).selectable(false))
-                            .on_hover_text(g.gap.cause.help());
+                        ui.add(egui::Label::new(g.cause.label()).selectable(false))
+                            .on_hover_text(g.cause.help());
                     });
                     if row.response().clicked() {
                         clicked = Some(pos);

@@ -3,9 +3,9 @@
 
 use rayon::prelude::*;
 
-use crate::analysis::gaps::Cause;
-use crate::analysis::recurring::{GapDetail, RecurringGap};
-use crate::trace::{StrId, StringTable};
+use crate::analysis::gaps::{Cause, Gap};
+use crate::analysis::recurring::{RecurringGap, signature};
+use crate::trace::{StrId, StringTable, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -53,63 +53,81 @@ pub struct Filter {
 }
 
 /// Indices of the gaps that pass `filter`, sorted by `column`. Names are compared through
-/// their interned ids (`strings`): each distinct name is lower-cased or ranked once, and
-/// the rows then test or sort integers.
+/// their interned ids: each distinct name the gaps use is tested or ranked once, and the
+/// rows then test or sort integers.
 pub fn filtered_order(
-    strings: &StringTable,
-    gaps: &[GapDetail],
+    trace: &Trace,
+    gaps: &[Gap],
     recurring: &[RecurringGap],
     filter: &Filter,
     column: Column,
     descending: bool,
 ) -> Vec<u32> {
+    let strings = &trace.strings;
     let needle = filter.text.to_lowercase();
     let name_hits: Vec<bool> = if needle.is_empty() {
         Vec::new()
     } else {
+        let used = used_names(strings, gaps);
         (0..strings.len() as StrId)
             .into_par_iter()
-            .map(|id| strings.get(id).to_lowercase().contains(&needle))
+            .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
             .collect()
     };
     let hit = |id: StrId| name_hits.get(id as usize).copied().unwrap_or(false);
-    let members: Option<Vec<bool>> = filter.recurring.and_then(|r| recurring.get(r)).map(|r| {
-        let mut mask = vec![false; gaps.len()];
-        for &m in &r.members {
-            if let Some(slot) = mask.get_mut(m) {
-                *slot = true;
-            }
-        }
-        mask
-    });
-    let passes = |i: usize| {
-        let g = &gaps[i];
-        g.gap.duration_ns >= filter.min_duration_ns
-            && filter.device.is_none_or(|d| g.gap.device == d)
-            && filter.cause.is_none_or(|c| g.gap.cause == c)
-            && members.as_ref().is_none_or(|m| m[i])
+    let passes = |i: u32| {
+        let g = &gaps[i as usize];
+        g.duration_ns >= filter.min_duration_ns
+            && filter.device.is_none_or(|d| g.device == d)
+            && filter.cause.is_none_or(|c| g.cause == c)
             && filter
                 .window
-                .is_none_or(|(a, b)| g.gap.start_ns < b && g.gap.start_ns + g.gap.duration_ns > a)
+                .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
             && (needle.is_empty()
-                || hit(g.ids.before)
-                || hit(g.ids.after)
-                || g.ids.enclosing.is_some_and(hit))
+                || hit(g.before_name)
+                || hit(g.after_name)
+                || g.enclosing().is_some_and(hit))
     };
-    let mut order: Vec<u32> = (0..gaps.len() as u32)
-        .into_par_iter()
-        .with_min_len(4096)
-        .filter(|&i| passes(i as usize))
-        .collect();
+    // A recurring group's gaps are listed from its members, not found among all gaps.
+    let mut order: Vec<u32> = match filter.recurring.and_then(|r| recurring.get(r)) {
+        Some(group) => group
+            .members
+            .par_iter()
+            .copied()
+            .filter(|&i| passes(i))
+            .collect(),
+        None if filter.recurring.is_some() => Vec::new(),
+        None => (0..gaps.len() as u32)
+            .into_par_iter()
+            .with_min_len(4096)
+            .filter(|&i| passes(i))
+            .collect(),
+    };
     sort(strings, gaps, &mut order, column, descending);
     order
+}
+
+/// Per string id: does a gap name it (neighbour or enclosing range)?
+fn used_names(strings: &StringTable, gaps: &[Gap]) -> Vec<bool> {
+    let mut used = vec![false; strings.len()];
+    for g in gaps {
+        for id in [Some(g.before_name), Some(g.after_name), g.enclosing()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(u) = used.get_mut(id as usize) {
+                *u = true;
+            }
+        }
+    }
+    used
 }
 
 /// Sorts `order` by `column`, ties by start. Each row gets an integer key first (a name by
 /// its rank among the distinct names), so the sort compares integers.
 pub fn sort(
     strings: &StringTable,
-    gaps: &[GapDetail],
+    gaps: &[Gap],
     order: &mut [u32],
     column: Column,
     descending: bool,
@@ -123,14 +141,14 @@ pub fn sort(
     let key = |i: u32| -> (i64, i64, u32) {
         let g = &gaps[i as usize];
         let k = match column {
-            Column::Device => g.gap.device as i64,
-            Column::Start => g.gap.start_ns,
-            Column::Duration => g.gap.duration_ns,
-            Column::Cause => g.gap.cause as i64,
-            Column::Neighbours => rank(Some(g.ids.before)) * n + rank(Some(g.ids.after)),
-            Column::Enclosing => rank(g.ids.enclosing),
+            Column::Device => g.device as i64,
+            Column::Start => g.start_ns,
+            Column::Duration => g.duration_ns,
+            Column::Cause => g.cause as i64,
+            Column::Neighbours => rank(Some(g.before_name)) * n + rank(Some(g.after_name)),
+            Column::Enclosing => rank(g.enclosing()),
         };
-        (k, g.gap.start_ns, i)
+        (k, g.start_ns, i)
     };
     let mut keyed: Vec<(i64, i64, u32)> = order.par_iter().map(|&i| key(i)).collect();
     keyed.par_sort_unstable();
@@ -143,11 +161,11 @@ pub fn sort(
 }
 
 /// For every string id, its rank in name order among the names the rows of `order` use.
-fn name_ranks(strings: &StringTable, gaps: &[GapDetail], order: &[u32]) -> Vec<i64> {
+fn name_ranks(strings: &StringTable, gaps: &[Gap], order: &[u32]) -> Vec<i64> {
     let mut used = vec![false; strings.len()];
     for &i in order {
-        let ids = gaps[i as usize].ids;
-        for id in [Some(ids.before), Some(ids.after), ids.enclosing]
+        let g = &gaps[i as usize];
+        for id in [Some(g.before_name), Some(g.after_name), g.enclosing()]
             .into_iter()
             .flatten()
         {
@@ -167,8 +185,13 @@ fn name_ranks(strings: &StringTable, gaps: &[GapDetail], order: &[u32]) -> Vec<i
     ranks
 }
 
-/// The rows of `order` as CSV, with a header.
-pub fn to_csv(gaps: &[GapDetail], order: &[u32], origin_ns: i64) -> Result<Vec<u8>, String> {
+/// The rows of `order` as CSV, with a header (each row described as it is written).
+pub fn to_csv(
+    trace: &Trace,
+    gaps: &[Gap],
+    order: &[u32],
+    origin_ns: i64,
+) -> Result<Vec<u8>, String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
         "gpu",
@@ -185,15 +208,17 @@ pub fn to_csv(gaps: &[GapDetail], order: &[u32], origin_ns: i64) -> Result<Vec<u
     for &i in order {
         let g = &gaps[i as usize];
         w.write_record([
-            g.gap.device.to_string(),
-            g.gap.start_ns.to_string(),
-            (g.gap.start_ns - origin_ns).to_string(),
-            g.gap.duration_ns.to_string(),
-            g.before_name.clone(),
-            g.after_name.clone(),
-            g.enclosing_nvtx.clone().unwrap_or_default(),
-            g.gap.cause.label().to_string(),
-            g.signature(),
+            g.device.to_string(),
+            g.start_ns.to_string(),
+            (g.start_ns - origin_ns).to_string(),
+            g.duration_ns.to_string(),
+            trace.strings.get(g.before_name).into_owned(),
+            trace.strings.get(g.after_name).into_owned(),
+            g.enclosing()
+                .map(|id| trace.strings.get(id).into_owned())
+                .unwrap_or_default(),
+            g.cause.label().to_string(),
+            signature(trace, g),
         ])
         .map_err(|e| e.to_string())?;
     }

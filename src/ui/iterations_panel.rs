@@ -60,7 +60,14 @@ impl IterationsPanel {
                 Some((index, w.start, w.end))
             })
             .collect();
-        self.drilldown = Some(drilldown(trace, its, k, DEFAULT_MIN_GAP_NS, TOP));
+        self.drilldown = Some(drilldown(
+            trace,
+            &overview.cpu,
+            its,
+            k,
+            DEFAULT_MIN_GAP_NS,
+            TOP,
+        ));
         self.selected = Some(k);
     }
 

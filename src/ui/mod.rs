@@ -74,7 +74,7 @@ pub struct Loaded {
     pub report: Option<LoadReport>,
     pub timeline: Timeline,
     /// `None` until the analyses have run.
-    pub overview: Option<Overview>,
+    pub overview: Option<Arc<Overview>>,
     pub tab: Tab,
     pub summary: summary::SummaryPanel,
     pub gaps: gap_finder::GapFinder,
@@ -363,7 +363,7 @@ impl App {
                 },
                 Message::Analysed(overview) => {
                     if let State::Loaded(l) = &mut self.state {
-                        l.overview = Some(*overview);
+                        l.overview = Some(Arc::from(overview));
                         l.job = None;
                         if let Some(view) = self.show_when_analysed.take() {
                             l.show(&view);
@@ -727,7 +727,7 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                     l.summary.show(
                         ui,
                         &trace,
-                        l.overview.as_ref(),
+                        l.overview.as_deref(),
                         &mut l.timeline,
                         no_kernel_table,
                     )

@@ -316,7 +316,7 @@ impl Timeline {
                     .collect()
             })
             .collect();
-        let sync_names = sync_names(trace);
+        let sync_names = crate::analysis::gaps::sync_call_names(trace);
         let api_lods = trace
             .threads
             .par_iter()
@@ -1374,14 +1374,6 @@ fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef
         y += h;
     }
     band
-}
-
-/// Per interned name: whether it is a synchronising API call (each name tested once).
-fn sync_names(trace: &Trace) -> Vec<bool> {
-    (0..trace.strings.len() as u32)
-        .into_par_iter()
-        .map(|id| crate::analysis::gaps::is_synchronizing(&trace.strings.get(id)))
-        .collect()
 }
 
 /// First and last time of anything in the trace, CPU side included: "fit" shows it all.
