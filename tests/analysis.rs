@@ -149,7 +149,7 @@ fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
                 assert_eq!(gaps::enclosing(&before_path, &after_path), g.enclosing());
                 let enclosing = g.enclosing().map(|id| trace.strings.get(id).to_string());
                 found.push((
-                    g.device,
+                    g.device_id(),
                     g.start_ns,
                     g.duration_ns,
                     name(g.before),
@@ -419,4 +419,51 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
         assert_eq!(r[3].parse::<i64>().unwrap(), g.duration_ns);
         assert_eq!(&r[5], trace.strings.get(g.after_name));
     }
+}
+
+/// The truth's count of every gap per device and cause (what it keeps for traces whose gaps
+/// are too many to list) is what the analysis finds.
+#[test]
+fn the_truths_gap_summary_matches_the_gaps_found_per_device_and_cause() {
+    use nsys_explorer::analysis::overview::{Options, overview};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    assert_eq!(truth.gap_summary.len(), trace.devices.len());
+    for s in &truth.gap_summary {
+        let mine: Vec<_> = o
+            .gaps
+            .iter()
+            .filter(|g| g.device_id() == s.device)
+            .collect();
+        assert_eq!(mine.len() as u64, s.count, "device {}", s.device);
+        assert_eq!(mine.iter().map(|g| g.duration_ns).sum::<i64>(), s.total_ns);
+        for (cause, &(count, total)) in &s.by_cause {
+            let of_cause: Vec<_> = mine.iter().filter(|g| g.cause.label() == cause).collect();
+            assert_eq!(of_cause.len() as u64, count, "device {} {cause}", s.device);
+            assert_eq!(of_cause.iter().map(|g| g.duration_ns).sum::<i64>(), total);
+        }
+    }
+    // Realistic: a gap at nearly every kernel boundary, most of them the GPU's own 1–3 µs.
+    let kernels: u64 = truth.devices.iter().map(|d| d.kernels).sum();
+    let gaps: u64 = truth.gap_summary.iter().map(|s| s.count).sum();
+    assert!(
+        gaps as f64 > 0.9 * kernels as f64,
+        "{gaps} gaps for {kernels} kernels"
+    );
+}
+
+#[test]
+fn cancelled_analyses_stop_and_say_so() {
+    use nsys_explorer::analysis::overview::{Options, overview_cancellable};
+    use std::sync::atomic::AtomicBool;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cancel.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let options = Options::default();
+    assert!(overview_cancellable(&trace, &options, &AtomicBool::new(true)).is_none());
+    assert!(overview_cancellable(&trace, &options, &AtomicBool::new(false)).is_some());
 }

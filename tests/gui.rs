@@ -575,7 +575,7 @@ fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
         let l = loaded(&h);
         let o = l.overview.as_ref().unwrap();
         let g = &o.gaps[l.gaps.order[0] as usize];
-        (g.start_ns, g.start_ns + g.duration_ns, g.device)
+        (g.start_ns, g.start_ns + g.duration_ns, g.device_id())
     };
     // The rows scrolled down to the CPU threads: the GPUs are out of view.
     {

@@ -66,7 +66,8 @@ pub struct OpRef {
 /// them in words for the few that are shown.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Gap {
-    pub device: u32,
+    /// The device's id (nsys `deviceId`; 16 bits, so that a gap takes 48 bytes).
+    pub device: u16,
     pub start_ns: i64,
     pub duration_ns: i64,
     pub before: OpRef,
@@ -84,6 +85,11 @@ pub struct Gap {
 }
 
 impl Gap {
+    /// The device's id.
+    pub fn device_id(&self) -> u32 {
+        self.device as u32
+    }
+
     pub fn end_ns(&self) -> i64 {
         self.start_ns + self.duration_ns
     }
@@ -279,7 +285,7 @@ pub fn gaps(
             cpu.launch_path(trace, device, after, &mut after_path);
             after_of_last = Some(after);
             Gap {
-                device: device.id,
+                device: device.id as u16,
                 start_ns: gs,
                 duration_ns: ge - gs,
                 before,

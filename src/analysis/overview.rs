@@ -1,6 +1,8 @@
 //! Every analysis of a trace at once, for the `report` command and the GUI's panels:
 //! devices in parallel, each over its own window (or the one given).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::breakdown::{Breakdown, SameStream, breakdown, same_stream};
@@ -84,11 +86,25 @@ pub fn selected_devices<'t>(trace: &'t Trace, options: &Options) -> Vec<&'t Devi
 }
 
 pub fn overview(trace: &Trace, options: &Options) -> Overview {
+    overview_cancellable(trace, options, &AtomicBool::new(false)).expect("not cancelled")
+}
+
+/// Like [`overview`], stopping between its steps once `cancel` is set (`None` then): the
+/// window's Cancel during "Analysing…".
+pub fn overview_cancellable(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+) -> Option<Overview> {
+    let cancelled = || cancel.load(Ordering::Relaxed);
     let devices = selected_devices(trace, options);
     let cpu = CpuIndex::new(trace);
     let per_device: Vec<(DeviceSummary, Vec<Gap>)> = devices
         .par_iter()
         .filter_map(|device| {
+            if cancelled() {
+                return None;
+            }
             let window = options.window.or_else(|| device_window(device))?;
             let details = gaps(trace, &cpu, device, window, options.min_gap_ns);
             let summary = DeviceSummary {
@@ -100,8 +116,16 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
             Some((summary, details))
         })
         .collect();
+    if cancelled() {
+        return None;
+    }
     let (summaries, gap_lists): (Vec<_>, Vec<_>) = per_device.into_iter().unzip();
-    let gaps: Vec<Gap> = gap_lists.into_iter().flatten().collect();
+    // Joined list by list, each freed once copied: millions of gaps are held about once,
+    // not twice.
+    let mut gaps: Vec<Gap> = Vec::with_capacity(gap_lists.iter().map(Vec::len).sum());
+    for list in gap_lists {
+        gaps.extend(list);
+    }
     let (recurring, (iterations, (kernels, (nccl, cpu_sync)))) = rayon::join(
         || recurring(trace, &gaps),
         || {
@@ -119,10 +143,13 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
             )
         },
     );
+    if cancelled() {
+        return None;
+    }
     let drilldown = iterations
         .slowest_index
         .map(|k| drilldown(trace, &cpu, &iterations, k, options.min_gap_ns, options.top));
-    Overview {
+    Some(Overview {
         devices: summaries,
         gaps,
         recurring,
@@ -132,5 +159,5 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
         nccl,
         cpu_sync,
         cpu,
-    }
+    })
 }

@@ -55,7 +55,7 @@ pub fn signature(trace: &Trace, gap: &Gap) -> String {
 
 /// Everything known about one gap; `max_calls` limits the calls listed.
 pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
-    let Some(device) = trace.device(gap.device) else {
+    let Some(device) = trace.device(gap.device_id()) else {
         return GapDetail {
             gap: *gap,
             before_name: String::new(),

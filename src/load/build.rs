@@ -226,24 +226,34 @@ fn merge_threads(
     for (gtid, n) in nvtx_len {
         reserve_nvtx(&mut thread_entry(&mut threads, gtid, thread_names).nvtx, n);
     }
-    for chunk in api {
-        for (gtid, calls) in chunk.threads.groups {
-            let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
-            t.start.extend(calls.start);
-            t.end.extend(calls.end);
-            t.name.extend(calls.name);
-            t.correlation_id.extend(calls.correlation_id);
-            t.class.extend(calls.class);
-        }
-    }
+    // The chunks' texts go into the table while the API calls are copied into their
+    // threads: neither needs the other.
+    let (remaps, ()) = rayon::join(
+        || {
+            let (more, bytes) = nvtx
+                .iter()
+                .map(|c| c.texts.size())
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            strings.reserve(more, bytes);
+            nvtx.iter()
+                .map(|c| strings.absorb(&c.texts))
+                .collect::<Vec<Vec<StrId>>>()
+        },
+        || {
+            for chunk in api {
+                for (gtid, calls) in chunk.threads.groups {
+                    let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
+                    t.start.extend(calls.start);
+                    t.end.extend(calls.end);
+                    t.name.extend(calls.name);
+                    t.correlation_id.extend(calls.correlation_id);
+                    t.class.extend(calls.class);
+                }
+            }
+        },
+    );
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
-    let (more, bytes) = nvtx
-        .iter()
-        .map(|c| c.texts.size())
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    strings.reserve(more, bytes);
-    for chunk in nvtx {
-        let remap: Vec<StrId> = strings.absorb(&chunk.texts);
+    for (chunk, remap) in nvtx.into_iter().zip(remaps) {
         let resolve = |id: StrId| {
             if id & LOCAL_TEXT != 0 {
                 remap[(id & !LOCAL_TEXT) as usize]

@@ -88,9 +88,17 @@ impl NvtxRanges {
     /// Sorts by (start, longest first) so that a parent precedes its children, then
     /// computes `depth` and `parent` with a stack (push/pop) or greedy lanes (start/end).
     pub fn sort_and_nest(&mut self) {
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| (self.start[i as usize], -self.end[i as usize]));
-        if !order.iter().enumerate().all(|(pos, &i)| pos as u32 == i) {
+        // Sorted as (start, -end, index) keys, not indices compared through the columns:
+        // nsys writes a range when it ends, so millions of them come out of order, and a
+        // comparison that reads two columns at random misses the cache every time.
+        let in_order = (1..self.len())
+            .all(|i| (self.start[i - 1], -self.end[i - 1]) <= (self.start[i], -self.end[i]));
+        if !in_order {
+            let mut keys: Vec<(i64, i64, u32)> = (0..self.len())
+                .map(|i| (self.start[i], -self.end[i], i as u32))
+                .collect();
+            keys.sort_unstable();
+            let order: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
             permute(&mut self.start, &order);
             permute(&mut self.end, &order);
             permute(&mut self.text, &order);

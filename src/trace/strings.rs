@@ -332,6 +332,16 @@ impl StringTable {
         needle.is_empty() || template.windows(needle.len()).any(|w| w == needle)
     }
 
+    /// Like [`StringTable::template_contains`], ASCII letters in any case (`needle` lower
+    /// case).
+    pub fn template_contains_ascii_case(&self, t: TemplateId, needle: &[u8]) -> bool {
+        let template = self.templates.get(t as usize);
+        needle.is_empty()
+            || template
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(needle))
+    }
+
     pub fn templates_len(&self) -> usize {
         self.templates.len()
     }

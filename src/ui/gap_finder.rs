@@ -68,7 +68,7 @@ impl Default for GapFinder {
 
 /// Tables with more gaps than this are filtered and sorted on a worker (a real-shaped trace
 /// has millions: a sort takes a few hundred ms), the last order staying on screen meanwhile.
-const GAPS_SORTED_IN_FRAME: usize = 200_000;
+pub const GAPS_SORTED_IN_FRAME: usize = 200_000;
 
 impl GapFinder {
     fn key(&self) -> OrderKey {
@@ -120,7 +120,8 @@ impl GapFinder {
             self.refresh(trace, overview);
             return true;
         }
-        if self.pending.as_ref().map(|p| &p.0) != Some(&key) {
+        // One order at a time: a newer filter waits for the one being computed.
+        if self.pending.is_none() {
             let (tx, rx) = channel();
             let (trace, overview, ctx) = (trace.clone(), overview.clone(), ctx.clone());
             let job = key.clone();
@@ -156,7 +157,7 @@ impl GapFinder {
         let gap = &overview.gaps[i as usize];
         let end = gap.end_ns();
         timeline.zoom_to(gap.start_ns, end, 2.0);
-        if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device) {
+        if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device_id()) {
             timeline.highlight = Some((d, gap.start_ns, end));
             timeline.reveal_device(trace, d);
         }

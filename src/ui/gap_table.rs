@@ -78,7 +78,7 @@ pub fn filtered_order(
     let passes = |i: u32| {
         let g = &gaps[i as usize];
         g.duration_ns >= filter.min_duration_ns
-            && filter.device.is_none_or(|d| g.device == d)
+            && filter.device.is_none_or(|d| g.device_id() == d)
             && filter.cause.is_none_or(|c| g.cause == c)
             && filter
                 .window

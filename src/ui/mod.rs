@@ -45,6 +45,8 @@ pub enum Message {
     Done(Box<Result<LoadedParts, LoadError>>),
     /// Every analysis of the loaded trace, for the panels.
     Analysed(Box<Overview>),
+    /// The analyses were cancelled: the timeline stays, the panels say so.
+    AnalysesCancelled,
 }
 
 /// What a finished load hands to the UI.
@@ -84,6 +86,8 @@ pub struct Loaded {
     pub job: Option<Job>,
     /// The load was cancelled after the GPU side came in: that is all there is.
     pub cancelled: bool,
+    /// The analyses were cancelled: the whole trace is loaded, the panels are empty.
+    pub analyses_cancelled: bool,
 }
 
 impl Loaded {
@@ -101,6 +105,7 @@ impl Loaded {
             tables: Default::default(),
             job: Some(job),
             cancelled: false,
+            analyses_cancelled: false,
         }
     }
 
@@ -257,9 +262,10 @@ impl App {
                     top: 20,
                     ..Default::default()
                 };
-                send(Message::Analysed(Box::new(overview::overview(
-                    &trace, &options,
-                ))));
+                match overview::overview_cancellable(&trace, &options, &worker_cancel) {
+                    Some(o) => send(Message::Analysed(Box::new(o))),
+                    None => send(Message::AnalysesCancelled),
+                }
             }
         });
         let job = Job {
@@ -361,6 +367,12 @@ impl App {
                         };
                     }
                 },
+                Message::AnalysesCancelled => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.job = None;
+                        l.analyses_cancelled = true;
+                    }
+                }
                 Message::Analysed(overview) => {
                     if let State::Loaded(l) = &mut self.state {
                         l.overview = Some(Arc::from(overview));
@@ -456,6 +468,9 @@ impl App {
                         if l.complete() {
                             ui.spinner();
                             ui.label("Analysing…");
+                            if ui.button("Cancel").clicked() {
+                                job.cancel.store(true, Ordering::Relaxed);
+                            }
                         } else {
                             progress_bar(ui, job, 220.0);
                             if ui.button("Cancel").clicked() {
@@ -716,9 +731,13 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                if l.cancelled {
+                if l.cancelled || l.analyses_cancelled {
                     ui.heading("Where time goes");
-                    ui.label("Not analysed: the load was cancelled.");
+                    ui.label(if l.cancelled {
+                        "Not analysed: the load was cancelled."
+                    } else {
+                        "Not analysed: the analyses were cancelled."
+                    });
                 } else {
                     let no_kernel_table = l
                         .report
@@ -754,6 +773,8 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
             } else if !l.complete() {
                 Some("Waiting for the CPU side (API calls, NVTX) to load…")
+            } else if l.analyses_cancelled {
+                Some("The analyses were cancelled: the timeline shows the whole trace. Open the file again to analyse it.")
             } else if l.overview.is_none() {
                 Some("Analysing…")
             } else {
@@ -772,8 +793,8 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 (Tab::Iterations, None, Some(o)) => {
                     l.iterations.show(ui, &trace, o, &mut l.timeline)
                 }
-                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
-                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
+                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, o, &mut l.timeline),
+                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, o, &mut l.timeline),
             }
         }));
     egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));

@@ -10,7 +10,6 @@ use super::timeline::Timeline;
 use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
 use crate::report::format_ns;
-use crate::trace::Trace;
 
 pub struct Tables {
     kernel_sort: (usize, bool),
@@ -33,13 +32,7 @@ const KERNEL_COLUMNS: [&str; 8] = [
 const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
 
 impl Tables {
-    pub fn kernels(
-        &mut self,
-        ui: &mut egui::Ui,
-        trace: &Trace,
-        overview: &Overview,
-        timeline: &mut Timeline,
-    ) {
+    pub fn kernels(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
         let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
         let (column, descending) = self.kernel_sort;
         rows.sort_by(|a, b| {
@@ -101,17 +94,11 @@ impl Tables {
             self.kernel_sort = toggle(self.kernel_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(trace, timeline, &name, Mode::Exact);
+            step_through(timeline, &name, Mode::Exact);
         }
     }
 
-    pub fn nccl(
-        &mut self,
-        ui: &mut egui::Ui,
-        trace: &Trace,
-        overview: &Overview,
-        timeline: &mut Timeline,
-    ) {
+    pub fn nccl(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
         let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
         let (column, descending) = self.nccl_sort;
         rows.sort_by(|a, b| {
@@ -171,7 +158,7 @@ impl Tables {
             self.nccl_sort = toggle(self.nccl_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(trace, timeline, &name, Mode::Substring);
+            step_through(timeline, &name, Mode::Substring);
         }
     }
 }
@@ -194,9 +181,8 @@ fn toggle((column, descending): (usize, bool), i: usize) -> (usize, bool) {
 
 /// Searches `name` on the timeline (unless it is already the query) and goes to the next
 /// match.
-fn step_through(trace: &Trace, timeline: &mut Timeline, name: &str, mode: Mode) {
-    timeline.search.set(trace, name, mode);
-    if let Some(m) = timeline.search.step(true) {
+fn step_through(timeline: &mut Timeline, name: &str, mode: Mode) {
+    if let Some(m) = timeline.search.set(name, mode) {
         timeline.go_to(m);
     }
 }

@@ -32,31 +32,62 @@ const LABEL_W: f32 = 190.0;
 /// Room left on each side of an item double-clicked to zoom to it, as a share of its length.
 const ZOOM_TO_ITEM_MARGIN: f64 = 0.05;
 
-/// Per stream: prefix sums that give the busy time and the mix of any run of ops in O(1).
+/// Ops per block of a stream's prefix sums.
+const PREFIX_BLOCK: usize = 64;
+
+/// Per stream: the busy time and the mix of any run of ops, from sums at every
+/// `PREFIX_BLOCK`-th op and the few ops between (a sum per op cost 24 bytes an op: a
+/// hundred MB on a real-shaped trace).
 struct StreamPrefix {
-    busy: Vec<i64>,
-    nccl: Vec<i64>,
-    memory: Vec<i64>,
+    /// Busy, NCCL and memory time of ops `[0, k × PREFIX_BLOCK)`.
+    blocks: Vec<[i64; 3]>,
 }
 
 impl StreamPrefix {
     fn new(ops: &GpuOps) -> Self {
-        let n = ops.len();
-        let (mut busy, mut nccl, mut memory) = (
-            Vec::with_capacity(n + 1),
-            Vec::with_capacity(n + 1),
-            Vec::with_capacity(n + 1),
-        );
-        busy.push(0);
-        nccl.push(0);
-        memory.push(0);
-        for i in 0..n {
-            let d = ops.duration(i);
-            busy.push(busy[i] + d);
-            nccl.push(nccl[i] + if ops.kind[i] == OpKind::Nccl { d } else { 0 });
-            memory.push(memory[i] + if ops.kind[i].is_kernel() { 0 } else { d });
+        let mut blocks = Vec::with_capacity(ops.len() / PREFIX_BLOCK + 1);
+        let mut sum = [0i64; 3];
+        for i in 0..ops.len() {
+            if i % PREFIX_BLOCK == 0 {
+                blocks.push(sum);
+            }
+            add_op(&mut sum, ops, i);
         }
-        Self { busy, nccl, memory }
+        blocks.push(sum);
+        Self { blocks }
+    }
+
+    /// Busy, NCCL and memory time of ops `[a, b)`.
+    fn sums(&self, ops: &GpuOps, a: usize, b: usize) -> [i64; 3] {
+        let mut out = [0i64; 3];
+        if b - a < 2 * PREFIX_BLOCK {
+            (a..b).for_each(|i| add_op(&mut out, ops, i));
+            return out;
+        }
+        // Whole blocks from the block table, the ops at either end one by one.
+        let (first_block, last_block) = (a.div_ceil(PREFIX_BLOCK), b / PREFIX_BLOCK);
+        (a..first_block * PREFIX_BLOCK).for_each(|i| add_op(&mut out, ops, i));
+        (last_block * PREFIX_BLOCK..b).for_each(|i| add_op(&mut out, ops, i));
+        let (to, from) = (self.blocks[last_block], self.blocks[first_block]);
+        for (k, sum) in out.iter_mut().enumerate() {
+            *sum += to[k] - from[k];
+        }
+        out
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.blocks.capacity() * 24
+    }
+}
+
+fn add_op(sum: &mut [i64; 3], ops: &GpuOps, i: usize) {
+    let d = ops.duration(i);
+    sum[0] += d;
+    if ops.kind[i] == OpKind::Nccl {
+        sum[1] += d;
+    }
+    if !ops.kind[i].is_kernel() {
+        sum[2] += d;
     }
 }
 
@@ -373,7 +404,7 @@ impl Timeline {
             .prefixes
             .iter()
             .flatten()
-            .map(|p| (p.busy.capacity() + p.nccl.capacity() + p.memory.capacity()) * 8)
+            .map(StreamPrefix::heap_bytes)
             .sum();
         let lods: usize = self
             .stream_lods
@@ -471,7 +502,7 @@ impl Timeline {
     }
 
     /// The search bar (Ctrl+F): query, regex switch, match count, previous/next.
-    fn search_bar(&mut self, ui: &mut egui::Ui, trace: &Trace) {
+    fn search_bar(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>) {
         let ctrl_f = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::F));
         if ctrl_f {
             self.search.open = true;
@@ -480,6 +511,7 @@ impl Timeline {
             return;
         }
         let mut step = None;
+        let mut found = None;
         ui.horizontal(|ui| {
             ui.label("Find");
             let edit = ui.add(
@@ -508,7 +540,12 @@ impl Timeline {
             if ui.button("Next").clicked() {
                 step = Some(true);
             }
-            self.search.run(trace);
+            if let Some(m) = self.search.run(trace, ui.ctx()) {
+                found = Some(m);
+            }
+            if self.search.searching() {
+                ui.spinner();
+            }
             match (&self.search.error, self.search.current) {
                 (Some(e), _) => {
                     ui.colored_label(ui.visuals().warn_fg_color, e);
@@ -520,6 +557,12 @@ impl Timeline {
                         self.search.matches.len()
                     ));
                 }
+                (None, None) if self.search.matches.len() >= super::search::MAX_MATCHES => {
+                    ui.label(format!(
+                        "the first {} matches (more not kept)",
+                        self.search.matches.len()
+                    ));
+                }
                 (None, None) => {
                     ui.label(format!("{} matches", self.search.matches.len()));
                 }
@@ -528,9 +571,10 @@ impl Timeline {
                 self.search.open = false;
             }
         });
-        if let Some(forward) = step
-            && let Some(m) = self.search.step(forward)
-        {
+        if let Some(forward) = step {
+            found = found.or(self.search.step(forward));
+        }
+        if let Some(m) = found {
             self.go_to(m);
         }
     }
@@ -567,7 +611,7 @@ impl Timeline {
     }
 
     /// Draws the timeline in the whole of `ui` and handles its input.
-    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Trace) {
+    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>) {
         self.search_bar(ui, trace);
         let size = ui.available_size();
         let (response, painter) = ui.allocate_painter(size, Sense::click_and_drag());
@@ -946,12 +990,8 @@ impl Timeline {
                     color: &|i| kind_color(ops.kind[i]),
                     name: &|i| trace.strings.get(ops.name[i]),
                     folded: &|a, b, span| {
-                        stacked_fill(
-                            prefix.busy[b] - prefix.busy[a],
-                            span,
-                            prefix.nccl[b] - prefix.nccl[a],
-                            prefix.memory[b] - prefix.memory[a],
-                        )
+                        let [busy, nccl, memory] = prefix.sums(ops, a, b);
+                        stacked_fill(busy, span, nccl, memory)
                     },
                     style: FoldStyle::ByKind,
                 };
@@ -1439,4 +1479,32 @@ fn item_at_by(
         .rev()
         .take(64)
         .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_sums_from_blocks_equal_its_ops_summed() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut ops = GpuOps::default();
+        let mut t = 0;
+        for _ in 0..5_000 {
+            let d = rng.i64(1..5_000);
+            ops.start.push(t);
+            ops.end.push(t + d);
+            ops.kind
+                .push([OpKind::Compute, OpKind::Nccl, OpKind::Memcpy][rng.usize(0..3)]);
+            t += d + rng.i64(0..3_000);
+        }
+        let prefix = StreamPrefix::new(&ops);
+        for _ in 0..2_000 {
+            let a = rng.usize(0..ops.len());
+            let b = rng.usize(a..=ops.len());
+            let mut want = [0; 3];
+            (a..b).for_each(|i| add_op(&mut want, &ops, i));
+            assert_eq!(prefix.sums(&ops, a, b), want, "ops {a}..{b}");
+        }
+    }
 }
