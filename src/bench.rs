@@ -18,6 +18,13 @@ const SCAN_SQL: &str = "SELECT count(*), total(start), total(end), total(deviceI
 SELECT count(*), total(start), total(end), total(eventClass), total(globalTid), total(correlationId), total(nameId) FROM CUPTI_ACTIVITY_KIND_RUNTIME;
 SELECT count(*), total(start), total(end), total(eventType), total(length(text)), total(textId), total(globalTid), total(color), total(domainId) FROM NVTX_EVENTS;";
 
+/// The process's peak RSS so far, as a benchmark's last line.
+fn print_peak_rss() {
+    if let Some(peak) = crate::memory::peak_rss_bytes() {
+        println!("peak RSS               {:>8.1} MB", peak as f64 / 1e6);
+    }
+}
+
 pub fn sqlite3_scan(file: &Path) -> Result<Baseline, String> {
     let uri = format!("file:{}?immutable=1", file.display());
     let t = Instant::now();
@@ -292,6 +299,7 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         overview.iterations.count(),
         overview.iterations.slowest_index
     );
+    print_peak_rss();
     Ok(())
 }
 
@@ -435,6 +443,7 @@ pub fn bench_frame(file: &Path, against: Option<&Path>) -> Result<(), String> {
         }
         println!("{line}");
     }
+    print_peak_rss();
     Ok(())
 }
 
@@ -548,5 +557,6 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
         let place = if on_worker(name) { "worker" } else { "frame" };
         println!("action={name} ms={ms:.1} rows={rows} runs_in={place}");
     }
+    print_peak_rss();
     Ok(())
 }
