@@ -7,10 +7,19 @@ use serde_json::{Value, json};
 
 use crate::analysis::breakdown::pct;
 use crate::analysis::overview::{Overview, selected_devices};
-use crate::analysis::recurring::describe;
+use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
 use crate::load::LoadReport;
 use crate::trace::{OpKind, Trace};
+
+/// A difference with its sign: `+518.2 ms`, `-3.1 ms`.
+pub fn signed_ns(ns: i64) -> String {
+    if ns >= 0 {
+        format!("+{}", format_ns(ns))
+    } else {
+        format_ns(ns)
+    }
+}
 
 /// "1 stream", "2 streams".
 pub fn plural(n: usize, noun: &str) -> String {
@@ -61,35 +70,60 @@ pub fn report_json(
                     "stream": ss.stream,
                     "nccl_pct": ss.nccl_pct,
                     "compute_pct": ss.compute_pct,
+                    "nccl_hidden_pct": ss.hidden_pct,
                     "diagnosis": ss.sentence(),
                 })),
             })
         })
         .collect();
+    let gap_json = |i: usize| {
+        let g = describe(trace, &overview.gaps[i], 3);
+        json!({
+            "device": g.gap.device,
+            "start_ns": g.gap.start_ns,
+            "duration_ns": g.gap.duration_ns,
+            "before": g.before_name,
+            "after": g.after_name,
+            "before_stream": g.before_stream,
+            "after_stream": g.after_stream,
+            "before_nvtx": g.before_nvtx,
+            "after_nvtx": g.after_nvtx,
+            "enclosing_nvtx": g.enclosing_nvtx,
+            "cause": g.gap.cause.label(),
+            "cause_text": cause_text(trace, &g.gap),
+            "cpu_activity": g.activity,
+            "calls_during": g.calls_during,
+        })
+    };
     let top_gaps: Vec<Value> = overview
         .longest_gaps(options.top)
         .into_iter()
-        .map(|i| {
-            let g = describe(trace, &overview.gaps[i], 3);
-            json!({
-                "device": g.gap.device,
-                "start_ns": g.gap.start_ns,
-                "duration_ns": g.gap.duration_ns,
-                "before": g.before_name,
-                "after": g.after_name,
-                "before_nvtx": g.before_nvtx,
-                "after_nvtx": g.after_nvtx,
-                "enclosing_nvtx": g.enclosing_nvtx,
-                "cause": g.gap.cause.label(),
-                "calls_during": g.calls_during,
-            })
-        })
+        .map(gap_json)
         .collect();
     let recurring: Vec<Value> = overview
         .recurring
         .iter()
         .take(options.top)
-        .map(|r| json!({"signature": r.signature, "count": r.count, "total_ns": r.total_ns, "median_ns": r.median_ns}))
+        .map(|r| {
+            let longest = r
+                .members
+                .iter()
+                .copied()
+                .max_by_key(|&i| overview.gaps[i as usize].duration_ns);
+            json!({
+                "signature": r.signature,
+                "count": r.count,
+                "total_ns": r.total_ns,
+                "median_ns": r.median_ns,
+                "longest": longest.map(|i| gap_json(i as usize)),
+            })
+        })
+        .collect();
+    let single: Vec<Value> = overview
+        .single_gaps
+        .iter()
+        .take(options.top)
+        .map(|&i| gap_json(i as usize))
         .collect();
     json!({
         "file": report.file,
@@ -113,6 +147,7 @@ pub fn report_json(
             "top": top_gaps,
         },
         "recurring_gaps": recurring,
+        "single_gaps": single,
         "iterations": iterations_json(&overview.iterations, options),
         "drilldown": overview.drilldown.as_ref().map(|d| {
             let mut v = serde_json::to_value(d).unwrap_or(Value::Null);
@@ -124,6 +159,8 @@ pub fn report_json(
         "kernels_top": overview.kernels.iter().take(options.top).collect::<Vec<_>>(),
         "cpu_sync": overview.cpu_sync.iter().take(options.top).collect::<Vec<_>>(),
         "nccl": overview.nccl,
+        "memory": overview.memory,
+        "nvtx_gpu": overview.nvtx_gpu,
     })
 }
 
@@ -152,6 +189,7 @@ pub fn report_text(
     options: &Options,
 ) -> String {
     let mut s = String::new();
+    let origin = trace.time_origin().unwrap_or(0);
     let version = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let _ = writeln!(s, "{}", report.file.display());
     let _ = writeln!(
@@ -208,15 +246,59 @@ pub fn report_text(
         if let Some(ss) = sum.same_stream {
             let _ = writeln!(s, "    {}", ss.sentence());
         }
+        for m in overview.memory.iter().filter(|m| m.device == d.id).take(3) {
+            let pageable = if m.pageable > 0 {
+                format!(", {} from or to pageable host memory", m.pageable)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "    memory {}: {}, {:.2} GB in {} ({:.1} GB/s){pageable}",
+                m.kind,
+                plural(m.count, "op"),
+                m.bytes as f64 / 1e9,
+                format_ns(m.total_ns),
+                m.gbps
+            );
+        }
+        for n in overview
+            .nccl
+            .iter()
+            .filter(|n| n.device == d.id && n.outliers > 0)
+        {
+            let longest = n
+                .longest_outliers
+                .first()
+                .map_or(String::new(), |&(at, dur)| {
+                    format!(
+                        "; the longest {} at {}",
+                        format_ns(dur),
+                        format_ns(at - origin)
+                    )
+                });
+            let _ = writeln!(
+                s,
+                "    {} {} collectives of {} last ≥ {}× their median ({}){longest}",
+                n.outliers,
+                n.collective,
+                n.count,
+                crate::analysis::summary::OUTLIER_FACTOR,
+                format_ns(n.median_ns)
+            );
+        }
     }
     let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
         s,
-        "\nGaps (≥ {}): {} totalling {}. Worst recurring patterns:",
+        "\nGaps (≥ {}): {} totalling {}. Worst recurring patterns (seen at least twice):",
         format_ns(options.min_gap_ns),
         overview.gaps.len(),
         format_ns(total)
     );
+    if overview.recurring.is_empty() {
+        let _ = writeln!(s, "  none");
+    }
     for r in overview.recurring.iter().take(options.top.min(5)) {
         let _ = writeln!(
             s,
@@ -226,6 +308,63 @@ pub fn report_text(
             format_ns(r.total_ns),
             r.signature
         );
+        // The longest of the group, when the CPU was visibly busy with something then.
+        if let Some(i) = r
+            .members
+            .iter()
+            .copied()
+            .max_by_key(|&i| overview.gaps[i as usize].duration_ns)
+            && let g = &overview.gaps[i as usize]
+            && let Some(a) = activity(trace, g)
+        {
+            let _ = writeln!(
+                s,
+                "           the longest, {} at {}: the launching thread was {}",
+                format_ns(g.duration_ns),
+                format_ns(g.start_ns - origin),
+                a.text()
+            );
+        }
+    }
+    if !overview.single_gaps.is_empty() {
+        let _ = writeln!(s, "Largest single gaps (a pattern seen once):");
+        for &i in overview.single_gaps.iter().take(options.top.min(3)) {
+            let g = &overview.gaps[i as usize];
+            let _ = writeln!(
+                s,
+                "  {:>9} at {} on GPU {}: {} [{}]",
+                format_ns(g.duration_ns),
+                format_ns(g.start_ns - origin),
+                g.device,
+                crate::analysis::recurring::signature(trace, g)
+                    .rsplit_once(" [")
+                    .map_or(String::new(), |x| x.0.to_string()),
+                cause_text(trace, g)
+            );
+        }
+    }
+    let shown: Vec<_> = overview
+        .nvtx_gpu
+        .iter()
+        .filter(|n| n.with_kernels > 0)
+        .take(5)
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nGPU time per NVTX range (kernels launched inside, numbers as #):"
+        );
+        for n in shown {
+            let _ = writeln!(
+                s,
+                "  {:>9} span, {:>9} kernels ({:>5.1} %), {:>7} ×  {}",
+                format_ns(n.gpu_span_ns),
+                format_ns(n.kernel_ns),
+                n.share_pct,
+                n.count,
+                n.name
+            );
+        }
     }
     iterations_text(&mut s, overview);
     s
@@ -289,16 +428,16 @@ fn iterations_text(s: &mut String, overview: &Overview) {
     let Some(marker) = &it.marker else {
         let _ = writeln!(
             s,
-            "\nIterations: none found (no NVTX marker and no recurring synchronisation)."
+            "\nIterations: no iteration marker found — no NVTX range repeats around the kernels as a step does (op-level ranges such as aten::… are not markers). Give one with --iteration-marker TEXT, or --iteration-marker heuristic for iterations between synchronising calls."
         );
         return;
     };
     let how = if it.heuristic {
-        "heuristic"
+        format!("the heuristic ({marker})")
     } else {
-        "NVTX marker"
+        format!("NVTX marker `{marker}`")
     };
-    let _ = writeln!(s, "\nIterations: {} by {how} `{marker}`", it.count());
+    let _ = writeln!(s, "\nIterations: {} by {how}", it.count());
     for d in &it.per_device {
         let _ = writeln!(
             s,
@@ -321,12 +460,16 @@ fn iterations_text(s: &mut String, overview: &Overview) {
             d.reference_index,
             d.device
         );
-        if let Some(g) = d.kernels_grown.first() {
+    }
+    // What made it slower, device by device: the largest contributor first.
+    for d in &drill.devices {
+        if let Some(c) = d.contributors.first() {
             let _ = writeln!(
                 s,
-                "    kernel that grew most: {} (+{})",
-                g.name,
-                format_ns(g.growth_ns)
+                "    GPU {} {}: mostly {}",
+                d.device,
+                signed_ns(d.duration_ns - d.reference_ns),
+                c.description
             );
         }
     }

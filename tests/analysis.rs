@@ -268,10 +268,17 @@ fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
         let window = device_window(device).unwrap();
         found.extend(analysis::gaps::gaps(&trace, &cpu, device, window, 1000));
     }
-    let groups = recurring(&trace, &found);
+    let (groups, singles) = recurring(&trace, &found);
+    // Patterns are seen at least twice; the gaps seen once are listed apart, longest first.
+    assert!(groups.iter().all(|g| g.count >= 2));
     assert_eq!(
-        groups.iter().map(|g| g.count).sum::<usize>(),
+        groups.iter().map(|g| g.count).sum::<usize>() + singles.len(),
         truth.gaps.len()
+    );
+    assert!(
+        singles
+            .windows(2)
+            .all(|w| found[w[0] as usize].duration_ns >= found[w[1] as usize].duration_ns)
     );
     assert!(groups.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
     for g in &groups {
@@ -297,6 +304,10 @@ fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
     }
     for g in &groups {
         assert_eq!(counts.get(&g.signature), Some(&g.count), "{}", g.signature);
+    }
+    for &i in &singles {
+        let s = analysis::recurring::signature(&trace, &found[i as usize]);
+        assert_eq!(counts.get(&s), Some(&1), "{s}");
     }
 }
 
@@ -466,4 +477,232 @@ fn cancelled_analyses_stop_and_say_so() {
     let options = Options::default();
     assert!(overview_cancellable(&trace, &options, &AtomicBool::new(true)).is_none());
     assert!(overview_cancellable(&trace, &options, &AtomicBool::new(false)).is_some());
+}
+
+/// On every shared real export the iterations are sensible: no op-level marker, no median
+/// iteration of microseconds from a detected marker, no 0 ns "slowest".
+#[test]
+fn real_exports_get_a_sensible_iteration_outcome() {
+    use analysis::iterations::{Source, iterations};
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        let it = iterations(&trace, None);
+        let name = path.display();
+        if let Some(marker) = &it.marker {
+            assert!(!marker.starts_with("aten::"), "{name}: {marker}");
+            assert!(!marker.contains("op_id"), "{name}: {marker}");
+            if it.source == Source::Detected {
+                for d in &it.per_device {
+                    assert!(
+                        d.median_ns >= 100_000,
+                        "{name}: {marker} median {} ns",
+                        d.median_ns
+                    );
+                }
+            }
+        }
+        for d in &it.per_device {
+            assert!(
+                d.durations_ns.iter().all(|&ns| ns > 0),
+                "{name}: an empty iteration"
+            );
+            if let Some(k) = d.slowest_index {
+                assert!(d.durations_ns[k] > 0, "{name}");
+            }
+        }
+    }
+}
+
+/// Memory transfers per device and kind add up to what plain SQL sums.
+#[test]
+fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
+    use analysis::memory::memory_by_kind;
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        let stats = memory_by_kind(&trace);
+        let db = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut sql = db
+            .prepare(
+                "SELECT m.deviceId, e.name, count(*), sum(m.bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY m \
+                 JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind WHERE m.end >= m.start GROUP BY 1, 2",
+            )
+            .unwrap();
+        let rows: Vec<(u32, String, usize, u64)> = sql
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, i64>(2)? as usize,
+                    r.get::<_, i64>(3)? as u64,
+                ))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(!rows.is_empty(), "{}", path.display());
+        for (device, kind, count, bytes) in rows {
+            // CUDA_MEMCPY_KIND_HTOD → HtoD, as the loader names them.
+            let short = kind
+                .trim_start_matches("CUDA_MEMCPY_KIND_")
+                .replace("TO", "to");
+            let mine = stats
+                .iter()
+                .find(|s| s.device == device && s.kind.replace(' ', "_") == short)
+                .unwrap_or_else(|| panic!("{}: no {short} on {device}: {stats:?}", path.display()));
+            assert_eq!(
+                (mine.count, mine.bytes),
+                (count, bytes),
+                "{}: {short}",
+                path.display()
+            );
+        }
+        let memsets: i64 = db
+            .query_row(
+                "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE end >= start",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        let mine: usize = stats
+            .iter()
+            .filter(|s| s.kind == "memset")
+            .map(|s| s.count)
+            .sum();
+        assert_eq!(mine as i64, memsets, "{}", path.display());
+    }
+}
+
+/// The drill-down of the slowest step leads, on the straggler's GPU, with its stall (a
+/// gap), and on every other GPU with the time its NCCL kernels waited for the straggler.
+#[test]
+fn the_drilldown_leads_with_what_made_the_slowest_step_slow() {
+    use nsys_explorer::analysis::overview::{Options, overview};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drill.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    let drill = o.drilldown.as_ref().expect("a slowest iteration");
+    let t = &truth.iterations;
+    assert_eq!(drill.iteration, t.slowest_index);
+    let pause = t.straggler_pause_ns as f64;
+    for d in &drill.devices {
+        let lead = &d.contributors[0];
+        if d.device == t.straggler_device {
+            assert_eq!(lead.kind, "gap", "{lead:?}");
+            assert!(lead.description.contains(&t.straggler_activity), "{lead:?}");
+        } else {
+            assert_eq!(lead.kind, "nccl_wait", "GPU {}: {lead:?}", d.device);
+        }
+        assert!(
+            (lead.delta_ns as f64 - pause).abs() < 0.25 * pause,
+            "GPU {}: {} against the stall's {}",
+            d.device,
+            lead.delta_ns,
+            pause
+        );
+    }
+    assert!(
+        drill
+            .contributors
+            .windows(2)
+            .all(|w| w[0].delta_ns.abs() >= w[1].delta_ns.abs())
+    );
+}
+
+/// GPU time per NVTX range: the steps' summed span is the truth's, step by step.
+#[test]
+fn nvtx_gpu_time_of_the_step_ranges_is_the_truths_step_spans() {
+    use analysis::nvtx_gpu::nvtx_gpu;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvtx.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let ranges = nvtx_gpu(&trace);
+    let steps = ranges
+        .iter()
+        .find(|r| r.name == "denoising_step_#")
+        .unwrap();
+    assert_eq!(
+        steps.count as usize,
+        truth.iterations.count * trace.devices.len()
+    );
+    for d in &truth.iterations.per_device {
+        let mine = steps
+            .per_device
+            .iter()
+            .find(|p| p.device == d.device)
+            .unwrap();
+        assert_eq!(
+            mine.gpu_span_ns,
+            d.durations_ns.iter().sum::<i64>(),
+            "GPU {}",
+            d.device
+        );
+    }
+    assert!(steps.share_pct > 99.0, "every kernel runs inside a step");
+}
+
+/// The longest gaps of a JIT compilation name it: the NVTX range open on the launching
+/// thread during the gap, not just "host_bound".
+#[test]
+fn a_jit_stall_gap_names_the_compilation_range() {
+    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::analysis::recurring::{cause_text, describe};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jit.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    // The truth's gaps of the first step lasting the compilation (300 ms and more).
+    let jit: Vec<_> = truth
+        .gaps
+        .iter()
+        .filter(|g| g.duration_ns >= 300_000_000)
+        .collect();
+    assert_eq!(jit.len(), trace.devices.len(), "one JIT stall per rank");
+    for t in jit {
+        let g = o
+            .gaps
+            .iter()
+            .find(|g| g.start_ns == t.start_ns && g.device_id() == t.device)
+            .unwrap();
+        assert_eq!(g.cause.label(), t.cause);
+        let text = cause_text(&trace, g);
+        assert!(
+            text.starts_with("host_bound: in KernelExecutor::compileFusion > nvrtc_compile"),
+            "{text}"
+        );
+        let a = describe(&trace, g, 3).activity.unwrap();
+        assert!(a.nvtx_ns as f64 > 0.9 * g.duration_ns as f64, "{a:?}");
+    }
+}
+
+/// NCCL on a stream of its own: the share of its time hidden under compute is given, and
+/// matches the breakdown.
+#[test]
+fn nccl_on_its_own_stream_reports_how_much_of_it_is_hidden() {
+    use nsys_explorer::analysis::overview::{Options, overview};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sep.sqlite");
+    let mut options = SynthOptions::new(Preset::Tiny);
+    options.nccl_stream = NcclStream::Separate;
+    synth::generate(&path, options).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    for d in &o.devices {
+        let ss = d.same_stream.unwrap();
+        let b = d.breakdown;
+        let want = 100.0 * b.overlap as f64 / (b.overlap + b.nccl_only) as f64;
+        assert!((ss.hidden_pct.unwrap() - want).abs() < 1e-9);
+        assert!(
+            ss.sentence().contains("hidden under compute"),
+            "{}",
+            ss.sentence()
+        );
+    }
 }

@@ -815,3 +815,36 @@ fn a_remembered_split_too_tall_for_the_window_still_leaves_the_timeline_its_room
     );
     assert_eq!(h.state().split.tabs_height, 5_000.0, "the choice is kept");
 }
+
+#[test]
+fn the_memory_and_nvtx_tabs_list_what_the_analyses_found_and_nvtx_rows_mark_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    // The longest gaps are the JIT compilations: the table names them.
+    assert_eq!(
+        h.query_all_by_label_contains(
+            "host_bound: in KernelExecutor::compileFusion > nvrtc_compile"
+        )
+        .count(),
+        4,
+        "one per rank"
+    );
+    h.get_by_label("Memory").click();
+    h.run_steps(2);
+    assert_eq!(h.query_all_by_label("HtoD").count(), 4, "a row per GPU");
+    h.get_by_label("NVTX").click();
+    h.run_steps(2);
+    h.get_by_label("denoising_step_#").click();
+    h.run_steps(3);
+    let l = loaded(&h);
+    let steps = truth.iterations.count * l.trace.devices.len();
+    assert_eq!(
+        l.timeline.search.matches.len(),
+        steps,
+        "every step range marked"
+    );
+    assert!(matches!(
+        l.timeline.selection,
+        Some(Selection::Range { .. })
+    ));
+}

@@ -139,9 +139,22 @@ pub struct SameStream {
     pub stream: u32,
     pub nccl_pct: f64,
     pub compute_pct: f64,
+    /// The share of NCCL time during which compute ran too (overlap / all NCCL time),
+    /// once known from the breakdown of the same window.
+    pub hidden_pct: Option<f64>,
 }
 
+/// Below this share of NCCL time hidden under compute, NCCL on a stream of its own is
+/// said to be mostly serialised all the same.
+const SERIALISED_BELOW_PCT: f64 = 30.0;
+
 impl SameStream {
+    /// With the share of NCCL time hidden under compute, from `b` (the same window).
+    pub fn with_hidden(mut self, b: &Breakdown) -> Self {
+        self.hidden_pct = Some(pct(b.overlap, b.overlap + b.nccl_only));
+        self
+    }
+
     /// The diagnosis in one sentence.
     pub fn sentence(&self) -> String {
         if self.nccl_pct >= 99.5 && self.compute_pct >= 99.5 {
@@ -155,10 +168,20 @@ impl SameStream {
                 self.stream, self.nccl_pct, self.compute_pct
             )
         } else {
-            format!(
-                "NCCL runs mostly on stream {} ({:.0} % of NCCL time) with {:.0} % of compute time on it: communication can overlap compute.",
-                self.stream, self.nccl_pct, self.compute_pct
-            )
+            match self.hidden_pct {
+                Some(h) if h < SERIALISED_BELOW_PCT => format!(
+                    "NCCL runs on its own stream {} ({:.0} % of NCCL time), yet only {h:.1} % of NCCL time is hidden under compute: mostly serialised all the same.",
+                    self.stream, self.nccl_pct
+                ),
+                Some(h) => format!(
+                    "NCCL runs mostly on stream {} ({:.0} % of NCCL time) with {:.0} % of compute time on it; {h:.1} % of NCCL time is hidden under compute.",
+                    self.stream, self.nccl_pct, self.compute_pct
+                ),
+                None => format!(
+                    "NCCL runs mostly on stream {} ({:.0} % of NCCL time) with {:.0} % of compute time on it: communication can overlap compute.",
+                    self.stream, self.nccl_pct, self.compute_pct
+                ),
+            }
         }
     }
 }
@@ -195,5 +218,6 @@ pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
         stream,
         nccl_pct: pct(nccl_on, nccl.iter().map(|p| p.1).sum()),
         compute_pct: pct(compute[best], compute.iter().sum()),
+        hidden_pct: None,
     })
 }

@@ -10,6 +10,8 @@ use super::breakdown::{Breakdown, breakdown};
 use super::gaps::{CpuIndex, Gap, gaps, is_synchronizing};
 use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
+use super::recurring::{GapDetail, describe};
+use crate::report::format_ns;
 use crate::trace::{Device, NONE, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize)]
@@ -34,7 +36,24 @@ pub struct DeviceDrilldown {
     pub reference_breakdown_ns: Breakdown,
     /// Largest growth first.
     pub kernels_grown: Vec<KernelGrowth>,
-    pub gaps: Vec<Gap>,
+    /// Its longest gaps, in words.
+    pub gaps: Vec<GapDetail>,
+    /// What made it differ from the median iteration, largest |delta| first.
+    pub contributors: Vec<Contributor>,
+}
+
+/// One part of the difference between an iteration and the device's median one: a kind
+/// of gap, a kernel (by name and stream), NCCL time spent waiting for the last rank, or
+/// memory ops.
+#[derive(Debug, Clone, Serialize)]
+pub struct Contributor {
+    pub device: u32,
+    /// `gap`, `kernel`, `nccl_wait` or `memory`.
+    pub kind: &'static str,
+    pub delta_ns: i64,
+    pub this_ns: i64,
+    pub reference_ns: i64,
+    pub description: String,
 }
 
 /// What a rank's launching thread was doing before a late collective: its longest API call
@@ -75,6 +94,8 @@ pub struct Drilldown {
     /// The straggler of the collective with the largest lateness.
     pub straggler_device: Option<u32>,
     pub straggler_activity: Option<Activity>,
+    /// Every device's contributors together, largest |delta| first.
+    pub contributors: Vec<Contributor>,
 }
 
 /// A kernel of one iteration: (stream index, op index).
@@ -225,8 +246,15 @@ pub fn drilldown(
         let slow = iteration_kernels(trace, device, it, k);
         let reference = iteration_kernels(trace, device, it, reference_index);
         let mut iteration_gaps = gaps(trace, cpu, device, span, min_gap_ns);
+        let reference_gaps = gaps(trace, cpu, device, reference_span, min_gap_ns);
+        let mut contributors = gap_contributors(trace, device.id, &iteration_gaps, &reference_gaps);
+        contributors.extend(op_contributors(trace, device, span, reference_span));
         iteration_gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
         iteration_gaps.truncate(top);
+        let iteration_gaps = iteration_gaps
+            .iter()
+            .map(|g| describe(trace, g, 3))
+            .collect();
         devices.push(DeviceDrilldown {
             device: it.device,
             span,
@@ -238,6 +266,7 @@ pub fn drilldown(
             reference_breakdown_ns: breakdown(device, reference_span),
             kernels_grown: kernel_growth(trace, device, &slow, &reference, top),
             gaps: iteration_gaps,
+            contributors,
         });
         let nccl: Vec<Kernel> = slow
             .into_iter()
@@ -276,11 +305,241 @@ pub fn drilldown(
             .then_with(|| a.index.cmp(&b.index))
     });
     let straggler = collectives.first().filter(|c| c.lateness_ns > 0);
+    // NCCL time spent waiting for the last rank, against each device's median iteration.
+    let waits = nccl_waits(trace, iterations, k);
+    for dev in &mut devices {
+        let this = waits.get(&dev.device).copied().unwrap_or_default();
+        let reference = nccl_waits(trace, iterations, dev.reference_index)
+            .get(&dev.device)
+            .copied()
+            .unwrap_or_default();
+        let who = match this.last {
+            Some(d) if d == dev.device => "this GPU started its collectives last".to_string(),
+            Some(d) => format!("GPU {d} started last"),
+            None => "no collective".to_string(),
+        };
+        let (transfer, reference_transfer) = (
+            this.total - this.waiting,
+            reference.total - reference.waiting,
+        );
+        dev.contributors.push(Contributor {
+            device: dev.device,
+            kind: "nccl_wait",
+            delta_ns: this.waiting - reference.waiting,
+            this_ns: this.waiting,
+            reference_ns: reference.waiting,
+            description: format!(
+                "NCCL kernels waiting for the last rank ({who}): {} in this iteration, {} in the median one",
+                format_ns(this.waiting),
+                format_ns(reference.waiting)
+            ),
+        });
+        dev.contributors.push(Contributor {
+            device: dev.device,
+            kind: "kernel",
+            delta_ns: transfer - reference_transfer,
+            this_ns: transfer,
+            reference_ns: reference_transfer,
+            description: format!(
+                "NCCL transfer (kernel time once every rank had arrived): {} in this iteration, {} in the median one",
+                format_ns(transfer),
+                format_ns(reference_transfer)
+            ),
+        });
+        dev.contributors.sort_by(|a, b| {
+            b.delta_ns
+                .abs()
+                .cmp(&a.delta_ns.abs())
+                .then(a.kind.cmp(b.kind))
+        });
+        dev.contributors.truncate(top);
+    }
+    let mut contributors: Vec<Contributor> = devices
+        .iter()
+        .flat_map(|d| d.contributors.iter().cloned())
+        .collect();
+    contributors.sort_by(|a, b| {
+        b.delta_ns
+            .abs()
+            .cmp(&a.delta_ns.abs())
+            .then(a.device.cmp(&b.device))
+    });
     Drilldown {
         iteration: k,
         straggler_device: straggler.map(|c| c.straggler_device),
         straggler_activity: straggler.map(|c| c.activity.clone()),
         devices,
         collectives,
+        contributors,
     }
+}
+
+/// Time and count on each side (this iteration, the reference), and what else a group keeps.
+type Sides<T> = ([i64; 2], [usize; 2], T);
+
+/// Gaps of an iteration against the reference one's, grouped by neighbours and cause.
+fn gap_contributors(
+    trace: &Trace,
+    device: u32,
+    this: &[Gap],
+    reference: &[Gap],
+) -> Vec<Contributor> {
+    type Key = (StrId, StrId, super::gaps::Cause);
+    let key = |g: &Gap| (g.before_name, g.after_name, g.cause);
+    // Per kind of gap: (total, count, longest) in this iteration and in the reference.
+    let mut groups: HashMap<Key, Sides<Option<Gap>>> = HashMap::new();
+    for (side, list) in [(0, this), (1, reference)] {
+        for g in list {
+            let e = groups.entry(key(g)).or_insert(([0; 2], [0; 2], None));
+            e.0[side] += g.duration_ns;
+            e.1[side] += 1;
+            if side == 0 && e.2.is_none_or(|l| l.duration_ns < g.duration_ns) {
+                e.2 = Some(*g);
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((before, after, cause), (ns, n, longest))| {
+            let name = |id| trace.strings.get(id);
+            let what = longest.map_or(String::new(), |g| {
+                let d = describe(trace, &g, 1);
+                let enclosing = d
+                    .enclosing_nvtx
+                    .map_or(String::new(), |e| format!(" in {e}"));
+                let cpu = d
+                    .activity
+                    .map_or(String::new(), |a| format!("; the CPU was {}", a.text()));
+                format!("{enclosing}{cpu}")
+            });
+            Contributor {
+                device,
+                kind: "gap",
+                delta_ns: ns[0] - ns[1],
+                this_ns: ns[0],
+                reference_ns: ns[1],
+                description: format!(
+                    "{} gaps {} → {}{what}: {} ({}) in this iteration, {} ({}) in the median one",
+                    cause.label(),
+                    name(before),
+                    name(after),
+                    format_ns(ns[0]),
+                    crate::report::plural(n[0], "gap"),
+                    format_ns(ns[1]),
+                    crate::report::plural(n[1], "gap")
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Kernels (by name and stream) and memory ops of an iteration's span against the
+/// reference's. NCCL kernels count their transfer part only: their waiting is its own
+/// contributor.
+fn op_contributors(
+    trace: &Trace,
+    device: &Device,
+    span: Window,
+    reference: Window,
+) -> Vec<Contributor> {
+    // (name, stream id, is memory) → ([time], [count]) in this span and the reference.
+    let mut groups: HashMap<(StrId, u32, bool), Sides<()>> = HashMap::new();
+    for (side, w) in [(0, span), (1, reference)] {
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            for i in ops_touching(stream, w) {
+                if ops.start[i] < w.start || ops.start[i] >= w.end || ops.kind[i] == OpKind::Nccl {
+                    continue;
+                }
+                let e = groups
+                    .entry((ops.name[i], stream.id, !ops.kind[i].is_kernel()))
+                    .or_default();
+                e.0[side] += ops.duration(i);
+                e.1[side] += 1;
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((name, stream, memory), (ns, n, ()))| Contributor {
+            device: device.id,
+            kind: if memory { "memory" } else { "kernel" },
+            delta_ns: ns[0] - ns[1],
+            this_ns: ns[0],
+            reference_ns: ns[1],
+            description: format!(
+                "{} {} on stream {stream}: {} ({}) in this iteration, {} ({}) in the median one",
+                if memory { "memory op" } else { "kernel" },
+                trace.strings.get(name),
+                format_ns(ns[0]),
+                crate::report::plural(n[0], "op"),
+                format_ns(ns[1]),
+                crate::report::plural(n[1], "op")
+            ),
+        })
+        .collect()
+}
+
+/// Per device, the NCCL time of iteration `k` spent waiting for the last rank (the k-th
+/// collective's kernel time before the last rank's kernel started), and which device
+/// started last most often.
+fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<u32, NcclTime> {
+    let ranks: Vec<(u32, Vec<(i64, i64)>)> = iterations
+        .per_device
+        .iter()
+        .filter_map(|it| {
+            let device = trace.device(it.device)?;
+            let nccl = iteration_kernels(trace, device, it, k)
+                .into_iter()
+                .filter(|&(s, i)| device.streams[s].ops.kind[i] == OpKind::Nccl)
+                .map(|(s, i)| (device.streams[s].ops.start[i], device.streams[s].ops.end[i]))
+                .collect();
+            Some((it.device, nccl))
+        })
+        .collect();
+    let count = ranks.iter().map(|r| r.1.len()).min().unwrap_or(0);
+    let mut out: HashMap<u32, NcclTime> = ranks
+        .iter()
+        .map(|r| {
+            (
+                r.0,
+                NcclTime {
+                    waiting: 0,
+                    total: r.1.iter().map(|(s, e)| e - s).sum(),
+                    last: None,
+                },
+            )
+        })
+        .collect();
+    // The rank named is the last one of the collective that waited longest.
+    let mut latest: Option<(i64, u32)> = None;
+    for j in 0..count {
+        let (last_device, last_start) = ranks
+            .iter()
+            .map(|r| (r.0, r.1[j].0))
+            .max_by_key(|&(d, s)| (s, std::cmp::Reverse(d)))
+            .expect("ranks");
+        let first_start = ranks.iter().map(|r| r.1[j].0).min().unwrap_or(last_start);
+        if latest.is_none_or(|(l, _)| last_start - first_start > l) {
+            latest = Some((last_start - first_start, last_device));
+        }
+        for (d, kernels) in &ranks {
+            let (s, e) = kernels[j];
+            out.get_mut(d).unwrap().waiting += (last_start - s).clamp(0, e - s);
+        }
+    }
+    let last = latest.filter(|l| l.0 > 0).map(|l| l.1);
+    for v in out.values_mut() {
+        v.last = last;
+    }
+    out
+}
+
+/// A device's NCCL kernel time in one iteration: in all, and waiting for the last rank.
+#[derive(Default, Clone, Copy)]
+struct NcclTime {
+    waiting: i64,
+    total: i64,
+    /// The device that started last in the collective that waited longest.
+    last: Option<u32>,
 }

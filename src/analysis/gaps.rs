@@ -70,7 +70,10 @@ pub struct Gap {
     pub device: u16,
     pub start_ns: i64,
     pub duration_ns: i64,
+    /// The ops on either side, by position (internal: JSON names them and their streams).
+    #[serde(skip)]
     pub before: OpRef,
+    #[serde(skip)]
     pub after: OpRef,
     pub cause: Cause,
     /// The names of the ops before and after it.

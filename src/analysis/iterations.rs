@@ -244,9 +244,16 @@ fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
 }
 
 /// Texts that annotate one operator, not a step: PyTorch's `emit_nvtx` ranges
-/// (`aten::mm, seq = 5, op_id = 5, …`), NCCL's and cuDNN's op ranges.
+/// (`aten::mm, seq = 5, op_id = 5, …`), NCCL's and cuDNN's op ranges, and a library's own
+/// functions named as C++ does (`FusionKernelRuntime::runKernelWithInput`: nvFuser marks
+/// each kernel it runs).
 fn is_op_level(name: &str) -> bool {
-    name.starts_with("aten::")
+    let qualified_function = name.contains("::")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_:<>#".contains(c));
+    qualified_function
+        || name.starts_with("aten::")
         || name.starts_with("nccl")
         || name.starts_with("cudnn")
         || name.starts_with("cublas")

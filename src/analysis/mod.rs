@@ -7,6 +7,8 @@ pub mod drilldown;
 pub mod gaps;
 pub mod intervals;
 pub mod iterations;
+pub mod memory;
+pub mod nvtx_gpu;
 pub mod overview;
 pub mod recurring;
 pub mod summary;

@@ -11,6 +11,8 @@ use super::drilldown::{Drilldown, drilldown};
 use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, gaps};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
+use super::memory::{MemoryStat, memory_by_kind};
+use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
 use crate::trace::{Device, Trace};
@@ -51,13 +53,20 @@ pub struct Overview {
     pub devices: Vec<DeviceSummary>,
     /// Every gap of the analysed devices, in device then time order.
     pub gaps: Vec<Gap>,
+    /// Patterns seen at least twice, largest total first.
     pub recurring: Vec<RecurringGap>,
+    /// Gaps whose pattern occurs once, longest first (indices into `gaps`).
+    pub single_gaps: Vec<u32>,
     pub iterations: Iterations,
     pub drilldown: Option<Drilldown>,
     pub kernels: Vec<KernelStat>,
     pub nccl: Vec<NcclStat>,
     /// CPU threads' time in synchronising calls, the most first.
     pub cpu_sync: Vec<ThreadSync>,
+    /// Memory transfers per device and kind.
+    pub memory: Vec<MemoryStat>,
+    /// GPU time per NVTX range name, the most GPU span first.
+    pub nvtx_gpu: Vec<NvtxGpu>,
     /// The CPU side as gap searches need it (drill-downs of other iterations use it too).
     pub cpu: CpuIndex,
 }
@@ -107,11 +116,12 @@ pub fn overview_cancellable(
             }
             let window = options.window.or_else(|| device_window(device))?;
             let details = gaps(trace, &cpu, device, window, options.min_gap_ns);
+            let breakdown = breakdown(device, window);
             let summary = DeviceSummary {
                 device: device.id,
                 window,
-                breakdown: breakdown(device, window),
-                same_stream: same_stream(device, window),
+                breakdown,
+                same_stream: same_stream(device, window).map(|s| s.with_hidden(&breakdown)),
             };
             Some((summary, details))
         })
@@ -126,23 +136,29 @@ pub fn overview_cancellable(
     for list in gap_lists {
         gaps.extend(list);
     }
-    let (recurring, (iterations, (kernels, (nccl, cpu_sync)))) = rayon::join(
-        || recurring(trace, &gaps),
-        || {
-            rayon::join(
-                || iterations(trace, options.iteration_marker.as_deref()),
-                || {
-                    (
-                        kernels_by_name(trace, &devices, options.window),
-                        rayon::join(
-                            || nccl_by_type(trace, &devices, options.window),
-                            || sync_time_per_thread(trace),
-                        ),
-                    )
-                },
-            )
-        },
-    );
+    let (((recurring, single_gaps), (memory, nvtx_gpu)), (iterations, (kernels, (nccl, cpu_sync)))) =
+        rayon::join(
+            || {
+                rayon::join(
+                    || recurring(trace, &gaps),
+                    || (memory_by_kind(trace), nvtx_gpu(trace)),
+                )
+            },
+            || {
+                rayon::join(
+                    || iterations(trace, options.iteration_marker.as_deref()),
+                    || {
+                        (
+                            kernels_by_name(trace, &devices, options.window),
+                            rayon::join(
+                                || nccl_by_type(trace, &devices, options.window),
+                                || sync_time_per_thread(trace),
+                            ),
+                        )
+                    },
+                )
+            },
+        );
     if cancelled() {
         return None;
     }
@@ -153,11 +169,14 @@ pub fn overview_cancellable(
         devices: summaries,
         gaps,
         recurring,
+        single_gaps,
         iterations,
         drilldown,
         kernels,
         nccl,
         cpu_sync,
+        memory,
+        nvtx_gpu,
         cpu,
     })
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
 use super::iterations::median;
+use crate::report::format_ns;
 use crate::trace::{Device, NONE, StrId, TemplateId, Trace};
 
 /// An API call of the launching thread that overlaps a gap.
@@ -24,11 +25,106 @@ pub struct GapDetail {
     pub gap: Gap,
     pub before_name: String,
     pub after_name: String,
+    /// CUDA stream ids of the ops before and after it.
+    pub before_stream: u32,
+    pub after_stream: u32,
     pub before_nvtx: Vec<String>,
     pub after_nvtx: Vec<String>,
     pub enclosing_nvtx: Option<String>,
     /// Calls of the thread that launched the op after the gap, overlapping it, longest first.
     pub calls_during: Vec<CallDuringGap>,
+    /// What that thread was doing meanwhile, when something covers much of the gap.
+    pub activity: Option<CpuActivity>,
+}
+
+/// What the thread that launched the op after a gap was doing during it: the NVTX ranges
+/// open on it then that do not also surround the launch (a JIT compilation, a data load),
+/// and its longest API call in the gap.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuActivity {
+    /// Outermost first.
+    pub nvtx: Vec<String>,
+    /// How much of the gap the outermost of them covers.
+    pub nvtx_ns: i64,
+    pub longest_call: Option<String>,
+    /// How much of the gap that call covers.
+    pub longest_call_ns: i64,
+}
+
+impl CpuActivity {
+    /// "in KernelExecutor::compileFusion > nvrtc_compile for 330.0 ms".
+    pub fn text(&self) -> String {
+        match (&self.nvtx[..], &self.longest_call) {
+            ([], Some(call)) => format!("in {call} for {}", format_ns(self.longest_call_ns)),
+            ([], None) => String::new(),
+            (ranges, _) => format!("in {} for {}", ranges.join(" > "), format_ns(self.nvtx_ns)),
+        }
+    }
+}
+
+/// A share of the gap below which what the CPU did is not named.
+const ACTIVITY_MIN_SHARE: f64 = 0.1;
+
+/// What the launching thread did during `gap` (see [`CpuActivity`]).
+pub fn activity(trace: &Trace, gap: &Gap) -> Option<CpuActivity> {
+    let device = trace.device(gap.device_id())?;
+    let ops = &device.streams[gap.after.stream as usize].ops;
+    let (thread, call) = (
+        ops.launch_thread[gap.after.op as usize],
+        ops.launch_call[gap.after.op as usize],
+    );
+    if call == NONE {
+        return None;
+    }
+    let thread = &trace.threads[thread as usize];
+    let nvtx = &thread.nvtx;
+    let (gs, ge) = (gap.start_ns, gap.end_ns());
+    let overlap = |s: i64, e: i64| (e.min(ge) - s.max(gs)).max(0);
+    let enough = |ns: i64| ns as f64 >= ACTIVITY_MIN_SHARE * gap.duration_ns as f64;
+    let during = nvtx.path_at(gs + gap.duration_ns / 2);
+    let at_launch = nvtx.path_at(thread.api.start[call as usize]);
+    let common = during
+        .iter()
+        .zip(&at_launch)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let extra = &during[common..];
+    let nvtx_ns = extra.first().map_or(0, |&r| {
+        overlap(nvtx.start[r as usize], nvtx.end[r as usize])
+    });
+    let longest = thread
+        .calls_overlapping(gs, ge)
+        .map(|i| (overlap(thread.api.start[i], thread.api.end[i]), i))
+        .max();
+    let (call_ns, call_name) = match longest {
+        Some((ns, i)) if enough(ns) => {
+            (ns, Some(trace.strings.get(thread.api.name[i]).into_owned()))
+        }
+        _ => (0, None),
+    };
+    let names: Vec<String> = if enough(nvtx_ns) {
+        extra
+            .iter()
+            .map(|&r| trace.strings.get(nvtx.text[r as usize]).into_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (!names.is_empty() || call_name.is_some()).then_some(CpuActivity {
+        nvtx: names,
+        nvtx_ns,
+        longest_call: call_name,
+        longest_call_ns: call_ns,
+    })
+}
+
+/// A gap's cause with what the CPU was doing: `host_bound: in
+/// KernelExecutor::compileFusion > nvrtc_compile for 330.0 ms`.
+pub fn cause_text(trace: &Trace, gap: &Gap) -> String {
+    match activity(trace, gap) {
+        Some(a) => format!("{}: {}", gap.cause.label(), a.text()),
+        None => gap.cause.label().to_string(),
+    }
 }
 
 impl GapDetail {
@@ -60,10 +156,13 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
             gap: *gap,
             before_name: String::new(),
             after_name: String::new(),
+            before_stream: 0,
+            after_stream: 0,
             before_nvtx: Vec::new(),
             after_nvtx: Vec::new(),
             enclosing_nvtx: None,
             calls_during: Vec::new(),
+            activity: None,
         };
     };
     let texts = |op: OpRef| -> Vec<String> {
@@ -76,10 +175,13 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
         gap: *gap,
         before_name: trace.strings.get(gap.before_name).into_owned(),
         after_name: trace.strings.get(gap.after_name).into_owned(),
+        before_stream: device.streams[gap.before.stream as usize].id,
+        after_stream: device.streams[gap.after.stream as usize].id,
         before_nvtx: texts(gap.before),
         after_nvtx: texts(gap.after),
         enclosing_nvtx: gap.enclosing().map(|id| trace.strings.get(id).into_owned()),
         calls_during: calls_during(trace, device, gap, max_calls),
+        activity: activity(trace, gap),
     }
 }
 
@@ -119,8 +221,9 @@ pub struct RecurringGap {
 /// numbers as `#` (its template), the cause.
 type Key = (StrId, StrId, TemplateId, Cause);
 
-/// Gaps grouped by signature, largest total first: what fixing one pattern would save.
-pub fn recurring(trace: &Trace, gaps: &[Gap]) -> Vec<RecurringGap> {
+/// Gaps grouped by signature: the patterns seen at least twice, largest total first (what
+/// fixing one would save), and the gaps seen once, longest first.
+pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
     let mut groups: FxHashMap<Key, Vec<u32>> = FxHashMap::default();
     for (i, g) in gaps.iter().enumerate() {
         let enclosing = g
@@ -131,8 +234,12 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> Vec<RecurringGap> {
             .or_default()
             .push(i as u32);
     }
+    let (groups, singles): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
+        groups.into_values().partition(|m| m.len() >= 2);
+    let mut single: Vec<u32> = singles.into_iter().flatten().collect();
+    single.sort_by_key(|&i| (std::cmp::Reverse(gaps[i as usize].duration_ns), i));
     let mut out: Vec<RecurringGap> = groups
-        .into_values()
+        .into_iter()
         .map(|members| {
             let durations: Vec<i64> = members
                 .iter()
@@ -152,5 +259,5 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> Vec<RecurringGap> {
             .cmp(&a.total_ns)
             .then_with(|| a.signature.cmp(&b.signature))
     });
-    out
+    (out, single)
 }

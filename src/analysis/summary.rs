@@ -99,13 +99,21 @@ pub struct NcclStat {
     pub median_ns: i64,
     /// Power-of-two duration buckets: (lower bound in ns, count), empty buckets left out.
     pub histogram: Vec<(i64, usize)>,
+    /// Collectives lasting at least `OUTLIER_FACTOR` × the median: how many, and the
+    /// longest few as (start, duration).
+    pub outliers: usize,
+    pub longest_outliers: Vec<(i64, i64)>,
 }
+
+/// A collective this many times its type's median is an outlier (a rank waited for
+/// another, or the network stalled).
+pub const OUTLIER_FACTOR: i64 = 5;
 
 /// NCCL kernels by device and collective type.
 pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) -> Vec<NcclStat> {
     let mut out = Vec::new();
     for device in devices {
-        let mut by_type: HashMap<&'static str, Vec<i64>> = HashMap::default();
+        let mut by_type: HashMap<&'static str, Vec<(i64, i64)>> = HashMap::default();
         let mut type_of: HashMap<StrId, &'static str> = HashMap::default();
         for stream in &device.streams {
             let ops = &stream.ops;
@@ -116,18 +124,29 @@ pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) 
                 let t = *type_of
                     .entry(ops.name[i])
                     .or_insert_with(|| collective_type(&trace.strings.get(ops.name[i])));
-                by_type.entry(t).or_default().push(ops.duration(i));
+                by_type
+                    .entry(t)
+                    .or_default()
+                    .push((ops.duration(i), ops.start[i]));
             }
         }
         let mut stats: Vec<NcclStat> = by_type
             .into_iter()
-            .map(|(t, durations)| NcclStat {
-                device: device.id,
-                collective: t.to_string(),
-                count: durations.len(),
-                total_ns: durations.iter().sum(),
-                median_ns: median(&durations),
-                histogram: histogram(&durations),
+            .map(|(t, mut kernels)| {
+                let durations: Vec<i64> = kernels.iter().map(|k| k.0).collect();
+                let median_ns = median(&durations);
+                kernels.retain(|k| median_ns > 0 && k.0 >= OUTLIER_FACTOR * median_ns);
+                kernels.sort_by_key(|k| std::cmp::Reverse(*k));
+                NcclStat {
+                    device: device.id,
+                    collective: t.to_string(),
+                    count: durations.len(),
+                    total_ns: durations.iter().sum(),
+                    median_ns,
+                    histogram: histogram(&durations),
+                    outliers: kernels.len(),
+                    longest_outliers: kernels.iter().take(3).map(|&(d, s)| (s, d)).collect(),
+                }
             })
             .collect();
         stats.sort_by_key(|s| std::cmp::Reverse(s.total_ns));

@@ -56,6 +56,8 @@ impl<K: Copy + Eq + Hash, V: Default> Grouped<K, V> {
 pub type StreamKey = (u32, u32, u32);
 
 const END_BEFORE_START: &str = "end < start";
+/// `ENUM_CUDA_MEM_KIND` of pageable host memory (CUDA_MEMOPR_MEMORY_KIND_PAGEABLE).
+const PAGEABLE_MEMORY: i64 = 0;
 const NULL_TIME: &str = "NULL start or end";
 
 /// GPU ops of one rowid range of one table.
@@ -209,6 +211,8 @@ pub fn read_memory_ops(
             "globalPid",
             "bytes",
             kind_column,
+            if is_memset { "NULL" } else { "srcKind" },
+            if is_memset { "NULL" } else { "dstKind" },
         ],
     );
     let mut chunk = GpuChunk::default();
@@ -227,6 +231,7 @@ pub fn read_memory_ops(
         infos.push(MemInfo {
             bytes: int(r, 6).unwrap_or(0).max(0) as u64,
             kind: kind_id.unwrap_or(0).clamp(0, 255) as u8,
+            pageable: [int(r, 8), int(r, 9)].contains(&Some(PAGEABLE_MEMORY)),
         });
         let detail = infos.len() as u32 - 1;
         chunk.push(key, (start, end), op_kind, name, int(r, 4), detail);

@@ -56,6 +56,9 @@ pub struct MemInfo {
     pub bytes: u64,
     /// `copyKind` of a memcpy (id into the file's `ENUM_CUDA_MEMCPY_OPER`); memset: `memKind`.
     pub kind: u8,
+    /// A memcpy from or to pageable host memory (`srcKind`/`dstKind` pageable): staged
+    /// through a bounce buffer, synchronous, and slower than from pinned memory.
+    pub pageable: bool,
 }
 
 #[derive(Debug, Default, Clone)]

@@ -17,6 +17,10 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
             format_ns(b - a)
         ));
     }
+    if let Some(gap) = &timeline.selected_gap {
+        gap_details(ui, trace, gap, timeline.full.0);
+        ui.add_space(10.0);
+    }
     let Some(selection) = timeline.selection else {
         ui.label("Click a kernel, NVTX range or API call on the timeline.");
         ui.add_space(8.0);
@@ -173,4 +177,60 @@ fn idle_around(device: &Device, start: i64, end: i64) -> (Option<i64>, Option<i6
         .filter(|_| !running_at(end))
         .map(|s| s - end);
     (before.filter(|d| *d > 0), after.filter(|d| *d > 0))
+}
+
+/// The gap chosen in the gap table, the recurring list or a drill-down, in words.
+fn gap_details(ui: &mut egui::Ui, trace: &Trace, gap: &crate::analysis::gaps::Gap, origin: i64) {
+    let d = crate::analysis::recurring::describe(trace, gap, 5);
+    ui.strong("Gap");
+    egui::Grid::new("gap details")
+        .num_columns(2)
+        .striped(true)
+        .spacing([14.0, 4.0])
+        .show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(egui::RichText::new(k).weak());
+                ui.add(egui::Label::new(v).wrap());
+                ui.end_row();
+            };
+            row("GPU", gap.device.to_string());
+            row(
+                "start",
+                format!(
+                    "{} (export's clock: {} ns)",
+                    format_ns(gap.start_ns - origin),
+                    gap.start_ns
+                ),
+            );
+            row("duration", format_ns(gap.duration_ns));
+            row(
+                "before",
+                format!("{} (stream {})", d.before_name, d.before_stream),
+            );
+            row(
+                "after",
+                format!("{} (stream {})", d.after_name, d.after_stream),
+            );
+            row(
+                "enclosing NVTX",
+                d.enclosing_nvtx.clone().unwrap_or_else(|| "(none)".into()),
+            );
+            row("cause", crate::analysis::recurring::cause_text(trace, gap));
+            row("what it means", gap.cause.help().to_string());
+            row("NVTX before", d.before_nvtx.join(" > "));
+            row("NVTX after", d.after_nvtx.join(" > "));
+            let calls: Vec<String> = d
+                .calls_during
+                .iter()
+                .map(|c| format!("{} {}", c.name, format_ns(c.duration_ns)))
+                .collect();
+            row(
+                "calls during it",
+                if calls.is_empty() {
+                    "(none)".into()
+                } else {
+                    calls.join(", ")
+                },
+            );
+        });
 }

@@ -11,8 +11,9 @@ use egui_extras::{Column as TableColumn, TableBuilder};
 use super::gap_table::{Column, Filter, filtered_order, to_csv};
 use super::shorten_middle;
 use super::timeline::Timeline;
-use crate::analysis::gaps::Cause;
+use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::overview::Overview;
+use crate::analysis::recurring::{cause_text, signature};
 use crate::report::format_ns;
 use crate::trace::Trace;
 
@@ -154,13 +155,7 @@ impl GapFinder {
             return;
         };
         self.current = Some(pos);
-        let gap = &overview.gaps[i as usize];
-        let end = gap.end_ns();
-        timeline.zoom_to(gap.start_ns, end, 2.0);
-        if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device_id()) {
-            timeline.highlight = Some((d, gap.start_ns, end));
-            timeline.reveal_device(trace, d);
-        }
+        show_gap(trace, &overview.gaps[i as usize], timeline);
     }
 
     pub fn show(
@@ -201,7 +196,7 @@ impl GapFinder {
         }
         ui.separator();
         if self.recurring_view {
-            self.recurring_table(ui, overview);
+            self.recurring_table(ui, trace, overview, timeline);
         } else {
             self.gap_table(ui, trace, overview, timeline);
         }
@@ -349,7 +344,7 @@ impl GapFinder {
             .column(TableColumn::exact(80.0))
             .column(TableColumn::initial(420.0).clip(true).resizable(true))
             .column(TableColumn::initial(220.0).clip(true).resizable(true))
-            .column(TableColumn::remainder())
+            .column(TableColumn::remainder().clip(true))
             .header(20.0, |mut header| {
                 for column in Column::ALL {
                     header.col(|ui| {
@@ -384,8 +379,9 @@ impl GapFinder {
                     ] {
                         row.col(|ui| cell(ui, text));
                     }
+                    // The cause with what the CPU was doing, for the rows on screen only.
                     row.col(|ui| {
-                        ui.add(egui::Label::new(g.cause.label()).selectable(false))
+                        ui.add(egui::Label::new(cause_text(trace, g)).selectable(false))
                             .on_hover_text(g.cause.help());
                     });
                     if row.response().clicked() {
@@ -406,8 +402,18 @@ impl GapFinder {
         }
     }
 
-    fn recurring_table(&mut self, ui: &mut egui::Ui, overview: &Overview) {
+    /// The patterns seen at least twice, then the largest gaps whose pattern occurs once.
+    fn recurring_table(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut open = None;
+        let mut single = None;
+        let groups = overview.recurring.len();
+        let singles = overview.single_gaps.len().min(MAX_SINGLES_LISTED);
         TableBuilder::new(ui)
             .striped(true)
             .sense(egui::Sense::click())
@@ -417,7 +423,7 @@ impl GapFinder {
             .column(TableColumn::remainder())
             .header(20.0, |mut header| {
                 for name in [
-                    "signature (click to list its gaps)",
+                    "pattern, seen at least twice (click to list its gaps); then single gaps",
                     "count",
                     "total",
                     "median",
@@ -428,18 +434,41 @@ impl GapFinder {
                 }
             })
             .body(|body| {
-                body.rows(18.0, overview.recurring.len(), |mut row| {
-                    let r = &overview.recurring[row.index()];
+                body.rows(18.0, groups + singles, |mut row| {
+                    let k = row.index();
+                    if k < groups {
+                        let r = &overview.recurring[k];
+                        for text in [
+                            shorten_middle(&r.signature.replace('→', "->"), 110),
+                            r.count.to_string(),
+                            format_ns(r.total_ns),
+                            format_ns(r.median_ns),
+                        ] {
+                            row.col(|ui| cell(ui, text));
+                        }
+                        if row.response().clicked() {
+                            open = Some(k);
+                        }
+                        return;
+                    }
+                    let i = overview.single_gaps[k - groups];
+                    let g = &overview.gaps[i as usize];
+                    let sig = signature(trace, g);
+                    let text = format!(
+                        "single: {} — {}",
+                        sig.rsplit_once(" [").map_or(sig.as_str(), |x| x.0),
+                        cause_text(trace, g)
+                    );
                     for text in [
-                        shorten_middle(&r.signature.replace('→', "->"), 110),
-                        r.count.to_string(),
-                        format_ns(r.total_ns),
-                        format_ns(r.median_ns),
+                        shorten_middle(&text.replace('→', "->"), 110),
+                        "1".into(),
+                        format_ns(g.duration_ns),
+                        format_ns(g.duration_ns),
                     ] {
                         row.col(|ui| cell(ui, text));
                     }
                     if row.response().clicked() {
-                        open = Some(row.index());
+                        single = Some(*g);
                     }
                 });
             });
@@ -447,7 +476,25 @@ impl GapFinder {
             self.filter.recurring = Some(r);
             self.recurring_view = false;
         }
+        if let Some(g) = single {
+            show_gap(trace, &g, timeline);
+        }
     }
+}
+
+/// How many single gaps the recurring view lists after the patterns.
+const MAX_SINGLES_LISTED: usize = 200;
+
+/// Zooms the timeline to `gap` with context on both sides, outlines it, and names it in
+/// the Details tab.
+pub fn show_gap(trace: &Trace, gap: &Gap, timeline: &mut Timeline) {
+    let end = gap.end_ns();
+    timeline.zoom_to(gap.start_ns, end, 2.0);
+    if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device_id()) {
+        timeline.highlight = Some((d, gap.start_ns, end));
+        timeline.reveal_device(trace, d);
+    }
+    timeline.selected_gap = Some(*gap);
 }
 
 /// A table cell's text; not selectable, so a click on it selects the row.

@@ -15,7 +15,7 @@ use super::timeline::Timeline;
 use crate::analysis::breakdown::{State, pct};
 use crate::analysis::drilldown::{Drilldown, drilldown};
 use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
-use crate::analysis::iterations::{Iterations, Source, iterations};
+use crate::analysis::iterations::{HEURISTIC_MARKER, Iterations, Source, iterations};
 use crate::analysis::overview::Overview;
 use crate::report::format_ns;
 use crate::trace::Trace;
@@ -90,6 +90,15 @@ impl IterationsPanel {
         let its = self.iterations(overview);
         if its.count() == 0 {
             ui.label(no_iterations_text(trace, overview));
+            if !trace.devices.is_empty()
+                && its.source != Source::Heuristic
+                && ui
+                    .button("Use the synchronising-call heuristic")
+                    .on_hover_text("Iterations from one synchronising call's end to the next one's, on each GPU's launching thread")
+                    .clicked()
+            {
+                self.recompute(trace, Some(HEURISTIC_MARKER.to_string()));
+            }
             return;
         }
         let mut open = None;
@@ -158,7 +167,7 @@ impl IterationsPanel {
                 Some(d) => {
                     egui::ScrollArea::both()
                         .id_salt("drilldown")
-                        .show(ui, |ui| show_drilldown(ui, d, timeline));
+                        .show(ui, |ui| show_drilldown(ui, trace, d, timeline));
                 }
                 None => {
                     ui.label("Click an iteration (in the plot, or a button above) to zoom to it and see what made it differ.");
@@ -385,7 +394,7 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
 }
 
-fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
+fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mut Timeline) {
     let origin = timeline.full.0;
     ui.heading(format!("Iteration {}", d.iteration));
     if let Some(rank) = d.straggler_device {
@@ -407,6 +416,26 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
         }
         ui.label(RichText::new(text).strong().color(theme::STRAGGLER));
     }
+    ui.add_space(4.0);
+    ui.strong("What made it differ from the median iteration, largest first");
+    egui::Grid::new("drill contributors")
+        .striped(true)
+        .show(ui, |ui| {
+            for h in ["GPU", "change", "what"] {
+                ui.label(h);
+            }
+            ui.end_row();
+            for dev in &d.devices {
+                for c in dev.contributors.iter().take(4) {
+                    ui.label(format!("GPU {}", c.device));
+                    ui.label(crate::report::signed_ns(c.delta_ns));
+                    // The default font has no arrow.
+                    let text = c.description.replace('→', "->");
+                    ui.label(shorten(&text, 160)).on_hover_text(&text);
+                    ui.end_row();
+                }
+            }
+        });
     ui.add_space(4.0);
     ui.strong("Breakdown vs the median iteration");
     egui::Grid::new("drill breakdown")
@@ -464,20 +493,20 @@ fn show_drilldown(ui: &mut egui::Ui, d: &Drilldown, timeline: &mut Timeline) {
     for dev in &d.devices {
         ui.horizontal_wrapped(|ui| {
             ui.label(format!("GPU {}:", dev.device));
-            for g in dev.gaps.iter().take(6) {
+            for g in dev.gaps.iter().take(6).map(|d| d.gap) {
                 let text = format!(
                     "{} at {}",
                     format_ns(g.duration_ns),
                     format_ns(g.start_ns - origin)
                 );
                 if ui.link(text).clicked() {
-                    go = Some((g.start_ns, g.start_ns + g.duration_ns));
+                    go = Some(g);
                 }
             }
         });
     }
-    if let Some((a, b)) = go {
-        timeline.zoom_to(a, b, 2.0);
+    if let Some(g) = go {
+        super::gap_finder::show_gap(trace, &g, timeline);
     }
     ui.add_space(4.0);
     ui.strong("NCCL collectives: who started last");
@@ -523,6 +552,6 @@ fn no_iterations_text(trace: &Trace, overview: &Overview) -> String {
         .sum::<usize>();
     let nvtx = trace.nvtx_range_count();
     format!(
-        "No iteration marker found: none of the {nvtx} NVTX ranges repeats around kernel launches, and the {syncs} synchronising calls do not split the run into 3 or more iterations. Type a marker above (digits match any number)."
+        "No iteration marker found: none of the {nvtx} NVTX ranges repeats around the kernels as a step does (op-level ranges such as aten::… are not markers). Type a marker above (digits match any number), or split the run at its {syncs} synchronising calls:"
     )
 }

@@ -66,6 +66,8 @@ pub enum Tab {
     Iterations,
     Kernels,
     Nccl,
+    Memory,
+    Nvtx,
     Details,
 }
 
@@ -763,6 +765,8 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                     (Tab::Iterations, "Iterations"),
                     (Tab::Kernels, "Kernels"),
                     (Tab::Nccl, "NCCL"),
+                    (Tab::Memory, "Memory"),
+                    (Tab::Nvtx, "NVTX"),
                     (Tab::Details, "Details"),
                 ] {
                     ui.selectable_value(&mut l.tab, tab, name);
@@ -795,6 +799,8 @@ fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 }
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, o, &mut l.timeline),
+                (Tab::Memory, None, Some(o)) => l.tables.memory(ui, o),
+                (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, o, &mut l.timeline),
             }
         }));
     egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));

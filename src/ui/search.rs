@@ -21,6 +21,8 @@ pub enum Mode {
     Regex,
     /// The whole name, as the kernel table asks for.
     Exact,
+    /// Every text equal to the query with its numbers as `#` (an NVTX table's row).
+    Template,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +50,14 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
                 hits[id as usize] = true;
             }
             Ok(hits)
+        }
+        Mode::Template => {
+            let wanted: Vec<bool> = (0..strings.templates_len() as u32)
+                .map(|t| strings.template_text(t) == query)
+                .collect();
+            Ok((0..strings.len() as StrId)
+                .map(|id| wanted[strings.template_of(id) as usize])
+                .collect())
         }
         Mode::Regex => {
             let regex = regex::Regex::new(query).map_err(|e| e.to_string())?;

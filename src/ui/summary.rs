@@ -57,10 +57,13 @@ impl SummaryPanel {
                 let rows = trace
                     .devices
                     .par_iter()
-                    .map(|d| DeviceRow {
-                        window,
-                        breakdown: breakdown(d, window),
-                        same_stream: same_stream(d, window),
+                    .map(|d| {
+                        let b = breakdown(d, window);
+                        DeviceRow {
+                            window,
+                            breakdown: b,
+                            same_stream: same_stream(d, window).map(|s| s.with_hidden(&b)),
+                        }
                     })
                     .collect();
                 let _ = tx.send(rows);

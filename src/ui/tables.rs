@@ -14,6 +14,8 @@ use crate::report::format_ns;
 pub struct Tables {
     kernel_sort: (usize, bool),
     nccl_sort: (usize, bool),
+    memory_sort: (usize, bool),
+    nvtx_sort: (usize, bool),
 }
 
 impl Default for Tables {
@@ -22,6 +24,8 @@ impl Default for Tables {
         Self {
             kernel_sort: (2, true),
             nccl_sort: (3, true),
+            memory_sort: (3, true),
+            nvtx_sort: (2, true),
         }
     }
 }
@@ -220,4 +224,142 @@ fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) {
             .collect::<Vec<_>>()
             .join("\n"),
     );
+}
+
+const MEMORY_COLUMNS: [&str; 7] = ["GPU", "kind", "count", "bytes", "time", "GB/s", "pageable"];
+const NVTX_COLUMNS: [&str; 5] = [
+    "NVTX range (numbers as #)",
+    "count",
+    "GPU span",
+    "kernel time",
+    "share",
+];
+
+impl Tables {
+    /// Memory transfers per device and kind.
+    pub fn memory(&mut self, ui: &mut egui::Ui, overview: &Overview) {
+        let mut rows: Vec<&crate::analysis::memory::MemoryStat> = overview.memory.iter().collect();
+        let (column, descending) = self.memory_sort;
+        rows.sort_by(|a, b| {
+            let ord = match column {
+                0 => a.device.cmp(&b.device),
+                1 => a.kind.cmp(&b.kind),
+                2 => a.count.cmp(&b.count),
+                3 => a.bytes.cmp(&b.bytes),
+                4 => a.total_ns.cmp(&b.total_ns),
+                5 => a.gbps.total_cmp(&b.gbps),
+                _ => a.pageable.cmp(&b.pageable),
+            };
+            if descending { ord.reverse() } else { ord }
+        });
+        if rows.is_empty() {
+            ui.label("No memcpy or memset in this trace.");
+            return;
+        }
+        ui.label("Per GPU and copy kind. Pageable: copies from or to pageable host memory, which are staged and slower than pinned ones.");
+        let mut sort = None;
+        TableBuilder::new(ui)
+            .striped(true)
+            .columns(Column::auto(), MEMORY_COLUMNS.len())
+            .header(20.0, |mut header| {
+                for (i, name) in MEMORY_COLUMNS.iter().enumerate() {
+                    header.col(|ui| {
+                        if ui.button(sort_label(name, i, self.memory_sort)).clicked() {
+                            sort = Some(i);
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(18.0, rows.len(), |mut row| {
+                    let m = rows[row.index()];
+                    for text in [
+                        format!("GPU {}", m.device),
+                        m.kind.clone(),
+                        m.count.to_string(),
+                        format!("{:.3} GB", m.bytes as f64 / 1e9),
+                        format_ns(m.total_ns),
+                        format!("{:.1}", m.gbps),
+                        m.pageable.to_string(),
+                    ] {
+                        row.col(|ui| {
+                            ui.label(text);
+                        });
+                    }
+                });
+            });
+        if let Some(i) = sort {
+            self.memory_sort = toggle(self.memory_sort, i);
+        }
+    }
+
+    /// GPU time per NVTX range name; a click marks its instances on the timeline.
+    pub fn nvtx(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
+        let mut rows: Vec<&crate::analysis::nvtx_gpu::NvtxGpu> = overview
+            .nvtx_gpu
+            .iter()
+            .filter(|n| n.with_kernels > 0)
+            .collect();
+        let (column, descending) = self.nvtx_sort;
+        rows.sort_by(|a, b| {
+            let ord = match column {
+                0 => a.name.cmp(&b.name),
+                1 => a.count.cmp(&b.count),
+                2 => a.gpu_span_ns.cmp(&b.gpu_span_ns),
+                _ => a.kernel_ns.cmp(&b.kernel_ns),
+            };
+            if descending { ord.reverse() } else { ord }
+        });
+        if rows.is_empty() {
+            ui.label("No NVTX range launched a kernel.");
+            return;
+        }
+        ui.label("Per NVTX range name: the GPU span of the kernels launched inside each instance, summed, and their kernel time. Click a name to mark its instances on the timeline.");
+        let mut clicked: Option<String> = None;
+        let mut sort = None;
+        TableBuilder::new(ui)
+            .striped(true)
+            .column(Column::initial(560.0).clip(true).resizable(true))
+            .columns(Column::auto(), NVTX_COLUMNS.len() - 1)
+            .header(20.0, |mut header| {
+                for (i, name) in NVTX_COLUMNS.iter().enumerate() {
+                    header.col(|ui| {
+                        let index = i.min(3);
+                        if ui.button(sort_label(name, index, self.nvtx_sort)).clicked() {
+                            sort = Some(index);
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(18.0, rows.len(), |mut row| {
+                    let n = rows[row.index()];
+                    row.col(|ui| {
+                        if ui
+                            .link(shorten(&n.name, 90))
+                            .on_hover_text(&n.name)
+                            .clicked()
+                        {
+                            clicked = Some(n.name.clone());
+                        }
+                    });
+                    for text in [
+                        n.count.to_string(),
+                        format_ns(n.gpu_span_ns),
+                        format_ns(n.kernel_ns),
+                        format!("{:.1} %", n.share_pct),
+                    ] {
+                        row.col(|ui| {
+                            ui.label(text);
+                        });
+                    }
+                });
+            });
+        if let Some(i) = sort {
+            self.nvtx_sort = toggle(self.nvtx_sort, i);
+        }
+        if let Some(name) = clicked {
+            step_through(timeline, &name, Mode::Template);
+        }
+    }
 }

@@ -262,6 +262,8 @@ pub struct Timeline {
     pub highlight: Option<(usize, i64, i64)>,
     /// The chosen iteration's span on each GPU: (device index, start, end).
     pub iteration_mark: Vec<(usize, i64, i64)>,
+    /// The gap last chosen in a panel, for the Details tab.
+    pub selected_gap: Option<crate::analysis::gaps::Gap>,
     pub search: Search,
     /// Set by a frame in which a click on the plot selected something.
     pub clicked_selection: bool,
@@ -385,6 +387,7 @@ impl Timeline {
             overlay: None,
             highlight: None,
             iteration_mark: Vec::new(),
+            selected_gap: None,
             search: Search::default(),
             clicked_selection: false,
             last_plot: Rect::NOTHING,
@@ -523,7 +526,7 @@ impl Timeline {
             if ctrl_f {
                 edit.request_focus();
             }
-            if edit.changed() && self.search.mode == Mode::Exact {
+            if edit.changed() && matches!(self.search.mode, Mode::Exact | Mode::Template) {
                 self.search.mode = Mode::Substring;
             }
             if edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {

@@ -1,0 +1,77 @@
+//! Memory transfers per device and kind (HtoD, DtoH, DtoD, PtoP, …, memset): count, bytes,
+//! time, bandwidth, and how many came from or went to pageable host memory — what a
+//! trace that is mostly "memory only" is doing.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::trace::{OpKind, Trace};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryStat {
+    pub device: u32,
+    /// `HtoD`, `DtoH`, `DtoD`, `PtoP`, … or `memset`.
+    pub kind: String,
+    pub count: usize,
+    pub bytes: u64,
+    pub total_ns: i64,
+    /// Bytes per ns = GB/s, over the ops' summed time.
+    pub gbps: f64,
+    /// Copies from or to pageable host memory.
+    pub pageable: usize,
+}
+
+/// Per device and kind, most bytes first within a device.
+pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
+    let mut out = Vec::new();
+    for device in &trace.devices {
+        let mut by_kind: BTreeMap<String, MemoryStat> = BTreeMap::new();
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let kind = if ops.kind[i] == OpKind::Memset {
+                    "memset".to_string()
+                } else {
+                    let name = trace.strings.get(ops.name[i]);
+                    name.strip_prefix("Memcpy ").unwrap_or(&name).to_string()
+                };
+                let info = device
+                    .mem_info
+                    .get(ops.detail[i] as usize)
+                    .copied()
+                    .unwrap_or_default();
+                let stat = by_kind.entry(kind.clone()).or_insert_with(|| MemoryStat {
+                    device: device.id,
+                    kind,
+                    count: 0,
+                    bytes: 0,
+                    total_ns: 0,
+                    gbps: 0.0,
+                    pageable: 0,
+                });
+                stat.count += 1;
+                stat.bytes += info.bytes;
+                stat.total_ns += ops.duration(i);
+                stat.pageable += info.pageable as usize;
+            }
+        }
+        let mut stats: Vec<MemoryStat> = by_kind
+            .into_values()
+            .map(|mut s| {
+                s.gbps = if s.total_ns > 0 {
+                    s.bytes as f64 / s.total_ns as f64
+                } else {
+                    0.0
+                };
+                s
+            })
+            .collect();
+        stats.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.kind.cmp(&b.kind)));
+        out.extend(stats);
+    }
+    out
+}

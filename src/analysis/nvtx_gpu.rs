@@ -1,0 +1,243 @@
+//! GPU time per NVTX range (what Nsight's `nvtx_gpu_proj_sum` gives): per range name, its
+//! numbers as `#`, how many instances, the GPU span of the kernels launched inside each
+//! instance summed (as iterations are measured), the kernel time inside, and the share of
+//! the devices' kernel time. One sweep per thread over its kernels in launch order with a
+//! stack of the ranges open at each launch: no per-range table of millions of entries.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::trace::{NONE, RangeKind, TemplateId, Trace};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NvtxGpuDevice {
+    pub device: u32,
+    pub gpu_span_ns: i64,
+    pub kernel_ns: i64,
+    pub share_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NvtxGpu {
+    /// The range text with its numbers as `#`.
+    pub name: String,
+    /// Instances of the range (push/pop ranges of this name, on every thread).
+    pub count: u64,
+    /// Instances that launched kernels.
+    pub with_kernels: u64,
+    pub gpu_span_ns: i64,
+    pub kernel_ns: i64,
+    /// Of all devices' kernel time.
+    pub share_pct: f64,
+    pub per_device: Vec<NvtxGpuDevice>,
+    #[serde(skip)]
+    pub template: TemplateId,
+}
+
+/// Span and kernel time of one range instance on one device.
+#[derive(Clone, Copy)]
+struct Open {
+    device: u32,
+    first_start: i64,
+    last_end: i64,
+    kernel_ns: i64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Totals {
+    instances: u64,
+    span_ns: i64,
+    kernel_ns: i64,
+}
+
+/// Per range name, the most GPU span first.
+pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
+    let launches_from: Vec<bool> = {
+        let mut v = vec![false; trace.threads.len()];
+        for d in &trace.devices {
+            for s in &d.streams {
+                for &t in &s.ops.launch_thread {
+                    if t != NONE {
+                        v[t as usize] = true;
+                    }
+                }
+            }
+        }
+        v
+    };
+    let per_thread: Vec<ThreadTotals> = (0..trace.threads.len())
+        .into_par_iter()
+        .map(|t| thread_totals(trace, t, launches_from[t]))
+        .collect();
+    let mut totals: FxHashMap<(TemplateId, u32), Totals> = FxHashMap::default();
+    let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
+    for (by_device, by_count) in per_thread {
+        for (k, v) in by_device {
+            let e = totals.entry(k).or_default();
+            e.instances += v.instances;
+            e.span_ns += v.span_ns;
+            e.kernel_ns += v.kernel_ns;
+        }
+        for (k, n) in by_count {
+            *counts.entry(k).or_default() += n;
+        }
+    }
+    let device_kernel_ns: FxHashMap<u32, i64> = trace
+        .devices
+        .iter()
+        .map(|d| {
+            let ns = d
+                .streams
+                .iter()
+                .map(|s| {
+                    (0..s.ops.len())
+                        .filter(|&i| s.ops.kind[i].is_kernel())
+                        .map(|i| s.ops.duration(i))
+                        .sum::<i64>()
+                })
+                .sum();
+            (d.id, ns)
+        })
+        .collect();
+    let all_kernel_ns: i64 = device_kernel_ns.values().sum();
+    let pct = |part: i64, all: i64| super::breakdown::pct(part, all);
+    let mut out: Vec<NvtxGpu> = counts
+        .into_iter()
+        .map(|(template, count)| {
+            let mut per_device: Vec<NvtxGpuDevice> = trace
+                .devices
+                .iter()
+                .filter_map(|d| {
+                    let t = totals.get(&(template, d.id))?;
+                    Some(NvtxGpuDevice {
+                        device: d.id,
+                        gpu_span_ns: t.span_ns,
+                        kernel_ns: t.kernel_ns,
+                        share_pct: pct(t.kernel_ns, device_kernel_ns[&d.id]),
+                    })
+                })
+                .collect();
+            per_device.sort_by_key(|d| d.device);
+            let (span, kernel) = per_device
+                .iter()
+                .fold((0, 0), |a, d| (a.0 + d.gpu_span_ns, a.1 + d.kernel_ns));
+            let with_kernels = trace
+                .devices
+                .iter()
+                .filter_map(|d| totals.get(&(template, d.id)))
+                .map(|t| t.instances)
+                .max()
+                .unwrap_or(0);
+            NvtxGpu {
+                name: trace.strings.template_text(template),
+                count,
+                with_kernels,
+                gpu_span_ns: span,
+                kernel_ns: kernel,
+                share_pct: pct(kernel, all_kernel_ns),
+                per_device,
+                template,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.gpu_span_ns
+            .cmp(&a.gpu_span_ns)
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+    out
+}
+
+type ThreadTotals = (
+    FxHashMap<(TemplateId, u32), Totals>,
+    FxHashMap<TemplateId, u64>,
+);
+
+fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
+    let thread = &trace.threads[t];
+    let nvtx = &thread.nvtx;
+    let strings = &trace.strings;
+    let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
+    for r in 0..nvtx.len() {
+        if nvtx.kind[r] == RangeKind::PushPop {
+            *counts.entry(strings.template_of(nvtx.text[r])).or_default() += 1;
+        }
+    }
+    let mut totals: FxHashMap<(TemplateId, u32), Totals> = FxHashMap::default();
+    if !launches || nvtx.is_empty() {
+        return (totals, counts);
+    }
+    // This thread's kernels, in launch order: (launch call, device, start, end).
+    let mut kernels: Vec<(u32, u32, i64, i64)> = Vec::new();
+    for d in &trace.devices {
+        for s in &d.streams {
+            let ops = &s.ops;
+            for i in 0..ops.len() {
+                if ops.launch_thread[i] == t as u32
+                    && ops.launch_call[i] != NONE
+                    && ops.kind[i].is_kernel()
+                {
+                    kernels.push((ops.launch_call[i], d.id, ops.start[i], ops.end[i]));
+                }
+            }
+        }
+    }
+    kernels.sort_unstable();
+    let close =
+        |range: u32, opens: Vec<Open>, totals: &mut FxHashMap<(TemplateId, u32), Totals>| {
+            let template = strings.template_of(nvtx.text[range as usize]);
+            for o in opens {
+                let e = totals.entry((template, o.device)).or_default();
+                e.instances += 1;
+                e.span_ns += o.last_end - o.first_start;
+                e.kernel_ns += o.kernel_ns;
+            }
+        };
+    // The ranges open at the current launch, outermost first, with what they hold so far.
+    let mut stack: Vec<(u32, Vec<Open>)> = Vec::new();
+    let mut next = 0;
+    for (call, device, start, end) in kernels {
+        let at = thread.api.start[call as usize];
+        while next < nvtx.len() && nvtx.start[next] <= at {
+            if nvtx.kind[next] == RangeKind::PushPop {
+                while let Some(&(top, _)) = stack.last() {
+                    if nvtx.end[top as usize] >= nvtx.start[next] {
+                        break;
+                    }
+                    let (r, opens) = stack.pop().unwrap();
+                    close(r, opens, &mut totals);
+                }
+                stack.push((next as u32, Vec::new()));
+            }
+            next += 1;
+        }
+        while let Some(&(top, _)) = stack.last() {
+            if nvtx.end[top as usize] >= at {
+                break;
+            }
+            let (r, opens) = stack.pop().unwrap();
+            close(r, opens, &mut totals);
+        }
+        for (_, opens) in &mut stack {
+            match opens.iter_mut().find(|o| o.device == device) {
+                Some(o) => {
+                    o.first_start = o.first_start.min(start);
+                    o.last_end = o.last_end.max(end);
+                    o.kernel_ns += end - start;
+                }
+                None => opens.push(Open {
+                    device,
+                    first_start: start,
+                    last_end: end,
+                    kernel_ns: end - start,
+                }),
+            }
+        }
+    }
+    while let Some((r, opens)) = stack.pop() {
+        close(r, opens, &mut totals);
+    }
+    (totals, counts)
+}
