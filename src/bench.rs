@@ -192,7 +192,19 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         .zip(&windows)
         .flat_map(|(d, w)| analysis::gaps::gaps(&trace, &cpu, d, *w, options.min_gap_ns))
         .collect();
-    let rows: [(&str, f64); 10] = [
+    let rows: [(&str, f64); 12] = [
+        (
+            "GPU time per NVTX range",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::nvtx_gpu::nvtx_gpu(&trace));
+            }),
+        ),
+        (
+            "memory transfers",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::memory::memory_by_kind(&trace));
+            }),
+        ),
         (
             "  gaps: CPU index",
             best_of_3(&|| {

@@ -44,6 +44,43 @@ struct Open {
     kernel_ns: i64,
 }
 
+/// What one open range instance holds so far, per device: the first device's inline (a
+/// range's kernels nearly always run on one GPU), others in a list that allocates only
+/// then.
+#[derive(Default)]
+struct Opens {
+    first: Option<Open>,
+    more: Vec<Open>,
+}
+
+impl Opens {
+    fn add(&mut self, device: u32, start: i64, end: i64) {
+        let open = Open {
+            device,
+            first_start: start,
+            last_end: end,
+            kernel_ns: end - start,
+        };
+        let slot = match &mut self.first {
+            None => {
+                self.first = Some(open);
+                return;
+            }
+            Some(o) if o.device == device => o,
+            Some(_) => match self.more.iter_mut().find(|o| o.device == device) {
+                Some(o) => o,
+                None => {
+                    self.more.push(open);
+                    return;
+                }
+            },
+        };
+        slot.first_start = slot.first_start.min(start);
+        slot.last_end = slot.last_end.max(end);
+        slot.kernel_ns += end - start;
+    }
+}
+
 #[derive(Default, Clone, Copy)]
 struct Totals {
     instances: u64,
@@ -184,19 +221,20 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
             }
         }
     }
-    kernels.sort_unstable();
-    let close =
-        |range: u32, opens: Vec<Open>, totals: &mut FxHashMap<(TemplateId, u32), Totals>| {
-            let template = strings.template_of(nvtx.text[range as usize]);
-            for o in opens {
-                let e = totals.entry((template, o.device)).or_default();
-                e.instances += 1;
-                e.span_ns += o.last_end - o.first_start;
-                e.kernel_ns += o.kernel_ns;
-            }
-        };
+    if !kernels.is_sorted() {
+        kernels.sort_unstable();
+    }
+    let close = |range: u32, opens: Opens, totals: &mut FxHashMap<(TemplateId, u32), Totals>| {
+        let template = strings.template_of(nvtx.text[range as usize]);
+        for o in opens.first.into_iter().chain(opens.more) {
+            let e = totals.entry((template, o.device)).or_default();
+            e.instances += 1;
+            e.span_ns += o.last_end - o.first_start;
+            e.kernel_ns += o.kernel_ns;
+        }
+    };
     // The ranges open at the current launch, outermost first, with what they hold so far.
-    let mut stack: Vec<(u32, Vec<Open>)> = Vec::new();
+    let mut stack: Vec<(u32, Opens)> = Vec::new();
     let mut next = 0;
     for (call, device, start, end) in kernels {
         let at = thread.api.start[call as usize];
@@ -209,7 +247,7 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
                     let (r, opens) = stack.pop().unwrap();
                     close(r, opens, &mut totals);
                 }
-                stack.push((next as u32, Vec::new()));
+                stack.push((next as u32, Opens::default()));
             }
             next += 1;
         }
@@ -221,19 +259,7 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
             close(r, opens, &mut totals);
         }
         for (_, opens) in &mut stack {
-            match opens.iter_mut().find(|o| o.device == device) {
-                Some(o) => {
-                    o.first_start = o.first_start.min(start);
-                    o.last_end = o.last_end.max(end);
-                    o.kernel_ns += end - start;
-                }
-                None => opens.push(Open {
-                    device,
-                    first_start: start,
-                    last_end: end,
-                    kernel_ns: end - start,
-                }),
-            }
+            opens.add(device, start, end);
         }
     }
     while let Some((r, opens)) = stack.pop() {
