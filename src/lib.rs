@@ -1,13 +1,10 @@
-//! nsys-explorer: load Nsight Systems SQLite exports into a compact in-memory trace,
-//! analyse it, and show it. Data flows one way: `load` → `trace` → (analyses) → `ui`/`cli`.
+//! nsys-explorer: the window (`ui`), the command line (`cli`), benchmarks and desktop
+//! integration, on top of `nsys-explorer-core` (the trace model, the loader and the
+//! analyses, re-exported here under their own names).
 
-pub mod analysis;
+pub use nsys_explorer_core::{analysis, load, memory, report, synth, trace};
+
 pub mod bench;
 pub mod cli;
 pub mod desktop;
-pub mod load;
-pub mod memory;
-pub mod report;
-pub mod synth;
-pub mod trace;
 pub mod ui;

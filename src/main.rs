@@ -3,6 +3,7 @@ fn main() -> std::process::ExitCode {
     // tools do, instead of panicking on the next print.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: restoring the default disposition of one signal before any thread starts.
+    #[expect(unsafe_code, reason = "libc's signal has no safe wrapper")]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

@@ -1,5 +1,9 @@
 //! Process memory: the peak RSS for benchmarks (Linux `/proc`; `None` elsewhere), and the
 //! allocator thresholds a load holds.
+#![expect(
+    unsafe_code,
+    reason = "glibc's mallopt and getrusage, which have no safe wrapper"
+)]
 
 /// Peak resident set size of this process, in bytes (`VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {

@@ -1,0 +1,12 @@
+//! nsys-explorer's core: Nsight Systems SQLite exports loaded into a compact, immutable
+//! trace, and every analysis of it, with no user interface. Data flows one way:
+//! `load` → `trace` → `analysis` → `report` (text and JSON). The window and the command
+//! line (the `nsys-explorer` crate) are built on it; that this crate cannot see egui is
+//! what keeps the model from ever depending on the UI.
+
+pub mod analysis;
+pub mod load;
+pub mod memory;
+pub mod report;
+pub mod synth;
+pub mod trace;
