@@ -221,3 +221,78 @@ pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
         hidden_pct: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    /// Compute on stream 1 over [0, 100), NCCL on stream 2 over [50, 150), a copy over
+    /// [200, 250), nothing until 300.
+    fn two_streams() -> crate::trace::Trace {
+        let mut b = TraceBuilder::new();
+        b.kernel(0, 1, "gemm", (0, 100), None);
+        b.kernel(0, 2, "ncclDevKernel_AllReduce", (50, 150), None);
+        b.memcpy(0, 3, "HtoD", 1_000, (200, 250), false, None);
+        b.kernel(0, 1, "gemm", (299, 300), None);
+        b.build()
+    }
+
+    #[test]
+    fn concurrent_kernels_on_two_streams_count_once_and_the_states_add_up() {
+        let trace = two_streams();
+        let b = breakdown(&trace.devices[0], Window::new(0, 300));
+        assert_eq!(
+            (
+                b.compute_only,
+                b.overlap,
+                b.nccl_only,
+                b.memory_only,
+                b.idle
+            ),
+            (51, 50, 50, 50, 99)
+        );
+        assert_eq!(b.total(), 300);
+    }
+
+    #[test]
+    fn a_window_cuts_the_ops_it_crosses() {
+        let trace = two_streams();
+        let b = breakdown(&trace.devices[0], Window::new(75, 225));
+        assert_eq!(
+            (
+                b.compute_only,
+                b.overlap,
+                b.nccl_only,
+                b.memory_only,
+                b.idle
+            ),
+            (0, 25, 50, 25, 50)
+        );
+    }
+
+    #[test]
+    fn state_intervals_are_the_breakdowns_moments() {
+        let trace = two_streams();
+        let (starts, ends) = state_intervals(&trace.devices[0], Window::new(0, 300), State::Idle);
+        assert_eq!(starts, vec![150, 250]);
+        assert_eq!(ends, vec![200, 299]);
+    }
+
+    #[test]
+    fn nccl_on_its_own_stream_says_how_much_of_it_compute_hides() {
+        let trace = two_streams();
+        let device = &trace.devices[0];
+        let w = Window::new(0, 300);
+        let s = same_stream(device, w)
+            .unwrap()
+            .with_hidden(&breakdown(device, w));
+        assert_eq!(s.stream, 2);
+        assert_eq!(s.hidden_pct, Some(50.0));
+        assert!(
+            s.sentence().contains("50.0 % of NCCL time is hidden"),
+            "{}",
+            s.sentence()
+        );
+    }
+}

@@ -100,3 +100,27 @@ pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
     out.sort_by(|a, b| b.sync_ns.cmp(&a.sync_ns).then(a.thread.cmp(&b.thread)));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    #[test]
+    fn a_runtime_sync_and_the_driver_call_inside_it_count_once() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        b.call(t, "cudaLaunchKernel", 0, 10);
+        b.call(t, "cudaStreamSynchronize", 100, 600);
+        b.call(t, "cuStreamSynchronize", 110, 590);
+        b.call(t, "cudaDeviceSynchronize", 800, 1_000);
+        b.range(t, "all", 0, 1_000);
+        let trace = b.build();
+        let s = &sync_time_per_thread(&trace)[0];
+        assert_eq!(s.span_ns, 1_000);
+        assert_eq!(s.sync_ns, 500 + 200);
+        assert_eq!(s.sync_calls, 3);
+        assert_eq!(s.by_name[0].name, "cudaStreamSynchronize");
+        assert_eq!(s.share_pct(), 70.0);
+    }
+}

@@ -364,3 +364,112 @@ pub fn enclosing(
         .last()
         .map(|(x, _)| *x)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    /// One thread launching onto one stream, with a sync, a late launch and an early one.
+    fn trace() -> Trace {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        b.range(t, "step_0", 0, 10_000);
+        b.range(t, "forward", 5, 2_500);
+        let c0 = b.call(t, "cudaLaunchKernel", 10, 20);
+        b.kernel(0, 7, "a", (100, 1_000), Some(c0));
+        // The CPU waits for "a", returns at 1_050, launches "b" at 1_100: host sync.
+        b.call(t, "cudaStreamSynchronize", 30, 1_050);
+        let c1 = b.call(t, "cudaLaunchKernel", 1_100, 1_110);
+        b.kernel(0, 7, "b", (1_200, 2_000), Some(c1));
+        // Launched after "b" ended, no sync: host bound.
+        let c2 = b.call(t, "cudaLaunchKernel", 3_000, 3_010);
+        b.kernel(0, 7, "c", (3_100, 3_500), Some(c2));
+        // Launched long before "c" ended, yet it waited: dependency.
+        let c3 = b.call(t, "cudaLaunchKernel", 3_020, 3_030);
+        b.kernel(0, 7, "d", (4_500, 5_000), Some(c3));
+        // No launch known.
+        b.kernel(0, 7, "e", (5_500, 6_000), None);
+        b.build()
+    }
+
+    fn all_gaps(trace: &Trace, min: i64) -> Vec<Gap> {
+        let cpu = CpuIndex::new(trace);
+        let d = &trace.devices[0];
+        gaps(trace, &cpu, d, Window::new(100, 6_000), min)
+    }
+
+    #[test]
+    fn each_kind_of_wait_gets_its_cause() {
+        let trace = trace();
+        let causes: Vec<(i64, Cause)> = all_gaps(&trace, 1)
+            .iter()
+            .map(|g| (g.start_ns, g.cause))
+            .collect();
+        assert_eq!(
+            causes,
+            vec![
+                (1_000, Cause::HostSync),
+                (2_000, Cause::HostBound),
+                (3_500, Cause::Dependency),
+                (5_000, Cause::Unknown)
+            ]
+        );
+    }
+
+    #[test]
+    fn gaps_shorter_than_the_minimum_are_left_out() {
+        let trace = trace();
+        let long: Vec<i64> = all_gaps(&trace, 600)
+            .iter()
+            .map(|g| g.duration_ns)
+            .collect();
+        assert_eq!(long, vec![1_100, 1_000]);
+    }
+
+    #[test]
+    fn a_gaps_enclosing_range_is_the_deepest_around_both_launches() {
+        let trace = trace();
+        let found = all_gaps(&trace, 1);
+        let name = |g: &Gap| g.enclosing().map(|id| trace.strings.get(id).into_owned());
+        // "a" and "b" were launched inside step_0 > forward; "c" only inside step_0.
+        assert_eq!(name(&found[0]).as_deref(), Some("forward"));
+        assert_eq!(name(&found[1]).as_deref(), Some("step_0"));
+        assert_eq!(name(&found[3]), None, "no launch, no path");
+    }
+
+    #[test]
+    fn the_sweep_finds_each_calls_innermost_range_as_a_search_does() {
+        let trace = trace();
+        let t = &trace.threads[0];
+        let swept = innermost_range_at_calls(t);
+        for (i, &r) in swept.iter().enumerate() {
+            let searched = t
+                .nvtx
+                .path_at(t.api.start[i])
+                .last()
+                .copied()
+                .unwrap_or(NONE);
+            assert_eq!(r, searched, "call {i}");
+        }
+    }
+
+    #[test]
+    fn synchronising_calls_are_recognised_by_name() {
+        for name in [
+            "cudaStreamSynchronize_v3020",
+            "cudaDeviceSynchronize",
+            "cudaMemcpy_v3020",
+            "cuMemcpyDtoH_v2",
+        ] {
+            assert!(is_synchronizing(name), "{name}");
+        }
+        for name in [
+            "cudaLaunchKernel_v7000",
+            "cudaMemcpyAsync_v3020",
+            "cudaMalloc",
+        ] {
+            assert!(!is_synchronizing(name), "{name}");
+        }
+    }
+}

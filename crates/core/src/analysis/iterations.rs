@@ -566,3 +566,91 @@ pub fn median(values: &[i64]) -> i64 {
     let mid = (v.len() - 1) / 2;
     *v.select_nth_unstable(mid).1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    /// `steps` steps of 10 ms on one thread, each holding `aten::mm, op_id = N` ops that
+    /// launch a 4 ms kernel each, and a `FusionExecutor::run` range around each kernel.
+    fn trace(steps: i64, empty_every: Option<i64>) -> Trace {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let mut op = 0;
+        for s in 0..steps {
+            let t0 = s * 10_000_000;
+            b.range(t, &format!("train_step_{s}"), t0, t0 + 9_000_000);
+            if empty_every.is_some_and(|k| s % k == 1) {
+                continue; // a step range that launches nothing
+            }
+            for k in 0..2 {
+                let at = t0 + 100 + k * 4_500_000;
+                op += 1;
+                b.range(t, &format!("aten::mm, op_id = {op}"), at, at + 50);
+                b.range(t, "FusionExecutor::run", at + 1, at + 40);
+                let c = b.call(t, "cudaLaunchKernel", at + 10, at + 20);
+                b.kernel(0, 7, "gemm", (at + 1_000, at + 4_001_000), Some(c));
+            }
+        }
+        b.build()
+    }
+
+    #[test]
+    fn the_outermost_repeating_range_is_the_marker_not_op_or_library_ranges() {
+        let trace = trace(6, None);
+        let it = iterations(&trace, None);
+        assert_eq!(it.marker.as_deref(), Some("train_step_#"));
+        assert_eq!(it.source, Source::Detected);
+        let d = &it.per_device[0];
+        assert_eq!(d.durations_ns, vec![8_500_000; 6]);
+        assert!(d.slow_indices.is_empty());
+    }
+
+    #[test]
+    fn op_level_and_library_texts_are_not_markers() {
+        for name in [
+            "aten::mm, op_id = #",
+            "FusionKernelRuntime::runKernelWithInput",
+            "nccl:all_reduce",
+            "Linear, seq = #",
+        ] {
+            assert!(is_op_level(name), "{name}");
+        }
+        for name in [
+            "denoising_step_#",
+            "train_step",
+            "FSDP forward pass",
+            "iteration #",
+        ] {
+            assert!(!is_op_level(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn ranges_that_launch_nothing_are_not_iterations() {
+        let trace = trace(7, Some(3));
+        let it = iterations(&trace, None);
+        let d = &it.per_device[0];
+        // Steps 1 and 4 launched nothing: 5 iterations, none of them 0 ns.
+        assert_eq!(d.durations_ns.len(), 5);
+        assert!(d.durations_ns.iter().all(|&ns| ns > 0));
+    }
+
+    #[test]
+    fn a_given_marker_and_the_heuristic_are_taken_as_asked() {
+        let trace = trace(4, None);
+        let given = iterations(&trace, Some("aten::mm"));
+        assert_eq!(given.source, Source::Given);
+        assert_eq!(given.per_device[0].durations_ns, vec![4_000_000; 8]);
+        // Without synchronising calls the heuristic finds nothing, and says so.
+        let h = iterations(&trace, Some(HEURISTIC_MARKER));
+        assert_eq!(h.source, Source::None);
+    }
+
+    #[test]
+    fn numbers_become_hashes() {
+        assert_eq!(numbers_to_hash("step_12 of 300"), "step_# of #");
+        assert_eq!(numbers_to_hash("no digits"), "no digits");
+    }
+}

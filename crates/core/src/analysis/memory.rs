@@ -75,3 +75,30 @@ pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    #[test]
+    fn copies_add_up_per_device_and_kind_with_their_bandwidth_and_pageable_count() {
+        let mut b = TraceBuilder::new();
+        b.memcpy(0, 1, "HtoD", 2_000, (0, 100), true, None);
+        b.memcpy(0, 1, "HtoD", 6_000, (200, 300), false, None);
+        b.memcpy(0, 1, "DtoH", 500, (400, 410), false, None);
+        b.memcpy(1, 1, "HtoD", 1_000, (0, 10), false, None);
+        b.kernel(0, 1, "gemm", (500, 600), None);
+        let trace = b.build();
+        let stats = memory_by_kind(&trace);
+        let htod = &stats[0];
+        assert_eq!((htod.device, htod.kind.as_str()), (0, "HtoD"));
+        assert_eq!(
+            (htod.count, htod.bytes, htod.total_ns, htod.pageable),
+            (2, 8_000, 200, 1)
+        );
+        assert_eq!(htod.gbps, 40.0);
+        assert_eq!(stats.len(), 3);
+        assert_eq!(stats[2].device, 1);
+    }
+}

@@ -267,3 +267,38 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
     }
     (totals, counts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    #[test]
+    fn each_ranges_kernels_give_its_span_and_time_nested_ranges_their_own() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        for s in 0..2i64 {
+            let t0 = s * 1_000;
+            b.range(t, &format!("step_{s}"), t0, t0 + 900);
+            b.range(t, "attn", t0 + 10, t0 + 50);
+            let c1 = b.call(t, "cudaLaunchKernel", t0 + 20, t0 + 25);
+            b.kernel(0, 7, "flash", (t0 + 100, t0 + 300), Some(c1));
+            let c2 = b.call(t, "cudaLaunchKernel", t0 + 60, t0 + 65);
+            b.kernel(0, 7, "gemm", (t0 + 400, t0 + 450), Some(c2));
+        }
+        b.range(t, "idle", 5_000, 6_000);
+        let trace = b.build();
+        let ranges = nvtx_gpu(&trace);
+        let get = |name: &str| ranges.iter().find(|r| r.name == name).unwrap();
+        let step = get("step_#");
+        assert_eq!((step.count, step.with_kernels), (2, 2));
+        assert_eq!((step.gpu_span_ns, step.kernel_ns), (2 * 350, 2 * 250));
+        assert_eq!(step.share_pct, 100.0);
+        let attn = get("attn");
+        assert_eq!((attn.gpu_span_ns, attn.kernel_ns), (2 * 200, 2 * 200));
+        assert_eq!(attn.share_pct, 80.0);
+        let idle = get("idle");
+        assert_eq!((idle.count, idle.with_kernels, idle.gpu_span_ns), (1, 0, 0));
+        assert_eq!(ranges[0].name, "step_#", "most GPU span first");
+    }
+}

@@ -261,3 +261,80 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
     });
     (out, single)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::gaps::{CpuIndex, gaps};
+    use crate::analysis::intervals::Window;
+    use crate::trace::builder::TraceBuilder;
+
+    /// Three steps, each "a" then "b" after a 1 µs host-bound gap; before the first "b"
+    /// of step 0 a 400 µs compilation (an NVTX range, no launch) instead.
+    fn trace() -> Trace {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        for step in 0..3i64 {
+            let t0 = step * 1_000_000;
+            b.range(t, &format!("step_{step}"), t0, t0 + 900_000);
+            let ca = b.call(t, "cudaLaunchKernel", t0 + 10, t0 + 20);
+            b.kernel(0, 7, "a", (t0 + 100, t0 + 1_000), Some(ca));
+            let wait = if step == 0 {
+                b.range(t, "compileFusion", t0 + 1_100, t0 + 401_100);
+                401_200
+            } else {
+                1_100
+            };
+            let cb = b.call(t, "cudaLaunchKernel", t0 + wait, t0 + wait + 10);
+            b.kernel(0, 7, "b", (t0 + wait + 50, t0 + wait + 500), Some(cb));
+        }
+        b.build()
+    }
+
+    fn found(trace: &Trace) -> Vec<Gap> {
+        let cpu = CpuIndex::new(trace);
+        gaps(trace, &cpu, &trace.devices[0], Window::new(0, 3_000_000), 1)
+    }
+
+    #[test]
+    fn patterns_are_seen_at_least_twice_and_one_offs_listed_apart() {
+        let trace = trace();
+        let g = found(&trace);
+        let (patterns, single) = recurring(&trace, &g);
+        // a → b in step_# (3×, the JIT one among them), b → a in (no NVTX) (2×).
+        assert_eq!(patterns.len(), 2, "{patterns:?}");
+        let count = |sig: &str| {
+            patterns
+                .iter()
+                .find(|p| p.signature == sig)
+                .map(|p| p.count)
+        };
+        assert_eq!(count("a → b in step_# [host_bound]"), Some(3));
+        assert_eq!(count("b → a in (no NVTX) [host_bound]"), Some(2));
+        assert!(patterns.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+        assert!(single.is_empty());
+        let total: usize = patterns.iter().map(|p| p.count).sum();
+        assert_eq!(total, g.len());
+    }
+
+    #[test]
+    fn a_gap_during_a_compilation_names_it() {
+        let trace = trace();
+        let jit = found(&trace)
+            .into_iter()
+            .find(|g| g.start_ns == 1_000)
+            .unwrap();
+        assert_eq!(
+            cause_text(&trace, &jit),
+            "host_bound: in compileFusion for 400.0 µs"
+        );
+        let d = describe(&trace, &jit, 3);
+        assert_eq!(d.enclosing_nvtx.as_deref(), Some("step_0"));
+        // A short gap with nothing in it says only its cause.
+        let short = found(&trace)
+            .into_iter()
+            .find(|g| g.start_ns == 2_001_000)
+            .unwrap();
+        assert_eq!(cause_text(&trace, &short), "host_bound");
+    }
+}

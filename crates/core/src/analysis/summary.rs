@@ -169,3 +169,47 @@ pub fn histogram(durations: &[i64]) -> Vec<(i64, usize)> {
         .map(|(k, n)| (1i64 << k, *n))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    #[test]
+    fn collective_types_come_from_the_kernel_name() {
+        assert_eq!(
+            collective_type("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096>)"),
+            "SendRecv"
+        );
+        assert_eq!(
+            collective_type("ncclKernel_AllReduce_RING_LL_Sum_float"),
+            "AllReduce"
+        );
+        assert_eq!(collective_type("ncclDevKernel_Generic"), "other NCCL");
+    }
+
+    #[test]
+    fn a_collective_five_times_its_median_is_an_outlier() {
+        let mut b = TraceBuilder::new();
+        for k in 0..9 {
+            b.kernel(
+                0,
+                7,
+                "ncclDevKernel_AllReduce",
+                (k * 1_000, k * 1_000 + 100),
+                None,
+            );
+        }
+        b.kernel(0, 7, "ncclDevKernel_AllReduce", (10_000, 10_600), None);
+        let trace = b.build();
+        let devices: Vec<&Device> = trace.devices.iter().collect();
+        let stats = nccl_by_type(&trace, &devices, None);
+        let s = &stats[0];
+        assert_eq!(
+            (s.collective.as_str(), s.count, s.median_ns),
+            ("AllReduce", 10, 100)
+        );
+        assert_eq!(s.outliers, 1);
+        assert_eq!(s.longest_outliers, vec![(10_000, 600)]);
+    }
+}

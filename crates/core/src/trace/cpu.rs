@@ -141,6 +141,15 @@ impl NvtxRanges {
                 }
             }
         }
+        debug_assert!(
+            (1..self.len())
+                .all(|i| (self.start[i - 1], -self.end[i - 1]) <= (self.start[i], -self.end[i])),
+            "ranges sorted by start, the longer first"
+        );
+        debug_assert!(
+            (0..self.len()).all(|i| self.parent[i] == NONE || self.parent[i] < i as u32),
+            "a parent comes before its children"
+        );
     }
 
     /// The push/pop ranges that contain time `t`, outermost first.
@@ -174,4 +183,42 @@ impl NvtxRanges {
 pub struct NvtxMarks {
     pub time: Vec<i64>,
     pub text: Vec<StrId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(spans: &[(i64, i64)]) -> NvtxRanges {
+        let mut r = NvtxRanges::default();
+        // Written as nsys does, when each range ends: children before their parents.
+        for &(s, e) in spans {
+            r.start.push(s);
+            r.end.push(e);
+            r.text.push(0);
+            r.kind.push(RangeKind::PushPop);
+            r.color.push(0);
+            r.domain.push(0);
+        }
+        r
+    }
+
+    #[test]
+    fn ranges_written_when_they_end_are_sorted_and_nested() {
+        let mut r = ranges(&[(10, 20), (30, 40), (0, 100), (120, 150), (110, 200)]);
+        r.sort_and_nest();
+        assert_eq!(r.start, vec![0, 10, 30, 110, 120]);
+        assert_eq!(r.depth, vec![0, 1, 1, 0, 1]);
+        assert_eq!(r.parent, vec![NONE, 0, 0, NONE, 3]);
+    }
+
+    #[test]
+    fn the_path_at_a_time_is_its_ranges_outermost_first() {
+        let mut r = ranges(&[(10, 20), (30, 40), (0, 100)]);
+        r.sort_and_nest();
+        assert_eq!(r.path_at(15), vec![0, 1]);
+        assert_eq!(r.path_at(25), vec![0]);
+        assert_eq!(r.path_at(100), vec![0], "an end is inside");
+        assert!(r.path_at(101).is_empty());
+    }
 }

@@ -4,6 +4,7 @@
 //! Layout: devices → streams → ops (struct of arrays, sorted by start); threads → API calls
 //! and NVTX ranges. Times are `i64` nanoseconds on the capture's clock.
 
+pub mod builder;
 mod cpu;
 mod ops;
 mod reach;
@@ -46,6 +47,11 @@ pub struct Stream {
 
 impl Stream {
     pub fn new(id: u32, pid: u32, ops: GpuOps) -> Self {
+        debug_assert!(ops.start.is_sorted(), "a stream's ops are sorted by start");
+        debug_assert!(
+            (0..ops.len()).all(|i| ops.end[i] >= ops.start[i]),
+            "an op ends after it starts"
+        );
         let longest_op_ns = (0..ops.len()).map(|i| ops.duration(i)).max().unwrap_or(0);
         Self {
             id,
@@ -130,6 +136,10 @@ impl Thread {
 
     /// Sets what searches by time need, once the calls are sorted.
     pub fn index_calls(&mut self) {
+        debug_assert!(
+            self.api.start.is_sorted(),
+            "a thread's calls are sorted by start"
+        );
         self.longest_call_ns = (0..self.api.len())
             .map(|i| self.api.end[i] - self.api.start[i])
             .max()
