@@ -100,6 +100,13 @@ pub enum Command {
         /// or checkpoint), for comparison with the realistic default.
         #[arg(long)]
         clean: bool,
+        /// The same run with one kernel taking F times as long (NAME: part of a generated
+        /// kernel's name, e.g. flash_fwd_kernel=0.5), for before/after pairs.
+        #[arg(long, value_name = "NAME=F")]
+        scale_kernel: Option<String>,
+        /// The same run without the scheduler's per-step stream synchronisation.
+        #[arg(long)]
+        no_step_sync: bool,
     },
 }
 
@@ -142,16 +149,22 @@ pub fn main() -> ExitCode {
             nccl_stream,
             seed,
             clean,
+            scale_kernel,
+            no_step_sync,
         }) => {
             let t = Instant::now();
-            let options = SynthOptions {
-                preset,
-                flavour,
-                nccl_stream,
-                seed,
-                clean,
-            };
-            synth::generate(&out, options).map(|truth| {
+            parse_kernel_scale(scale_kernel.as_deref()).and_then(|scale_kernel| {
+                let options = SynthOptions {
+                    preset,
+                    flavour,
+                    nccl_stream,
+                    seed,
+                    clean,
+                    scale_kernel,
+                    no_step_sync,
+                };
+                synth::generate(&out, options)
+            }).map(|truth| {
                 let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
                 println!(
                     "wrote {} ({:.1} MB, {} kernels, {} API calls, {} NVTX ranges) and {} in {:.1} s",
@@ -199,6 +212,27 @@ fn report(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `NAME=F` of `synth --scale-kernel`: the generated kernel NAME names, and F.
+fn parse_kernel_scale(arg: Option<&str>) -> Result<Option<(usize, f64)>, String> {
+    let Some(arg) = arg else { return Ok(None) };
+    let (name, factor) = arg
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--scale-kernel wants NAME=FACTOR, not `{arg}`"))?;
+    let factor: f64 = factor
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0)
+        .ok_or_else(|| format!("--scale-kernel: `{factor}` is not a positive number"))?;
+    let kernel = synth::kernel_index(name).ok_or_else(|| {
+        let names: Vec<&str> = synth::program::KERNELS.iter().map(|k| k.short).collect();
+        format!(
+            "--scale-kernel: no generated kernel is called `{name}` (they are: {})",
+            names.join(", ")
+        )
+    })?;
+    Ok(Some((kernel, factor)))
 }
 
 fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {

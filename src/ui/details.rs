@@ -6,7 +6,7 @@ use super::timeline::{Selection, Timeline};
 use crate::analysis::Window;
 use crate::analysis::gaps::launch_nvtx_path;
 use crate::analysis::intervals::ops_touching;
-use crate::report::format_ns;
+use crate::format::format_ns;
 use crate::trace::{Device, NONE, Trace};
 
 pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {

@@ -3,18 +3,18 @@
 //! N / Shift+N) zooms the timeline to a gap and highlights it; CSV export.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
 use super::gap_table::{Column, Filter, filtered_order, to_csv};
-use super::shorten_middle;
-use super::timeline::Timeline;
+use super::job::{Job, take_answer};
+use super::timeline::{Nav, Timeline};
 use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::overview::Overview;
 use crate::analysis::recurring::{cause_text, signature};
-use crate::report::format_ns;
+use crate::format::format_ns;
+use crate::format::shorten_middle;
 use crate::trace::Trace;
 
 /// Characters of each name in the "before -> after" column: cut in the middle, so two
@@ -39,7 +39,7 @@ pub struct GapFinder {
     pub order: Vec<u32>,
     applied: Option<OrderKey>,
     /// An order being computed on a worker, and what it is for.
-    pending: Option<(OrderKey, Receiver<Vec<u32>>)>,
+    pending: Option<Job<OrderKey, Vec<u32>>>,
     pub recurring_view: bool,
     /// Position in `order` of the selected gap.
     pub current: Option<usize>,
@@ -107,10 +107,7 @@ impl GapFinder {
         overview: &Arc<Overview>,
         ctx: &egui::Context,
     ) -> bool {
-        if let Some((key, rx)) = &self.pending
-            && let Ok(order) = rx.try_recv()
-        {
-            let key = key.clone();
+        if let Some((key, order)) = take_answer(&mut self.pending) {
             self.set_order(key, order);
         }
         let key = self.key();
@@ -123,22 +120,17 @@ impl GapFinder {
         }
         // One order at a time: a newer filter waits for the one being computed.
         if self.pending.is_none() {
-            let (tx, rx) = channel();
-            let (trace, overview, ctx) = (trace.clone(), overview.clone(), ctx.clone());
-            let job = key.clone();
-            std::thread::spawn(move || {
-                let order = filtered_order(
+            let (trace, overview, job) = (trace.clone(), overview.clone(), key.clone());
+            self.pending = Some(Job::compute(key, Some(ctx), move |_| {
+                filtered_order(
                     &trace,
                     &overview.gaps,
                     &overview.recurring,
                     &job.0,
                     job.1,
                     job.2,
-                );
-                let _ = tx.send(order);
-                ctx.request_repaint();
-            });
-            self.pending = Some((key, rx));
+                )
+            }));
         }
         false
     }
@@ -488,13 +480,7 @@ const MAX_SINGLES_LISTED: usize = 200;
 /// Zooms the timeline to `gap` with context on both sides, outlines it, and names it in
 /// the Details tab.
 pub fn show_gap(trace: &Trace, gap: &Gap, timeline: &mut Timeline) {
-    let end = gap.end_ns();
-    timeline.zoom_to(gap.start_ns, end, 2.0);
-    if let Some(d) = trace.devices.iter().position(|d| d.id == gap.device_id()) {
-        timeline.highlight = Some((d, gap.start_ns, end));
-        timeline.reveal_device(trace, d);
-    }
-    timeline.selected_gap = Some(*gap);
+    timeline.apply(trace, Nav::ShowGap(*gap));
 }
 
 /// A table cell's text; not selectable, so a click on it selects the row.

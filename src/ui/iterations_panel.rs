@@ -4,20 +4,20 @@
 //! grew, its gaps, and per NCCL collective the rank that started last and why).
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
 
-use super::shorten;
+use super::job::{Job, take_answer};
 use super::theme::{self, device_color};
-use super::timeline::Timeline;
+use super::timeline::{Margin, Nav, Timeline};
 use crate::analysis::breakdown::{State, pct};
 use crate::analysis::drilldown::{Drilldown, drilldown};
 use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
 use crate::analysis::iterations::{HEURISTIC_MARKER, Iterations, Source, iterations};
 use crate::analysis::overview::Overview;
-use crate::report::format_ns;
+use crate::format::format_ns;
+use crate::format::shorten;
 use crate::trace::Trace;
 
 #[derive(Default)]
@@ -25,7 +25,7 @@ pub struct IterationsPanel {
     marker_text: String,
     /// Iterations by a typed marker, replacing the overview's.
     custom: Option<Iterations>,
-    pending: Option<Receiver<Iterations>>,
+    pending: Option<Job<(), Iterations>>,
     pub selected: Option<usize>,
     pub drilldown: Option<Drilldown>,
 }
@@ -49,17 +49,25 @@ impl IterationsPanel {
             (lo.min(w.start), hi.max(w.end))
         });
         if lo < hi {
-            timeline.zoom_to(lo, hi, 0.02);
+            timeline.apply(
+                trace,
+                Nav::ZoomTo {
+                    start: lo,
+                    end: hi,
+                    margin: Margin::Tight,
+                },
+            );
         }
-        timeline.iteration_mark = its
+        let marks = its
             .per_device
             .iter()
             .filter_map(|d| {
                 let w = d.spans.get(k).copied().flatten()?;
-                let index = trace.devices.iter().position(|dev| dev.id == d.device)?;
+                let index = trace.device_index(d.device)?;
                 Some((index, w.start, w.end))
             })
             .collect();
+        timeline.apply(trace, Nav::MarkIteration(marks));
         self.drilldown = Some(drilldown(
             trace,
             &overview.cpu,
@@ -78,11 +86,8 @@ impl IterationsPanel {
         overview: &Overview,
         timeline: &mut Timeline,
     ) {
-        if let Some(rx) = &self.pending
-            && let Ok(its) = rx.try_recv()
-        {
+        if let Some(((), its)) = take_answer(&mut self.pending) {
             self.custom = Some(its);
-            self.pending = None;
             self.selected = None;
             self.drilldown = None;
         }
@@ -97,7 +102,7 @@ impl IterationsPanel {
                     .on_hover_text("Iterations from one synchronising call's end to the next one's, on each GPU's launching thread")
                     .clicked()
             {
-                self.recompute(trace, Some(HEURISTIC_MARKER.to_string()));
+                self.recompute(trace, ui.ctx(), Some(HEURISTIC_MARKER.to_string()));
             }
             return;
         }
@@ -210,7 +215,7 @@ impl IterationsPanel {
                 .clicked()
                 || (typed && entered)
             {
-                self.recompute(trace, Some(self.marker_text.trim().to_string()));
+                self.recompute(trace, ui.ctx(), Some(self.marker_text.trim().to_string()));
             }
             if ui
                 .add_enabled(self.custom.is_some(), egui::Button::new("Auto-detect"))
@@ -227,13 +232,11 @@ impl IterationsPanel {
     }
 
     /// Finds the iterations of `marker` on a worker thread.
-    fn recompute(&mut self, trace: &Arc<Trace>, marker: Option<String>) {
-        let (tx, rx) = channel();
+    fn recompute(&mut self, trace: &Arc<Trace>, ctx: &egui::Context, marker: Option<String>) {
         let trace = trace.clone();
-        std::thread::spawn(move || {
-            let _ = tx.send(iterations(&trace, marker.as_deref()));
-        });
-        self.pending = Some(rx);
+        self.pending = Some(Job::compute((), Some(ctx), move |_| {
+            iterations(&trace, marker.as_deref())
+        }));
     }
 }
 
@@ -428,7 +431,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
             for dev in &d.devices {
                 for c in dev.contributors.iter().take(4) {
                     ui.label(format!("GPU {}", c.device));
-                    ui.label(crate::report::signed_ns(c.delta_ns));
+                    ui.label(crate::format::signed_ns(c.delta_ns));
                     // The default font has no arrow.
                     let text = c.description.replace('→', "->");
                     ui.label(shorten(&text, 160)).on_hover_text(&text);

@@ -10,7 +10,7 @@ use eframe::egui::emath::GuiRounding;
 use eframe::egui::epaint::Vertex;
 use eframe::egui::{self, Color32, Galley, Mesh, Pos2, Rect, Vec2};
 
-use super::fold::partition;
+use crate::sorted::partition;
 
 /// Boxes narrower than this get no label.
 pub const MIN_WIDTH: f32 = 40.0;

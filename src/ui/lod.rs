@@ -3,7 +3,7 @@
 //! instead of searching millions of items spread over hundreds of MB. Zoomed in past the
 //! finest level, a row draws its items themselves.
 
-use super::fold::{gallop, partition};
+use crate::sorted::{gallop, partition};
 
 /// Items of one row that started in one bucket.
 #[derive(Debug, Clone, Copy)]

@@ -5,11 +5,11 @@
 //! trace the search runs on a worker; the last matches stay on screen meanwhile.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui;
 use rayon::prelude::*;
 
+use super::job::{Job, take_answer};
 use super::timeline::{RowKind, Selection};
 use crate::analysis::gaps::OpRef;
 use crate::trace::{StrId, Trace};
@@ -217,7 +217,7 @@ pub struct Search {
     pub by_row: Vec<RowMatches>,
     searched: Option<(String, Mode)>,
     /// A search running on a worker, and what for.
-    pending: Option<((String, Mode), Receiver<Found>)>,
+    pending: Option<Job<(String, Mode), Found>>,
     /// Go to the first match once the search in flight is done (a table's click).
     step_when_done: bool,
 }
@@ -226,11 +226,7 @@ impl Search {
     /// Runs the query unless it already ran (or runs): on a worker for a large trace.
     /// Returns the match to go to when a search asked to step has just finished.
     pub fn run(&mut self, trace: &Arc<Trace>, ctx: &egui::Context) -> Option<Match> {
-        if let Some((key, rx)) = &self.pending
-            && let Ok(found) = rx.try_recv()
-        {
-            let key = key.clone();
-            self.pending = None;
+        if let Some((key, found)) = take_answer(&mut self.pending) {
             self.take(key, found);
             if std::mem::take(&mut self.step_when_done) {
                 return self.step(true);
@@ -248,13 +244,10 @@ impl Search {
                 .then(|| self.step(true))
                 .flatten();
         }
-        let (tx, rx) = channel();
-        let (trace, ctx, job) = (trace.clone(), ctx.clone(), key.clone());
-        std::thread::spawn(move || {
-            let _ = tx.send(search(&trace, &job.0, job.1));
-            ctx.request_repaint();
-        });
-        self.pending = Some((key, rx));
+        let (trace, (query, mode)) = (trace.clone(), key.clone());
+        self.pending = Some(Job::compute(key, Some(ctx), move |_| {
+            search(&trace, &query, mode)
+        }));
         None
     }
 

@@ -3,19 +3,19 @@
 //! window. A click on a category overlays its intervals on that GPU's rows and lists them.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
 
 use eframe::egui::{self, Sense};
 use rayon::prelude::*;
 
+use super::job::{Job, take_answer};
 use super::theme::state_color;
-use super::timeline::{Overlay, Timeline};
+use super::timeline::{Margin, Nav, Overlay, Timeline};
 use crate::analysis::breakdown::{
     Breakdown, SameStream, State, breakdown, pct, same_stream, state_intervals,
 };
 use crate::analysis::intervals::Window;
 use crate::analysis::overview::Overview;
-use crate::report::format_ns;
+use crate::format::format_ns;
 use crate::trace::{Device, Trace};
 
 #[derive(Default)]
@@ -28,7 +28,7 @@ pub struct SummaryPanel {
 }
 
 /// A window and the worker's answer for it.
-type PendingWindow = ((i64, i64), Receiver<Vec<DeviceRow>>);
+type PendingWindow = Job<(i64, i64), Vec<DeviceRow>>;
 
 #[derive(Clone)]
 struct DeviceRow {
@@ -40,21 +40,18 @@ struct DeviceRow {
 impl SummaryPanel {
     /// Starts (or collects) the breakdowns of window `w` on a worker; true once they are in.
     fn window_ready(&mut self, trace: &Arc<Trace>, w: (i64, i64), ctx: &egui::Context) -> bool {
-        if let Some((pw, rx)) = &self.pending
-            && let Ok(rows) = rx.try_recv()
-        {
-            self.window_rows = Some((*pw, rows));
-            self.pending = None;
+        if let Some(answer) = take_answer(&mut self.pending) {
+            self.window_rows = Some(answer);
         }
         if self.window_rows.as_ref().is_some_and(|r| r.0 == w) {
             return true;
         }
-        if self.pending.as_ref().map(|p| p.0) != Some(w) {
-            let (tx, rx) = channel();
-            let (trace, ctx) = (trace.clone(), ctx.clone());
-            std::thread::spawn(move || {
+        if self.pending.as_ref().map(|p| p.key) != Some(w) {
+            let trace = trace.clone();
+            // A newer window replaces (and so cancels) the one in flight.
+            self.pending = Some(Job::compute(w, Some(ctx), move |_| {
                 let window = Window::new(w.0, w.1);
-                let rows = trace
+                trace
                     .devices
                     .par_iter()
                     .map(|d| {
@@ -65,11 +62,8 @@ impl SummaryPanel {
                             same_stream: same_stream(d, window).map(|s| s.with_hidden(&b)),
                         }
                     })
-                    .collect();
-                let _ = tx.send(rows);
-                ctx.request_repaint();
-            });
-            self.pending = Some((w, rx));
+                    .collect()
+            }));
         }
         false
     }
@@ -89,7 +83,7 @@ impl SummaryPanel {
                 ui.horizontal(|ui| {
                     ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
                     if ui.small_button("whole trace").clicked() {
-                        timeline.window = None;
+                        timeline.apply(trace, Nav::Window(None));
                     }
                 });
                 if !ready {
@@ -169,11 +163,9 @@ impl SummaryPanel {
                         .on_hover_text("Show these intervals on the timeline")
                         .clicked()
                     {
-                        timeline.overlay = if active {
-                            None
-                        } else {
-                            Some(overlay_of(device, index, row.window, state))
-                        };
+                        let overlay =
+                            (!active).then(|| overlay_of(device, index, row.window, state));
+                        timeline.apply(trace, Nav::Overlay(overlay));
                     }
                 });
             }
@@ -184,8 +176,15 @@ impl SummaryPanel {
             if let Some(o) = timeline.overlay.as_ref().filter(|o| o.device == index)
                 && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
             {
-                timeline.zoom_to(a, b, 1.0);
-                timeline.reveal_device(trace, index);
+                timeline.apply(
+                    trace,
+                    Nav::ZoomTo {
+                        start: a,
+                        end: b,
+                        margin: Margin::Context,
+                    },
+                );
+                timeline.apply(trace, Nav::RevealDevice(index));
             }
         }
         if let Some(overview) = overview {

@@ -5,11 +5,12 @@ use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
 use super::search::Mode;
-use super::shorten;
-use super::timeline::Timeline;
+use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
-use crate::report::format_ns;
+use crate::format::format_ns;
+use crate::format::shorten;
+use crate::trace::Trace;
 
 pub struct Tables {
     kernel_sort: (usize, bool),
@@ -36,7 +37,13 @@ const KERNEL_COLUMNS: [&str; 8] = [
 const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
 
 impl Tables {
-    pub fn kernels(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
+    pub fn kernels(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
         let (column, descending) = self.kernel_sort;
         rows.sort_by(|a, b| {
@@ -98,11 +105,17 @@ impl Tables {
             self.kernel_sort = toggle(self.kernel_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(timeline, &name, Mode::Exact);
+            step_through(trace, timeline, &name, Mode::Exact);
         }
     }
 
-    pub fn nccl(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
+    pub fn nccl(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
         let (column, descending) = self.nccl_sort;
         rows.sort_by(|a, b| {
@@ -162,7 +175,7 @@ impl Tables {
             self.nccl_sort = toggle(self.nccl_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(timeline, &name, Mode::Substring);
+            step_through(trace, timeline, &name, Mode::Substring);
         }
     }
 }
@@ -185,10 +198,9 @@ fn toggle((column, descending): (usize, bool), i: usize) -> (usize, bool) {
 
 /// Searches `name` on the timeline (unless it is already the query) and goes to the next
 /// match.
-fn step_through(timeline: &mut Timeline, name: &str, mode: Mode) {
-    if let Some(m) = timeline.search.set(name, mode) {
-        timeline.go_to(m);
-    }
+fn step_through(trace: &Trace, timeline: &mut Timeline, name: &str, mode: Mode) {
+    let query = name.to_string();
+    timeline.apply(trace, Nav::Find { query, mode });
 }
 
 /// A duration histogram drawn in a table cell: one bar per log2 bucket from the shortest
@@ -294,7 +306,13 @@ impl Tables {
     }
 
     /// GPU time per NVTX range name; a click marks its instances on the timeline.
-    pub fn nvtx(&mut self, ui: &mut egui::Ui, overview: &Overview, timeline: &mut Timeline) {
+    pub fn nvtx(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        overview: &Overview,
+        timeline: &mut Timeline,
+    ) {
         let mut rows: Vec<&crate::analysis::nvtx_gpu::NvtxGpu> = overview
             .nvtx_gpu
             .iter()
@@ -359,7 +377,7 @@ impl Tables {
             self.nvtx_sort = toggle(self.nvtx_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(timeline, &name, Mode::Template);
+            step_through(trace, timeline, &name, Mode::Template);
         }
     }
 }

@@ -5,8 +5,10 @@
 //! what keeps the model from ever depending on the UI.
 
 pub mod analysis;
+pub mod format;
 pub mod load;
 pub mod memory;
 pub mod report;
+pub mod sorted;
 pub mod synth;
 pub mod trace;

@@ -9,40 +9,9 @@ use crate::analysis::breakdown::pct;
 use crate::analysis::overview::{Overview, selected_devices};
 use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
+use crate::format::{format_ns, plural, signed_ns};
 use crate::load::LoadReport;
 use crate::trace::{OpKind, Trace};
-
-/// A difference with its sign: `+518.2 ms`, `-3.1 ms`.
-pub fn signed_ns(ns: i64) -> String {
-    if ns >= 0 {
-        format!("+{}", format_ns(ns))
-    } else {
-        format_ns(ns)
-    }
-}
-
-/// "1 stream", "2 streams".
-pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// Human-readable duration: `812 ns`, `3.4 µs`, `12.5 ms`, `3.087 s`.
-pub fn format_ns(ns: i64) -> String {
-    let a = ns.abs() as f64;
-    if a < 1e3 {
-        format!("{ns} ns")
-    } else if a < 1e6 {
-        format!("{:.1} µs", ns as f64 / 1e3)
-    } else if a < 1e9 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.3} s", ns as f64 / 1e9)
-    }
-}
 
 pub fn report_json(
     trace: &Trace,

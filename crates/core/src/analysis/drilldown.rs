@@ -11,7 +11,7 @@ use super::gaps::{CpuIndex, Gap, gaps, is_synchronizing};
 use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
 use super::recurring::{GapDetail, describe};
-use crate::report::format_ns;
+use crate::format::format_ns;
 use crate::trace::{Device, NONE, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize)]
@@ -424,9 +424,9 @@ fn gap_contributors(
                     name(before),
                     name(after),
                     format_ns(ns[0]),
-                    crate::report::plural(n[0], "gap"),
+                    crate::format::plural(n[0], "gap"),
                     format_ns(ns[1]),
-                    crate::report::plural(n[1], "gap")
+                    crate::format::plural(n[1], "gap")
                 ),
             }
         })
@@ -472,9 +472,9 @@ fn op_contributors(
                 if memory { "memory op" } else { "kernel" },
                 trace.strings.get(name),
                 format_ns(ns[0]),
-                crate::report::plural(n[0], "op"),
+                crate::format::plural(n[0], "op"),
                 format_ns(ns[1]),
-                crate::report::plural(n[1], "op")
+                crate::format::plural(n[1], "op")
             ),
         })
         .collect()

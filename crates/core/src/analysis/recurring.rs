@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
 use super::iterations::median;
-use crate::report::format_ns;
+use crate::format::format_ns;
 use crate::trace::{Device, NONE, StrId, TemplateId, Trace};
 
 /// An API call of the launching thread that overlaps a gap.

@@ -5,7 +5,7 @@
 //! a synchronising `.item()` per step, warm-up copies, and one straggler rank that makes one
 //! step the slowest. Beside the file it writes the ground truth it knows (`*.truth.json`).
 
-mod program;
+pub mod program;
 mod sim;
 mod truth;
 mod writer;
@@ -49,6 +49,12 @@ pub struct SynthOptions {
     /// gap at nearly every kernel boundary), a 340 ms JIT compile stall in the first step
     /// and a multi-second blocking checkpoint copy.
     pub clean: bool,
+    /// One kernel of `program::KERNELS` (by index) made to take `factor` times as long: the
+    /// "after" of a kernel optimisation, with every other random draw the same.
+    pub scale_kernel: Option<(usize, f64)>,
+    /// Without the scheduler's per-step `cudaStreamSynchronize` after `.item()` (the copy
+    /// stays, asynchronous): the "after" of removing a host sync.
+    pub no_step_sync: bool,
 }
 
 impl SynthOptions {
@@ -59,8 +65,15 @@ impl SynthOptions {
             nccl_stream: NcclStream::Same,
             seed: 311,
             clean: false,
+            scale_kernel: None,
+            no_step_sync: false,
         }
     }
+}
+
+/// The kernel of `program::KERNELS` whose short name contains `name` (the first).
+pub fn kernel_index(name: &str) -> Option<usize> {
+    program::KERNELS.iter().position(|k| k.short.contains(name))
 }
 
 struct Shape {
@@ -158,6 +171,7 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
                 separate,
                 !options.clean,
             )
+            .with_kernel_factor(options.scale_kernel)
         })
         .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
@@ -187,6 +201,7 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
                     step,
                     &StepShape {
                         realistic: !options.clean,
+                        step_sync: !options.no_step_sync,
                         jit_ns: (!options.clean && step == 0).then_some(JIT_COMPILE_NS),
                         checkpoint_ns: (!options.clean && step == shape.checkpoint_step)
                             .then_some(CHECKPOINT_COPY_NS),
@@ -307,6 +322,7 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         nvtx_ranges,
+        kernels: truth::kernel_totals(&ranks),
         devices,
         gap_summary,
         gaps_listed_from_ns,

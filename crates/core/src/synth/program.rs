@@ -194,6 +194,8 @@ pub struct StepShape {
     /// Shaped like real PyTorch exports: record_shapes op texts, 1–3 µs launch gaps, a JIT
     /// compile stall and a checkpoint (see `SynthOptions::clean`).
     pub realistic: bool,
+    /// The scheduler synchronises after `.item()` (the default; off for a run without it).
+    pub step_sync: bool,
     /// A JIT compilation on the launching thread before the step's first block (NVTX
     /// `KernelExecutor::compileFusion > nvrtc_compile`, no launches): how long.
     pub jit_ns: Option<i64>,
@@ -317,7 +319,9 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     p.push(Instr::Push("scheduler_step".into()));
     p.push(Instr::Push("aten::item".into()));
     p.push(Instr::CopyToHost { bytes: 4 });
-    p.push(Instr::Synchronize { device_wide: false });
+    if shape.step_sync {
+        p.push(Instr::Synchronize { device_wide: false });
+    }
     p.push(Instr::Pop);
     p.push(Instr::HostWork(shape.scheduler_ns));
     p.push(Instr::Pop);

@@ -126,6 +126,8 @@ pub struct RankSim {
     synced_since_launch: bool,
     pending_extra_wait: i64,
     kernel_scale: f64,
+    /// One kernel (by index) scaled on top of `kernel_scale`: see `SynthOptions::scale_kernel`.
+    kernel_factor: Option<(usize, f64)>,
     pub step: u32,
     pub rows: Rows,
     pub truth: Vec<TruthOp>,
@@ -162,6 +164,7 @@ impl RankSim {
             synced_since_launch: false,
             pending_extra_wait: 0,
             kernel_scale: 1.0,
+            kernel_factor: None,
             step: u32::MAX,
             rows: Rows::default(),
             truth: Vec::new(),
@@ -175,6 +178,11 @@ impl RankSim {
             // each rank's texts are its own.
             op_id: rank as u64 * 1_000_003,
         }
+    }
+
+    pub fn with_kernel_factor(mut self, factor: Option<(usize, f64)>) -> Self {
+        self.kernel_factor = factor;
+        self
     }
 
     pub fn set_kernel_scale(&mut self, scale: f64) {
@@ -361,8 +369,12 @@ impl RankSim {
                         self.pending_nccl = Some((start, corr, wait, path));
                         return Stop::AtCollective { start };
                     }
+                    let factor = match self.kernel_factor {
+                        Some((k, f)) if k == *kernel => f,
+                        _ => 1.0,
+                    };
                     let dur = self.jitter(
-                        (KERNELS[*kernel].duration_ns as f64 * self.kernel_scale) as i64,
+                        (KERNELS[*kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
                         0.03,
                     );
                     self.finish_kernel(*kernel, stream, start, start + dur, corr, wait, path);

@@ -37,6 +37,35 @@ pub struct DeviceTruth {
     pub same_stream: SameStream,
 }
 
+/// Every kernel of one name, on all devices.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelTruth {
+    /// The short name (`program::KERNELS`), contained in the name the trace shows.
+    pub name: String,
+    pub count: u64,
+    pub total_ns: i64,
+}
+
+/// Kernel counts and total time by name over all ranks, in `KERNELS` order.
+pub fn kernel_totals(ranks: &[RankSim]) -> Vec<KernelTruth> {
+    let mut totals = vec![(0u64, 0i64); KERNELS.len()];
+    for op in ranks.iter().flat_map(|r| &r.truth) {
+        if let Some(t) = totals.get_mut(op.op as usize) {
+            t.0 += 1;
+            t.1 += op.end - op.start;
+        }
+    }
+    KERNELS
+        .iter()
+        .zip(totals)
+        .map(|(k, (count, total_ns))| KernelTruth {
+            name: k.short.to_string(),
+            count,
+            total_ns,
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GapTruth {
     pub device: u32,
@@ -84,6 +113,8 @@ pub struct GroundTruth {
     /// Rows written per table (NVTX_EVENTS counts every row, ranges and others).
     pub tables: BTreeMap<String, u64>,
     pub nvtx_ranges: u64,
+    /// Kernels by name, all devices together.
+    pub kernels: Vec<KernelTruth>,
     pub devices: Vec<DeviceTruth>,
     /// Every gap counted per device and cause.
     pub gap_summary: Vec<GapSummary>,

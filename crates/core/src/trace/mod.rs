@@ -213,6 +213,11 @@ impl Trace {
                 .sum::<usize>()
     }
 
+    /// The index in `devices` of the GPU nsys calls `id`.
+    pub fn device_index(&self, id: u32) -> Option<usize> {
+        self.devices.iter().position(|d| d.id == id)
+    }
+
     /// The first instant of anything recorded (GPU ops, API calls, NVTX ranges, marks):
     /// time 0 of every view, table, tooltip and report, so that no time shown is negative.
     /// Every list is sorted by start, so this reads one value per stream and thread.

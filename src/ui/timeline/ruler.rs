@@ -2,6 +2,8 @@
 //! needs, so neighbouring labels never read alike. Times are relative to the trace's
 //! first event (the one time base of every view).
 
+use super::*;
+
 /// A tick step of 1, 2 or 5 × 10^k ns, the smallest leaving at least `min_gap` of
 /// `span` between ticks.
 pub fn tick_step(min_gap: f64) -> f64 {
@@ -45,6 +47,82 @@ pub fn tick_label(t_ns: f64, step: f64, scale_ns: f64) -> String {
         value
     };
     format!("{value:.decimals$} {name}")
+}
+
+impl Timeline {
+    /// Ticks at a 1-2-5 step of the time since the trace's first event, the length of the
+    /// view in the corner, and the time under the pointer.
+    pub(super) fn draw_ruler(
+        &self,
+        painter: &egui::Painter,
+        ruler: Rect,
+        ui: &egui::Ui,
+        cursor: Option<f32>,
+    ) {
+        if ruler.width() < 10.0 {
+            return;
+        }
+        let (v0, v1) = self.view;
+        let origin = self.full.0 as f64;
+        let (from, to) = (v0 - origin, v1 - origin);
+        let span = to - from;
+        let x_of = |t: f64| ruler.left() + ((t - from) / span) as f32 * ruler.width();
+        let step = ruler::tick_step(span * TICK_GAP_PX / ruler.width() as f64);
+        let scale = from.abs().max(to.abs());
+        let color = ui.visuals().text_color();
+        let font = egui::FontId::proportional(11.0);
+        // The time under the pointer, to a pixel's precision: drawn over the ticks, whose
+        // labels it would cover are left out.
+        let cursor = cursor.map(|x| {
+            let t = from + ((x - ruler.left()) / ruler.width()) as f64 * span;
+            let per_px = ruler::tick_step(span / ruler.width() as f64);
+            let galley =
+                painter.layout_no_wrap(ruler::tick_label(t, per_px, scale), font.clone(), color);
+            let w = galley.size().x + 8.0;
+            let left = (x - w / 2.0).clamp(ruler.left(), ruler.right() - w);
+            let r = Rect::from_min_size(Pos2::new(left, ruler.top() + 1.0), Vec2::new(w, 15.0));
+            (r, galley)
+        });
+        for t in ruler::ticks(from, to, step) {
+            let x = x_of(t);
+            painter.line_segment(
+                [
+                    Pos2::new(x, ruler.bottom() - 6.0),
+                    Pos2::new(x, ruler.bottom()),
+                ],
+                Stroke::new(1.0, color),
+            );
+            let label =
+                painter.layout_no_wrap(ruler::tick_label(t, step, scale), font.clone(), color);
+            // A label that would run past the right edge is left out, not cut.
+            let at = Rect::from_min_size(Pos2::new(x + 2.0, ruler.top() + 2.0), label.size());
+            let covered = cursor.as_ref().is_some_and(|(r, _)| r.intersects(at));
+            if at.right() <= ruler.right() && !covered {
+                painter.galley(at.min, label, color);
+            }
+        }
+        let corner = Pos2::new(ruler.left() - LABEL_W + 4.0, ruler.top() + 1.0);
+        let small = egui::FontId::proportional(10.0);
+        let weak = ui.visuals().weak_text_color();
+        painter.text(
+            corner,
+            egui::Align2::LEFT_TOP,
+            "time since the first event",
+            small.clone(),
+            weak,
+        );
+        painter.text(
+            corner + Vec2::new(0.0, 11.0),
+            egui::Align2::LEFT_TOP,
+            format!("view {}", format_ns(span as i64)),
+            small,
+            color,
+        );
+        if let Some((r, galley)) = cursor {
+            painter.rect_filled(r, 3.0, ui.visuals().widgets.active.bg_fill);
+            painter.galley(Pos2::new(r.left() + 4.0, ruler.top() + 2.0), galley, color);
+        }
+    }
 }
 
 #[cfg(test)]

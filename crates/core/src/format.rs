@@ -1,0 +1,90 @@
+//! How numbers and names read wherever they are shown (window, reports, CSV): durations,
+//! signed differences, counts with their noun, names cut to fit.
+
+/// A difference with its sign: `+518.2 ms`, `-3.1 ms`.
+pub fn signed_ns(ns: i64) -> String {
+    if ns >= 0 {
+        format!("+{}", format_ns(ns))
+    } else {
+        format_ns(ns)
+    }
+}
+
+/// "1 stream", "2 streams".
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Human-readable duration: `812 ns`, `3.4 µs`, `12.5 ms`, `3.087 s`.
+pub fn format_ns(ns: i64) -> String {
+    let a = ns.abs() as f64;
+    if a < 1e3 {
+        format!("{ns} ns")
+    } else if a < 1e6 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else if a < 1e9 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.3} s", ns as f64 / 1e9)
+    }
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// `text` cut to `max` characters by taking out its middle, so the start and the end
+/// (where kernel names and signatures differ) both stay.
+pub fn shorten_middle(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep.div_ceil(2);
+    let tail = keep - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_cut_in_the_middle_keeps_its_start_and_end() {
+        let a = "void at::native::vectorized_elementwise_kernel<4, AddFunctor>";
+        let b = "void at::native::vectorized_elementwise_kernel<4, MulFunctor>";
+        let (sa, sb) = (shorten_middle(a, 30), shorten_middle(b, 30));
+        assert_eq!(sa.chars().count(), 30);
+        assert_ne!(sa, sb, "two long names must not read alike");
+        assert!(
+            sa.starts_with("void at::nat") && sa.ends_with("AddFunctor>"),
+            "{sa}"
+        );
+        assert_eq!(shorten_middle("short", 30), "short");
+    }
+
+    #[test]
+    fn durations_read_in_the_unit_that_fits_with_their_sign() {
+        assert_eq!(format_ns(812), "812 ns");
+        assert_eq!(format_ns(3_400), "3.4 µs");
+        assert_eq!(format_ns(12_500_000), "12.5 ms");
+        assert_eq!(format_ns(3_087_000_000), "3.087 s");
+        assert_eq!(signed_ns(518_200_000), "+518.2 ms");
+        assert_eq!(signed_ns(-3_100_000), "-3.1 ms");
+        assert_eq!(plural(1, "stream"), "1 stream");
+        assert_eq!(plural(2, "stream"), "2 streams");
+        assert_eq!(shorten("abcdef", 3), "abc…");
+    }
+}

@@ -1,0 +1,68 @@
+//! Searches in sorted data: where a predicate that holds, then fails, turns — by halving,
+//! or by galloping from a known point when the answer is near it (a search of a whole
+//! sorted row of millions misses the cache at every probe).
+
+/// First k in [0, n) where `pred(k)` is false (pred true then false).
+pub fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
+/// The first index at or after `from` where `pred` turns false (`pred` true, then false,
+/// along `[from, n)`): steps doubling from `from`, then a binary search of the last step.
+/// A few reads near `from` when the answer is near, where a search of the whole range
+/// would miss the cache at every probe.
+pub fn gallop(from: usize, n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    if from >= n || !pred(from) {
+        return from.min(n);
+    }
+    // `pred(known)` holds; the answer is in (known, bound].
+    let (mut known, mut step) = (from, 1);
+    let bound = loop {
+        let probe = known + step;
+        if probe >= n {
+            break n;
+        }
+        if !pred(probe) {
+            break probe;
+        }
+        known = probe;
+        step *= 2;
+    };
+    known + 1 + partition(bound - known - 1, |k| pred(known + 1 + k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gallop_finds_where_a_predicate_turns_false_from_any_start() {
+        let v: Vec<i64> = (0..1000).map(|k| k * 3).collect();
+        for from in [0, 1, 7, 500, 999, 1000] {
+            for t in [-5, 0, 1, 3, 700, 1500, 2997, 2998, 5000] {
+                let want = v.partition_point(|&x| x < t).max(from);
+                assert_eq!(
+                    gallop(from, v.len(), |k| v[k] < t),
+                    want,
+                    "from {from} t {t}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn partition_finds_the_first_that_fails() {
+        let v = [1, 3, 3, 5, 9];
+        for t in [0, 1, 3, 4, 9, 10] {
+            assert_eq!(
+                partition(v.len(), |k| v[k] < t),
+                v.partition_point(|&x| x < t)
+            );
+        }
+    }
+}

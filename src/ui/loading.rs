@@ -1,0 +1,193 @@
+//! Loading a file: the worker that reads it (GPU side first, so the timeline shows while
+//! the CPU side loads), then runs the analyses; and the state machine its messages drive.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use eframe::egui;
+
+use super::job::Job;
+use super::loaded::Loaded;
+use super::timeline::Timeline;
+use super::{App, State};
+use crate::analysis::overview::{self, Overview};
+use crate::load::{self, LoadError, LoadReport, Progress};
+use crate::trace::Trace;
+
+pub enum Message {
+    Progress(Progress),
+    /// The GPU side alone, so the timeline shows while the CPU side loads.
+    GpuReady(Box<(Arc<Trace>, Timeline)>),
+    /// The trace with its timeline indexes, built on the worker so the UI never waits.
+    Done(Box<Result<LoadedParts, LoadError>>),
+    /// Every analysis of the loaded trace, for the panels.
+    Analysed(Box<Overview>),
+    /// The analyses were cancelled: the timeline stays, the panels say so.
+    AnalysesCancelled,
+}
+
+/// What a finished load hands to the UI.
+pub type LoadedParts = (Arc<Trace>, LoadReport, Timeline);
+
+/// A load (and then the analyses) running on a worker thread, and how far it got.
+pub struct LoadJob {
+    pub progress: Option<Progress>,
+    job: Job<(), Message>,
+}
+
+impl LoadJob {
+    pub fn cancel(&self) {
+        self.job.cancel();
+    }
+}
+
+impl App {
+    pub(super) fn start_load(&mut self, path: PathBuf, ctx: &egui::Context) {
+        self.cancel_job();
+        let worker_path = path.clone();
+        let job = Job::spawn((), Some(ctx), move |out| {
+            let progress_out = out.clone();
+            let on_progress = move |p: Progress| {
+                progress_out.send(Message::Progress(p));
+            };
+            let on_gpu = |trace: Trace| {
+                let timeline = Timeline::new(&trace);
+                out.send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
+            };
+            let cancel = out.cancel_flag();
+            let result = load::load_staged(&worker_path, &on_progress, cancel, Some(&on_gpu)).map(
+                |(trace, report)| {
+                    let timeline = Timeline::new(&trace);
+                    (Arc::new(trace), report, timeline)
+                },
+            );
+            let trace = result.as_ref().ok().map(|r| r.0.clone());
+            out.send(Message::Done(Box::new(result)));
+            if let Some(trace) = trace
+                && !out.cancelled()
+            {
+                let options = overview::Options {
+                    top: 20,
+                    ..Default::default()
+                };
+                match overview::overview_cancellable(&trace, &options, cancel) {
+                    Some(o) => out.send(Message::Analysed(Box::new(o))),
+                    None => out.send(Message::AnalysesCancelled),
+                };
+            }
+        });
+        let job = LoadJob {
+            progress: None,
+            job,
+        };
+        self.state = State::Loading { path, job };
+    }
+
+    /// Cancels the load or analyses in flight, if any.
+    pub(super) fn cancel_job(&mut self) {
+        let job = match &self.state {
+            State::Loading { job, .. } => Some(job),
+            State::Loaded(l) => l.job.as_ref(),
+            _ => None,
+        };
+        if let Some(job) = job {
+            job.cancel();
+        }
+    }
+
+    pub(super) fn poll_worker(&mut self) {
+        loop {
+            let job = match &mut self.state {
+                State::Loading { job, .. } => job,
+                State::Loaded(l) => match &mut l.job {
+                    Some(job) => job,
+                    None => return,
+                },
+                _ => return,
+            };
+            let Some(message) = job.job.poll() else {
+                return;
+            };
+            match message {
+                Message::Progress(p) => job.progress = Some(p),
+                Message::GpuReady(gpu) => {
+                    let (trace, timeline) = *gpu;
+                    if let State::Loading { path, job } =
+                        std::mem::replace(&mut self.state, State::Start)
+                    {
+                        self.state =
+                            State::Loaded(Box::new(Loaded::new(path, trace, timeline, job)));
+                    }
+                }
+                Message::Done(result) => match *result {
+                    Ok((trace, report, mut timeline)) => {
+                        match std::mem::replace(&mut self.state, State::Start) {
+                            State::Loading { path, job } => {
+                                let mut l = Loaded::new(path, trace, timeline, job);
+                                l.report = Some(report);
+                                self.state = State::Loaded(Box::new(l));
+                            }
+                            State::Loaded(mut l) => {
+                                timeline.keep_view_of(&mut l.timeline);
+                                l.timeline = timeline;
+                                l.trace = trace;
+                                l.report = Some(report);
+                                self.state = State::Loaded(l);
+                            }
+                            other => self.state = other,
+                        }
+                    }
+                    // Cancelled while the CPU side loaded: keep the GPU timeline on screen.
+                    Err(LoadError::Cancelled) => match &mut self.state {
+                        State::Loaded(l) => {
+                            l.job = None;
+                            l.cancelled = true;
+                        }
+                        _ => self.state = State::Start,
+                    },
+                    Err(e) => {
+                        let path = match &self.state {
+                            State::Loading { path, .. } => path.clone(),
+                            State::Loaded(l) => l.path.clone(),
+                            _ => PathBuf::new(),
+                        };
+                        self.state = State::Failed {
+                            path,
+                            message: e.to_string(),
+                        };
+                    }
+                },
+                Message::AnalysesCancelled => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.job = None;
+                        l.analyses_cancelled = true;
+                    }
+                }
+                Message::Analysed(overview) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.overview = Some(Arc::from(overview));
+                        l.job = None;
+                        if let Some(view) = self.show_when_analysed.take() {
+                            l.show(&view);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The load's phase, percent and rows read.
+pub(super) fn progress_bar(ui: &mut egui::Ui, job: &LoadJob, width: f32) {
+    let p = job.progress.unwrap_or(Progress {
+        phase: load::Phase::Opening,
+        fraction: 0.0,
+        rows_read: 0,
+    });
+    ui.add(
+        egui::ProgressBar::new(p.fraction)
+            .desired_width(width)
+            .show_percentage(),
+    );
+    ui.label(format!("{} · {} rows read", p.phase.label(), p.rows_read));
+}

@@ -1,0 +1,195 @@
+//! The pages shown when no trace is on screen: the start page, the page for an
+//! `.nsys-rep` (which needs exporting first), and the keys-and-mouse help.
+
+use std::path::PathBuf;
+
+use eframe::egui;
+
+use super::{App, State, file_name};
+
+impl App {
+    /// What to do with an `.nsys-rep`: the export command, and the export if it is there.
+    pub(super) fn report_page(
+        &mut self,
+        ui: &mut egui::Ui,
+        ctx: &egui::Context,
+        path: &std::path::Path,
+        export: Option<PathBuf>,
+    ) {
+        let sqlite = path.with_extension("sqlite");
+        let command = format!(
+            "nsys export --type sqlite --output {} {}",
+            shell_quote(&sqlite),
+            shell_quote(path)
+        );
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.add_space(40.0);
+            ui.heading(format!("{} is an Nsight Systems report", file_name(path)));
+            ui.add_space(8.0);
+            ui.label(
+                "nsys-explorer reads the SQLite export of a report, which Nsight Systems writes with:",
+            );
+            ui.add_space(4.0);
+            ui.code(&command);
+            if ui.small_button("Copy the command").clicked() {
+                ctx.copy_text(command.clone());
+            }
+            ui.add_space(12.0);
+            match export {
+                Some(export) => {
+                    if ui
+                        .button(
+                            egui::RichText::new(format!("Open {}", file_name(&export))).size(16.0),
+                        )
+                        .clicked()
+                    {
+                        self.open(export, ctx);
+                    }
+                }
+                None => {
+                    ui.label(format!(
+                        "There is no {} beside it yet: run the command, then open that file.",
+                        file_name(&sqlite)
+                    ));
+                }
+            }
+            ui.add_space(16.0);
+            if ui.button("Back to the start page").clicked() {
+                self.state = State::Start;
+            }
+        });
+    }
+
+    pub(super) fn start_page(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.add_space(60.0);
+            ui.vertical_centered(|ui| {
+                ui.heading(egui::RichText::new("nsys-explorer").size(30.0));
+                ui.label(
+                    "Explore Nsight Systems profiles exported with `nsys export --type sqlite`.",
+                );
+                ui.add_space(20.0);
+                if ui
+                    .add(egui::Button::new(egui::RichText::new("Open…").size(16.0)))
+                    .clicked()
+                {
+                    self.pick_file(ctx);
+                }
+                ui.add_space(6.0);
+                if ui
+                    .add(egui::Button::new(
+                        egui::RichText::new("Open sample trace").size(16.0),
+                    ))
+                    .clicked()
+                {
+                    self.open_sample(ctx);
+                }
+                ui.label("(a generated Wan2.1-like 4-GPU run)");
+                ui.add_space(20.0);
+                ui.label("Or drop a .sqlite file on this window.");
+                if !self.recent.is_empty() {
+                    ui.add_space(20.0);
+                    ui.strong("Recent files");
+                    for path in self.recent.clone() {
+                        if ui.link(path.display().to_string()).clicked() {
+                            self.open(path, ctx);
+                        }
+                    }
+                }
+            });
+        });
+    }
+
+    pub(super) fn pick_file(&mut self, ctx: &egui::Context) {
+        if let Some(path) = rfd::FileDialog::new()
+            .add_filter("Nsight Systems SQLite export", &["sqlite", "db"])
+            .add_filter("All files", &["*"])
+            .pick_file()
+        {
+            self.open(path, ctx);
+        }
+    }
+}
+
+/// Every key and mouse action, as Nsight Systems and Perfetto users look for them.
+const HELP: [(&str, &str); 20] = [
+    (
+        "Ctrl + wheel, pinch, W / S",
+        "zoom in / out (around the pointer; W/S around the middle)",
+    ),
+    ("drag, A / D, Shift + wheel", "pan"),
+    ("wheel", "scroll the rows"),
+    ("drag on the ruler", "zoom to the dragged range"),
+    (
+        "double-click an item",
+        "zoom to it (an iteration: its NVTX range)",
+    ),
+    ("F", "fit: the whole trace, CPU side included"),
+    (
+        "Shift + drag",
+        "set the current window (the summary and the gap table follow it)",
+    ),
+    (
+        "Ctrl + drag",
+        "measure a span (Escape or a click clears it)",
+    ),
+    (
+        "click",
+        "select a kernel, NVTX range or API call (Details tab)",
+    ),
+    ("click a group header", "fold or unfold a GPU or a thread"),
+    (
+        "Ctrl + F",
+        "find kernels, NVTX ranges and API calls by name",
+    ),
+    ("Enter / Shift + Enter", "next / previous match"),
+    ("Escape", "close Find; then clear the measured span"),
+    ("N / Shift + N", "next / previous gap of the gap table"),
+    (
+        "click a summary number",
+        "show those moments on that GPU's rows",
+    ),
+    ("click a gap row", "zoom to the gap and outline it"),
+    (
+        "click an iteration",
+        "zoom to it on every GPU and open its drill-down",
+    ),
+    (
+        "host_sync",
+        "the launching thread waited in a synchronising call",
+    ),
+    ("host_bound", "the CPU launched too late, with no sync"),
+    ("F1 or ?", "this help"),
+];
+
+pub(super) fn help_window(ctx: &egui::Context, open: &mut bool) {
+    egui::Window::new("Keys and mouse")
+        .open(open)
+        .collapsible(false)
+        .resizable(false)
+        .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+        .show(ctx, |ui| {
+            egui::Grid::new("help keys")
+                .striped(true)
+                .num_columns(2)
+                .show(ui, |ui| {
+                    for (keys, what) in HELP {
+                        ui.strong(keys);
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+/// `path` quoted for a POSIX shell when it needs it.
+fn shell_quote(path: &std::path::Path) -> String {
+    let s = path.display().to_string();
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

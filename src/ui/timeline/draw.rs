@@ -1,0 +1,440 @@
+//! Drawing the rows: each row's items or level of detail into the frame's one mesh, then
+//! the marks over them (overlay, search matches, the chosen gap and iteration), the
+//! window, the measured span and the selection with its launch arrow.
+
+use super::*;
+
+/// What one frame draws the rows with: one mesh of their quads and labels' glyphs. It
+/// holds the timeline's layouts of zoomed-out rows while it draws.
+pub(super) struct Drawn {
+    pub(super) rows: RowMesh,
+    pub(super) labels: Labels,
+    pub(super) layouts: LayoutCache<RowKind>,
+}
+
+/// A row's items by index, sorted by start, as the drawing needs them.
+pub(super) struct RowItems<'a> {
+    pub(super) n: usize,
+    pub(super) start: &'a dyn Fn(usize) -> i64,
+    pub(super) end: &'a dyn Fn(usize) -> i64,
+    pub(super) longest: i64,
+    pub(super) color: &'a dyn Fn(usize) -> Color32,
+    pub(super) name: &'a dyn Fn(usize) -> std::borrow::Cow<'a, str>,
+    /// How a folded run of items `[a, b)` over `span` ns (at least the fold's width) is
+    /// filled.
+    pub(super) folded: &'a dyn Fn(usize, usize, i64) -> Fill,
+    /// How its folded blocks are coloured when drawn from its level of detail.
+    pub(super) style: FoldStyle,
+}
+
+impl Timeline {
+    /// Draws one row; returns what is under `hover_t`, if anything.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn draw_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        r: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+        t_of: &dyn Fn(f32) -> f64,
+        hover_t: Option<f64>,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let inner = r.shrink2(Vec2::new(0.0, 2.0));
+        let slack = |t: f64| t_of(x_of(t) + MIN_PX) - t;
+        match row {
+            RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => None,
+            RowKind::Stream { device, stream } => {
+                let ops = &trace.devices[device].streams[stream].ops;
+                let prefix = &self.prefixes[device][stream];
+                let items = RowItems {
+                    n: ops.len(),
+                    start: &|i| ops.start[i],
+                    end: &|i| ops.end[i],
+                    longest: trace.devices[device].streams[stream].longest_op_ns,
+                    color: &|i| kind_color(ops.kind[i]),
+                    name: &|i| trace.strings.get(ops.name[i]),
+                    folded: &|a, b, span| {
+                        let [busy, nccl, memory] = prefix.sums(ops, a, b);
+                        stacked_fill(busy, span, nccl, memory)
+                    },
+                    style: FoldStyle::ByKind,
+                };
+                self.draw_items(row, &items, &self.stream_lods[device][stream], inner, out);
+                let t = hover_t?;
+                let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
+                Some((
+                    Selection::Op {
+                        device,
+                        op: OpRef {
+                            stream: stream as u32,
+                            op: i as u32,
+                        },
+                    },
+                    op_tooltip(trace, device, stream, i, self.full.0),
+                ))
+            }
+            RowKind::Nvtx { thread, depth } => {
+                let t = &trace.threads[thread];
+                let idx = &self.nvtx_by_depth[thread][depth as usize];
+                let range_of = |k: usize| idx[k] as usize;
+                let items = RowItems {
+                    n: idx.len(),
+                    start: &|k| t.nvtx.start[range_of(k)],
+                    end: &|k| t.nvtx.end[range_of(k)],
+                    longest: self.longest_range[thread][depth as usize],
+                    color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
+                    name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
+                    folded: &|a, b, span| {
+                        let busy = (b - a <= 32).then(|| {
+                            (a..b)
+                                .map(|k| t.nvtx.end[range_of(k)] - t.nvtx.start[range_of(k)])
+                                .sum()
+                        });
+                        coverage_fill(FOLDED_NVTX, busy, span)
+                    },
+                    style: FoldStyle::Coverage(FOLDED_NVTX),
+                };
+                let lod = &self.nvtx_lods[thread][depth as usize];
+                self.draw_items(row, &items, lod, inner, out);
+                let time = hover_t?;
+                let k = item_at_by(
+                    items.n,
+                    items.start,
+                    items.end,
+                    items.longest,
+                    time,
+                    slack(time),
+                )?;
+                let range = range_of(k);
+                Some((
+                    Selection::Range { thread, range },
+                    format!(
+                        "{}\nstart {}  duration {}\nthread {}",
+                        trace.strings.get(t.nvtx.text[range]),
+                        format_ns(t.nvtx.start[range] - self.full.0),
+                        format_ns(t.nvtx.end[range] - t.nvtx.start[range]),
+                        t.tid
+                    ),
+                ))
+            }
+            RowKind::Api { thread } => {
+                let t = &trace.threads[thread];
+                let items = RowItems {
+                    n: t.api.len(),
+                    start: &|i| t.api.start[i],
+                    end: &|i| t.api.end[i],
+                    longest: t.longest_call_ns,
+                    color: &|i| {
+                        if self.is_sync(t.api.name[i]) {
+                            theme::SYNC_CALL
+                        } else {
+                            theme::API_CALL
+                        }
+                    },
+                    name: &|i| trace.strings.get(t.api.name[i]),
+                    folded: &|a, b, span| {
+                        // A run too long to sum (rare: the level of detail draws views
+                        // this dense) is drawn covered.
+                        if b - a > 512 {
+                            return coverage_fill(FOLDED_API, None, span);
+                        }
+                        let (mut busy, mut sync) = (0, 0);
+                        for i in a..b {
+                            let d = t.api.end[i] - t.api.start[i];
+                            busy += d;
+                            if self.is_sync(t.api.name[i]) {
+                                sync += d;
+                            }
+                        }
+                        calls_fill(busy, sync, span)
+                    },
+                    style: FoldStyle::Calls,
+                };
+                self.draw_items(row, &items, &self.api_lods[thread], inner, out);
+                let time = hover_t?;
+                let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
+                Some((
+                    Selection::Call { thread, call: i },
+                    format!(
+                        "{}\nstart {}  duration {}",
+                        trace.strings.get(t.api.name[i]),
+                        format_ns(t.api.start[i] - self.full.0),
+                        format_ns(t.api.end[i] - t.api.start[i])
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Draws a row's items: from its level of detail when zoomed out far enough, else the
+    /// items themselves, folding runs narrower than `MIN_PX`.
+    pub(super) fn draw_items(
+        &self,
+        row: RowKind,
+        items: &RowItems,
+        lod: &RowLod,
+        r: Rect,
+        out: &mut Drawn,
+    ) {
+        // Concrete copies of the row's transform, so the folding loop inlines them.
+        let (v0, v1) = self.view;
+        let (left, width) = (r.left(), r.width());
+        let x_of = |t: f64| left + ((t - v0) / (v1 - v0)) as f32 * width;
+        let t_of = |x: f32| v0 + ((x - left) / width) as f64 * (v1 - v0);
+        let fold_ns = t_of(r.left() + MIN_PX) - t_of(r.left());
+        let label =
+            |i: usize, rect: Rect, text: &mut Mesh| out.labels.bake(rect, &(items.name)(i), text);
+        if let Some(level) = lod.level_for(fold_ns) {
+            let mut lay_out = |span, r, mesh: &mut Mesh, on_item: &mut dyn FnMut(usize, Rect)| {
+                fold::draw_level(
+                    level,
+                    span,
+                    r,
+                    items.style,
+                    items.color,
+                    on_item,
+                    mesh,
+                    &mut 0,
+                )
+            };
+            out.layouts.draw(
+                row,
+                self.view,
+                r,
+                out.labels.pixels_per_point(),
+                &mut lay_out,
+                &mut { label },
+                &mut out.rows,
+                label,
+            );
+        } else {
+            fold_draw_by(
+                Some(lod),
+                items.n,
+                items.start,
+                items.end,
+                items.longest,
+                self.view,
+                x_of,
+                t_of,
+                |i| Fill::Solid((items.color)(i)),
+                items.folded,
+                label,
+                r,
+                &mut out.rows.mesh,
+                &mut out.rows.quads,
+            );
+        }
+    }
+
+    /// The state overlay over a device's rows, the highlighted gap, and search matches.
+    pub(super) fn draw_marks(
+        &self,
+        painter: &egui::Painter,
+        rows: &[RowKind],
+        plot: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+        t_of: &dyn Fn(f32) -> f64,
+    ) {
+        let mut mesh = Mesh::default();
+        let mut quads = 0;
+        let fold = |starts: &[i64],
+                    ends: &[i64],
+                    longest: i64,
+                    r: Rect,
+                    color: Color32,
+                    mesh: &mut Mesh| {
+            fold_draw_by(
+                None,
+                starts.len(),
+                |i| starts[i],
+                |i| ends[i],
+                longest,
+                self.view,
+                x_of,
+                t_of,
+                |_| Fill::Solid(color),
+                |_, _, _| Fill::Solid(color),
+                |_, _, _| {},
+                r,
+                mesh,
+                &mut 0,
+            );
+        };
+        if let Some(o) = &self.overlay
+            && let Some(band) = device_band(rows, o.device, plot.top() - self.scroll_y)
+        {
+            // A folded run of short intervals is as opaque as the share of it they cover,
+            // so a band of many tiny idle moments does not read as one long one.
+            let color = state_color(o.state);
+            let tint = |coverage: f64| {
+                let alpha = (20.0 + 140.0 * coverage.clamp(0.0, 1.0)) as u8;
+                Color32::from_rgba_unmultiplied(color.r(), color.g(), color.b(), alpha)
+            };
+            fold_draw_by(
+                None,
+                o.starts.len(),
+                |i: usize| o.starts[i],
+                |i: usize| o.ends[i],
+                o.longest,
+                self.view,
+                x_of,
+                t_of,
+                |_| Fill::Solid(tint(1.0)),
+                |a, b, span| Fill::Solid(tint((o.covered[b] - o.covered[a]) as f64 / span as f64)),
+                |_, _, _| {},
+                Rect::from_x_y_ranges(plot.x_range(), band),
+                &mut mesh,
+                &mut quads,
+            );
+        }
+        for m in &self.search.by_row {
+            if let Some(y) = row_top(rows, m.row, plot.top() - self.scroll_y) {
+                let r = Rect::from_x_y_ranges(plot.x_range(), y..=y + 4.0);
+                let color = theme::SEARCH_MARK;
+                fold(&m.starts, &m.ends, m.longest, r, color, &mut mesh);
+            }
+        }
+        painter.add(egui::Shape::mesh(mesh));
+        // The chosen iteration on every GPU, then the chosen gap: outlines over the stream
+        // rows (not the headers' text), the gap's tinted.
+        let top = plot.top() - self.scroll_y;
+        let outline = |device: usize, a: i64, b: i64, color: Color32, tint: bool| {
+            let Some(band) = streams_band(rows, device, top) else {
+                return;
+            };
+            let x0 = x_of(a as f64);
+            let x1 = x_of(b as f64).max(x0 + 2.0);
+            let r = Rect::from_x_y_ranges(x0..=x1, band);
+            if tint {
+                painter.rect_filled(r, 0.0, color.gamma_multiply(0.18));
+            }
+            painter.rect_stroke(r, 0.0, Stroke::new(2.0, color), egui::StrokeKind::Inside);
+        };
+        for &(device, a, b) in &self.iteration_mark {
+            outline(device, a, b, theme::ITERATION_MARK, false);
+        }
+        if let Some((device, a, b)) = self.highlight {
+            outline(device, a, b, theme::GAP_MARK, true);
+        }
+    }
+
+    /// The current window, the selection, and the arrow from a selected kernel to its launch.
+    pub(super) fn draw_overlays(
+        &self,
+        painter: &egui::Painter,
+        trace: &Trace,
+        rows: &[RowKind],
+        plot: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+    ) {
+        // The current window (or the one being dragged), a zoom being dragged on the ruler,
+        // a measured span: each a band with its length.
+        let window = self
+            .pending_window
+            .or(self.window)
+            .map(|(a, b)| (a as f64, b as f64));
+        let bands = [
+            (
+                window,
+                Color32::from_rgba_unmultiplied(80, 140, 255, 30),
+                "window",
+            ),
+            (
+                self.pending_zoom,
+                Color32::from_rgba_unmultiplied(200, 200, 200, 30),
+                "zoom to",
+            ),
+            (
+                self.measure,
+                Color32::from_rgba_unmultiplied(255, 255, 255, 24),
+                "measured",
+            ),
+        ];
+        for (span, fill, what) in bands {
+            let Some((a, b)) = span else { continue };
+            let r = Rect::from_x_y_ranges(x_of(a)..=x_of(b), plot.y_range());
+            painter.rect_filled(r, 0.0, fill);
+            let edge = Stroke::new(1.0, fill.to_opaque().gamma_multiply(0.8));
+            painter.vline(r.left(), plot.y_range(), edge);
+            painter.vline(r.right(), plot.y_range(), edge);
+            let text = format!("{what} {}", format_ns((b - a) as i64));
+            let galley =
+                painter.layout_no_wrap(text, egui::FontId::proportional(12.0), Color32::WHITE);
+            let centre = r.center().x.clamp(plot.left() + 60.0, plot.right() - 60.0);
+            let at = Pos2::new(centre - galley.size().x / 2.0, plot.top() + 4.0);
+            let back = Rect::from_min_size(at, galley.size()).expand(3.0);
+            painter.rect_filled(back, 3.0, Color32::from_black_alpha(190));
+            painter.galley(at, galley, Color32::WHITE);
+        }
+        let Some(sel) = self.selection else { return };
+        let row_y = |target: RowKind| row_top(rows, target, plot.top() - self.scroll_y);
+        let stroke = Stroke::new(2.0, theme::SELECTION);
+        match sel {
+            Selection::Op { device, op } => {
+                let ops = &trace.devices[device].streams[op.stream as usize].ops;
+                let i = op.op as usize;
+                if let Some(y) = row_y(RowKind::Stream {
+                    device,
+                    stream: op.stream as usize,
+                }) {
+                    let r = Rect::from_min_max(
+                        Pos2::new(x_of(ops.start[i] as f64), y + 1.0),
+                        Pos2::new(
+                            x_of(ops.end[i] as f64).max(x_of(ops.start[i] as f64) + 2.0),
+                            y + ROW_H - 1.0,
+                        ),
+                    );
+                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                    let (thread, call) = (ops.launch_thread[i], ops.launch_call[i]);
+                    // Only from a row in view: from far above or below it, the line would run
+                    // along the kernel's row over its neighbours (the Details tab names the
+                    // launch).
+                    if call != NONE
+                        && let Some(cy) = row_y(RowKind::Api {
+                            thread: thread as usize,
+                        })
+                        && plot.y_range().contains(cy + ROW_H / 2.0)
+                    {
+                        let api = &trace.threads[thread as usize].api;
+                        // A launch before the view: from the view's edge on its row.
+                        let x = x_of(api.start[call as usize] as f64);
+                        let from = Pos2::new(x.clamp(plot.left(), plot.right()), cy + ROW_H / 2.0);
+                        let to = Pos2::new(r.left(), r.center().y);
+                        // egui's arrow scales its head with the length; keep it 8 px.
+                        let stroke = Stroke::new(1.5, theme::SELECTION);
+                        let dir = (to - from).normalized();
+                        let rot = egui::emath::Rot2::from_angle(0.45);
+                        painter.line_segment([from, to], stroke);
+                        painter.line_segment([to, to - rot * dir * 8.0], stroke);
+                        painter.line_segment([to, to - rot.inverse() * dir * 8.0], stroke);
+                    }
+                }
+            }
+            Selection::Range { thread, range } => {
+                let n = &trace.threads[thread].nvtx;
+                if let Some(y) = row_y(RowKind::Nvtx {
+                    thread,
+                    depth: n.depth[range],
+                }) {
+                    let r = Rect::from_min_max(
+                        Pos2::new(x_of(n.start[range] as f64), y + 1.0),
+                        Pos2::new(x_of(n.end[range] as f64), y + ROW_H - 1.0),
+                    );
+                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                }
+            }
+            Selection::Call { thread, call } => {
+                let a = &trace.threads[thread].api;
+                if let Some(y) = row_y(RowKind::Api { thread }) {
+                    let r = Rect::from_min_max(
+                        Pos2::new(x_of(a.start[call] as f64), y + 1.0),
+                        Pos2::new(x_of(a.end[call] as f64), y + ROW_H - 1.0),
+                    );
+                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Input on the timeline: wheel, pinch and keys zoom and pan; drags pan, zoom to a ruler
+//! range, set the current window (Shift) or measure a span (Ctrl); Escape.
+
+use super::*;
+
+/// What a drag on the timeline does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DragKind {
+    Pan,
+    /// On the ruler: zoom to the dragged range.
+    Zoom,
+    /// With Shift: set the current window.
+    Window,
+    /// With Ctrl: measure the dragged span.
+    Measure,
+}
+
+impl Timeline {
+    pub(super) fn handle_input(
+        &mut self,
+        ui: &egui::Ui,
+        response: &egui::Response,
+        plot: Rect,
+        ruler: Rect,
+    ) {
+        // Escape closes Find first, then drops a measured span.
+        if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            if self.search.open {
+                self.search.open = false;
+            } else {
+                self.measure = None;
+            }
+        }
+        let (v0, v1) = self.view;
+        let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
+        if response.hovered() {
+            let (scroll, zoom, mods) =
+                ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers));
+            let at = response.hover_pos().map_or((v0 + v1) / 2.0, |p| t_of(p.x));
+            if zoom != 1.0 {
+                self.zoom(1.0 / zoom as f64, at);
+            } else if mods.command && scroll.y != 0.0 {
+                self.zoom((-scroll.y as f64 / 200.0).exp(), at);
+            } else {
+                if scroll.x != 0.0 {
+                    self.pan(-scroll.x as f64 / plot.width() as f64);
+                }
+                self.scroll_y = (self.scroll_y - scroll.y).max(0.0);
+            }
+        }
+        if response.hovered() || response.has_focus() {
+            let keys = ui.input(|i| {
+                (
+                    i.key_down(egui::Key::W),
+                    i.key_down(egui::Key::S),
+                    i.key_down(egui::Key::A),
+                    i.key_down(egui::Key::D),
+                    i.key_pressed(egui::Key::F),
+                    i.modifiers.any(),
+                )
+            });
+            if !keys.5 {
+                let mid = (v0 + v1) / 2.0;
+                if keys.0 {
+                    self.zoom(0.9, mid);
+                }
+                if keys.1 {
+                    self.zoom(1.0 / 0.9, mid);
+                }
+                if keys.2 {
+                    self.pan(-0.05);
+                }
+                if keys.3 {
+                    self.pan(0.05);
+                }
+                if keys.4 {
+                    self.fit();
+                }
+                if keys.0 || keys.1 || keys.2 || keys.3 {
+                    ui.ctx().request_repaint();
+                }
+            }
+        }
+        // Drag: on the ruler, zoom to the dragged range; with Shift, set the current window;
+        // with Ctrl, measure; otherwise pan.
+        // Where the button went down: a drag is known only once the pointer has moved.
+        if response.drag_started()
+            && let Some(p) = ui
+                .input(|i| i.pointer.press_origin())
+                .or(response.interact_pointer_pos())
+        {
+            let mods = ui.input(|i| i.modifiers);
+            let kind = if mods.shift {
+                DragKind::Window
+            } else if mods.command {
+                DragKind::Measure
+            } else if ruler.contains(p) {
+                DragKind::Zoom
+            } else {
+                DragKind::Pan
+            };
+            self.drag = Some((p.x, kind));
+        }
+        match (self.drag, response.interact_pointer_pos()) {
+            (Some((_, DragKind::Pan)), _) if response.dragged() => {
+                let dx = response.drag_delta().x;
+                self.pan(-dx as f64 / plot.width() as f64);
+            }
+            (Some((x0, kind)), Some(p)) if response.dragged() || response.drag_stopped() => {
+                let (a, b) = (t_of(x0.min(p.x)), t_of(x0.max(p.x)));
+                let wide = (p.x - x0).abs() > 4.0;
+                match kind {
+                    DragKind::Measure => self.measure = wide.then_some((a, b)),
+                    DragKind::Window if wide => self.pending_window = Some((a as i64, b as i64)),
+                    DragKind::Zoom if wide => self.pending_zoom = Some((a, b)),
+                    _ => {}
+                }
+                if response.drag_stopped() {
+                    if let Some(w) = self.pending_window.take() {
+                        self.window = Some(w);
+                    }
+                    if let Some(v) = self.pending_zoom.take() {
+                        self.view = v;
+                    }
+                }
+            }
+            _ => {}
+        }
+        if response.drag_stopped() {
+            self.drag = None;
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! The timeline: one row per GPU stream, NVTX rows per thread and depth, a CUDA API row per
+//! thread. A frame costs O(pixels × visible rows): each row finds its visible range by
+//! binary search (or, zoomed out, reads its level of detail), and ops narrower than `MIN_PX`
+//! are folded into one block per run, stacked by what filled its time (compute, NCCL,
+//! memory; from prefix sums), the idle rest left empty.
+
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
+use rayon::prelude::*;
+
+use super::fold::{
+    self, Fill, FoldStyle, MIN_PX, calls_fill, coverage_fill, fold_draw_by, stacked_fill,
+};
+use super::labels::{FontsKey, Labels};
+use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
+use super::lod::RowLod;
+use super::search::{Match, Mode, Search};
+use super::theme::{self, FOLDED_API, FOLDED_NVTX, kind_color, nvtx_color, state_color};
+use crate::analysis::breakdown::State;
+use crate::analysis::gaps::OpRef;
+use crate::format::format_ns;
+use crate::sorted::partition;
+use crate::trace::{GpuOps, NONE, OpKind, Trace};
+
+mod draw;
+mod index;
+mod input;
+mod nav;
+mod rows;
+mod ruler;
+mod search_bar;
+mod selection;
+mod tooltip;
+mod view;
+
+use draw::Drawn;
+use index::StreamPrefix;
+use input::DragKind;
+pub use nav::{Margin, Nav};
+pub use rows::RowKind;
+use rows::{device_band, row_top, streams_band};
+pub use selection::{LISTED_INTERVALS, Overlay, Selection};
+use tooltip::{item_at, item_at_by, op_tooltip};
+
+const ROW_H: f32 = 18.0;
+const HEADER_H: f32 = 20.0;
+const RULER_H: f32 = 24.0;
+/// The least room between two ruler ticks, in pixels (a label is up to ~80 px).
+const TICK_GAP_PX: f64 = 110.0;
+const LABEL_W: f32 = 190.0;
+/// Room left on each side of an item double-clicked to zoom to it, as a share of its length.
+const ZOOM_TO_ITEM_MARGIN: f64 = 0.05;
+
+pub struct Timeline {
+    prefixes: Vec<Vec<StreamPrefix>>,
+    /// Per thread, per depth: indices of its ranges at that depth, by start.
+    nvtx_by_depth: Vec<Vec<Vec<u32>>>,
+    /// Longest range per (thread, depth), for searches by start.
+    longest_range: Vec<Vec<i64>>,
+    stream_lods: Vec<Vec<RowLod>>,
+    nvtx_lods: Vec<Vec<RowLod>>,
+    api_lods: Vec<RowLod>,
+    /// Per interned name: is it a synchronising API call?
+    sync_names: Vec<bool>,
+    pub collapsed_gpus: Vec<bool>,
+    pub collapsed_threads: Vec<bool>,
+    /// Visible time range (ns, the trace's clock).
+    pub view: (f64, f64),
+    pub full: (i64, i64),
+    pub scroll_y: f32,
+    pub selection: Option<Selection>,
+    /// The "current window" (Shift+drag), analysed by the panels.
+    pub window: Option<(i64, i64)>,
+    /// Where a drag began (x) and what it does.
+    drag: Option<(f32, DragKind)>,
+    /// While a ruler or Shift drag runs: the range it will zoom to or make the window.
+    pending_zoom: Option<(f64, f64)>,
+    pending_window: Option<(i64, i64)>,
+    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
+    pub measure: Option<(f64, f64)>,
+    /// Ops drawn as quads in the last frame (for the frame benchmark).
+    pub last_quads: usize,
+    pub overlay: Option<Overlay>,
+    /// A gap to point at: (device index, start, end).
+    pub highlight: Option<(usize, i64, i64)>,
+    /// The chosen iteration's span on each GPU: (device index, start, end).
+    pub iteration_mark: Vec<(usize, i64, i64)>,
+    /// The gap last chosen in a panel, for the Details tab.
+    pub selected_gap: Option<crate::analysis::gaps::Gap>,
+    pub search: Search,
+    /// Where the plot (right of the labels, below the ruler) was last drawn.
+    pub last_plot: Rect,
+    /// Zoomed-out rows as last laid out, reused while only the view's position changes,
+    /// and the fonts their labels were baked with.
+    layouts: LayoutCache<RowKind>,
+    fonts_key: FontsKey,
+    /// The rows' mesh handed to egui last frame: its memory is used again (growing it anew
+    /// was a tenth of a frame).
+    rows_mesh: Arc<Mesh>,
+}
+
+impl Timeline {
+    pub fn new(trace: &Trace) -> Self {
+        let prefixes = trace
+            .devices
+            .iter()
+            .map(|d| {
+                d.streams
+                    .iter()
+                    .map(|s| StreamPrefix::new(&s.ops))
+                    .collect()
+            })
+            .collect();
+        let mut nvtx_by_depth = Vec::new();
+        let mut longest_range = Vec::new();
+        for t in &trace.threads {
+            let max_depth = t
+                .nvtx
+                .depth
+                .iter()
+                .copied()
+                .max()
+                .map_or(0, |d| d as usize + 1);
+            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); max_depth];
+            let mut longest = vec![0i64; max_depth];
+            for r in 0..t.nvtx.len() {
+                let d = t.nvtx.depth[r] as usize;
+                rows[d].push(r as u32);
+                longest[d] = longest[d].max(t.nvtx.end[r] - t.nvtx.start[r]);
+            }
+            nvtx_by_depth.push(rows);
+            longest_range.push(longest);
+        }
+        let full = full_range(trace);
+        let stream_lods = trace
+            .devices
+            .par_iter()
+            .map(|d| {
+                d.streams
+                    .iter()
+                    .map(|s| {
+                        let ops = &s.ops;
+                        RowLod::new(
+                            ops.len(),
+                            |i| ops.start[i],
+                            |i| ops.end[i],
+                            |i| (ops.kind[i] == OpKind::Nccl, !ops.kind[i].is_kernel()),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let nvtx_lods = trace
+            .threads
+            .par_iter()
+            .zip(&nvtx_by_depth)
+            .map(|(t, depths)| {
+                depths
+                    .iter()
+                    .map(|idx| {
+                        RowLod::new(
+                            idx.len(),
+                            |k| t.nvtx.start[idx[k] as usize],
+                            |k| t.nvtx.end[idx[k] as usize],
+                            |_| (false, false),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let sync_names = crate::analysis::gaps::sync_call_names(trace);
+        let api_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                RowLod::new(
+                    t.api.len(),
+                    |i| t.api.start[i],
+                    |i| t.api.end[i],
+                    // Synchronising time is summed where NCCL time is for GPU rows.
+                    |i| (sync_names[t.api.name[i] as usize], false),
+                    full,
+                )
+            })
+            .collect();
+        Self {
+            prefixes,
+            nvtx_by_depth,
+            longest_range,
+            stream_lods,
+            nvtx_lods,
+            api_lods,
+            sync_names,
+            collapsed_gpus: vec![false; trace.devices.len()],
+            collapsed_threads: vec![false; trace.threads.len()],
+            view: (full.0 as f64, full.1 as f64),
+            full,
+            scroll_y: 0.0,
+            selection: None,
+            window: None,
+            drag: None,
+            pending_zoom: None,
+            pending_window: None,
+            measure: None,
+            last_quads: 0,
+            overlay: None,
+            highlight: None,
+            iteration_mark: Vec::new(),
+            selected_gap: None,
+            search: Search::default(),
+            last_plot: Rect::NOTHING,
+            layouts: LayoutCache::default(),
+            fonts_key: FontsKey::default(),
+            rows_mesh: Arc::default(),
+        }
+    }
+
+    fn is_sync(&self, name: u32) -> bool {
+        self.sync_names.get(name as usize).copied().unwrap_or(false)
+    }
+
+    /// Memory of the drawing indexes (prefix sums and levels of detail).
+    pub fn index_bytes(&self) -> usize {
+        let prefixes: usize = self
+            .prefixes
+            .iter()
+            .flatten()
+            .map(StreamPrefix::heap_bytes)
+            .sum();
+        let lods: usize = self
+            .stream_lods
+            .iter()
+            .chain(&self.nvtx_lods)
+            .flatten()
+            .chain(&self.api_lods)
+            .map(RowLod::heap_bytes)
+            .sum();
+        prefixes + lods
+    }
+
+    /// Takes over the view, selection and marks of the timeline it replaces (the same
+    /// file, more of it loaded).
+    pub fn keep_view_of(&mut self, old: &mut Timeline) {
+        // A view the user has not moved from "everything" shows everything of the new one
+        // (the CPU side often starts before the first kernel).
+        if old.view != (old.full.0 as f64, old.full.1 as f64) {
+            self.view = old.view;
+        }
+        self.scroll_y = old.scroll_y;
+        self.window = old.window;
+        self.overlay = old.overlay.take();
+        self.highlight = old.highlight;
+        self.iteration_mark = std::mem::take(&mut old.iteration_mark);
+        self.search.open = old.search.open;
+        self.search.query = std::mem::take(&mut old.search.query);
+        self.search.mode = old.search.mode;
+        if let Some(Selection::Op { .. }) = old.selection {
+            self.selection = old.selection;
+        }
+    }
+
+    /// Draws the timeline in the whole of `ui` and handles its input.
+    pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>) -> TimelineResponse {
+        let mut out = TimelineResponse::default();
+        self.search_bar(ui, trace);
+        let size = ui.available_size();
+        let (response, painter) = ui.allocate_painter(size, Sense::click_and_drag());
+        let rect = response.rect;
+        let plot = Rect::from_min_max(
+            Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
+            rect.max,
+        );
+        let ruler = Rect::from_min_max(
+            Pos2::new(plot.left(), rect.top()),
+            Pos2::new(rect.right(), plot.top()),
+        );
+        self.handle_input(ui, &response, plot, ruler);
+        self.last_plot = plot;
+        let (v0, v1) = self.view;
+        let x_of = |t: f64| plot.left() + ((t - v0) / (v1 - v0)) as f32 * plot.width();
+        let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
+
+        painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
+        // The vertical cursor: a line through the rows and its time on the ruler.
+        let cursor = response
+            .hover_pos()
+            .filter(|p| p.x >= plot.left() && p.x <= plot.right())
+            .map(|p| p.x);
+        self.draw_ruler(&painter, ruler, ui, cursor);
+        let rows = self.rows(trace);
+        let plot_painter = painter.with_clip_rect(plot);
+        let labels = Labels::new(&plot_painter);
+        if labels.fonts_key() != self.fonts_key {
+            self.fonts_key = labels.fonts_key();
+            self.layouts.clear();
+        }
+        // Last frame's mesh is ours again once egui has tessellated it.
+        let mut mesh = Arc::get_mut(&mut self.rows_mesh)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        clear_keeping_memory(&mut mesh);
+        let mut drawn = Drawn {
+            rows: RowMesh { mesh, quads: 0 },
+            labels,
+            layouts: std::mem::take(&mut self.layouts),
+        };
+        let mut y = plot.top() - self.scroll_y;
+        let mut hovered: Option<(Selection, String)> = None;
+        let pointer = response.hover_pos();
+        let label_painter = painter.with_clip_rect(Rect::from_min_max(
+            Pos2::new(rect.left(), plot.top()),
+            rect.max,
+        ));
+        for row in &rows {
+            let h = row.height();
+            let row_rect =
+                Rect::from_min_max(Pos2::new(plot.left(), y), Pos2::new(plot.right(), y + h));
+            if row_rect.bottom() >= plot.top() && row_rect.top() <= plot.bottom() {
+                let label_rect =
+                    Rect::from_min_max(Pos2::new(rect.left(), y), Pos2::new(plot.left(), y + h));
+                self.draw_label(&label_painter, ui, label_rect, trace, *row);
+                let hover_t = pointer.filter(|p| row_rect.contains(*p)).map(|p| t_of(p.x));
+                let found = self.draw_row(trace, *row, row_rect, &x_of, &t_of, hover_t, &mut drawn);
+                if found.is_some() {
+                    hovered = found;
+                }
+            }
+            y += h;
+        }
+        let Drawn {
+            rows: mut drawn_rows,
+            labels,
+            layouts,
+        } = drawn;
+        self.layouts = layouts;
+        labels.follow_atlas_growth(&mut drawn_rows.mesh);
+        self.last_quads = drawn_rows.quads;
+        self.rows_mesh = Arc::new(drawn_rows.mesh);
+        plot_painter.add(egui::Shape::Mesh(self.rows_mesh.clone()));
+        self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
+        self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
+        if let Some(x) = cursor {
+            let color = ui.visuals().text_color().gamma_multiply(0.35);
+            plot_painter.vline(x, plot.y_range(), Stroke::new(1.0, color));
+        }
+        // Clicks on the plot select what is under the pointer; on the labels, fold groups.
+        if response.clicked()
+            && let Some(p) = response.interact_pointer_pos()
+        {
+            self.measure = None;
+            if p.x < plot.left() {
+                self.toggle_group_at(&rows, plot.top() - self.scroll_y, p.y);
+            } else if p.y > plot.top() {
+                self.selection = hovered.as_ref().map(|h| h.0);
+                out.selected = self.selection.is_some();
+            }
+        }
+        // A double click zooms to what is under the pointer (an iteration's range, a kernel).
+        if response.double_clicked()
+            && let Some(p) = response.interact_pointer_pos()
+            && p.x >= plot.left()
+            && p.y > plot.top()
+            && let Some((item, _)) = &hovered
+        {
+            let (start, end) = item.span(trace);
+            self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
+        }
+        if let Some((_, text)) = hovered {
+            response.on_hover_text_at_pointer(text);
+        }
+        out
+    }
+}
+
+/// What a frame of the timeline did that the panels around it follow.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TimelineResponse {
+    /// A click on the plot selected something (the window opens its Details).
+    pub selected: bool,
+}
+
+/// First and last time of anything in the trace, CPU side included: "fit" shows it all.
+fn full_range(trace: &Trace) -> (i64, i64) {
+    trace.time_span().unwrap_or((0, 1_000_000))
+}

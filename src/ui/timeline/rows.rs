@@ -1,0 +1,178 @@
+//! The rows in display order (GPU groups with a row per stream, then CPU threads with a
+//! row per NVTX depth and one of API calls), their labels and their vertical extents.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    /// A group header: GPU `device` index or CPU thread index.
+    GpuHeader(usize),
+    ThreadHeader(usize),
+    Stream {
+        device: usize,
+        stream: usize,
+    },
+    Nvtx {
+        thread: usize,
+        depth: u16,
+    },
+    Api {
+        thread: usize,
+    },
+}
+
+impl RowKind {
+    pub fn height(&self) -> f32 {
+        match self {
+            RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
+            _ => ROW_H,
+        }
+    }
+}
+
+/// Top of `target`'s row, rows starting at `top`.
+pub(super) fn row_top(rows: &[RowKind], target: RowKind, top: f32) -> Option<f32> {
+    let mut y = top;
+    for row in rows {
+        if *row == target {
+            return Some(y);
+        }
+        y += row.height();
+    }
+    None
+}
+
+/// The vertical extent of a device's stream rows (its header left out).
+pub(super) fn streams_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef> {
+    let mut y = top;
+    let mut band: Option<egui::Rangef> = None;
+    for row in rows {
+        let h = row.height();
+        if matches!(*row, RowKind::Stream { device: d, .. } if d == device) {
+            band = Some(band.map_or(egui::Rangef::new(y, y + h), |b| {
+                egui::Rangef::new(b.min, y + h)
+            }));
+        }
+        y += h;
+    }
+    band
+}
+
+/// The vertical extent of a device's group (header and stream rows).
+pub(super) fn device_band(rows: &[RowKind], device: usize, top: f32) -> Option<egui::Rangef> {
+    let mut y = top;
+    let mut band: Option<egui::Rangef> = None;
+    for row in rows {
+        let h = row.height();
+        let mine = match *row {
+            RowKind::GpuHeader(d) => d == device,
+            RowKind::Stream { device: d, .. } => d == device,
+            _ => false,
+        };
+        if mine {
+            band = Some(band.map_or(egui::Rangef::new(y, y + h), |b| {
+                egui::Rangef::new(b.min, y + h)
+            }));
+        }
+        y += h;
+    }
+    band
+}
+
+impl Timeline {
+    /// Rows in display order: GPUs (streams), then CPU threads with NVTX or API calls.
+    pub fn rows(&self, trace: &Trace) -> Vec<RowKind> {
+        let mut rows = Vec::new();
+        for (d, device) in trace.devices.iter().enumerate() {
+            rows.push(RowKind::GpuHeader(d));
+            if !self.collapsed_gpus[d] {
+                rows.extend((0..device.streams.len()).map(|s| RowKind::Stream {
+                    device: d,
+                    stream: s,
+                }));
+            }
+        }
+        for (t, thread) in trace.threads.iter().enumerate() {
+            if thread.nvtx.is_empty() && thread.api.is_empty() {
+                continue;
+            }
+            rows.push(RowKind::ThreadHeader(t));
+            if self.collapsed_threads[t] {
+                continue;
+            }
+            for depth in 0..self.nvtx_by_depth[t].len() as u16 {
+                rows.push(RowKind::Nvtx { thread: t, depth });
+            }
+            if !thread.api.is_empty() {
+                rows.push(RowKind::Api { thread: t });
+            }
+        }
+        rows
+    }
+
+    pub(super) fn draw_label(
+        &self,
+        painter: &egui::Painter,
+        ui: &egui::Ui,
+        r: Rect,
+        trace: &Trace,
+        row: RowKind,
+    ) {
+        let (text, strong) = match row {
+            RowKind::GpuHeader(d) => {
+                let dev = &trace.devices[d];
+                let arrow = if self.collapsed_gpus[d] { "[+]" } else { "[-]" };
+                (format!("{arrow} {}", dev.label()), true)
+            }
+            RowKind::ThreadHeader(t) => {
+                let th = &trace.threads[t];
+                let arrow = if self.collapsed_threads[t] {
+                    "[+]"
+                } else {
+                    "[-]"
+                };
+                let name = if th.name.is_empty() {
+                    "thread"
+                } else {
+                    &th.name
+                };
+                (
+                    format!("{arrow} {name} (pid {}, tid {})", th.pid, th.tid),
+                    true,
+                )
+            }
+            RowKind::Stream { device, stream } => (
+                format!("    stream {}", trace.devices[device].streams[stream].id),
+                false,
+            ),
+            RowKind::Nvtx { depth, .. } => (format!("    NVTX {depth}"), false),
+            RowKind::Api { .. } => ("    CUDA API".to_string(), false),
+        };
+        if strong {
+            painter.rect_filled(r, 0.0, ui.visuals().faint_bg_color);
+        }
+        painter.text(
+            r.left_center() + Vec2::new(4.0, 0.0),
+            egui::Align2::LEFT_CENTER,
+            text,
+            egui::FontId::proportional(if strong { 12.5 } else { 11.5 }),
+            ui.visuals().text_color(),
+        );
+    }
+
+    pub(super) fn toggle_group_at(&mut self, rows: &[RowKind], top: f32, y: f32) {
+        let mut row_y = top;
+        for row in rows {
+            let h = row.height();
+            if y >= row_y && y < row_y + h {
+                match *row {
+                    RowKind::GpuHeader(d) => self.collapsed_gpus[d] ^= true,
+                    RowKind::ThreadHeader(t) => self.collapsed_threads[t] ^= true,
+                    _ => {}
+                }
+                return;
+            }
+            row_y += h;
+        }
+    }
+}

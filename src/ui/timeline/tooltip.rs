@@ -1,0 +1,75 @@
+//! What lies under the pointer, and its tooltip.
+
+use super::*;
+
+pub(super) fn op_tooltip(
+    trace: &Trace,
+    device: usize,
+    stream: usize,
+    i: usize,
+    origin: i64,
+) -> String {
+    let dev = &trace.devices[device];
+    let ops = &dev.streams[stream].ops;
+    let mut text = format!(
+        "{}\n{}  start {}  duration {}\nGPU {} stream {}",
+        trace.strings.get(ops.name[i]),
+        ops.kind[i].label(),
+        format_ns(ops.start[i] - origin),
+        format_ns(ops.duration(i)),
+        dev.id,
+        dev.streams[stream].id
+    );
+    if ops.kind[i].is_kernel()
+        && let Some(c) = trace.launch_configs.get(ops.detail[i] as usize)
+    {
+        text += &format!("\ngrid {:?} block {:?}", c.grid, c.block);
+    }
+    let path = crate::analysis::gaps::launch_nvtx_path(
+        trace,
+        dev,
+        OpRef {
+            stream: stream as u32,
+            op: i as u32,
+        },
+    );
+    if !path.is_empty() {
+        let names: Vec<_> = path.iter().map(|id| trace.strings.get(*id)).collect();
+        text += &format!("\nNVTX {}", names.join(" > "));
+    }
+    text
+}
+
+pub(super) fn item_at(
+    starts: &[i64],
+    ends: &[i64],
+    longest: i64,
+    t: f64,
+    slack: f64,
+) -> Option<usize> {
+    item_at_by(
+        starts.len(),
+        &|i| starts[i],
+        &|i| ends[i],
+        longest,
+        t,
+        slack,
+    )
+}
+
+/// The item under time `t` (within `slack`, the time of a few pixels), the closest by start.
+pub(super) fn item_at_by(
+    n: usize,
+    start: &dyn Fn(usize) -> i64,
+    end: &dyn Fn(usize) -> i64,
+    longest: i64,
+    t: f64,
+    slack: f64,
+) -> Option<usize> {
+    let hi = partition(n, |k| (start(k) as f64) <= t + slack);
+    let lo = partition(n, |k| (start(k) as f64) < t - slack - longest as f64);
+    (lo..hi)
+        .rev()
+        .take(64)
+        .find(|&k| (start(k) as f64) - slack <= t && (end(k) as f64) + slack >= t)
+}

@@ -1,0 +1,70 @@
+//! The view: which time range is shown and how it moves (fit, zoom, pan, zoom to a span,
+//! go to a match, scroll a GPU into view).
+
+use super::*;
+
+impl Timeline {
+    pub fn fit(&mut self) {
+        self.view = (self.full.0 as f64, self.full.1 as f64);
+    }
+
+    /// Zooms by `factor` (< 1 zooms in) around time `at`.
+    pub fn zoom(&mut self, factor: f64, at: f64) {
+        let (s, e) = self.view;
+        let widest = ((self.full.1 - self.full.0) as f64 * 4.0).max(100.0);
+        let span = ((e - s) * factor).clamp(100.0, widest);
+        let frac = ((at - s) / (e - s)).clamp(0.0, 1.0);
+        let start = at - frac * span;
+        self.view = (start, start + span);
+    }
+
+    pub fn pan(&mut self, fraction: f64) {
+        let d = (self.view.1 - self.view.0) * fraction;
+        self.view = (self.view.0 + d, self.view.1 + d);
+    }
+
+    /// Selects a search match and brings it into view: centred at the current zoom when it
+    /// fits, else zoomed to it.
+    pub fn go_to(&mut self, m: Match) {
+        self.selection = Some(m.selection);
+        let span = self.view.1 - self.view.0;
+        let len = (m.end - m.start) as f64;
+        if len < span * 0.5 && span < (self.full.1 - self.full.0) as f64 * 0.05 {
+            let mid = (m.start + m.end) as f64 / 2.0;
+            self.view = (mid - span / 2.0, mid + span / 2.0);
+        } else {
+            self.zoom_to(m.start, m.end, 1.0);
+        }
+    }
+
+    /// Shows `[start, end]` with `margin` of its length on both sides, the margins cut
+    /// at the trace's ends.
+    pub fn zoom_to(&mut self, start: i64, end: i64, margin: f64) {
+        let len = (end - start).max(100) as f64;
+        let (lo, hi) = (self.full.0.min(start) as f64, self.full.1.max(end) as f64);
+        self.view = (
+            (start as f64 - len * margin).max(lo),
+            (end as f64 + len * margin).min(hi),
+        );
+    }
+
+    /// Unfolds GPU `device` (an index) and scrolls its rows into view when they are not.
+    pub fn reveal_device(&mut self, trace: &Trace, device: usize) {
+        let Some(folded) = self.collapsed_gpus.get_mut(device) else {
+            return;
+        };
+        *folded = false;
+        let rows = self.rows(trace);
+        let Some(band) = device_band(&rows, device, 0.0) else {
+            return;
+        };
+        let visible = self.last_plot.height();
+        if !visible.is_finite() || visible <= 0.0 {
+            return;
+        }
+        let shown = self.scroll_y..=self.scroll_y + visible;
+        if !(shown.contains(&band.min) && shown.contains(&band.max.min(band.min + visible))) {
+            self.scroll_y = band.min;
+        }
+    }
+}
