@@ -57,6 +57,21 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Compare two runs of the same job (before and after a change): per GPU the median
+    /// iteration and where its time went, kernels and gap patterns by change, a verdict.
+    Diff {
+        before: PathBuf,
+        after: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations in both runs (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+        /// How many kernels and gap patterns to list (text output; JSON lists all).
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
     /// Time a full load of FILE, phase by phase, against a plain sqlite3 scan.
     BenchLoad { file: PathBuf },
     /// Time every analysis of FILE after loading it.
@@ -133,6 +148,13 @@ pub fn main() -> ExitCode {
             };
             report(&file, json, &options)
         }
+        Some(Command::Diff {
+            before,
+            after,
+            json,
+            iteration_marker,
+            top,
+        }) => diff(&before, &after, json, iteration_marker, top),
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
@@ -233,6 +255,51 @@ fn parse_kernel_scale(arg: Option<&str>) -> Result<Option<(usize, f64)>, String>
         )
     })?;
     Ok(Some((kernel, factor)))
+}
+
+fn diff(
+    before: &Path,
+    after: &Path,
+    as_json: bool,
+    iteration_marker: Option<String>,
+    top: usize,
+) -> Result<(), String> {
+    use crate::compare::{self, Run};
+    let options = Options {
+        iteration_marker,
+        top,
+        ..Default::default()
+    };
+    // Both files load and are analysed at once, each on half the cores' work.
+    let analyse = |path: &Path| {
+        let (trace, _) = load::load(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let overview = analysis::overview(&trace, &options);
+        Ok::<_, String>((trace, overview))
+    };
+    let (b, a) = rayon::join(|| analyse(before), || analyse(after));
+    let ((bt, bo), (at, ao)) = (b?, a?);
+    let before_run = Run {
+        path: before,
+        trace: &bt,
+        overview: &bo,
+    };
+    let after_run = Run {
+        path: after,
+        trace: &at,
+        overview: &ao,
+    };
+    let c = compare::compare(&before_run, &after_run);
+    if as_json {
+        let value = compare::report::diff_json(&before_run, &after_run, &c);
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!(
+            "{}",
+            compare::report::diff_text(&before_run, &after_run, &c, top)
+        );
+    }
+    Ok(())
 }
 
 fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {

@@ -2,7 +2,9 @@
 //! integration, on top of `nsys-explorer-core` (the trace model, the loader and the
 //! analyses, re-exported here under their own names).
 
-pub use nsys_explorer_core::{analysis, format, load, memory, report, sorted, synth, trace};
+pub use nsys_explorer_core::{
+    analysis, compare, format, load, memory, report, sorted, synth, trace,
+};
 
 pub mod bench;
 pub mod cli;

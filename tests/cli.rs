@@ -351,3 +351,99 @@ fn bench_frame_prints_one_line_per_zoom_level_with_its_figures() {
         );
     }
 }
+
+#[test]
+fn diff_json_has_the_documented_keys_and_the_changed_kernel_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        dir.path().join("before.sqlite"),
+        dir.path().join("after.sqlite"),
+    );
+    succeeded(
+        bin()
+            .args(["synth", "--preset", "tiny", "--out"])
+            .arg(&before),
+    );
+    succeeded(
+        bin()
+            .args([
+                "synth",
+                "--preset",
+                "tiny",
+                "--scale-kernel",
+                "flash_fwd_kernel=0.5",
+                "--out",
+            ])
+            .arg(&after),
+    );
+    let out = succeeded(bin().arg("diff").arg(&before).arg(&after).arg("--json"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "before",
+        "after",
+        "per_device",
+        "kernels",
+        "recurring_gaps",
+        "verdict",
+        "warnings",
+    ] {
+        assert!(v.get(key).is_some(), "{key}");
+    }
+    for key in ["file", "iterations", "median_ns"] {
+        assert!(v["before"].get(key).is_some(), "before.{key}");
+    }
+    let devices = v["per_device"].as_array().unwrap();
+    assert_eq!(devices.len(), 4);
+    for d in devices {
+        for key in [
+            "device",
+            "before_median_ns",
+            "after_median_ns",
+            "delta_ns",
+            "breakdown_delta_ns",
+            "idle_by_cause_delta_ns",
+        ] {
+            assert!(d.get(key).is_some(), "per_device.{key}");
+        }
+        let parts: i64 = d["breakdown_delta_ns"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_i64().unwrap())
+            .sum();
+        assert_eq!(parts, d["delta_ns"].as_i64().unwrap());
+        for cause in ["host_sync", "host_bound", "dependency", "unknown"] {
+            assert!(d["idle_by_cause_delta_ns"].get(cause).is_some(), "{cause}");
+        }
+    }
+    let first = &v["kernels"][0];
+    assert!(first["name"].as_str().unwrap().contains("flash_fwd_kernel"));
+    assert!(first["delta_ns"].as_i64().unwrap() < 0);
+    for key in [
+        "before_count",
+        "after_count",
+        "before_total_ns",
+        "after_total_ns",
+    ] {
+        assert!(first.get(key).is_some(), "kernels.{key}");
+    }
+    let text = succeeded(bin().arg("diff").arg(&before).arg(&after));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("faster") && text.contains("Kernels by |delta|"),
+        "{text}"
+    );
+}
+
+#[test]
+fn synth_rejects_an_unknown_kernel_to_scale_with_the_names_it_knows() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["synth", "--scale-kernel", "nope=2", "--out"])
+        .arg(dir.path().join("x.sqlite"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("flash_fwd_kernel"), "{err}");
+}

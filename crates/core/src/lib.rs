@@ -5,6 +5,7 @@
 //! what keeps the model from ever depending on the UI.
 
 pub mod analysis;
+pub mod compare;
 pub mod format;
 pub mod load;
 pub mod memory;
