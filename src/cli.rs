@@ -29,6 +29,10 @@ pub struct Cli {
     /// idle-overlay, recurring-gap or slow-iteration.
     #[arg(long, hide = true)]
     pub show: Option<String>,
+    /// Compare FILE with this export of another run (before / after a change): its
+    /// timeline under FILE's, aligned by iteration, and a Diff tab.
+    #[arg(long, value_name = "AFTER")]
+    pub compare: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -128,7 +132,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => crate::ui::run(cli.file, cli.start_page, cli.show)
+        None => crate::ui::run(cli.file, cli.start_page, cli.show, cli.compare)
             .map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report {
             file,

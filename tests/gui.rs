@@ -387,3 +387,68 @@ fn the_memory_and_nvtx_tabs_list_what_the_analyses_found_and_nvtx_rows_mark_inst
         Some(Selection::Range { .. })
     ));
 }
+
+#[test]
+fn comparing_two_runs_shows_both_timelines_a_diff_tab_and_marks_a_kernel_in_both() {
+    use nsys_explorer::ui::Tab;
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        dir.path().join("before.sqlite"),
+        dir.path().join("after.sqlite"),
+    );
+    synth::generate(&before, SynthOptions::new(Preset::Tiny)).unwrap();
+    let flash = synth::kernel_index("flash_fwd_kernel").unwrap();
+    synth::generate(
+        &after,
+        SynthOptions {
+            scale_kernel: Some((flash, 0.5)),
+            ..SynthOptions::new(Preset::Tiny)
+        },
+    )
+    .unwrap();
+    let mut h = harness(Some(&before));
+    // As `--compare` does: asked before the first run is in.
+    h.state_mut().compare_with(after.clone());
+    wait_for_load(&mut h);
+    wait_for_load(&mut h);
+    assert_eq!(loaded(&h).tab, Tab::Diff);
+    h.get_by_label_contains("before: before.sqlite");
+    h.get_by_label_contains("after: after.sqlite (its clock shifted");
+    h.get_by_label_contains("The median iteration is");
+    h.get_by_label_contains("faster after");
+    // The same step of both runs lines up: the second view is the first shifted by the
+    // offset between their median iterations.
+    let (first_view, second_view, offset) = {
+        let l = loaded(&h);
+        let c = l.compare.as_ref().unwrap();
+        let other = c.ready().unwrap();
+        (l.timeline.view, other.timeline.view, c.offset_ns)
+    };
+    assert_eq!(second_view.0 - first_view.0, offset as f64);
+    assert_eq!(second_view.1 - first_view.1, offset as f64);
+    // A kernel clicked in the Diff tab is searched in both timelines.
+    h.get_by_label("flash_fwd_kernel").click();
+    h.run_steps(4);
+    let l = loaded(&h);
+    let other = l.compare.as_ref().unwrap().ready().unwrap();
+    for (which, search) in [
+        ("first", &l.timeline.search),
+        ("second", &other.timeline.search),
+    ] {
+        assert_eq!(search.query, "flash_fwd_kernel", "{which}");
+        assert_eq!(
+            search.matches.len(),
+            128,
+            "{which}: every flash kernel of 4 GPUs"
+        );
+    }
+    // The iteration plot overlays the compared run.
+    h.get_by_label("Iterations").click();
+    h.run_steps(3);
+    h.get_by_label_contains("compared run");
+    // And comparing stops on request: one timeline, no Diff tab.
+    h.get_by_label("Stop comparing").click();
+    h.run_steps(3);
+    assert!(loaded(&h).compare.is_none());
+    assert!(h.query_by_label("Diff").is_none());
+}

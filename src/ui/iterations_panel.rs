@@ -85,6 +85,7 @@ impl IterationsPanel {
         trace: &Arc<Trace>,
         overview: &Overview,
         timeline: &mut Timeline,
+        compared: Option<&Iterations>,
     ) {
         if let Some(((), its)) = take_answer(&mut self.pending) {
             self.custom = Some(its);
@@ -152,6 +153,9 @@ impl IterationsPanel {
             for (i, d) in its.per_device.iter().enumerate() {
                 ui.label(RichText::new(format!("— GPU {}", d.device)).color(device_color(i)));
             }
+            if compared.is_some() {
+                ui.label(RichText::new("- - compared run").color(Color32::GRAY));
+            }
             ui.label(RichText::new("• slow").color(Color32::RED));
             ui.label(RichText::new("dashed: end of warm-up").color(Color32::GRAY));
         });
@@ -161,7 +165,7 @@ impl IterationsPanel {
         ui.horizontal_top(|ui| {
             ui.allocate_ui(egui::vec2(plots_width, 2.0 * height + 10.0), |ui| {
                 ui.vertical(|ui| {
-                    if let Some(k) = duration_plot(ui, its, self.selected, height) {
+                    if let Some(k) = duration_plot(ui, its, compared, self.selected, height) {
                         open = Some(k);
                     }
                     histogram(ui, its, height);
@@ -257,6 +261,7 @@ fn time_unit(its: &Iterations) -> (f64, &'static str) {
 fn duration_plot(
     ui: &mut egui::Ui,
     its: &Iterations,
+    compared: Option<&Iterations>,
     selected: Option<usize>,
     height: f32,
 ) -> Option<usize> {
@@ -291,6 +296,27 @@ fn duration_plot(
                     Points::new("slow", PlotPoints::new(slow))
                         .radius(4.0)
                         .color(Color32::RED),
+                );
+            }
+            // The compared run, GPU by GPU in the same colours, dashed.
+            for (i, d) in compared
+                .iter()
+                .flat_map(|c| c.per_device.iter())
+                .enumerate()
+            {
+                let points: Vec<[f64; 2]> = d
+                    .durations_ns
+                    .iter()
+                    .enumerate()
+                    .map(|(k, ns)| [k as f64, *ns as f64 / per])
+                    .collect();
+                plot.line(
+                    Line::new(
+                        format!("compared GPU {}", d.device),
+                        PlotPoints::new(points),
+                    )
+                    .color(device_color(i))
+                    .style(egui_plot::LineStyle::dashed_dense()),
                 );
             }
             if let Some(w) = its

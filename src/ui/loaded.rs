@@ -4,14 +4,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use eframe::egui;
+use eframe::egui::{self, RichText};
 
+use super::compare_view::Compare;
 use super::loading::LoadJob;
 use super::split::Split;
 use super::timeline::{Nav, Timeline};
 use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::overview::Overview;
+use crate::format::signed_ns;
 use crate::load::{self, LoadReport};
 use crate::trace::Trace;
 
@@ -25,6 +27,8 @@ pub enum Tab {
     Memory,
     Nvtx,
     Details,
+    /// The comparison with a second run (only with one).
+    Diff,
 }
 
 pub struct Loaded {
@@ -46,6 +50,8 @@ pub struct Loaded {
     pub cancelled: bool,
     /// The analyses were cancelled: the whole trace is loaded, the panels are empty.
     pub analyses_cancelled: bool,
+    /// A second run shown under this one and compared with it.
+    pub compare: Option<Compare>,
 }
 
 impl Loaded {
@@ -64,7 +70,20 @@ impl Loaded {
             job: Some(job),
             cancelled: false,
             analyses_cancelled: false,
+            compare: None,
         }
+    }
+
+    /// Compares this run with the export at `path` (loaded on a worker once this one is
+    /// analysed): its timeline under this one, the Diff tab.
+    pub fn compare_with(&mut self, path: PathBuf) {
+        self.compare = Some(Compare::new(path));
+        self.tab = Tab::Diff;
+    }
+
+    /// Whether a load, the analyses or a compared run's load is still running.
+    pub fn busy(&self) -> bool {
+        self.job.is_some() || self.compare.as_ref().is_some_and(Compare::busy)
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -111,6 +130,12 @@ impl Loaded {
 /// The loaded trace: summary on the left, tabs at the bottom, the timeline in the middle.
 pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
     let trace = l.trace.clone();
+    if let Some(c) = &mut l.compare {
+        c.poll(&trace, l.overview.as_ref(), ui.ctx());
+    }
+    if l.compare.is_none() && l.tab == Tab::Diff {
+        l.tab = Tab::Gaps;
+    }
     let summary = egui::Panel::left("summary")
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
@@ -150,8 +175,14 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                     (Tab::Memory, "Memory"),
                     (Tab::Nvtx, "NVTX"),
                     (Tab::Details, "Details"),
+                    (Tab::Diff, "Diff"),
                 ] {
-                    ui.selectable_value(&mut l.tab, tab, name);
+                    if tab != Tab::Diff || l.compare.is_some() {
+                        ui.selectable_value(&mut l.tab, tab, name);
+                    }
+                }
+                if l.compare.is_some() && ui.small_button("Stop comparing").clicked() {
+                    l.compare = None;
                 }
             });
             ui.separator();
@@ -167,6 +198,11 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 None
             };
             match (l.tab, waiting, l.overview.as_ref()) {
+                (Tab::Diff, _, _) => {
+                    if let Some(c) = &mut l.compare {
+                        c.diff_tab(ui, &trace, l.overview.as_ref(), &mut l.timeline);
+                    }
+                }
                 (Tab::Details, _, _) => {
                     egui::ScrollArea::vertical()
                         .show(ui, |ui| details::show(ui, &trace, &l.timeline));
@@ -177,7 +213,12 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 (_, None, None) => {}
                 (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &mut l.timeline),
                 (Tab::Iterations, None, Some(o)) => {
-                    l.iterations.show(ui, &trace, o, &mut l.timeline)
+                    let other = l
+                        .compare
+                        .as_ref()
+                        .and_then(Compare::ready)
+                        .map(|c| &c.overview.iterations);
+                    l.iterations.show(ui, &trace, o, &mut l.timeline, other)
                 }
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
@@ -185,13 +226,74 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, &trace, o, &mut l.timeline),
             }
         }));
-    let shown = egui::CentralPanel::default().show(ui, |ui| l.timeline.show(ui, &trace));
+    if let Some(c) = &mut l.compare {
+        c.follow_iteration(l.iterations.selected, &trace, l.overview.as_ref());
+    }
+    let shown = egui::CentralPanel::default().show(ui, |ui| {
+        match l.compare.as_mut().filter(|c| c.ready().is_some()) {
+            None => l.timeline.show(ui, &trace).selected,
+            Some(c) => two_timelines(ui, &trace, &l.path, &mut l.timeline, c),
+        }
+    });
     // The edges are dragged last, so that they lie on top of the panels beside them.
     split.summary_edge(ui, summary.response.rect);
     split.tabs_edge(ui, tabs.response.rect);
-    if shown.inner.selected {
+    if shown.inner {
         l.tab = Tab::Details;
     }
+}
+
+/// The run and the one compared with it, one above the other on a shared axis, each
+/// named above its rows. Returns whether a click selected something in either.
+fn two_timelines(
+    ui: &mut egui::Ui,
+    trace: &Arc<Trace>,
+    path: &std::path::Path,
+    first: &mut Timeline,
+    c: &mut Compare,
+) -> bool {
+    let rect = ui.available_rect_before_wrap();
+    let half = rect.height() / 2.0;
+    let top = egui::Rect::from_min_size(rect.min, egui::vec2(rect.width(), half));
+    let bottom = egui::Rect::from_min_max(egui::pos2(rect.left(), rect.top() + half), rect.max);
+    let mut selected = false;
+    let name = |p: &std::path::Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let (before, after) = (name(path), name(&c.path));
+    let offset = c.offset_ns;
+    in_rect(ui, top, "before timeline", |ui| {
+        ui.label(RichText::new(format!("before: {before}")).strong());
+        selected |= first.show(ui, trace).selected;
+    });
+    in_rect(ui, bottom, "after timeline", |ui| {
+        ui.label(
+            RichText::new(format!(
+                "after: {after} (its clock shifted {} so the aligned iterations line up)",
+                signed_ns(offset)
+            ))
+            .strong(),
+        );
+        // Details follow the first run's selection; the second's shows in its tooltips.
+        c.show_timeline(ui, first);
+    });
+    ui.advance_cursor_after_rect(rect);
+    selected
+}
+
+/// Lays `add` out in `rect` of `ui`, clipped to it.
+fn in_rect(ui: &mut egui::Ui, rect: egui::Rect, salt: &str, add: impl FnOnce(&mut egui::Ui)) {
+    let mut child = ui.new_child(
+        egui::UiBuilder::new()
+            .id_salt(salt)
+            .max_rect(rect)
+            .layout(egui::Layout::top_down(egui::Align::Min)),
+    );
+    child.shrink_clip_rect(rect);
+    add(&mut child);
 }
 
 /// Lays `add` out in exactly the room left in `ui`, clipped to it. A panel is as large as

@@ -2,6 +2,7 @@
 //! timeline with a details panel. The UI never runs SQL itself; a load runs on a worker
 //! thread and hands over the finished `Trace`.
 
+pub mod compare_view;
 pub mod details;
 mod fold;
 pub mod gap_finder;
@@ -30,7 +31,7 @@ use crate::format::plural;
 use loaded::loaded_ui;
 pub use loaded::{Loaded, Tab};
 use loading::{LoadJob, progress_bar};
-use pages::help_window;
+use pages::{help_window, pick_export};
 use split::Split;
 use timeline::Nav;
 
@@ -76,6 +77,8 @@ pub struct App {
     pub split: Split,
     /// A view to open once the analyses are in (`--show`, for the screenshot script).
     pub show_when_analysed: Option<String>,
+    /// A run to compare with once a trace is loaded (`--compare`).
+    pub compare_when_loaded: Option<PathBuf>,
 }
 
 impl App {
@@ -89,6 +92,7 @@ impl App {
             help_open: false,
             split: Split::default(),
             show_when_analysed: None,
+            compare_when_loaded: None,
         };
         if let Some(path) = file {
             app.open(path, ctx);
@@ -142,10 +146,23 @@ impl App {
         }
     }
 
+    /// Compares the loaded run with the export at `path` (once one is loaded).
+    pub fn compare_with(&mut self, path: PathBuf) {
+        match &mut self.state {
+            State::Loaded(l) => l.compare_with(path),
+            _ => self.compare_when_loaded = Some(path),
+        }
+    }
+
     /// The whole window, in a `Ui` (also what the GUI tests drive).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         self.poll_worker();
+        if let State::Loaded(l) = &mut self.state
+            && let Some(path) = self.compare_when_loaded.take()
+        {
+            l.compare_with(path);
+        }
         self.update_title(&ctx);
         if let Some(path) = ctx.input(|i| {
             i.raw
@@ -171,6 +188,15 @@ impl App {
                             }
                         }
                     });
+                    let loaded = matches!(self.state, State::Loaded(_));
+                    if ui
+                        .add_enabled(loaded, egui::Button::new("Compare with…"))
+                        .on_hover_text("Another run of the same job (before / after a change): its timeline under this one, aligned by iteration, and a Diff tab")
+                        .clicked()
+                        && let Some(path) = pick_export()
+                    {
+                        self.compare_with(path);
+                    }
                     if ui.button("Close").clicked() {
                         self.state = State::Start;
                     }
@@ -304,7 +330,12 @@ pub fn configure(ctx: &egui::Context) {
 
 /// Opens the window on `file`; without one, on the built-in sample trace (or the start
 /// page with `start_page`).
-pub fn run(file: Option<PathBuf>, start_page: bool, show: Option<String>) -> eframe::Result {
+pub fn run(
+    file: Option<PathBuf>,
+    start_page: bool,
+    show: Option<String>,
+    compare: Option<PathBuf>,
+) -> eframe::Result {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("nsys-explorer")
@@ -331,6 +362,7 @@ pub fn run(file: Option<PathBuf>, start_page: bool, show: Option<String>) -> efr
                 app.split = split;
             }
             app.show_when_analysed = show;
+            app.compare_when_loaded = compare;
             if matches!(app.state, State::Start) && !start_page {
                 app.open_sample(&cc.egui_ctx);
             }

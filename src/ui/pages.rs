@@ -101,11 +101,7 @@ impl App {
     }
 
     pub(super) fn pick_file(&mut self, ctx: &egui::Context) {
-        if let Some(path) = rfd::FileDialog::new()
-            .add_filter("Nsight Systems SQLite export", &["sqlite", "db"])
-            .add_filter("All files", &["*"])
-            .pick_file()
-        {
+        if let Some(path) = pick_export() {
             self.open(path, ctx);
         }
     }
@@ -192,4 +188,12 @@ fn shell_quote(path: &std::path::Path) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The file dialog for an export.
+pub(super) fn pick_export() -> Option<PathBuf> {
+    rfd::FileDialog::new()
+        .add_filter("Nsight Systems SQLite export", &["sqlite", "db"])
+        .add_filter("All files", &["*"])
+        .pick_file()
 }

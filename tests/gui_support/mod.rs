@@ -28,7 +28,7 @@ pub fn wait_for_load(h: &mut Harness<'static, App>) {
     let start = Instant::now();
     let busy = |state: &State| match state {
         State::Loading { .. } => true,
-        State::Loaded(l) => l.job.is_some(),
+        State::Loaded(l) => l.busy(),
         _ => false,
     };
     while busy(&h.state().state) && start.elapsed() < Duration::from_secs(60) {

@@ -43,6 +43,8 @@ pub enum Nav {
     RevealDevice(usize),
     /// A gap zoomed to with its neighbours, outlined on its GPU's rows and named in Details.
     ShowGap(Gap),
+    /// A span of one GPU outlined (device index, start, end), or none; the view stays.
+    Highlight(Option<(usize, i64, i64)>),
     /// An iteration's span on each GPU outlined: (device index, start, end).
     MarkIteration(Vec<(usize, i64, i64)>),
     /// Intervals of one GPU state shown over the rows (or none).
@@ -78,6 +80,7 @@ impl Timeline {
                 }
                 self.selected_gap = Some(gap);
             }
+            Nav::Highlight(mark) => self.highlight = mark,
             Nav::MarkIteration(marks) => self.iteration_mark = marks,
             Nav::Overlay(o) => self.overlay = o,
             Nav::Window(w) => self.window = w,
