@@ -39,9 +39,12 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print the load report, per-device counts and a diagnosis of FILE.
+    /// Print the load report, per-device counts and a diagnosis of FILE. Several files (or
+    /// a folder of them: every *.sqlite in it) are one job's per-rank exports, opened as one
+    /// trace, their clocks aligned by their collectives.
     Report {
-        file: PathBuf,
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -107,8 +110,13 @@ pub enum Command {
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]
         preset: Preset,
-        #[arg(long)]
-        out: PathBuf,
+        #[arg(long, required_unless_present = "split_ranks")]
+        out: Option<PathBuf>,
+        /// Write one file per rank into this folder instead (rank00.sqlite, …), each with its
+        /// own clock, a UTC start a few ms off and its GPU as device 0, and truth.json with
+        /// the true clock offsets.
+        #[arg(long, value_name = "DIR", conflicts_with = "out")]
+        split_ranks: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "2024")]
         flavour: Flavour,
         #[arg(long, value_enum, default_value = "same")]
@@ -135,7 +143,7 @@ pub fn main() -> ExitCode {
         None => crate::ui::run(cli.file, cli.start_page, cli.show, cli.compare)
             .map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report {
-            file,
+            files,
             json,
             device,
             window,
@@ -150,7 +158,7 @@ pub fn main() -> ExitCode {
                 min_gap_ns: min_gap_ns.max(0),
                 top,
             };
-            report(&file, json, &options)
+            report(&files, json, &options)
         }
         Some(Command::Diff {
             before,
@@ -177,8 +185,14 @@ pub fn main() -> ExitCode {
             clean,
             scale_kernel,
             no_step_sync,
+            split_ranks,
         }) => {
             let t = Instant::now();
+            let out = match (out, &split_ranks) {
+                (Some(out), _) => out,
+                (None, Some(dir)) => dir.join("truth.json"),
+                (None, None) => unreachable!("clap requires --out or --split-ranks"),
+            };
             parse_kernel_scale(scale_kernel.as_deref()).and_then(|scale_kernel| {
                 let options = SynthOptions {
                     preset,
@@ -189,17 +203,39 @@ pub fn main() -> ExitCode {
                     scale_kernel,
                     no_step_sync,
                 };
-                synth::generate(&out, options)
-            }).map(|truth| {
-                let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                match &split_ranks {
+                    Some(dir) => synth::generate_split(dir, options).map(|t| {
+                        for f in &t.files {
+                            println!(
+                                "wrote {} (clock offset {} ns, UTC start {})",
+                                f.path.display(),
+                                f.offset_ns,
+                                f.utc_start_ns
+                            );
+                        }
+                        t.run
+                    }),
+                    None => synth::generate(&out, options),
+                }
+            })
+            .map(|truth| {
+                let written = match &split_ranks {
+                    Some(dir) => format!("{} files in {}", truth.devices.len(), dir.display()),
+                    None => {
+                        let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                        format!("{} ({:.1} MB)", out.display(), size as f64 / 1e6)
+                    }
+                };
+                let truth_file = match &split_ranks {
+                    Some(dir) => dir.join("truth.json"),
+                    None => synth::truth_path(&out),
+                };
                 println!(
-                    "wrote {} ({:.1} MB, {} kernels, {} API calls, {} NVTX ranges) and {} in {:.1} s",
-                    out.display(),
-                    size as f64 / 1e6,
+                    "wrote {written}: {} kernels, {} API calls, {} NVTX ranges, and {} in {:.1} s",
                     truth.tables.get(load::KERNEL).unwrap_or(&0),
                     truth.tables.get(load::RUNTIME).unwrap_or(&0),
                     truth.nvtx_ranges,
-                    synth::truth_path(&out).display(),
+                    truth_file.display(),
                     t.elapsed().as_secs_f64()
                 );
             })
@@ -214,7 +250,29 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn report(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
+fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), String> {
+    let paths = load::many::expand_paths(files)?;
+    if paths.len() == 1 {
+        return report_one(&paths[0], as_json, options);
+    }
+    let (trace, reports, infos) =
+        load::many::load_many(&paths, &|_| {}, &std::sync::atomic::AtomicBool::new(false))
+            .map_err(|e| e.to_string())?;
+    let overview = analysis::overview(&trace, options);
+    if as_json {
+        let value = crate::report::many_json(&trace, &reports, &infos, &overview, options);
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!(
+            "{}",
+            crate::report::many_text(&trace, &reports, &infos, &overview, options)
+        );
+    }
+    Ok(())
+}
+
+fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
     let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
     if let Some(id) = options.device
         && trace.device(id).is_none()

@@ -11,6 +11,7 @@ use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
 use crate::format::{format_ns, plural, signed_ns};
 use crate::load::LoadReport;
+use crate::load::many::FileInfo;
 use crate::trace::{OpKind, Trace};
 
 pub fn report_json(
@@ -130,6 +131,7 @@ pub fn report_json(
         "nccl": overview.nccl,
         "memory": overview.memory,
         "nvtx_gpu": overview.nvtx_gpu,
+        "nccl_wait": overview.nccl_wait,
     })
 }
 
@@ -256,6 +258,37 @@ pub fn report_text(
                 format_ns(n.median_ns)
             );
         }
+        if let Some(w) = overview
+            .nccl_wait
+            .per_device
+            .iter()
+            .find(|w| w.device == d.id && w.collectives > 0)
+        {
+            let _ = writeln!(
+                s,
+                "    NCCL: {} waiting for the last rank ({:.0} %), {} transfer; it arrived last at {} of {} collectives",
+                format_ns(w.wait_ns),
+                pct(w.wait_ns, w.wait_ns + w.transfer_ns),
+                format_ns(w.transfer_ns),
+                w.last_arrivals,
+                w.collectives
+            );
+        }
+    }
+    if let Some(l) = overview.nccl_wait.late.first() {
+        let name = trace
+            .device(l.last_device)
+            .map_or(l.last_device.to_string(), |d| d.label());
+        let _ = writeln!(
+            s,
+            "  The collective held back longest: {} at {}, {} after the median rank, by {name}{}",
+            l.name,
+            format_ns(l.start_ns - origin),
+            format_ns(l.held_back_ns),
+            l.last_thread_call
+                .as_ref()
+                .map_or(String::new(), |c| format!(" (its thread was in {c})"))
+        );
     }
     let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
@@ -301,10 +334,10 @@ pub fn report_text(
             let g = &overview.gaps[i as usize];
             let _ = writeln!(
                 s,
-                "  {:>9} at {} on GPU {}: {} [{}]",
+                "  {:>9} at {} on {}: {} [{}]",
                 format_ns(g.duration_ns),
                 format_ns(g.start_ns - origin),
-                g.device,
+                trace.gpu_name(g.device_id()),
                 crate::analysis::recurring::signature(trace, g)
                     .rsplit_once(" [")
                     .map_or(String::new(), |x| x.0.to_string()),
@@ -335,7 +368,7 @@ pub fn report_text(
             );
         }
     }
-    iterations_text(&mut s, overview);
+    iterations_text(&mut s, trace, overview);
     s
 }
 
@@ -392,7 +425,7 @@ fn health(s: &mut String, report: &LoadReport) {
     }
 }
 
-fn iterations_text(s: &mut String, overview: &Overview) {
+fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview) {
     let it = &overview.iterations;
     let Some(marker) = &it.marker else {
         let _ = writeln!(
@@ -410,8 +443,8 @@ fn iterations_text(s: &mut String, overview: &Overview) {
     for d in &it.per_device {
         let _ = writeln!(
             s,
-            "  GPU {}: median {}, {} warm-up, {} slow",
-            d.device,
+            "  {}: median {}, {} warm-up, {} slow",
+            trace.gpu_name(d.device),
             format_ns(d.median_ns),
             d.warmup,
             d.slow_indices.len()
@@ -423,11 +456,11 @@ fn iterations_text(s: &mut String, overview: &Overview) {
     if let Some(d) = drill.devices.iter().max_by_key(|d| d.duration_ns) {
         let _ = writeln!(
             s,
-            "  Slowest: iter {k}: {}, {:+.0} % over the median iteration {} (GPU {})",
+            "  Slowest: iter {k}: {}, {:+.0} % over the median iteration {} ({})",
             format_ns(d.duration_ns),
             pct(d.duration_ns - d.reference_ns, d.reference_ns),
             d.reference_index,
-            d.device
+            trace.gpu_name(d.device)
         );
     }
     // What made it slower, device by device: the largest contributor first.
@@ -435,8 +468,8 @@ fn iterations_text(s: &mut String, overview: &Overview) {
         if let Some(c) = d.contributors.first() {
             let _ = writeln!(
                 s,
-                "    GPU {} {}: mostly {}",
-                d.device,
+                "    {} {}: mostly {}",
+                trace.gpu_name(d.device),
                 signed_ns(d.duration_ns - d.reference_ns),
                 c.description
             );
@@ -458,11 +491,131 @@ fn iterations_text(s: &mut String, overview: &Overview) {
         };
         let _ = writeln!(
             s,
-            "    straggler: GPU {rank} started its NCCL collective {} after the first rank; its launching thread was {doing} (in {})",
+            "    straggler: {} started its NCCL collective {} after the first rank; its launching thread was {doing} (in {})",
+            trace.gpu_name(rank),
             format_ns(late),
             a.nvtx_path.join(" > ")
         );
     }
+}
+
+/// `report` of several files opened as one: the one-file report of the merged trace (its
+/// load section per file), `files` with each file's clock alignment, and every device
+/// named `FILE:ID`.
+pub fn many_json(
+    trace: &Trace,
+    reports: &[LoadReport],
+    files: &[FileInfo],
+    overview: &Overview,
+    options: &Options,
+) -> Value {
+    let combined = LoadReport::combined(reports);
+    let mut v = report_json(trace, &combined, overview, options);
+    v["file"] = json!(
+        files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect::<Vec<_>>()
+    );
+    v["files"] = json!(
+        files
+            .iter()
+            .zip(reports)
+            .map(|(f, r)| {
+                json!({
+                    "path": f.path.display().to_string(),
+                    "name": f.name,
+                    "offset_ns": f.offset_ns,
+                    "utc_offset_ns": f.utc_offset_ns,
+                    "alignment": f.alignment.label(),
+                    "residual_ns": f.residual_ns,
+                    "collectives": f.collectives,
+                    "devices": f.devices.iter().map(|&id| device_name(trace, id)).collect::<Vec<_>>(),
+                    "load_seconds": r.seconds,
+                })
+            })
+            .collect::<Vec<_>>()
+    );
+    name_devices(&mut v, trace, false);
+    v
+}
+
+/// The device's `FILE:ID` in a trace of several files, else its id.
+fn device_name(trace: &Trace, id: u32) -> Value {
+    match trace.device(id).and_then(|d| d.key.as_ref()) {
+        Some(key) => json!(key),
+        None => json!(id),
+    }
+}
+
+/// Every device id in `v` replaced by its `FILE:ID`: the values of `device`-like keys, and
+/// `id` in the `devices` list.
+fn name_devices(v: &mut Value, trace: &Trace, in_devices: bool) {
+    const KEYS: [&str; 3] = ["device", "straggler_device", "after_device"];
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                let is_id = KEYS.contains(&k.as_str()) || (in_devices && k == "id");
+                match x.as_u64() {
+                    Some(id) if is_id => *x = device_name(trace, id as u32),
+                    _ => name_devices(x, trace, k == "devices"),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                name_devices(x, trace, in_devices);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The text report of several files: how each file was aligned, then the merged trace's.
+pub fn many_text(
+    trace: &Trace,
+    reports: &[LoadReport],
+    files: &[FileInfo],
+    overview: &Overview,
+    options: &Options,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} files opened as one trace, on the first file's clock:",
+        files.len()
+    );
+    for f in files {
+        let how = match (f.alignment, f.residual_ns) {
+            (crate::load::many::Alignment::Collectives, Some(r)) => format!(
+                "by {} collectives (residual {}; UTC alone said {})",
+                f.collectives,
+                format_ns(r),
+                f.utc_offset_ns.map_or("nothing".into(), signed_ns)
+            ),
+            (a, _) => a.label().to_string(),
+        };
+        let names: Vec<String> = f
+            .devices
+            .iter()
+            .filter_map(|&id| trace.device(id).map(|d| d.label()))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {}  offset {}  {how}  [{}]",
+            f.name,
+            signed_ns(f.offset_ns),
+            names.join(", ")
+        );
+    }
+    s.push('\n');
+    s.push_str(&report_text(
+        trace,
+        &LoadReport::combined(reports),
+        overview,
+        options,
+    ));
+    s
 }
 
 #[cfg(test)]

@@ -315,7 +315,7 @@ pub fn drilldown(
             .unwrap_or_default();
         let who = match this.last {
             Some(d) if d == dev.device => "this GPU started its collectives last".to_string(),
-            Some(d) => format!("GPU {d} started last"),
+            Some(d) => format!("{} started last", trace.gpu_name(d)),
             None => "no collective".to_string(),
         };
         let (transfer, reference_transfer) = (

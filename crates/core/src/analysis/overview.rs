@@ -12,6 +12,7 @@ use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, gaps};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
 use super::memory::{MemoryStat, memory_by_kind};
+use super::nccl_wait::{NcclWaits, nccl_waits};
 use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
@@ -67,6 +68,8 @@ pub struct Overview {
     pub memory: Vec<MemoryStat>,
     /// GPU time per NVTX range name, the most GPU span first.
     pub nvtx_gpu: Vec<NvtxGpu>,
+    /// Each GPU's NCCL time: waiting for the last rank, and transfer.
+    pub nccl_wait: NcclWaits,
     /// The CPU side as gap searches need it (drill-downs of other iterations use it too).
     pub cpu: CpuIndex,
 }
@@ -136,29 +139,36 @@ pub fn overview_cancellable(
     for list in gap_lists {
         gaps.extend(list);
     }
-    let (((recurring, single_gaps), (memory, nvtx_gpu)), (iterations, (kernels, (nccl, cpu_sync)))) =
-        rayon::join(
-            || {
-                rayon::join(
-                    || recurring(trace, &gaps),
-                    || (memory_by_kind(trace), nvtx_gpu(trace)),
-                )
-            },
-            || {
-                rayon::join(
-                    || iterations(trace, options.iteration_marker.as_deref()),
-                    || {
-                        (
-                            kernels_by_name(trace, &devices, options.window),
-                            rayon::join(
-                                || nccl_by_type(trace, &devices, options.window),
-                                || sync_time_per_thread(trace),
-                            ),
-                        )
-                    },
-                )
-            },
-        );
+    let (
+        ((recurring, single_gaps), (memory, (nvtx_gpu, nccl_wait))),
+        (iterations, (kernels, (nccl, cpu_sync))),
+    ) = rayon::join(
+        || {
+            rayon::join(
+                || recurring(trace, &gaps),
+                || {
+                    (
+                        memory_by_kind(trace),
+                        rayon::join(|| nvtx_gpu(trace), || nccl_waits(trace, options.top)),
+                    )
+                },
+            )
+        },
+        || {
+            rayon::join(
+                || iterations(trace, options.iteration_marker.as_deref()),
+                || {
+                    (
+                        kernels_by_name(trace, &devices, options.window),
+                        rayon::join(
+                            || nccl_by_type(trace, &devices, options.window),
+                            || sync_time_per_thread(trace),
+                        ),
+                    )
+                },
+            )
+        },
+    );
     if cancelled() {
         return None;
     }
@@ -177,6 +187,7 @@ pub fn overview_cancellable(
         cpu_sync,
         memory,
         nvtx_gpu,
+        nccl_wait,
         cpu,
     })
 }

@@ -124,6 +124,7 @@ fn devices_of(
                     .unwrap_or_else(|| format!("GPU {device_id}")),
                 streams: Vec::new(),
                 mem_info: mem_info.remove(&device_id).unwrap_or_default(),
+                key: None,
             });
         }
         devices

@@ -7,6 +7,7 @@
 mod big_tables;
 mod build;
 mod error;
+pub mod many;
 mod report;
 mod scan;
 mod schema;

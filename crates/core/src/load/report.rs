@@ -44,6 +44,40 @@ impl LoadReport {
         }
     }
 
+    /// The reports of several files as one: rows and bytes summed, the longest load's
+    /// seconds (they ran in parallel), every file's notes, prefixed with its name.
+    pub fn combined(reports: &[LoadReport]) -> LoadReport {
+        let mut out = LoadReport {
+            file: PathBuf::from(format!("{} files", reports.len())),
+            ..Default::default()
+        };
+        for r in reports {
+            let name = r.file.file_name().map_or_else(
+                || r.file.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            out.file_bytes += r.file_bytes;
+            out.seconds = out.seconds.max(r.seconds);
+            for (table, n) in &r.tables {
+                *out.tables.entry(table.clone()).or_default() += n;
+            }
+            for t in &r.missing_tables {
+                if !out.missing_tables.contains(t) {
+                    out.missing_tables.push(t.clone());
+                }
+            }
+            out.missing_effects.extend(
+                r.missing_effects
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            out.skipped_rows.extend(r.skipped_rows.iter().cloned());
+            out.notes
+                .extend(r.notes.iter().map(|n| format!("{name}: {n}")));
+        }
+        out
+    }
+
     pub(super) fn phase_done(&mut self, name: &str, since: Instant) {
         self.phases
             .push((name.to_string(), since.elapsed().as_secs_f64()));

@@ -192,6 +192,19 @@ pub fn read_export_info(
             }
         }
     }
+    // The session's wall-clock start: where each file's time 0 lies, when several
+    // per-rank files are opened as one.
+    if schema.has("TARGET_INFO_SESSION_START_TIME") {
+        let starts = query(
+            conn,
+            path,
+            "TARGET_INFO_SESSION_START_TIME",
+            "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
+            |r| int(r, 0),
+        )
+        .unwrap_or_default();
+        info.utc_start_ns = starts.into_iter().flatten().next();
+    }
     Ok(info)
 }
 

@@ -10,6 +10,7 @@ mod sim;
 mod truth;
 mod writer;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use truth::{Breakdown, DeviceTruth, GapSummary, GapTruth, GroundTruth, IterationTruth};
@@ -151,16 +152,104 @@ fn pid_of_rank(rank: u32) -> u32 {
 
 /// Writes a trace to `out` and its ground truth to [`truth_path`]; returns the truth.
 pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String> {
+    let truth = generate_into(&[out.to_path_buf()], &[0], &[UTC_START_NS], options)?;
+    let json = serde_json::to_string_pretty(&truth).map_err(|e| e.to_string())?;
+    std::fs::write(truth_path(out), json)
+        .map_err(|e| format!("{}: {e}", truth_path(out).display()))?;
+    Ok(truth)
+}
+
+/// The wall clock at a generated file's time 0.
+const UTC_START_NS: i64 = 1_764_504_000_000_000_000;
+
+/// One file of a run written rank by rank, and what the generator knows of its clock.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SplitFile {
+    pub path: PathBuf,
+    pub rank: u32,
+    /// The file's times are the run's minus this.
+    pub shift_ns: i64,
+    /// Added to the file's times to put them on the first file's clock: the truth the
+    /// alignment is tested against.
+    pub offset_ns: i64,
+    /// Its `utcEpochNs`, a few ms off the truth as real clocks are.
+    pub utc_start_ns: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SplitTruth {
+    pub files: Vec<SplitFile>,
+    /// On the run's own clock, devices numbered by rank.
+    pub run: GroundTruth,
+}
+
+/// Writes the run one file per rank into `dir` (`rank00.sqlite`, …): each with its own
+/// clock (seconds apart), a UTC start a few ms off, and its GPU as device 0; the truth,
+/// offsets included, in `dir/truth.json`.
+pub fn generate_split(dir: &Path, options: SynthOptions) -> Result<SplitTruth, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ranks = shape(options.preset).ranks;
+    let mut rng = fastrand::Rng::with_seed(options.seed.wrapping_add(20));
+    let shifts: Vec<i64> = (0..ranks)
+        .map(|r| -(r as i64 * 1_100_000_000 + rng.i64(0..400_000_000)))
+        .collect();
+    // Clocks are synchronised to milliseconds at best (NTP): up to ±5 ms off.
+    let utc: Vec<i64> = shifts
+        .iter()
+        .map(|s| UTC_START_NS + s + rng.i64(-5_000_000..=5_000_000))
+        .collect();
+    let paths: Vec<PathBuf> = (0..ranks)
+        .map(|r| dir.join(format!("rank{r:02}.sqlite")))
+        .collect();
+    let run = generate_into(&paths, &shifts, &utc, options)?;
+    let files = paths
+        .into_iter()
+        .enumerate()
+        .map(|(r, path)| SplitFile {
+            path,
+            rank: r as u32,
+            shift_ns: shifts[r],
+            offset_ns: shifts[r] - shifts[0],
+            utc_start_ns: utc[r],
+        })
+        .collect();
+    let truth = SplitTruth { files, run };
+    let json = serde_json::to_string_pretty(&truth).map_err(|e| e.to_string())?;
+    let path = dir.join("truth.json");
+    std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(truth)
+}
+
+/// Simulates the run and writes it: all ranks into one file (`outs` has one), or rank r
+/// into `outs[r]` with its times less `shifts[r]` and its GPU as device 0.
+fn generate_into(
+    outs: &[PathBuf],
+    shifts: &[i64],
+    utc: &[i64],
+    options: SynthOptions,
+) -> Result<GroundTruth, String> {
     let shape = shape(options.preset);
     let separate = options.nccl_stream == NcclStream::Separate;
-    let mut writer = writer::Writer::create(out, options.flavour)
-        .map_err(|e| format!("{}: {e}", out.display()))?;
+    let split = outs.len() > 1;
+    let mut writers = outs
+        .iter()
+        .map(|out| {
+            writer::Writer::create(out, options.flavour)
+                .map_err(|e| format!("{}: {e}", out.display()))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let out = &outs[0];
     let sql = |e: rusqlite::Error| format!("{}: {e}", out.display());
     let (nsys_version, schema_version) = match options.flavour {
         Flavour::Nsys2024 => ("2024.6.2.225", "3.16.1"),
         Flavour::Nsys2023 => ("2023.1.2.43", "3.1.2"),
     };
-    writer.metadata(nsys_version, schema_version).map_err(sql)?;
+    for w in &mut writers {
+        w.metadata(nsys_version, schema_version).map_err(sql)?;
+    }
+    // Rank r's file, the shift of its clock, and its GPU's id there.
+    let file_of = |r: usize| if split { r } else { 0 };
+    let device_of = |r: usize| if split { 0 } else { r as u32 };
 
     let mut ranks: Vec<RankSim> = (0..shape.ranks)
         .map(|r| {
@@ -176,11 +265,9 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
         .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
         let pid = pid_of_rank(r as u32);
-        writer
-            .process(pid, "python3", "pt_main_thread")
-            .map_err(sql)?;
-        writer
-            .nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500)
+        let w = &mut writers[file_of(r)];
+        w.process(pid, "python3", "pt_main_thread").map_err(sql)?;
+        w.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500 - shifts[file_of(r)])
             .map_err(sql)?;
         rank.warm_up_copies(4);
     }
@@ -254,7 +341,9 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             }
         }
         for (r, rank) in ranks.iter_mut().enumerate() {
-            flush_rows(&mut writer, pid_of_rank(r as u32), r as u32, rank).map_err(sql)?;
+            let f = file_of(r);
+            let (pid, device) = (pid_of_rank(r as u32), device_of(r));
+            flush_rows(&mut writers[f], pid, device, shifts[f], rank).map_err(sql)?;
         }
     }
 
@@ -264,14 +353,17 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
         .max()
         .unwrap_or(TRACE_START_NS);
     let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
-    writer
-        .machine(
-            8,
-            "NVIDIA H100 80GB HBM3",
-            (0, last_end.max(last_cpu) + 1_000_000),
-        )
-        .map_err(sql)?;
-    let tables = writer.finish().map_err(sql)?;
+    let capture = (0, last_end.max(last_cpu) + 1_000_000);
+    let gpus = if split { 1 } else { 8 };
+    let mut tables: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (f, mut w) in writers.into_iter().enumerate() {
+        let shifted = (capture.0 - shifts[f], capture.1 - shifts[f]);
+        w.machine(gpus, "NVIDIA H100 80GB HBM3", shifted, utc[f])
+            .map_err(sql)?;
+        for (table, n) in w.finish().map_err(sql)? {
+            *tables.entry(table).or_default() += n;
+        }
+    }
 
     let mut devices = Vec::new();
     let mut raw_gaps = Vec::new();
@@ -323,6 +415,7 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             .collect(),
         nvtx_ranges,
         kernels: truth::kernel_totals(&ranks),
+        nccl_wait: truth::nccl_wait_truth(&ranks),
         devices,
         gap_summary,
         gaps_listed_from_ns,
@@ -338,9 +431,6 @@ pub fn generate(out: &Path, options: SynthOptions) -> Result<GroundTruth, String
             straggler_activity: "cudaMalloc_v3020".into(),
         },
     };
-    let json = serde_json::to_string_pretty(&truth).map_err(|e| e.to_string())?;
-    std::fs::write(truth_path(out), json)
-        .map_err(|e| format!("{}: {e}", truth_path(out).display()))?;
     Ok(truth)
 }
 
@@ -348,9 +438,13 @@ fn flush_rows(
     writer: &mut writer::Writer,
     pid: u32,
     device: u32,
+    shift: i64,
     rank: &mut RankSim,
 ) -> rusqlite::Result<()> {
-    let rows = std::mem::take(&mut rank.rows);
+    let mut rows = std::mem::take(&mut rank.rows);
+    if shift != 0 {
+        rows.shift(-shift);
+    }
     for row in &rows.kernels {
         writer.kernel(pid, device, row)?;
     }

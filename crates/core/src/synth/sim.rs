@@ -144,6 +144,28 @@ pub struct RankSim {
     op_id: u64,
 }
 
+impl Rows {
+    /// Every time moved by `dt` (a rank's file on a clock of its own).
+    pub fn shift(&mut self, dt: i64) {
+        for k in &mut self.kernels {
+            k.start += dt;
+            k.end += dt;
+        }
+        for m in self.memcpys.iter_mut().chain(&mut self.memsets) {
+            m.start += dt;
+            m.end += dt;
+        }
+        for a in &mut self.api {
+            a.start += dt;
+            a.end += dt;
+        }
+        for n in &mut self.nvtx {
+            n.start += dt;
+            n.end += dt;
+        }
+    }
+}
+
 /// What running a program did: finished, or stopped at an NCCL kernel.
 pub enum Stop {
     Finished,

@@ -46,6 +46,56 @@ pub struct KernelTruth {
     pub total_ns: i64,
 }
 
+/// A rank's NCCL time: waiting for the last rank, and transfer.
+#[derive(Debug, Clone, Serialize)]
+pub struct NcclWaitTruth {
+    pub device: u32,
+    pub collectives: usize,
+    pub wait_ns: i64,
+    pub transfer_ns: i64,
+    pub last_arrivals: usize,
+}
+
+/// The k-th NCCL kernel of every rank is one collective (every rank joins every one): its
+/// time before the last rank's kernel starts is waiting.
+pub fn nccl_wait_truth(ranks: &[RankSim]) -> Vec<NcclWaitTruth> {
+    let kernels: Vec<Vec<&TruthOp>> = ranks
+        .iter()
+        .map(|r| {
+            r.truth
+                .iter()
+                .filter(|o| (o.op as usize) < KERNELS.len() && KERNELS[o.op as usize].nccl)
+                .collect()
+        })
+        .collect();
+    let n = kernels.iter().map(Vec::len).min().unwrap_or(0);
+    let mut out: Vec<NcclWaitTruth> = (0..ranks.len())
+        .map(|r| NcclWaitTruth {
+            device: r as u32,
+            collectives: n,
+            wait_ns: 0,
+            transfer_ns: 0,
+            last_arrivals: 0,
+        })
+        .collect();
+    for k in 0..n {
+        let (last_rank, last) = kernels
+            .iter()
+            .enumerate()
+            .map(|(r, ops)| (r, ops[k].start))
+            .max_by_key(|&(r, s)| (s, std::cmp::Reverse(r)))
+            .expect("ranks");
+        for (r, ops) in kernels.iter().enumerate() {
+            let op = ops[k];
+            let wait = (last - op.start).clamp(0, op.end - op.start);
+            out[r].wait_ns += wait;
+            out[r].transfer_ns += op.end - op.start - wait;
+        }
+        out[last_rank].last_arrivals += 1;
+    }
+    out
+}
+
 /// Kernel counts and total time by name over all ranks, in `KERNELS` order.
 pub fn kernel_totals(ranks: &[RankSim]) -> Vec<KernelTruth> {
     let mut totals = vec![(0u64, 0i64); KERNELS.len()];
@@ -115,6 +165,8 @@ pub struct GroundTruth {
     pub nvtx_ranges: u64,
     /// Kernels by name, all devices together.
     pub kernels: Vec<KernelTruth>,
+    /// Each rank's NCCL time split into waiting for the last rank and transfer.
+    pub nccl_wait: Vec<NcclWaitTruth>,
     pub devices: Vec<DeviceTruth>,
     /// Every gap counted per device and cause.
     pub gap_summary: Vec<GapSummary>,

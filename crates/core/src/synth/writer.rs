@@ -103,6 +103,7 @@ impl Writer {
         gpus: u32,
         gpu_name: &str,
         capture: (i64, i64),
+        utc_start_ns: i64,
     ) -> rusqlite::Result<()> {
         for id in 0..gpus {
             self.conn.execute(
@@ -115,8 +116,8 @@ impl Writer {
             params![1i64 << 48, capture.1 - capture.0, capture.0, capture.1],
         )?;
         self.conn.execute(
-            "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (1764504000000000000, '2025-11-30T12:00:00Z', '2025-11-30T12:00:00')",
-            [],
+            "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, '2025-11-30T12:00:00Z', '2025-11-30T12:00:00')",
+            params![utc_start_ns],
         )?;
         Ok(())
     }

@@ -31,6 +31,8 @@ pub struct ExportInfo {
     pub schema_version: Option<String>,
     /// NVTX text lives in `StringIds` (`textId`, 2023 files) rather than inline `text`.
     pub nvtx_text_in_string_ids: bool,
+    /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the wall clock at the session's time 0.
+    pub utc_start_ns: Option<i64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -71,12 +73,18 @@ pub struct Device {
     /// Sorted by (pid, stream id).
     pub streams: Vec<Stream>,
     pub mem_info: Vec<MemInfo>,
+    /// In a trace of several files: `FILE:ID` (the file's base name and the device's id in
+    /// it), how every view and report names the device.
+    pub key: Option<String>,
 }
 
 impl Device {
     /// "GPU 0 · NVIDIA H100 80GB HBM3", or "GPU 0" when the export names no model.
     pub fn label(&self) -> String {
-        let plain = format!("GPU {}", self.id);
+        let plain = match &self.key {
+            Some(key) => key.clone(),
+            None => format!("GPU {}", self.id),
+        };
         if self.name.is_empty() || self.name == plain {
             plain
         } else {
@@ -211,6 +219,14 @@ impl Trace {
                 .iter()
                 .map(|t| t.marks.time.len())
                 .sum::<usize>()
+    }
+
+    /// How a GPU is named in words: `GPU 3`, or `rank2.sqlite:0` in a trace of several files.
+    pub fn gpu_name(&self, id: u32) -> String {
+        match self.device(id).and_then(|d| d.key.as_ref()) {
+            Some(key) => key.clone(),
+            None => format!("GPU {id}"),
+        }
     }
 
     /// The index in `devices` of the GPU nsys calls `id`.

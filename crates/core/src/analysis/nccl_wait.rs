@@ -1,0 +1,194 @@
+//! Each GPU's NCCL time split into waiting for the last rank and transfer. A collective's
+//! kernels start when each rank launches it and end together once every rank is in, so a
+//! kernel's time before the last rank's kernel starts is waiting; the rest is transfer.
+//! Collectives are matched across GPUs by their ends (equal to microseconds, on one clock:
+//! after the files' alignment when the ranks come from several files).
+
+use serde::Serialize;
+
+use crate::trace::{OpKind, Trace};
+
+/// Ends closer than this are one collective's.
+const SAME_END_NS: i64 = 100_000;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NcclWait {
+    pub device: u32,
+    /// Collectives found on every GPU.
+    pub collectives: usize,
+    pub wait_ns: i64,
+    pub transfer_ns: i64,
+    /// How often this GPU's kernel started last: it held the others back.
+    pub last_arrivals: usize,
+}
+
+/// A collective the last rank held back longest.
+#[derive(Debug, Clone, Serialize)]
+pub struct LateCollective {
+    /// The collective's kernel name (on the last rank).
+    pub name: String,
+    /// When the last rank's kernel started, and how long after the median rank's.
+    pub start_ns: i64,
+    pub held_back_ns: i64,
+    pub last_device: u32,
+    /// What the last rank's launching thread was doing meanwhile: the API call that filled
+    /// most of that time, when there is one.
+    pub last_thread_call: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NcclWaits {
+    pub per_device: Vec<NcclWait>,
+    /// Largest hold-back first (at most `top`).
+    pub late: Vec<LateCollective>,
+}
+
+/// One NCCL kernel: device index, stream, op.
+#[derive(Clone, Copy)]
+struct Kernel {
+    device: usize,
+    stream: usize,
+    op: usize,
+    start: i64,
+    end: i64,
+}
+
+fn nccl_kernels(trace: &Trace, device: usize) -> Vec<Kernel> {
+    let mut out: Vec<Kernel> = trace.devices[device]
+        .streams
+        .iter()
+        .enumerate()
+        .flat_map(|(s, stream)| {
+            let ops = &stream.ops;
+            (0..ops.len())
+                .filter(|&i| ops.kind[i] == OpKind::Nccl)
+                .map(move |i| Kernel {
+                    device,
+                    stream: s,
+                    op: i,
+                    start: ops.start[i],
+                    end: ops.end[i],
+                })
+        })
+        .collect();
+    out.sort_unstable_by_key(|k| k.end);
+    out
+}
+
+pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
+    let per_gpu: Vec<Vec<Kernel>> = (0..trace.devices.len())
+        .map(|d| nccl_kernels(trace, d))
+        .filter(|k| !k.is_empty())
+        .collect();
+    let mut out = NcclWaits {
+        per_device: per_gpu
+            .iter()
+            .map(|k| NcclWait {
+                device: trace.devices[k[0].device].id,
+                ..Default::default()
+            })
+            .collect(),
+        late: Vec::new(),
+    };
+    if per_gpu.len() < 2 {
+        return out;
+    }
+    let mut late: Vec<(i64, Kernel)> = Vec::new();
+    let mut cursors = vec![0usize; per_gpu.len()];
+    let mut group: Vec<Kernel> = Vec::with_capacity(per_gpu.len());
+    for k in &per_gpu[0] {
+        group.clear();
+        group.push(*k);
+        // The kernel of every other GPU whose end is nearest (ends are sorted: walk on).
+        for (g, kernels) in per_gpu.iter().enumerate().skip(1) {
+            let c = &mut cursors[g];
+            while *c + 1 < kernels.len() && kernels[*c + 1].end <= k.end {
+                *c += 1;
+            }
+            let nearest = [*c, *c + 1]
+                .into_iter()
+                .filter_map(|i| kernels.get(i))
+                .min_by_key(|o| (o.end - k.end).abs())
+                .filter(|o| (o.end - k.end).abs() <= SAME_END_NS);
+            if let Some(o) = nearest {
+                group.push(*o);
+            }
+        }
+        if group.len() < per_gpu.len() {
+            continue;
+        }
+        let last = *group.iter().max_by_key(|k| k.start).expect("not empty");
+        let mut starts: Vec<i64> = group.iter().map(|k| k.start).collect();
+        starts.sort_unstable();
+        let median_start = starts[(starts.len() - 1) / 2];
+        for (g, k) in group.iter().enumerate() {
+            let w = &mut out.per_device[g];
+            let wait = (last.start - k.start).clamp(0, k.end - k.start);
+            w.collectives += 1;
+            w.wait_ns += wait;
+            w.transfer_ns += k.end - k.start - wait;
+            if k.start == last.start && k.device == last.device {
+                w.last_arrivals += 1;
+            }
+        }
+        late.push((last.start - median_start, last));
+    }
+    late.sort_by_key(|l| std::cmp::Reverse(l.0));
+    late.truncate(top);
+    out.late = late
+        .into_iter()
+        .map(|(held_back_ns, k)| {
+            let device = &trace.devices[k.device];
+            let ops = &device.streams[k.stream].ops;
+            let last_thread_call = trace
+                .threads
+                .get(ops.launch_thread[k.op] as usize)
+                .and_then(|t| {
+                    let (a, b) = (k.start - held_back_ns, k.start);
+                    t.calls_overlapping(a, b)
+                        .max_by_key(|&c| t.api.end[c].min(b) - t.api.start[c].max(a))
+                        .map(|c| trace.strings.get(t.api.name[c]).to_string())
+                });
+            LateCollective {
+                name: trace.strings.get(ops.name[k.op]).to_string(),
+                start_ns: k.start,
+                held_back_ns,
+                last_device: device.id,
+                last_thread_call,
+            }
+        })
+        .collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    #[test]
+    fn the_time_before_the_last_rank_arrives_is_waiting_and_the_rest_transfer() {
+        let mut b = TraceBuilder::new();
+        // Two collectives on three GPUs ending together; GPU 2 late in the first, GPU 0 in
+        // the second.
+        for (d, starts) in [(0u32, [100, 2_600]), (1, [150, 2_200]), (2, [900, 2_100])] {
+            for (k, s) in starts.into_iter().enumerate() {
+                let end = [1_000, 3_000][k];
+                b.kernel(d, 7, "ncclDevKernel_AllReduce", (s, end), None);
+            }
+        }
+        let trace = b.build();
+        let w = nccl_waits(&trace, 10);
+        let by = |d: u32| w.per_device.iter().find(|x| x.device == d).unwrap().clone();
+        assert_eq!(by(0).wait_ns, 800); // 100 → 900, then last itself
+        assert_eq!(by(0).transfer_ns, 100 + 400);
+        assert_eq!(by(1).wait_ns, 750 + 400);
+        assert_eq!(by(2).wait_ns, 500);
+        assert_eq!(by(2).last_arrivals, 1);
+        assert_eq!(by(0).last_arrivals, 1);
+        assert!(w.per_device.iter().all(|x| x.collectives == 2));
+        // The most held-back collective first: GPU 2, 750 ns after the median start.
+        assert_eq!(w.late[0].last_device, 2);
+        assert_eq!(w.late[0].held_back_ns, 750);
+    }
+}

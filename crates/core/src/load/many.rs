@@ -1,0 +1,410 @@
+//! Several exports opened as one trace: one file per rank (`nsys profile -o rank%q{RANK}`),
+//! each with its own clock and usually every GPU as device 0. Files load in parallel; each
+//! is put on the first file's clock, first by its UTC session start (milliseconds at best),
+//! then by its NCCL collectives — the k-th collective ends at nearly the same instant on
+//! every rank — and merged: devices renamed `FILE:ID`, threads, strings and launch
+//! configurations joined.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use super::{LoadError, LoadReport, Phase, Progress, load_with};
+use crate::trace::{NONE, OpKind, StringTable, Trace, global_tid_sort_key};
+
+/// How a file was put on the first file's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Alignment {
+    /// The first file: the clock the others are put on.
+    Reference,
+    /// By its NCCL collectives' ends (after the UTC start).
+    Collectives,
+    /// By its UTC session start alone (no collectives to line up).
+    Utc,
+    /// Neither: no UTC start and no collectives; times are taken as they are.
+    Unaligned,
+}
+
+impl Alignment {
+    pub fn label(self) -> &'static str {
+        match self {
+            Alignment::Reference => "reference",
+            Alignment::Collectives => "collectives",
+            Alignment::Utc => "utc",
+            Alignment::Unaligned => "unaligned",
+        }
+    }
+}
+
+/// One file of a trace of several.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileInfo {
+    pub path: PathBuf,
+    /// The file's base name, the `FILE` of its devices' `FILE:ID`.
+    pub name: String,
+    /// Added to the file's times to put it on the first file's clock.
+    pub offset_ns: i64,
+    /// From the UTC session starts alone.
+    pub utc_offset_ns: Option<i64>,
+    pub alignment: Alignment,
+    /// Median distance of its collectives' ends from the first file's, once aligned.
+    pub residual_ns: Option<i64>,
+    /// Collectives lined up.
+    pub collectives: usize,
+    /// Ids of its devices in the merged trace.
+    pub devices: Vec<u32>,
+}
+
+/// Every `*.sqlite` in `dir`, sorted by name.
+pub fn sqlite_files_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sqlite"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no .sqlite files in {}", dir.display()));
+    }
+    Ok(files)
+}
+
+/// The files named: folders stand for every `*.sqlite` in them.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            out.extend(sqlite_files_in(p)?);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Loads every file (in parallel), aligns their clocks and merges them. `progress` hears
+/// of each file as it is done.
+pub fn load_many(
+    paths: &[PathBuf],
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
+    let done = AtomicUsize::new(0);
+    let loaded: Vec<(Trace, LoadReport)> = paths
+        .par_iter()
+        .map(|p| {
+            let r = load_with(p, &|_| {}, cancel);
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            progress(Progress {
+                phase: Phase::ReadingTables,
+                fraction: n as f32 / paths.len() as f32,
+                rows_read: 0,
+            });
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    let (traces, reports): (Vec<Trace>, Vec<LoadReport>) = loaded.into_iter().unzip();
+    let names = file_names(paths);
+    let mut files: Vec<FileInfo> = align(&traces)
+        .into_iter()
+        .zip(paths.iter().zip(names))
+        .map(|(a, (path, name))| FileInfo {
+            path: path.clone(),
+            name,
+            offset_ns: a.offset_ns,
+            utc_offset_ns: a.utc_offset_ns,
+            alignment: a.alignment,
+            residual_ns: a.residual_ns,
+            collectives: a.collectives,
+            devices: Vec::new(),
+        })
+        .collect();
+    let trace = merge(traces, &mut files);
+    progress(Progress {
+        phase: Phase::Done,
+        fraction: 1.0,
+        rows_read: 0,
+    });
+    Ok((trace, reports, files))
+}
+
+/// Base names, made unique with their folder when two are alike.
+fn file_names(paths: &[PathBuf]) -> Vec<String> {
+    let base = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let names: Vec<String> = paths.iter().map(base).collect();
+    names
+        .iter()
+        .zip(paths)
+        .map(|(n, p)| {
+            if names.iter().filter(|m| *m == n).count() > 1 {
+                p.display().to_string()
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+/// One file's clock against the first's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Offset {
+    pub offset_ns: i64,
+    pub utc_offset_ns: Option<i64>,
+    pub alignment: Alignment,
+    pub residual_ns: Option<i64>,
+    pub collectives: usize,
+}
+
+/// Collectives needed to trust an alignment by them.
+const MIN_COLLECTIVES: usize = 3;
+/// Collectives one file may have recorded before or after another (a profile started a
+/// little later on one rank): index shifts tried when lining them up.
+const MAX_LAG: i64 = 16;
+
+/// Each trace's offset onto the first's clock.
+pub fn align(traces: &[Trace]) -> Vec<Offset> {
+    let Some(first) = traces.first() else {
+        return Vec::new();
+    };
+    let reference = nccl_ends(first);
+    let mut out = vec![Offset {
+        offset_ns: 0,
+        utc_offset_ns: Some(0),
+        alignment: Alignment::Reference,
+        residual_ns: None,
+        collectives: reference.len(),
+    }];
+    for t in &traces[1..] {
+        let utc = match (first.info.utc_start_ns, t.info.utc_start_ns) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let coarse = utc.unwrap_or(0);
+        let ends = nccl_ends(t);
+        out.push(match collective_offset(&reference, &ends, coarse) {
+            Some((offset, residual, n)) => Offset {
+                offset_ns: offset,
+                utc_offset_ns: utc,
+                alignment: Alignment::Collectives,
+                residual_ns: Some(residual),
+                collectives: n,
+            },
+            None => Offset {
+                offset_ns: coarse,
+                utc_offset_ns: utc,
+                alignment: if utc.is_some() {
+                    Alignment::Utc
+                } else {
+                    Alignment::Unaligned
+                },
+                residual_ns: None,
+                collectives: 0,
+            },
+        });
+    }
+    out
+}
+
+/// The ends of the NCCL kernels of a trace's first GPU that ran any, in start order.
+fn nccl_ends(trace: &Trace) -> Vec<i64> {
+    let Some(device) = trace.devices.iter().find(|d| d.count_of(OpKind::Nccl) > 0) else {
+        return Vec::new();
+    };
+    let mut spans: Vec<(i64, i64)> = device
+        .streams
+        .iter()
+        .flat_map(|s| {
+            let ops = &s.ops;
+            (0..ops.len())
+                .filter(|&i| ops.kind[i] == OpKind::Nccl)
+                .map(|i| (ops.start[i], ops.end[i]))
+        })
+        .collect();
+    spans.sort_unstable();
+    spans.into_iter().map(|s| s.1).collect()
+}
+
+/// The offset that puts `ends` (another file's collective ends, `coarse` its UTC offset)
+/// on `reference`'s: for each index shift the median of the differences, and how far they
+/// stray from it (median absolute deviation). Shifts by whole periods of a repeating step
+/// fit as well as the right one; of those that fit (residual near the best), the one
+/// closest to the UTC estimate wins. Returns (offset, residual, collectives matched).
+pub fn collective_offset(
+    reference: &[i64],
+    ends: &[i64],
+    coarse: i64,
+) -> Option<(i64, i64, usize)> {
+    let mut fits: Vec<(i64, i64, usize)> = Vec::new();
+    for lag in -MAX_LAG..=MAX_LAG {
+        let diffs: Vec<i64> = (0..reference.len())
+            .filter_map(|i| {
+                let j = i as i64 + lag;
+                let e = *ends.get(usize::try_from(j).ok()?)?;
+                Some(reference[i] - (e + coarse))
+            })
+            .collect();
+        if diffs.len() < MIN_COLLECTIVES {
+            continue;
+        }
+        let m = crate::analysis::iterations::median(&diffs);
+        let deviations: Vec<i64> = diffs.iter().map(|d| (d - m).abs()).collect();
+        let residual = crate::analysis::iterations::median(&deviations);
+        fits.push((m, residual, diffs.len()));
+    }
+    let best = fits.iter().map(|f| f.1).min()?;
+    let good = (best * 4).max(20_000);
+    fits.into_iter()
+        .filter(|f| f.1 <= good)
+        .min_by_key(|f| f.0.abs())
+        .map(|(m, residual, n)| (coarse + m, residual, n))
+}
+
+/// The traces joined, each shifted by its offset; `files` get their devices' new ids.
+fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
+    let mut out = Trace {
+        info: traces.first().map(|t| t.info.clone()).unwrap_or_default(),
+        ..Default::default()
+    };
+    let mut strings = StringTable::new();
+    let mut next_device = 0u32;
+    // Each file's threads, before they are sorted: (file, old index) → position.
+    let mut thread_file: Vec<usize> = Vec::new();
+    for (k, (mut t, file)) in traces.into_iter().zip(files.iter_mut()).enumerate() {
+        let dt = file.offset_ns;
+        let remap = strings.absorb(&t.strings);
+        let id = |s: u32| remap[s as usize];
+        let thread_base = out.threads.len() as u32;
+        let config_base = out.launch_configs.len() as u32;
+        for mut d in std::mem::take(&mut t.devices) {
+            d.key = Some(format!("{}:{}", file.name, d.id));
+            d.id = next_device;
+            file.devices.push(next_device);
+            next_device += 1;
+            for s in &mut d.streams {
+                let ops = &mut s.ops;
+                for i in 0..ops.len() {
+                    ops.start[i] += dt;
+                    ops.end[i] += dt;
+                    ops.name[i] = id(ops.name[i]);
+                    if ops.launch_thread[i] != NONE {
+                        ops.launch_thread[i] += thread_base;
+                    }
+                    if ops.kind[i].is_kernel() && ops.detail[i] != NONE {
+                        ops.detail[i] += config_base;
+                    }
+                }
+            }
+            out.devices.push(d);
+        }
+        for mut th in std::mem::take(&mut t.threads) {
+            for i in 0..th.api.len() {
+                th.api.start[i] += dt;
+                th.api.end[i] += dt;
+                th.api.name[i] = id(th.api.name[i]);
+            }
+            for i in 0..th.nvtx.len() {
+                th.nvtx.start[i] += dt;
+                th.nvtx.end[i] += dt;
+                th.nvtx.text[i] = id(th.nvtx.text[i]);
+            }
+            for i in 0..th.marks.time.len() {
+                th.marks.time[i] += dt;
+                th.marks.text[i] = id(th.marks.text[i]);
+            }
+            // Files' pids and tids may repeat (ranks on different nodes): the file's index
+            // above the bits nsys uses keeps every thread apart.
+            th.global_tid += (k as i64) << 48;
+            th.name = format!("{}: {}", file.name, th.name);
+            th.index_calls();
+            out.threads.push(th);
+            thread_file.push(k);
+        }
+        for mut c in std::mem::take(&mut t.launch_configs) {
+            c.demangled_name = id(c.demangled_name);
+            out.launch_configs.push(c);
+        }
+        for mut p in std::mem::take(&mut t.processes) {
+            p.name = format!("{}: {}", file.name, p.name);
+            out.processes.push(p);
+        }
+        for d in std::mem::take(&mut t.nvtx_domains) {
+            if !out.nvtx_domains.contains(&d) {
+                out.nvtx_domains.push(d);
+            }
+        }
+        out.capture_window = match (out.capture_window, t.capture_window) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0 + dt), a.1.max(b.1 + dt))),
+            (a, b) => a.or(b.map(|b| (b.0 + dt, b.1 + dt))),
+        };
+    }
+    strings.freeze();
+    out.strings = strings;
+    sort_threads(&mut out);
+    out
+}
+
+/// Threads sorted by (pid, tid) as the model promises, launch links following them.
+fn sort_threads(trace: &mut Trace) {
+    let mut order: Vec<usize> = (0..trace.threads.len()).collect();
+    order.sort_by_key(|&i| global_tid_sort_key(trace.threads[i].global_tid));
+    let mut new_index = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new as u32;
+    }
+    let mut threads: Vec<Option<crate::trace::Thread>> = std::mem::take(&mut trace.threads)
+        .into_iter()
+        .map(Some)
+        .collect();
+    trace.threads = order
+        .iter()
+        .map(|&i| threads[i].take().unwrap_or_default())
+        .collect();
+    for d in &mut trace.devices {
+        for s in &mut d.streams {
+            for t in &mut s.ops.launch_thread {
+                if *t != NONE {
+                    *t = new_index[*t as usize];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collectives every 5 ms, alternating 3 and 7 ms apart, the second file's clock 2.345 s
+    /// behind with ±3 µs of noise; its UTC start 4 ms off.
+    #[test]
+    fn collectives_find_the_offset_that_utc_only_approximates() {
+        let mut t = 0;
+        let reference: Vec<i64> = (0..200)
+            .map(|k| {
+                t += if k % 2 == 0 { 3_000_000 } else { 7_000_000 };
+                t
+            })
+            .collect();
+        let true_offset = 2_345_000_000;
+        let ends: Vec<i64> = reference
+            .iter()
+            .enumerate()
+            .skip(2) // this rank's profile started two collectives late
+            .map(|(k, e)| e - true_offset + [0, 3_000, -2_000][k % 3])
+            .collect();
+        let utc = true_offset + 4_000_000;
+        let (offset, residual, n) = collective_offset(&reference, &ends, utc).unwrap();
+        assert!((offset - true_offset).abs() <= 3_000, "{offset}");
+        assert!(residual <= 3_000, "{residual}");
+        assert!(n >= 190);
+        // Too few collectives: no alignment by them.
+        assert_eq!(collective_offset(&reference[..2], &ends[..2], utc), None);
+    }
+}
