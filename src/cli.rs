@@ -19,8 +19,11 @@ use clap::{Parser, Subcommand};
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// An `nsys export --type sqlite` file to open in the window. Without one the window
-    /// opens on a built-in sample trace (a generated 4-GPU run); see --start-page.
-    pub file: Option<PathBuf>,
+    /// opens on a built-in sample trace (a generated 4-GPU run); see --start-page. Several
+    /// files (or a folder: every *.sqlite in it) are one job's per-rank exports, opened as
+    /// one trace.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Open the start page (Open…, Open sample trace, recent files) instead of the sample
     /// trace when no FILE is given.
     #[arg(long)]
@@ -140,7 +143,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => crate::ui::run(cli.file, cli.start_page, cli.show, cli.compare)
+        None => crate::ui::run(cli.files, cli.start_page, cli.show, cli.compare)
             .map_err(|e| format!("cannot open the window: {e}")),
         Some(Command::Report {
             files,

@@ -452,3 +452,44 @@ fn comparing_two_runs_shows_both_timelines_a_diff_tab_and_marks_a_kernel_in_both
     assert!(loaded(&h).compare.is_none());
     assert!(h.query_by_label("Diff").is_none());
 }
+
+#[test]
+fn several_rank_files_open_as_one_trace_and_the_ranks_heatmap_opens_an_iteration() {
+    use nsys_explorer::ui::Tab;
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synth::generate_split(dir.path(), SynthOptions::new(Preset::Tiny)).unwrap();
+    let mut h = harness(None);
+    let ctx = h.ctx.clone();
+    // As `nsys-explorer DIR` or dropping the folder does.
+    h.state_mut()
+        .open_paths(vec![dir.path().to_path_buf()], &ctx);
+    wait_for_load(&mut h);
+    {
+        let l = loaded(&h);
+        assert_eq!(l.files.len(), 4);
+        assert_eq!(l.trace.devices.len(), 4);
+        for (f, t) in l.files.iter().zip(&truth.files) {
+            assert!((f.offset_ns - t.offset_ns).abs() <= 50_000, "{}", f.name);
+        }
+    }
+    h.get_by_label_contains("4 files, on the first one's clock");
+    h.get_by_label("rank02.sqlite");
+    h.get_by_label_contains("rank03.sqlite:0 · NVIDIA");
+    // The heatmap: one row per rank; a click on a cell opens that iteration.
+    h.get_by_label("Ranks").click();
+    h.run_steps(3);
+    let text = h.get_by_label_contains("Iteration time of each GPU");
+    let r = text.rect();
+    let y = r.bottom() + 8.0 + 18.0 * 1.5; // the second rank's row
+    let x = r.left() + 170.0 + 40.0;
+    click_at(&mut h, eframe::egui::pos2(x, y));
+    h.run_steps(3);
+    let l = loaded(&h);
+    assert_eq!(l.tab, Tab::Iterations);
+    assert!(l.iterations.selected.is_some());
+    assert_eq!(
+        l.timeline.iteration_mark.len(),
+        4,
+        "the iteration outlined on every rank"
+    );
+}

@@ -220,7 +220,7 @@ impl GapFinder {
             }
             egui::ComboBox::from_id_salt("gap device")
                 .selected_text(match self.filter.device {
-                    Some(d) => format!("GPU {d}"),
+                    Some(d) => trace.gpu_name(d),
                     None => "all GPUs".into(),
                 })
                 .show_ui(ui, |ui| {
@@ -229,7 +229,7 @@ impl GapFinder {
                         ui.selectable_value(
                             &mut self.filter.device,
                             Some(d.id),
-                            format!("GPU {}", d.id),
+                            trace.gpu_name(d.id),
                         );
                     }
                 });
@@ -358,7 +358,7 @@ impl GapFinder {
                     row.set_selected(self.current == Some(pos));
                     let name = |id| trace.strings.get(id);
                     for text in [
-                        format!("GPU {}", g.device),
+                        trace.gpu_name(g.device_id()),
                         format_ns(g.start_ns - origin),
                         format_ns(g.duration_ns),
                         format!(

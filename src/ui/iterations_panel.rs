@@ -151,7 +151,9 @@ impl IterationsPanel {
             }
             // The plot's legend, in this row: inside a plot this short it hid the lines.
             for (i, d) in its.per_device.iter().enumerate() {
-                ui.label(RichText::new(format!("— GPU {}", d.device)).color(device_color(i)));
+                ui.label(
+                    RichText::new(format!("— {}", trace.gpu_name(d.device))).color(device_color(i)),
+                );
             }
             if compared.is_some() {
                 ui.label(RichText::new("- - compared run").color(Color32::GRAY));
@@ -427,7 +429,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
     let origin = timeline.full.0;
     ui.heading(format!("Iteration {}", d.iteration));
     if let Some(rank) = d.straggler_device {
-        let mut text = format!("Straggler: GPU {rank}");
+        let mut text = format!("Straggler: {}", trace.gpu_name(rank));
         if let Some(a) = &d.straggler_activity {
             text += &match &a.longest_call {
                 Some(call) => format!(
@@ -456,7 +458,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
             ui.end_row();
             for dev in &d.devices {
                 for c in dev.contributors.iter().take(4) {
-                    ui.label(format!("GPU {}", c.device));
+                    ui.label(trace.gpu_name(c.device));
                     ui.label(crate::format::signed_ns(c.delta_ns));
                     // The default font has no arrow.
                     let text = c.description.replace('→', "->");
@@ -478,7 +480,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
             }
             ui.end_row();
             for dev in &d.devices {
-                ui.label(format!("GPU {}", dev.device));
+                ui.label(trace.gpu_name(dev.device));
                 ui.label(format_ns(dev.duration_ns));
                 ui.label(format!(
                     "{} (iter {})",
@@ -506,7 +508,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
             ui.end_row();
             for dev in &d.devices {
                 for k in dev.kernels_grown.iter().take(5) {
-                    ui.label(format!("GPU {}", dev.device));
+                    ui.label(trace.gpu_name(dev.device));
                     ui.label(shorten(&k.name, 60));
                     ui.label(k.occurrence.to_string());
                     ui.label(format_ns(k.duration_ns));
@@ -521,7 +523,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
     let mut go = None;
     for dev in &d.devices {
         ui.horizontal_wrapped(|ui| {
-            ui.label(format!("GPU {}:", dev.device));
+            ui.label(format!("{}:", trace.gpu_name(dev.device)));
             for g in dev.gaps.iter().take(6).map(|d| d.gap) {
                 let text = format!(
                     "{} at {}",
@@ -549,7 +551,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
             for c in d.collectives.iter().take(TOP) {
                 ui.label(c.index.to_string());
                 ui.label(shorten(&c.name, 50));
-                ui.label(format!("GPU {}", c.straggler_device));
+                ui.label(trace.gpu_name(c.straggler_device));
                 ui.label(format_ns(c.lateness_ns));
                 let a = &c.activity;
                 ui.label(match &a.longest_call {

@@ -7,13 +7,16 @@ use std::sync::Arc;
 use eframe::egui::{self, RichText};
 
 use super::compare_view::Compare;
+use super::heatmap;
 use super::loading::LoadJob;
 use super::split::Split;
 use super::timeline::{Nav, Timeline};
 use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::overview::Overview;
+use crate::format::format_ns;
 use crate::format::signed_ns;
+use crate::load::many::{Alignment, FileInfo};
 use crate::load::{self, LoadReport};
 use crate::trace::Trace;
 
@@ -29,6 +32,8 @@ pub enum Tab {
     Details,
     /// The comparison with a second run (only with one).
     Diff,
+    /// Iteration time per GPU and iteration (with two GPUs or more).
+    Ranks,
 }
 
 pub struct Loaded {
@@ -52,6 +57,12 @@ pub struct Loaded {
     pub analyses_cancelled: bool,
     /// A second run shown under this one and compared with it.
     pub compare: Option<Compare>,
+    /// The files of a trace opened from several, each with its clock alignment.
+    pub files: Vec<FileInfo>,
+    /// Offsets the user typed for the files (ns), applied by reloading.
+    pub nudges: Vec<Option<i64>>,
+    /// The heatmap of iteration time per GPU and iteration.
+    pub heatmap: heatmap::Heatmap,
 }
 
 impl Loaded {
@@ -71,6 +82,9 @@ impl Loaded {
             cancelled: false,
             analyses_cancelled: false,
             compare: None,
+            files: Vec::new(),
+            nudges: Vec::new(),
+            heatmap: Default::default(),
         }
     }
 
@@ -128,7 +142,13 @@ impl Loaded {
 }
 
 /// The loaded trace: summary on the left, tabs at the bottom, the timeline in the middle.
-pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
+/// Returns the files' offsets to reload with, when the user nudged them.
+pub(super) fn loaded_ui(
+    ui: &mut egui::Ui,
+    l: &mut Loaded,
+    split: &mut Split,
+) -> Option<Vec<Option<i64>>> {
+    let mut reload = None;
     let trace = l.trace.clone();
     if let Some(c) = &mut l.compare {
         c.poll(&trace, l.overview.as_ref(), ui.ctx());
@@ -140,6 +160,10 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
+                if !l.files.is_empty() {
+                    reload = files_panel(ui, &l.files, &mut l.nudges);
+                    ui.separator();
+                }
                 if l.cancelled || l.analyses_cancelled {
                     ui.heading("Where time goes");
                     ui.label(if l.cancelled {
@@ -176,8 +200,14 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                     (Tab::Nvtx, "NVTX"),
                     (Tab::Details, "Details"),
                     (Tab::Diff, "Diff"),
+                    (Tab::Ranks, "Ranks"),
                 ] {
-                    if tab != Tab::Diff || l.compare.is_some() {
+                    let shown = match tab {
+                        Tab::Diff => l.compare.is_some(),
+                        Tab::Ranks => trace.devices.len() >= 2,
+                        _ => true,
+                    };
+                    if shown {
                         ui.selectable_value(&mut l.tab, tab, name);
                     }
                 }
@@ -224,6 +254,14 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
                 (Tab::Memory, None, Some(o)) => l.tables.memory(ui, o),
                 (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, &trace, o, &mut l.timeline),
+                (Tab::Ranks, None, Some(o)) => {
+                    let its = l.iterations.iterations(o);
+                    if let Some((k, device)) = l.heatmap.show(ui, &trace, its) {
+                        l.iterations.open(k, &trace, o, &mut l.timeline);
+                        l.timeline.apply(&trace, Nav::RevealDevice(device));
+                        l.tab = Tab::Iterations;
+                    }
+                }
             }
         }));
     if let Some(c) = &mut l.compare {
@@ -241,6 +279,62 @@ pub(super) fn loaded_ui(ui: &mut egui::Ui, l: &mut Loaded, split: &mut Split) {
     if shown.inner {
         l.tab = Tab::Details;
     }
+    reload
+}
+
+/// The files of a trace opened from several: how each was put on the first's clock, and
+/// its offset to nudge (applied by reloading). Returns the offsets when applied.
+fn files_panel(
+    ui: &mut egui::Ui,
+    files: &[FileInfo],
+    nudges: &mut Vec<Option<i64>>,
+) -> Option<Vec<Option<i64>>> {
+    nudges.resize(files.len(), None);
+    let mut apply = false;
+    egui::CollapsingHeader::new(format!("{} files, on the first one's clock", files.len()))
+        .default_open(files.len() <= 8)
+        .show(ui, |ui| {
+            egui::Grid::new("files")
+                .num_columns(3)
+                .striped(true)
+                .show(ui, |ui| {
+                    for (k, f) in files.iter().enumerate() {
+                        ui.label(&f.name);
+                        let how = match (f.alignment, f.residual_ns) {
+                            (Alignment::Collectives, Some(r)) => {
+                                format!("{} collectives, ±{}", f.collectives, format_ns(r))
+                            }
+                            (a, _) => a.label().to_string(),
+                        };
+                        ui.label(RichText::new(how).small())
+                            .on_hover_text(match f.utc_offset_ns {
+                                Some(u) => {
+                                    format!("UTC session starts alone said {}", signed_ns(u))
+                                }
+                                None => "No UTC session start in this file".to_string(),
+                            });
+                        if k == 0 {
+                            ui.label("reference");
+                        } else {
+                            let mut ms = nudges[k].unwrap_or(f.offset_ns) as f64 / 1e6;
+                            if ui
+                                .add(egui::DragValue::new(&mut ms).speed(0.01).suffix(" ms"))
+                                .on_hover_text(
+                                    "Offset added to this file's times; drag or type, then Apply",
+                                )
+                                .changed()
+                            {
+                                nudges[k] = Some((ms * 1e6).round() as i64);
+                            }
+                        }
+                        ui.end_row();
+                    }
+                });
+            if nudges.iter().any(Option::is_some) && ui.button("Apply offsets (reload)").clicked() {
+                apply = true;
+            }
+        });
+    apply.then(|| std::mem::take(nudges))
 }
 
 /// The run and the one compared with it, one above the other on a shared axis, each

@@ -11,6 +11,7 @@ use super::loaded::Loaded;
 use super::timeline::Timeline;
 use super::{App, State};
 use crate::analysis::overview::{self, Overview};
+use crate::load::many::FileInfo;
 use crate::load::{self, LoadError, LoadReport, Progress};
 use crate::trace::Trace;
 
@@ -26,8 +27,19 @@ pub enum Message {
     AnalysesCancelled,
 }
 
-/// What a finished load hands to the UI.
-pub type LoadedParts = (Arc<Trace>, LoadReport, Timeline);
+/// What a finished load hands to the UI (with each file's alignment when several files
+/// were opened as one).
+pub type LoadedParts = (Arc<Trace>, LoadReport, Timeline, Vec<FileInfo>);
+
+/// What to load: one export, or several as one trace (with offsets the user set).
+#[derive(Clone)]
+pub enum Source {
+    One(PathBuf),
+    Many {
+        paths: Vec<PathBuf>,
+        manual: Vec<Option<i64>>,
+    },
+}
 
 /// A load (and then the analyses) running on a worker thread, and how far it got.
 pub struct LoadJob {
@@ -43,8 +55,13 @@ impl LoadJob {
 
 impl App {
     pub(super) fn start_load(&mut self, path: PathBuf, ctx: &egui::Context) {
+        self.start_source(path.clone(), Source::One(path), ctx);
+    }
+
+    /// Loads `source` on a worker (the window shows `path` as what it opens), then runs
+    /// the analyses.
+    pub(super) fn start_source(&mut self, path: PathBuf, source: Source, ctx: &egui::Context) {
         self.cancel_job();
-        let worker_path = path.clone();
         let job = Job::spawn((), Some(ctx), move |out| {
             let progress_out = out.clone();
             let on_progress = move |p: Progress| {
@@ -55,12 +72,19 @@ impl App {
                 out.send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
             };
             let cancel = out.cancel_flag();
-            let result = load::load_staged(&worker_path, &on_progress, cancel, Some(&on_gpu)).map(
-                |(trace, report)| {
-                    let timeline = Timeline::new(&trace);
-                    (Arc::new(trace), report, timeline)
-                },
-            );
+            let result = match &source {
+                Source::One(path) => load::load_staged(path, &on_progress, cancel, Some(&on_gpu))
+                    .map(|(trace, report)| (trace, report, Vec::new())),
+                Source::Many { paths, manual } => {
+                    load::many::load_many_with(paths, manual, &on_progress, cancel).map(
+                        |(trace, reports, files)| (trace, LoadReport::combined(&reports), files),
+                    )
+                }
+            }
+            .map(|(trace, report, files)| {
+                let timeline = Timeline::new(&trace);
+                (Arc::new(trace), report, timeline, files)
+            });
             let trace = result.as_ref().ok().map(|r| r.0.clone());
             out.send(Message::Done(Box::new(result)));
             if let Some(trace) = trace
@@ -120,11 +144,12 @@ impl App {
                     }
                 }
                 Message::Done(result) => match *result {
-                    Ok((trace, report, mut timeline)) => {
+                    Ok((trace, report, mut timeline, files)) => {
                         match std::mem::replace(&mut self.state, State::Start) {
                             State::Loading { path, job } => {
                                 let mut l = Loaded::new(path, trace, timeline, job);
                                 l.report = Some(report);
+                                l.files = files;
                                 self.state = State::Loaded(Box::new(l));
                             }
                             State::Loaded(mut l) => {

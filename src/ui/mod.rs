@@ -7,6 +7,7 @@ pub mod details;
 mod fold;
 pub mod gap_finder;
 pub mod gap_table;
+pub mod heatmap;
 pub mod iterations_panel;
 pub mod job;
 mod labels;
@@ -28,10 +29,11 @@ use std::sync::Arc;
 use eframe::egui;
 
 use crate::format::plural;
+use crate::load;
 use loaded::loaded_ui;
 pub use loaded::{Loaded, Tab};
 use loading::{LoadJob, progress_bar};
-use pages::{help_window, pick_export};
+use pages::{help_window, pick_export, pick_exports};
 use split::Split;
 use timeline::Nav;
 
@@ -114,6 +116,39 @@ impl App {
         self.start_load(path, ctx);
     }
 
+    /// Opens what was named: one export, or several (a folder stands for every `*.sqlite`
+    /// in it) as one trace of many ranks.
+    pub fn open_paths(&mut self, paths: Vec<PathBuf>, ctx: &egui::Context) {
+        match paths.as_slice() {
+            [one] if !one.is_dir() => self.open(one.clone(), ctx),
+            _ => match load::many::expand_paths(&paths) {
+                Ok(files) if files.len() == 1 => self.open(files[0].clone(), ctx),
+                Ok(files) => self.open_many(files, Vec::new(), ctx),
+                Err(message) => {
+                    self.state = State::Failed {
+                        path: paths[0].clone(),
+                        message,
+                    }
+                }
+            },
+        }
+    }
+
+    /// Opens `files` as one trace, file `k` put at `manual[k]` when given.
+    pub fn open_many(
+        &mut self,
+        files: Vec<PathBuf>,
+        manual: Vec<Option<i64>>,
+        ctx: &egui::Context,
+    ) {
+        let label = PathBuf::from(format!("{} files", files.len()));
+        let source = loading::Source::Many {
+            paths: files,
+            manual,
+        };
+        self.start_source(label, source, ctx);
+    }
+
     /// Opens the built-in sample trace (not remembered among recent files: it is rewritten
     /// in a temporary folder).
     pub fn open_sample(&mut self, ctx: &egui::Context) {
@@ -164,19 +199,30 @@ impl App {
             l.compare_with(path);
         }
         self.update_title(&ctx);
-        if let Some(path) = ctx.input(|i| {
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
             i.raw
                 .dropped_files
                 .iter()
-                .find_map(|f| Some(f.path().to_path_buf()).filter(|p| !p.as_os_str().is_empty()))
-        }) {
-            self.open(path, &ctx);
+                .map(|f| f.path().to_path_buf())
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        });
+        if !dropped.is_empty() {
+            self.open_paths(dropped, &ctx);
         }
         egui::Panel::top("menu").show(ui, |ui| {
             egui::MenuBar::new().ui(ui, |ui| {
                 ui.menu_button("File", |ui| {
                     if ui.button("Open…").clicked() {
                         self.pick_file(&ctx);
+                    }
+                    if ui
+                        .button("Open several…")
+                        .on_hover_text("One job's per-rank exports, opened as one trace and aligned by their collectives")
+                        .clicked()
+                        && let Some(paths) = pick_exports()
+                    {
+                        self.open_paths(paths, &ctx);
                     }
                     if ui.button("Open sample trace").clicked() {
                         self.open_sample(&ctx);
@@ -294,7 +340,12 @@ impl App {
                     }
                 });
             }
-            State::Loaded(l) => loaded_ui(ui, l, &mut self.split),
+            State::Loaded(l) => {
+                if let Some(manual) = loaded_ui(ui, l, &mut self.split) {
+                    let files = l.files.iter().map(|f| f.path.clone()).collect();
+                    self.open_many(files, manual, &ctx);
+                }
+            }
             State::Report { path, export } => {
                 let (path, export) = (path.clone(), export.clone());
                 self.report_page(ui, &ctx, &path, export);
@@ -331,7 +382,7 @@ pub fn configure(ctx: &egui::Context) {
 /// Opens the window on `file`; without one, on the built-in sample trace (or the start
 /// page with `start_page`).
 pub fn run(
-    file: Option<PathBuf>,
+    files: Vec<PathBuf>,
     start_page: bool,
     show: Option<String>,
     compare: Option<PathBuf>,
@@ -357,7 +408,10 @@ pub fn run(
                 .storage
                 .and_then(|s| eframe::get_value(s, RECENT_KEY))
                 .unwrap_or_default();
-            let mut app = App::new(file, &cc.egui_ctx, recent);
+            let mut app = App::new(None, &cc.egui_ctx, recent);
+            if !files.is_empty() {
+                app.open_paths(files, &cc.egui_ctx);
+            }
             if let Some(split) = cc.storage.and_then(|s| eframe::get_value(s, SPLIT_KEY)) {
                 app.split = split;
             }

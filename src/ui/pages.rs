@@ -197,3 +197,11 @@ pub(super) fn pick_export() -> Option<PathBuf> {
         .add_filter("All files", &["*"])
         .pick_file()
 }
+
+/// The file dialog for several exports (one job's ranks).
+pub(super) fn pick_exports() -> Option<Vec<PathBuf>> {
+    rfd::FileDialog::new()
+        .add_filter("Nsight Systems SQLite export", &["sqlite", "db"])
+        .add_filter("All files", &["*"])
+        .pick_files()
+}

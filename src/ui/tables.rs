@@ -152,7 +152,7 @@ impl Tables {
                 body.rows(18.0, rows.len(), |mut row| {
                     let n = rows[row.index()];
                     row.col(|ui| {
-                        ui.label(format!("GPU {}", n.device));
+                        ui.label(trace.gpu_name(n.device));
                     });
                     row.col(|ui| {
                         if ui.link(&n.collective).clicked() {

@@ -25,6 +25,8 @@ pub enum Alignment {
     Utc,
     /// Neither: no UTC start and no collectives; times are taken as they are.
     Unaligned,
+    /// An offset the user gave (nudged in the window).
+    Manual,
 }
 
 impl Alignment {
@@ -34,6 +36,7 @@ impl Alignment {
             Alignment::Collectives => "collectives",
             Alignment::Utc => "utc",
             Alignment::Unaligned => "unaligned",
+            Alignment::Manual => "manual",
         }
     }
 }
@@ -91,6 +94,17 @@ pub fn load_many(
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
+    load_many_with(paths, &[], progress, cancel)
+}
+
+/// Like [`load_many`], file `k` put at `manual[k]` when that is given (the user's nudge)
+/// instead of where its clock alignment puts it.
+pub fn load_many_with(
+    paths: &[PathBuf],
+    manual: &[Option<i64>],
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
     let done = AtomicUsize::new(0);
     let loaded: Vec<(Trace, LoadReport)> = paths
         .par_iter()
@@ -107,7 +121,14 @@ pub fn load_many(
         .collect::<Result<_, _>>()?;
     let (traces, reports): (Vec<Trace>, Vec<LoadReport>) = loaded.into_iter().unzip();
     let names = file_names(paths);
-    let mut files: Vec<FileInfo> = align(&traces)
+    let mut offsets = align(&traces);
+    for (o, m) in offsets.iter_mut().zip(manual) {
+        if let Some(m) = *m {
+            o.offset_ns = m;
+            o.alignment = Alignment::Manual;
+        }
+    }
+    let mut files: Vec<FileInfo> = offsets
         .into_iter()
         .zip(paths.iter().zip(names))
         .map(|(a, (path, name))| FileInfo {

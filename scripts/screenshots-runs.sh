@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Screenshots of two runs compared in the real window under Xvfb (xdotool input): the Diff
-# tab, a kernel clicked there (found in both timelines), and an iteration opened (both runs
-# aligned at it, the iteration plot overlaying them). Makes a before/after pair with
-# `synth` (same seed, flash attention twice as fast) unless given one.
-# Usage: scripts/screenshots-compare.sh [BEFORE.sqlite AFTER.sqlite]
+# Screenshots of several runs and files in the real window under Xvfb (xdotool input):
+# 1. two runs compared: the Diff tab, a kernel clicked there (found in both timelines), an
+#    iteration opened (both runs aligned at it, the plot overlaying them);
+# 2. one job's per-rank files opened as one: the merged timeline at the slowest iteration
+#    (its straggler), and the ranks × iterations heatmap.
+# Makes its traces with `synth` (a before/after pair with flash attention twice as fast, and
+# a run split one file per rank) unless given a pair.
+# Usage: scripts/screenshots-runs.sh [BEFORE.sqlite AFTER.sqlite]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${BIN:-target/release/nsys-explorer}")
 OUT=screenshots
 mkdir -p "$OUT"
+DIR=$(mktemp -d)
+"$BIN" synth --preset medium --split-ranks "$DIR/ranks" >/dev/null
 if [ $# -ge 2 ]; then
   BEFORE=$1 AFTER=$2
 else
-  DIR=$(mktemp -d)
   BEFORE=$DIR/before.sqlite AFTER=$DIR/after.sqlite
   "$BIN" synth --preset medium --out "$BEFORE" >/dev/null
   "$BIN" synth --preset medium --scale-kernel flash_fwd_kernel=0.5 --out "$AFTER" >/dev/null
@@ -25,7 +29,7 @@ sleep 1
 export LIBGL_ALWAYS_SOFTWARE=1 WINIT_UNIX_BACKEND=x11 XDG_CONFIG_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d)
 . scripts/xdo-lib.sh
 
-TABS_Y=533; ITER_TAB=425; DIFF_TAB=804
+TABS_Y=533; ITER_TAB=425; RANKS_TAB=810
 
 "$BIN" "$BEFORE" --compare "$AFTER" & APP=$!
 wait_loaded "$(basename "$BEFORE")" 14; park; shot compare-diff
@@ -34,4 +38,11 @@ click 609 787 2; park; shot compare-kernel-found
 # The slowest iteration opened: both runs aligned at it, the plot overlays both.
 click $ITER_TAB $TABS_Y; click 500 587 2; park; shot compare-iteration
 hover_for 30; xdotool mousemove 900 300; sleep 1; shot compare-after-hover
+quit
+
+# 2. The ranks' files as one trace: the slowest iteration, then the heatmap.
+"$BIN" "$DIR/ranks" & APP=$!
+wait_loaded "4 files" 14; park; shot many-files
+click $ITER_TAB $TABS_Y; click 500 587 2; park; shot many-files-straggler
+click $RANKS_TAB $TABS_Y 1; xdotool mousemove 900 620; sleep 1; shot many-files-heatmap
 quit
