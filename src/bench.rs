@@ -572,3 +572,104 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     print_peak_rss();
     Ok(())
 }
+
+/// Times opening several per-rank files as one trace: each file alone first (its load time
+/// and model size), then all of them together (parallel load, alignment, merge), with the
+/// merged model's size against the sum of the files' and the process's peak RSS.
+pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
+    let files = load::many::expand_paths(paths)?;
+    println!(
+        "files: {} (threads: {})",
+        files.len(),
+        rayon::current_num_threads()
+    );
+    let mut single_bytes = 0usize;
+    let mut single_seconds = 0.0;
+    for f in &files {
+        let t = Instant::now();
+        let (trace, report) = load::load(f).map_err(|e| e.to_string())?;
+        let s = t.elapsed().as_secs_f64();
+        single_seconds += s;
+        single_bytes += trace.heap_bytes();
+        println!(
+            "file={} mb={:.1} load_s={s:.3} model_mb={:.1} events={}",
+            f.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            report.file_bytes as f64 / 1e6,
+            trace.heap_bytes() as f64 / 1e6,
+            trace.event_count()
+        );
+    }
+    let t = Instant::now();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let (trace, _, infos) =
+        load::many::load_many(&files, &|_| {}, &cancel).map_err(|e| e.to_string())?;
+    let together = t.elapsed().as_secs_f64();
+    let worst_residual = infos
+        .iter()
+        .filter_map(|i| i.residual_ns)
+        .max()
+        .unwrap_or(0);
+    println!(
+        "all together: load_s={together:.3} (one after another: {single_seconds:.3}) model_mb={:.1} (sum of files: {:.1}, ratio {:.2}) worst_alignment_residual_ns={worst_residual}",
+        trace.heap_bytes() as f64 / 1e6,
+        single_bytes as f64 / 1e6,
+        trace.heap_bytes() as f64 / single_bytes.max(1) as f64
+    );
+    let t = Instant::now();
+    let o = crate::analysis::overview(&trace, &Default::default());
+    println!(
+        "analyses of the merged trace: {:.3} s ({} GPUs, {} gaps, {} iterations)",
+        t.elapsed().as_secs_f64(),
+        trace.devices.len(),
+        o.gaps.len(),
+        o.iterations.count()
+    );
+    print_peak_rss();
+    Ok(())
+}
+
+/// Times a what-if replay of FILE (its per-step sync removed, as `aten::item` names it,
+/// and its largest kernel made twice as fast): the replay alone, then the analyses of the
+/// replayed trace, with the peak RSS.
+pub fn bench_what_if(file: &Path) -> Result<(), String> {
+    use crate::whatif::{Change, replay};
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let o = crate::analysis::overview(&trace, &Default::default());
+    let top = o
+        .kernels
+        .first()
+        .map(|k| regex::escape(&k.name))
+        .unwrap_or_default();
+    println!("file: {} ({} events)", file.display(), trace.event_count());
+    for (what, change) in [
+        ("unchanged", Change::default()),
+        (
+            "remove sync in aten::item",
+            Change {
+                remove_sync: vec!["aten::item".into()],
+                ..Default::default()
+            },
+        ),
+        (
+            "top kernel x0.5",
+            Change {
+                scale_kernels: vec![(regex::Regex::new(&top).map_err(|e| e.to_string())?, 0.5)],
+                ..Default::default()
+            },
+        ),
+    ] {
+        let t = Instant::now();
+        let replayed = replay(&trace, &change);
+        let replay_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let p = crate::analysis::overview(&replayed, &Default::default());
+        println!(
+            "change={what:?} replay_s={replay_s:.3} analyses_s={:.3} iterations={}",
+            t.elapsed().as_secs_f64(),
+            p.iterations.count()
+        );
+    }
+    print_peak_rss();
+    Ok(())
+}

@@ -82,6 +82,26 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// What would a change save? Replays FILE with the change (and unchanged, to state the
+    /// model's error) and predicts each GPU's iteration median and span.
+    WhatIf {
+        file: PathBuf,
+        /// Make the synchronising calls whose name contains NAME non-blocking (repeatable).
+        #[arg(long, value_name = "NAME")]
+        remove_sync: Vec<String>,
+        /// Kernels whose name matches REGEX take F times as long (repeatable), e.g.
+        /// flash_fwd=0.5.
+        #[arg(long, value_name = "REGEX=F")]
+        scale_kernel: Vec<String>,
+        /// NCCL kernels on a stream of their own.
+        #[arg(long)]
+        nccl_own_stream: bool,
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
     /// Time a full load of FILE, phase by phase, against a plain sqlite3 scan.
     BenchLoad { file: PathBuf },
     /// Time every analysis of FILE after loading it.
@@ -89,6 +109,14 @@ pub enum Command {
     /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
     /// scan, with its peak RSS.
     BenchReport { file: PathBuf },
+    /// Time opening several per-rank files (or a folder of them) as one trace, against
+    /// each file alone, with the merged model's size and the peak RSS.
+    BenchMany {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+    },
+    /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
+    BenchWhatIf { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
     BenchFrame {
         file: PathBuf,
@@ -137,6 +165,9 @@ pub enum Command {
         /// The same run without the scheduler's per-step stream synchronisation.
         #[arg(long)]
         no_step_sync: bool,
+        /// Ranks (GPUs) instead of the preset's 4 (at least 3).
+        #[arg(long)]
+        ranks: Option<u32>,
     },
 }
 
@@ -170,12 +201,29 @@ pub fn main() -> ExitCode {
             iteration_marker,
             top,
         }) => diff(&before, &after, json, iteration_marker, top),
+        Some(Command::WhatIf {
+            file,
+            remove_sync,
+            scale_kernel,
+            nccl_own_stream,
+            json,
+            iteration_marker,
+        }) => what_if(
+            &file,
+            remove_sync,
+            &scale_kernel,
+            nccl_own_stream,
+            json,
+            iteration_marker,
+        ),
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
         Some(Command::BenchFrame { file, against }) => {
             crate::bench::bench_frame(&file, against.as_deref())
         }
+        Some(Command::BenchMany { files }) => crate::bench::bench_many(&files),
+        Some(Command::BenchWhatIf { file }) => crate::bench::bench_what_if(&file),
         Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
@@ -189,6 +237,7 @@ pub fn main() -> ExitCode {
             scale_kernel,
             no_step_sync,
             split_ranks,
+            ranks,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -205,6 +254,7 @@ pub fn main() -> ExitCode {
                     clean,
                     scale_kernel,
                     no_step_sync,
+                    ranks,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {
@@ -363,6 +413,60 @@ fn diff(
             "{}",
             compare::report::diff_text(&before_run, &after_run, &c, top)
         );
+    }
+    Ok(())
+}
+
+/// `--scale-kernel REGEX=F` of `what-if`.
+fn parse_scale_regex(arg: &str) -> Result<(regex::Regex, f64), String> {
+    let (re, factor) = arg
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--scale-kernel wants REGEX=FACTOR, not `{arg}`"))?;
+    let factor: f64 = factor
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0)
+        .ok_or_else(|| format!("--scale-kernel: `{factor}` is not a positive number"))?;
+    let re = regex::Regex::new(re).map_err(|e| format!("--scale-kernel: {e}"))?;
+    Ok((re, factor))
+}
+
+fn what_if(
+    file: &Path,
+    remove_sync: Vec<String>,
+    scale_kernel: &[String],
+    nccl_own_stream: bool,
+    as_json: bool,
+    iteration_marker: Option<String>,
+) -> Result<(), String> {
+    use crate::whatif::{self, Change};
+    let change = Change {
+        remove_sync,
+        scale_kernels: scale_kernel
+            .iter()
+            .map(|a| parse_scale_regex(a))
+            .collect::<Result<_, _>>()?,
+        nccl_own_stream,
+    };
+    if change.is_empty() {
+        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F or --nccl-own-stream".into());
+    }
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let options = Options {
+        iteration_marker,
+        ..Default::default()
+    };
+    let measured = analysis::overview(&trace, &options);
+    let w = whatif::report::what_if(&trace, &measured, &change, &options);
+    let name = file.display().to_string();
+    if as_json {
+        let v = whatif::report::what_if_json(&trace, &name, &change, &w);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", whatif::report::what_if_text(&trace, &name, &w));
     }
     Ok(())
 }

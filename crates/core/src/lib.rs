@@ -13,3 +13,4 @@ pub mod report;
 pub mod sorted;
 pub mod synth;
 pub mod trace;
+pub mod whatif;

@@ -75,29 +75,30 @@ fn nccl_kernels(trace: &Trace, device: usize) -> Vec<Kernel> {
     out
 }
 
-pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
+/// One collective: its kernel on each GPU that ran NCCL (device index, stream, op).
+pub type Collective = Vec<(usize, usize, usize)>;
+
+/// The collectives found on every GPU that ran NCCL: the kernel of each GPU whose end is
+/// nearest the first GPU's, within `SAME_END_NS`.
+pub fn collectives(trace: &Trace) -> Vec<Collective> {
+    matched(trace)
+        .into_iter()
+        .map(|g| g.iter().map(|k| (k.device, k.stream, k.op)).collect())
+        .collect()
+}
+
+fn matched(trace: &Trace) -> Vec<Vec<Kernel>> {
     let per_gpu: Vec<Vec<Kernel>> = (0..trace.devices.len())
         .map(|d| nccl_kernels(trace, d))
         .filter(|k| !k.is_empty())
         .collect();
-    let mut out = NcclWaits {
-        per_device: per_gpu
-            .iter()
-            .map(|k| NcclWait {
-                device: trace.devices[k[0].device].id,
-                ..Default::default()
-            })
-            .collect(),
-        late: Vec::new(),
-    };
     if per_gpu.len() < 2 {
-        return out;
+        return Vec::new();
     }
-    let mut late: Vec<(i64, Kernel)> = Vec::new();
+    let mut out = Vec::new();
     let mut cursors = vec![0usize; per_gpu.len()];
-    let mut group: Vec<Kernel> = Vec::with_capacity(per_gpu.len());
     for k in &per_gpu[0] {
-        group.clear();
+        let mut group = Vec::with_capacity(per_gpu.len());
         group.push(*k);
         // The kernel of every other GPU whose end is nearest (ends are sorted: walk on).
         for (g, kernels) in per_gpu.iter().enumerate().skip(1) {
@@ -114,9 +115,29 @@ pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
                 group.push(*o);
             }
         }
-        if group.len() < per_gpu.len() {
-            continue;
+        if group.len() == per_gpu.len() {
+            out.push(group);
         }
+    }
+    out
+}
+
+pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
+    let mut out = NcclWaits {
+        per_device: trace
+            .devices
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| !nccl_kernels(trace, *d).is_empty())
+            .map(|(_, dev)| NcclWait {
+                device: dev.id,
+                ..Default::default()
+            })
+            .collect(),
+        late: Vec::new(),
+    };
+    let mut late: Vec<(i64, Kernel)> = Vec::new();
+    for group in matched(trace) {
         let last = *group.iter().max_by_key(|k| k.start).expect("not empty");
         let mut starts: Vec<i64> = group.iter().map(|k| k.start).collect();
         starts.sort_unstable();

@@ -56,6 +56,8 @@ pub struct SynthOptions {
     /// Without the scheduler's per-step `cudaStreamSynchronize` after `.item()` (the copy
     /// stays, asynchronous): the "after" of removing a host sync.
     pub no_step_sync: bool,
+    /// Ranks (GPUs) instead of the preset's 4 (at least 3: rank 2 is the straggler).
+    pub ranks: Option<u32>,
 }
 
 impl SynthOptions {
@@ -68,6 +70,7 @@ impl SynthOptions {
             clean: false,
             scale_kernel: None,
             no_step_sync: false,
+            ranks: None,
         }
     }
 }
@@ -86,6 +89,14 @@ struct Shape {
     straggler: u32,
     /// After this step every rank saves a checkpoint (realistic traces).
     checkpoint_step: u32,
+}
+
+fn shape_of(options: &SynthOptions) -> Shape {
+    let mut s = shape(options.preset);
+    if let Some(r) = options.ranks {
+        s.ranks = r.max(3);
+    }
+    s
 }
 
 fn shape(preset: Preset) -> Shape {
@@ -188,7 +199,7 @@ pub struct SplitTruth {
 /// offsets included, in `dir/truth.json`.
 pub fn generate_split(dir: &Path, options: SynthOptions) -> Result<SplitTruth, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ranks = shape(options.preset).ranks;
+    let ranks = shape_of(&options).ranks;
     let mut rng = fastrand::Rng::with_seed(options.seed.wrapping_add(20));
     let shifts: Vec<i64> = (0..ranks)
         .map(|r| -(r as i64 * 1_100_000_000 + rng.i64(0..400_000_000)))
@@ -228,7 +239,7 @@ fn generate_into(
     utc: &[i64],
     options: SynthOptions,
 ) -> Result<GroundTruth, String> {
-    let shape = shape(options.preset);
+    let shape = shape_of(&options);
     let separate = options.nccl_stream == NcclStream::Separate;
     let split = outs.len() > 1;
     let mut writers = outs
@@ -354,7 +365,7 @@ fn generate_into(
         .unwrap_or(TRACE_START_NS);
     let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
     let capture = (0, last_end.max(last_cpu) + 1_000_000);
-    let gpus = if split { 1 } else { 8 };
+    let gpus = if split { 1 } else { shape.ranks.max(8) };
     let mut tables: BTreeMap<&'static str, u64> = BTreeMap::new();
     for (f, mut w) in writers.into_iter().enumerate() {
         let shifted = (capture.0 - shifts[f], capture.1 - shifts[f]);

@@ -110,6 +110,21 @@ impl GpuOps {
         permute(&mut self.detail, &order);
     }
 
+    /// The ops at `indices`, in that order, every column.
+    pub fn select(&self, indices: &[usize]) -> GpuOps {
+        let pick = |c: &Vec<_>| indices.iter().map(|&i| c[i]).collect();
+        GpuOps {
+            start: indices.iter().map(|&i| self.start[i]).collect(),
+            end: indices.iter().map(|&i| self.end[i]).collect(),
+            kind: indices.iter().map(|&i| self.kind[i]).collect(),
+            name: pick(&self.name),
+            correlation_id: pick(&self.correlation_id),
+            launch_thread: pick(&self.launch_thread),
+            launch_call: pick(&self.launch_call),
+            detail: pick(&self.detail),
+        }
+    }
+
     /// Index of the first op whose start is >= `t`.
     pub fn first_starting_at_or_after(&self, t: i64) -> usize {
         self.start.partition_point(|&s| s < t)

@@ -1,0 +1,523 @@
+//! What if: the trace replayed with a change, to predict what the change would save — by
+//! its dependencies, not by subtracting idle time.
+//!
+//! The model, per CPU thread: its API calls in order, the CPU time between them kept. A
+//! launch releases its kernel or copy, which starts once both its launch (the call's start
+//! plus the latency observed) and its stream's previous op allow (plus the spacing
+//! observed, or, where the op waited longer than both — an event on another stream or GPU —
+//! that wait). A synchronising call returns once the work its thread launched before it,
+//! and that it really waited for, is done, plus its own time. An NCCL collective's kernels
+//! end together, their transfer time after the last rank's kernel starts. Replaying the
+//! trace unchanged reproduces it exactly; a change moves what depends on it.
+//!
+//! Events are replayed in the order they were recorded: every dependency above happened
+//! before what depends on it, so one pass in time order sees each cause before its effect.
+
+pub mod report;
+
+use regex::Regex;
+
+use crate::analysis::gaps::sync_call_names;
+use crate::analysis::nccl_wait::collectives;
+use crate::sorted::gallop;
+use crate::trace::{NONE, OpKind, Stream, Trace};
+
+/// A change to replay.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// Synchronising calls whose name contains one of these no longer wait for the GPU.
+    pub remove_sync: Vec<String>,
+    /// Kernels whose name matches take `factor` times as long.
+    pub scale_kernels: Vec<(Regex, f64)>,
+    /// NCCL kernels on a stream of their own (assumed: nothing on the compute stream waits
+    /// for them, nor they for it, beyond launch order).
+    pub nccl_own_stream: bool,
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.remove_sync.is_empty() && self.scale_kernels.is_empty() && !self.nccl_own_stream
+    }
+}
+
+/// New times of every op and call, indexed like the trace.
+struct Times {
+    op_start: Vec<Vec<Vec<i64>>>,
+    op_end: Vec<Vec<Vec<i64>>>,
+    call_start: Vec<Vec<i64>>,
+    call_end: Vec<Vec<i64>>,
+}
+
+const UNSET: i64 = i64::MIN;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    // At equal times: ops start before a synchronising call waiting for them ends, which
+    // ends before its thread's next call starts.
+    OpStart { device: u32, stream: u32, op: u32 },
+    SyncEnd { thread: u32, call: u32 },
+    CallStart { thread: u32, call: u32 },
+}
+
+/// The ops a thread launched, in launch order: (launch call, device, stream, op).
+type Launched = Vec<(u32, u32, u32, u32)>;
+
+/// The trace replayed with `change`: a copy with every op's, call's and NVTX range's time
+/// moved where the model puts it (NCCL moved to a stream of its own when asked).
+pub fn replay(trace: &Trace, change: &Change) -> Trace {
+    let times = replay_times(trace, change);
+    rebuild(trace, &times, change)
+}
+
+fn replay_times(trace: &Trace, change: &Change) -> Times {
+    let sync_names = sync_call_names(trace);
+    let removed = removed_syncs(trace, &sync_names, &change.remove_sync);
+    // Kernel names only (a trace has millions of other strings): each tested once.
+    let mut scale = vec![1.0f64; trace.strings.len()];
+    if !change.scale_kernels.is_empty() {
+        let mut seen = vec![false; trace.strings.len()];
+        for s in trace.devices.iter().flat_map(|d| &d.streams) {
+            for i in 0..s.ops.len() {
+                let id = s.ops.name[i] as usize;
+                if s.ops.kind[i].is_kernel() && !std::mem::replace(&mut seen[id], true) {
+                    let name = trace.strings.get(id as u32);
+                    scale[id] = change
+                        .scale_kernels
+                        .iter()
+                        .filter(|(re, _)| re.is_match(&name))
+                        .map(|(_, f)| *f)
+                        .product();
+                }
+            }
+        }
+    }
+    let mut t = Times {
+        op_start: shape_of_ops(trace),
+        op_end: shape_of_ops(trace),
+        call_start: trace
+            .threads
+            .iter()
+            .map(|th| vec![UNSET; th.api.len()])
+            .collect(),
+        call_end: trace
+            .threads
+            .iter()
+            .map(|th| vec![UNSET; th.api.len()])
+            .collect(),
+    };
+    // Each op's collective, if it is one rank's kernel of one.
+    let groups = collectives(trace);
+    let mut member: Vec<Vec<Vec<u32>>> = trace
+        .devices
+        .iter()
+        .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
+        .collect();
+    for (g, c) in groups.iter().enumerate() {
+        for &(d, s, o) in c {
+            member[d][s][o] = g as u32;
+        }
+    }
+    let mut arrived = vec![0usize; groups.len()];
+    let launched = launched_by_thread(trace);
+    let events = RecordedOrder::new(trace, &sync_names);
+    for e in events {
+        match e {
+            Event::CallStart { thread, call } => {
+                let (ti, k) = (thread as usize, call as usize);
+                let api = &trace.threads[ti].api;
+                let start = if k == 0 || t.call_end[ti][k - 1] == UNSET {
+                    api.start[k]
+                } else {
+                    // The CPU time between two calls is kept.
+                    t.call_end[ti][k - 1] + (api.start[k] - api.end[k - 1])
+                };
+                t.call_start[ti][k] = start;
+                if !sync_names[api.name[k] as usize] {
+                    t.call_end[ti][k] = start + (api.end[k] - api.start[k]);
+                }
+            }
+            Event::SyncEnd { thread, call } => {
+                let (ti, k) = (thread as usize, call as usize);
+                let api = &trace.threads[ti].api;
+                let (s, e) = (api.start[k], api.end[k]);
+                let (observed, replayed) = waited_for(trace, &t, &launched[ti], call, e);
+                // The call's own time: all of it but the wait for the GPU.
+                let own = e - observed.max(s);
+                let start = t.call_start[ti][k];
+                t.call_end[ti][k] = if removed[ti].binary_search(&call).is_ok() {
+                    start + own
+                } else {
+                    start.max(replayed) + own
+                };
+            }
+            Event::OpStart { device, stream, op } => {
+                let (d, s, i) = (device as usize, stream as usize, op as usize);
+                let ops = &trace.devices[d].streams[s].ops;
+                let start = op_start(trace, &t, change, d, s, i);
+                let mut duration = ops.end[i] - ops.start[i];
+                if ops.kind[i].is_kernel() {
+                    duration = (duration as f64 * scale[ops.name[i] as usize]).round() as i64;
+                }
+                t.op_start[d][s][i] = start;
+                t.op_end[d][s][i] = start + duration;
+                let g = member[d][s][i];
+                if g != NONE {
+                    let g = g as usize;
+                    arrived[g] += 1;
+                    if arrived[g] == groups[g].len() {
+                        finish_collective(trace, &mut t, &groups[g]);
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Per thread, the synchronising calls (indices, sorted) to make non-blocking: those whose
+/// name, or the text of an NVTX range around them, contains one of `texts`.
+fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]) -> Vec<Vec<u32>> {
+    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            if texts.is_empty() {
+                return Vec::new();
+            }
+            (0..th.api.len())
+                .filter(|&k| sync_names[th.api.name[k] as usize])
+                .filter(|&k| {
+                    let (s, e) = (th.api.start[k], th.api.end[k]);
+                    if matches(&trace.strings.get(th.api.name[k])) {
+                        return true;
+                    }
+                    // The ranges open around the call: nested ranges start before it and
+                    // end after it; the innermost are the latest to start.
+                    let n = th.nvtx.start.partition_point(|&x| x <= s);
+                    (n.saturating_sub(RANGES_LOOKED_AT)..n)
+                        .filter(|&r| th.nvtx.end[r] >= e)
+                        .any(|r| matches(&trace.strings.get(th.nvtx.text[r])))
+                })
+                .map(|k| k as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Ranges starting before a call looked at for the ones around it.
+const RANGES_LOOKED_AT: usize = 64;
+
+/// Every event in the order it was recorded: the streams' ops and the threads' calls (and
+/// their synchronising calls' ends) are each sorted already, so they are merged, a heap
+/// holding the next event of each.
+struct RecordedOrder<'a> {
+    trace: &'a Trace,
+    sync_names: &'a [bool],
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, Event)>>,
+}
+
+impl<'a> RecordedOrder<'a> {
+    fn new(trace: &'a Trace, sync_names: &'a [bool]) -> Self {
+        let mut order = Self {
+            trace,
+            sync_names,
+            heap: Default::default(),
+        };
+        for (d, dev) in trace.devices.iter().enumerate() {
+            for s in 0..dev.streams.len() {
+                order.push_op(d as u32, s as u32, 0);
+            }
+        }
+        for t in 0..trace.threads.len() {
+            order.push_call(t as u32, 0);
+            order.push_sync_end(t as u32, 0);
+        }
+        order
+    }
+
+    fn push_op(&mut self, device: u32, stream: u32, op: u32) {
+        let ops = &self.trace.devices[device as usize].streams[stream as usize].ops;
+        if let Some(&t) = ops.start.get(op as usize) {
+            let e = Event::OpStart { device, stream, op };
+            self.heap.push(std::cmp::Reverse((t, e)));
+        }
+    }
+
+    fn push_call(&mut self, thread: u32, call: u32) {
+        let api = &self.trace.threads[thread as usize].api;
+        if let Some(&t) = api.start.get(call as usize) {
+            self.heap
+                .push(std::cmp::Reverse((t, Event::CallStart { thread, call })));
+        }
+    }
+
+    /// The end of the thread's next synchronising call from `call` on.
+    fn push_sync_end(&mut self, thread: u32, call: u32) {
+        let api = &self.trace.threads[thread as usize].api;
+        if let Some(k) = (call as usize..api.len()).find(|&k| self.sync_names[api.name[k] as usize])
+        {
+            let e = Event::SyncEnd {
+                thread,
+                call: k as u32,
+            };
+            self.heap.push(std::cmp::Reverse((api.end[k], e)));
+        }
+    }
+}
+
+impl Iterator for RecordedOrder<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        let std::cmp::Reverse((_, e)) = self.heap.pop()?;
+        match e {
+            Event::OpStart { device, stream, op } => self.push_op(device, stream, op + 1),
+            Event::CallStart { thread, call } => self.push_call(thread, call + 1),
+            Event::SyncEnd { thread, call } => self.push_sync_end(thread, call + 1),
+        }
+        Some(e)
+    }
+}
+
+fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
+    trace
+        .devices
+        .iter()
+        .map(|d| d.streams.iter().map(|s| vec![UNSET; s.ops.len()]).collect())
+        .collect()
+}
+
+fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
+    let mut out: Vec<Launched> = vec![Vec::new(); trace.threads.len()];
+    for (di, d) in trace.devices.iter().enumerate() {
+        for (si, s) in d.streams.iter().enumerate() {
+            for i in 0..s.ops.len() {
+                let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
+                if th != NONE && call != NONE {
+                    out[th as usize].push((call, di as u32, si as u32, i as u32));
+                }
+            }
+        }
+    }
+    for l in &mut out {
+        l.sort_unstable();
+    }
+    out
+}
+
+/// When the work a synchronising call waited for was done, as recorded and as replayed:
+/// the ops its thread launched up to this call that ended before the call returned.
+fn waited_for(trace: &Trace, t: &Times, launched: &Launched, call: u32, end: i64) -> (i64, i64) {
+    let upto = launched.partition_point(|l| l.0 <= call);
+    // The last such op of each stream (ops of a stream end in order).
+    let mut last: Vec<(u32, u32, u32)> = Vec::new();
+    for &(_, d, s, i) in launched[..upto].iter().rev() {
+        if last.iter().any(|l| l.0 == d && l.1 == s) {
+            continue;
+        }
+        let ops = &trace.devices[d as usize].streams[s as usize].ops;
+        if ops.end[i as usize] <= end {
+            last.push((d, s, i));
+        } else {
+            // Not waited for; an earlier op of this stream may have been.
+            let j = ops.end[..i as usize].partition_point(|&e| e <= end);
+            if j > 0 {
+                last.push((d, s, j as u32 - 1));
+            }
+        }
+        if last.len() >= 16 {
+            break;
+        }
+    }
+    let mut observed = i64::MIN;
+    let mut replayed = i64::MIN;
+    for (d, s, i) in last {
+        let (d, s, i) = (d as usize, s as usize, i as usize);
+        observed = observed.max(trace.devices[d].streams[s].ops.end[i]);
+        let r = t.op_end[d][s][i];
+        replayed = replayed.max(if r == UNSET {
+            trace.devices[d].streams[s].ops.end[i]
+        } else {
+            r
+        });
+    }
+    (observed, replayed)
+}
+
+/// The op's predecessor on its stream (with NCCL on its own stream: the previous op of the
+/// same kind there).
+fn previous_op(trace: &Trace, change: &Change, d: usize, s: usize, i: usize) -> Option<usize> {
+    let ops = &trace.devices[d].streams[s].ops;
+    if !change.nccl_own_stream {
+        return i.checked_sub(1);
+    }
+    let nccl = ops.kind[i] == OpKind::Nccl;
+    (0..i)
+        .rev()
+        .find(|&j| (ops.kind[j] == OpKind::Nccl) == nccl)
+}
+
+fn op_start(trace: &Trace, t: &Times, change: &Change, d: usize, s: usize, i: usize) -> i64 {
+    let ops = &trace.devices[d].streams[s].ops;
+    let start = ops.start[i];
+    // Launch: the call's start, replayed, plus the latency observed from it.
+    let launch = match (ops.launch_thread[i], ops.launch_call[i]) {
+        (th, c) if th != NONE && c != NONE => {
+            let (th, c) = (th as usize, c as usize);
+            let observed = trace.threads[th].api.start[c];
+            let replayed = t.call_start[th][c];
+            (replayed != UNSET).then_some((observed, replayed))
+        }
+        _ => None,
+    };
+    // The predecessor as recorded (what the op may have waited for) and in the replay
+    // (another op when NCCL moves to its own stream: then only the spacing is kept).
+    let recorded = i.checked_sub(1).map(|j| ops.end[j]);
+    let prev = previous_op(trace, change, d, s, i).and_then(|j| {
+        let replayed = t.op_end[d][s][j];
+        (replayed != UNSET).then_some((j, replayed))
+    });
+    let distance = |po: i64, same: bool| {
+        if same {
+            start - po
+        } else {
+            (start - po).min(MIN_SPACING_NS)
+        }
+    };
+    match (launch, recorded, prev) {
+        (None, _, None) => start,
+        (Some((lo, lr)), _, None) => {
+            lr + (start - lo).min(match recorded {
+                // Its recorded predecessor is gone from its stream: it waited for it, not
+                // for the launch, so only the launch latency's minimum is kept.
+                Some(po) if po > lo && change.nccl_own_stream => MIN_LAUNCH_LATENCY_NS,
+                _ => i64::MAX,
+            })
+        }
+        (None, po, Some((j, pr))) => {
+            let po = po.unwrap_or(ops.end[j]);
+            pr + distance(po, j + 1 == i)
+        }
+        (Some((lo, lr)), po, Some((j, pr))) => {
+            let same = j + 1 == i;
+            let po = po.unwrap_or(ops.end[j]);
+            // The later of the two held the op: it keeps its observed distance; the other
+            // only its minimum (launch latency, back-to-back spacing).
+            if lo >= po {
+                (lr + (start - lo)).max(pr + (start - po).clamp(0, MIN_SPACING_NS))
+            } else {
+                (pr + distance(po, same)).max(lr + (start - lo).min(MIN_LAUNCH_LATENCY_NS))
+            }
+        }
+    }
+}
+
+/// Two ops of a stream back to back are at least this far apart.
+const MIN_SPACING_NS: i64 = 1_000;
+/// A launch reaches the GPU at least this long after its call starts.
+const MIN_LAUNCH_LATENCY_NS: i64 = 5_000;
+
+/// Once every rank's kernel of a collective has started: they end together, the transfer
+/// time observed after the last start.
+fn finish_collective(trace: &Trace, t: &mut Times, group: &[(usize, usize, usize)]) {
+    let observed_last = group
+        .iter()
+        .map(|&(d, s, i)| trace.devices[d].streams[s].ops.start[i])
+        .max()
+        .unwrap_or(0);
+    let replayed_last = group
+        .iter()
+        .map(|&(d, s, i)| t.op_start[d][s][i])
+        .max()
+        .unwrap_or(0);
+    for &(d, s, i) in group {
+        let transfer = trace.devices[d].streams[s].ops.end[i] - observed_last;
+        t.op_end[d][s][i] = replayed_last + transfer.max(0);
+    }
+}
+
+/// A copy of the trace with the replayed times.
+fn rebuild(trace: &Trace, t: &Times, change: &Change) -> Trace {
+    let mut out = trace.clone();
+    for (di, d) in out.devices.iter_mut().enumerate() {
+        let mut extra: Vec<Stream> = Vec::new();
+        for (si, s) in d.streams.iter_mut().enumerate() {
+            for i in 0..s.ops.len() {
+                let (a, b) = (t.op_start[di][si][i], t.op_end[di][si][i]);
+                if a != UNSET {
+                    s.ops.start[i] = a;
+                    s.ops.end[i] = b.max(a);
+                }
+            }
+            if change.nccl_own_stream && s.ops.kind.contains(&OpKind::Nccl) {
+                let order: Vec<usize> = (0..s.ops.len()).collect();
+                let (nccl, other): (Vec<usize>, Vec<usize>) = order
+                    .into_iter()
+                    .partition(|&i| s.ops.kind[i] == OpKind::Nccl);
+                let nccl_ops = s.ops.select(&nccl);
+                s.ops = s.ops.select(&other);
+                extra.push(Stream::new(
+                    s.id + NCCL_STREAM_ID_OFFSET,
+                    s.pid,
+                    sorted(nccl_ops),
+                ));
+            }
+            let ops = sorted(std::mem::take(&mut s.ops));
+            *s = Stream::new(s.id, s.pid, ops);
+        }
+        d.streams.extend(extra);
+    }
+    for (ti, th) in out.threads.iter_mut().enumerate() {
+        let (starts, ends) = (&t.call_start[ti], &t.call_end[ti]);
+        let observed_start = th.api.start.clone();
+        let observed_end = th.api.end.clone();
+        // A CPU time on this thread, moved as the calls around it moved; `k` is the last
+        // call starting at or before it.
+        let moved = |x: i64, k: usize| -> i64 {
+            if k == 0 {
+                return x;
+            }
+            let k = k - 1;
+            if starts[k] == UNSET || ends[k] == UNSET {
+                return x;
+            }
+            if x < observed_end[k] {
+                (x + starts[k] - observed_start[k]).min(ends[k])
+            } else {
+                x + ends[k] - observed_end[k]
+            }
+        };
+        // Ranges in start order: the call before a start only moves on; an end lies after
+        // its start, found by galloping from there.
+        let mut cursor = 0;
+        for i in 0..th.nvtx.len() {
+            let (a, b) = (th.nvtx.start[i], th.nvtx.end[i]);
+            cursor = gallop(cursor, observed_start.len(), |c| observed_start[c] <= a);
+            let end_call = gallop(cursor, observed_start.len(), |c| observed_start[c] <= b);
+            th.nvtx.start[i] = moved(a, cursor);
+            th.nvtx.end[i] = moved(b, end_call).max(th.nvtx.start[i]);
+        }
+        for x in &mut th.marks.time {
+            let k = observed_start.partition_point(|&s| s <= *x);
+            *x = moved(*x, k);
+        }
+        for k in 0..th.api.len() {
+            if starts[k] != UNSET && ends[k] != UNSET {
+                th.api.start[k] = starts[k];
+                th.api.end[k] = ends[k].max(starts[k]);
+            }
+        }
+        th.index_calls();
+    }
+    out
+}
+
+/// Streams NCCL is moved to get the compute stream's id plus this.
+const NCCL_STREAM_ID_OFFSET: u32 = 10_000;
+
+/// Ops sorted by start (replayed starts keep each stream's order, except where NCCL left).
+fn sorted(mut ops: crate::trace::GpuOps) -> crate::trace::GpuOps {
+    ops.sort_by_start();
+    ops
+}

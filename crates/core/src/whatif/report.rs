@@ -1,0 +1,252 @@
+//! The `what-if` command's answer: each GPU's iteration median and span as measured and as
+//! the replay with the change predicts, what the change moved (idle by cause, kernel time),
+//! and how well the replay reproduces the trace unchanged.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use super::{Change, replay};
+use crate::analysis::iterations::iterations;
+use crate::analysis::overview::{Options, Overview, overview};
+use crate::compare::{IdleByCause, Run, whole_run};
+use crate::format::{format_ns, signed_ns};
+use crate::trace::{OpKind, Trace};
+
+/// One GPU in one version of the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    pub device: u32,
+    pub iteration_median_ns: Option<i64>,
+    /// First kernel start to last kernel end.
+    pub total_ns: i64,
+    pub kernel_ns: i64,
+    pub idle: IdleByCause,
+}
+
+pub struct WhatIf {
+    pub measured: Vec<Outcome>,
+    pub predicted: Vec<Outcome>,
+    /// Replayed unchanged: each GPU's (iteration median, span) error against the measured,
+    /// in percent.
+    pub unchanged_error_pct: Vec<(u32, Option<f64>, f64)>,
+    pub assumptions: Vec<String>,
+}
+
+fn kernel_ns(trace: &Trace, device: usize) -> i64 {
+    trace.devices[device]
+        .streams
+        .iter()
+        .flat_map(|s| {
+            (0..s.ops.len())
+                .filter(move |&i| {
+                    s.ops.kind[i] != OpKind::Memcpy && s.ops.kind[i] != OpKind::Memset
+                })
+                .map(move |i| s.ops.duration(i))
+        })
+        .sum()
+}
+
+fn outcomes(trace: &Trace, o: &Overview) -> Vec<Outcome> {
+    let run = Run {
+        path: std::path::Path::new(""),
+        trace,
+        overview: o,
+    };
+    trace
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Outcome {
+            device: d.id,
+            iteration_median_ns: o
+                .iterations
+                .per_device
+                .iter()
+                .find(|x| x.device == d.id && x.median_index.is_some())
+                .map(|x| x.median_ns),
+            total_ns: d.kernel_window().map_or(0, |w| w.1 - w.0),
+            kernel_ns: kernel_ns(trace, i),
+            idle: whole_run(&run, d.id).map(|s| s.idle).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn pct_error(got: i64, want: i64) -> f64 {
+    if want == 0 {
+        0.0
+    } else {
+        100.0 * (got - want) as f64 / want as f64
+    }
+}
+
+/// Replays `trace` with `change` (and unchanged, for the model's error) and sets the
+/// prediction beside `measured`, the trace's own analyses.
+pub fn what_if(trace: &Trace, measured: &Overview, change: &Change, options: &Options) -> WhatIf {
+    // The same iterations in every version: the marker the measured run found.
+    let options = Options {
+        iteration_marker: options
+            .iteration_marker
+            .clone()
+            .or_else(|| measured.iterations.marker.clone()),
+        ..options.clone()
+    };
+    let unchanged = replay(trace, &Change::default());
+    let its = iterations(&unchanged, options.iteration_marker.as_deref());
+    let unchanged_error_pct = trace
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let want = measured
+                .iterations
+                .per_device
+                .iter()
+                .find(|x| x.device == d.id && x.median_index.is_some());
+            let got = its.per_device.iter().find(|x| x.device == d.id);
+            let iteration = match (want, got) {
+                (Some(w), Some(g)) => Some(pct_error(g.median_ns, w.median_ns)),
+                _ => None,
+            };
+            let span = |t: &Trace| t.devices[i].kernel_window().map_or(0, |w| w.1 - w.0);
+            (d.id, iteration, pct_error(span(&unchanged), span(trace)))
+        })
+        .collect();
+    drop(unchanged);
+    let changed = replay(trace, change);
+    let predicted_overview = overview(&changed, &options);
+    let mut assumptions = vec![
+        "CPU time between calls, launch latencies, kernel durations and transfer times are kept as recorded; a synchronising call waits for the work its thread launched before it".to_string(),
+    ];
+    if change.nccl_own_stream {
+        assumptions.push("NCCL on its own stream: no compute kernel waits for a collective's result, nor a collective for compute, beyond launch order — an upper bound on the overlap gained".to_string());
+    }
+    if !change.remove_sync.is_empty() {
+        assumptions.push("A removed sync returns at once: what came after it no longer waits for the GPU (a value it read must then come from elsewhere)".to_string());
+    }
+    WhatIf {
+        measured: outcomes(trace, measured),
+        predicted: outcomes(&changed, &predicted_overview),
+        unchanged_error_pct,
+        assumptions,
+    }
+}
+
+fn change_json(change: &Change) -> Value {
+    json!({
+        "remove_sync": change.remove_sync,
+        "scale_kernel": change.scale_kernels.iter().map(|(re, f)| json!({"regex": re.as_str(), "factor": f})).collect::<Vec<_>>(),
+        "nccl_own_stream": change.nccl_own_stream,
+    })
+}
+
+fn outcome_json(trace: &Trace, o: &Outcome) -> Value {
+    json!({
+        "device": device_json(trace, o.device),
+        "iteration_median_ns": o.iteration_median_ns,
+        "total_ns": o.total_ns,
+    })
+}
+
+fn device_json(trace: &Trace, id: u32) -> Value {
+    match trace.device(id).and_then(|d| d.key.as_ref()) {
+        Some(k) => json!(k),
+        None => json!(id),
+    }
+}
+
+pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> Value {
+    let effects: Vec<Value> = w
+        .measured
+        .iter()
+        .zip(&w.predicted)
+        .map(|(m, p)| {
+            let idle = p.idle.minus(&m.idle);
+            json!({
+                "device": device_json(trace, m.device),
+                "iteration_median_delta_ns": m.iteration_median_ns.zip(p.iteration_median_ns).map(|(a, b)| b - a),
+                "total_delta_ns": p.total_ns - m.total_ns,
+                "kernel_time_delta_ns": p.kernel_ns - m.kernel_ns,
+                "idle_by_cause_delta_ns": idle.parts().iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect();
+    let errors: Vec<Value> = w
+        .unchanged_error_pct
+        .iter()
+        .map(|(d, it, span)| json!({"device": device_json(trace, *d), "iteration_median_error_pct": it, "total_error_pct": span}))
+        .collect();
+    json!({
+        "file": file,
+        "change": change_json(change),
+        "measured": {"per_device": w.measured.iter().map(|o| outcome_json(trace, o)).collect::<Vec<_>>()},
+        "predicted": {"per_device": w.predicted.iter().map(|o| outcome_json(trace, o)).collect::<Vec<_>>()},
+        "effects": effects,
+        "replay_error": {"per_device": errors, "max_abs_pct": max_error(w)},
+        "assumptions": w.assumptions,
+    })
+}
+
+/// The largest error of the unchanged replay, iteration medians and spans together.
+pub fn max_error(w: &WhatIf) -> f64 {
+    w.unchanged_error_pct
+        .iter()
+        .flat_map(|(_, it, span)| [it.unwrap_or(0.0).abs(), span.abs()])
+        .fold(0.0, f64::max)
+}
+
+pub fn what_if_text(trace: &Trace, file: &str, w: &WhatIf) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{file}: replayed with the change\n");
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>12} {:>12} {:>10} | {:>10} {:>10} {:>10}",
+        "GPU", "iteration", "predicted", "delta", "span", "predicted", "delta"
+    );
+    for (m, p) in w.measured.iter().zip(&w.predicted) {
+        let it = |x: Option<i64>| x.map_or("–".to_string(), format_ns);
+        let delta = m
+            .iteration_median_ns
+            .zip(p.iteration_median_ns)
+            .map_or("–".to_string(), |(a, b)| signed_ns(b - a));
+        let _ = writeln!(
+            s,
+            "  {:<18} {:>12} {:>12} {:>10} | {:>10} {:>10} {:>10}",
+            trace.gpu_name(m.device),
+            it(m.iteration_median_ns),
+            it(p.iteration_median_ns),
+            delta,
+            format_ns(m.total_ns),
+            format_ns(p.total_ns),
+            signed_ns(p.total_ns - m.total_ns)
+        );
+        let idle = p.idle.minus(&m.idle);
+        let moved: Vec<String> = idle
+            .parts()
+            .iter()
+            .filter(|x| x.1.abs() >= 1_000)
+            .map(|(k, v)| format!("{k} {}", signed_ns(*v)))
+            .collect();
+        if !moved.is_empty() || p.kernel_ns != m.kernel_ns {
+            let _ = writeln!(
+                s,
+                "      idle {}; kernel time {}",
+                if moved.is_empty() {
+                    "unchanged".to_string()
+                } else {
+                    moved.join(", ")
+                },
+                signed_ns(p.kernel_ns - m.kernel_ns)
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nReplayed unchanged, the model reproduces the trace to {:.3} % (largest error over the GPUs' iteration medians and spans).",
+        max_error(w)
+    );
+    for a in &w.assumptions {
+        let _ = writeln!(s, "Assumed: {a}.");
+    }
+    s
+}
