@@ -4,6 +4,8 @@
 #    iteration opened (both runs aligned at it, the plot overlaying them);
 # 2. one job's per-rank files opened as one: the merged timeline at the slowest iteration
 #    (its straggler), and the ranks × iterations heatmap.
+# 3. What if: the What-if tab, a sync removed by typing the NVTX range around it, the replay,
+#    and GPU 0's predicted idle time drawn over the real timeline.
 # Makes its traces with `synth` (a before/after pair with flash attention twice as fast, and
 # a run split one file per rank) unless given a pair.
 # Usage: scripts/screenshots-runs.sh [BEFORE.sqlite AFTER.sqlite]
@@ -29,7 +31,7 @@ sleep 1
 export LIBGL_ALWAYS_SOFTWARE=1 WINIT_UNIX_BACKEND=x11 XDG_CONFIG_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d)
 . scripts/xdo-lib.sh
 
-TABS_Y=533; ITER_TAB=425; RANKS_TAB=810
+TABS_Y=533; ITER_TAB=425; RANKS_TAB=810; WHATIF_TAB=877
 
 "$BIN" "$BEFORE" --compare "$AFTER" & APP=$!
 wait_loaded "$(basename "$BEFORE")" 14; park; shot compare-diff
@@ -45,4 +47,12 @@ quit
 wait_loaded "4 files" 14; park; shot many-files
 click $ITER_TAB $TABS_Y; click 500 587 2; park; shot many-files-straggler
 click $RANKS_TAB $TABS_Y 1; xdotool mousemove 900 620; sleep 1; shot many-files-heatmap
+quit
+
+# 3. What if the per-step sync (inside `aten::item`) were removed?
+"$BIN" "$BEFORE" & APP=$!
+wait_loaded "$(basename "$BEFORE")" 12
+click $WHATIF_TAB $TABS_Y 1; click 531 564 0.5; xdotool type --delay 60 "aten::item"; sleep 0.5
+click 1156 564 10; park; shot what-if
+click 778 629 1; drag 900 960 42; park; shot what-if-ghost
 quit

@@ -96,6 +96,10 @@ pub enum Command {
         /// NCCL kernels on a stream of their own.
         #[arg(long)]
         nccl_own_stream: bool,
+        /// Remove the CPU time between calls inside NVTX ranges whose text contains TEXT
+        /// (host work), keeping the calls (repeatable).
+        #[arg(long, value_name = "TEXT")]
+        remove_cpu: Vec<String>,
         #[arg(long)]
         json: bool,
         /// NVTX range text that marks iterations (numbers match any number).
@@ -206,16 +210,11 @@ pub fn main() -> ExitCode {
             remove_sync,
             scale_kernel,
             nccl_own_stream,
+            remove_cpu,
             json,
             iteration_marker,
-        }) => what_if(
-            &file,
-            remove_sync,
-            &scale_kernel,
-            nccl_own_stream,
-            json,
-            iteration_marker,
-        ),
+        }) => what_if_change(remove_sync, &scale_kernel, nccl_own_stream, remove_cpu)
+            .and_then(|c| what_if(&file, c, json, iteration_marker)),
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
@@ -431,26 +430,34 @@ fn parse_scale_regex(arg: &str) -> Result<(regex::Regex, f64), String> {
     Ok((re, factor))
 }
 
-fn what_if(
-    file: &Path,
+fn what_if_change(
     remove_sync: Vec<String>,
     scale_kernel: &[String],
     nccl_own_stream: bool,
-    as_json: bool,
-    iteration_marker: Option<String>,
-) -> Result<(), String> {
-    use crate::whatif::{self, Change};
-    let change = Change {
+    remove_cpu: Vec<String>,
+) -> Result<crate::whatif::Change, String> {
+    let change = crate::whatif::Change {
         remove_sync,
         scale_kernels: scale_kernel
             .iter()
             .map(|a| parse_scale_regex(a))
             .collect::<Result<_, _>>()?,
         nccl_own_stream,
+        remove_cpu,
     };
     if change.is_empty() {
-        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F or --nccl-own-stream".into());
+        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream or --remove-cpu TEXT".into());
     }
+    Ok(change)
+}
+
+fn what_if(
+    file: &Path,
+    change: crate::whatif::Change,
+    as_json: bool,
+    iteration_marker: Option<String>,
+) -> Result<(), String> {
+    use crate::whatif;
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
     let options = Options {
         iteration_marker,

@@ -493,3 +493,38 @@ fn several_rank_files_open_as_one_trace_and_the_ranks_heatmap_opens_an_iteration
         "the iteration outlined on every rank"
     );
 }
+
+#[test]
+fn the_what_if_tab_replays_a_change_and_draws_the_predicted_idle_over_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.get_by_label("What if").click();
+    h.run_steps(2);
+    // Replay with nothing picked: told to pick a change.
+    h.get_by_label("Replay").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Pick a change first");
+    if let State::Loaded(l) = &mut h.state_mut().state {
+        l.what_if.remove_sync = "aten::item".into();
+    }
+    h.get_by_label("Replay").click();
+    h.run_steps(2);
+    wait_for_load(&mut h);
+    h.get_by_label_contains("the model reproduces this trace to 0.000 %");
+    {
+        let l = loaded(&h);
+        let a = l.what_if.answer.as_ref().unwrap();
+        for (m, p) in a.what_if.measured.iter().zip(&a.what_if.predicted) {
+            assert!(
+                p.total_ns < m.total_ns,
+                "removing the step sync shortens the run"
+            );
+        }
+    }
+    h.get_all_by_label("predicted idle").next().unwrap().click();
+    h.run_steps(2);
+    let l = loaded(&h);
+    let overlay = l.timeline.overlay.as_ref().expect("the ghost is drawn");
+    assert_eq!(overlay.device, 0);
+    assert!(!overlay.starts.is_empty());
+}

@@ -162,3 +162,27 @@ fn nccl_on_its_own_stream_overlaps_and_says_what_it_assumed() {
         assert!(p.iteration_median_ns.unwrap() < m.iteration_median_ns.unwrap());
     }
 }
+
+#[test]
+fn removing_the_host_work_after_the_step_sync_saves_about_that_much_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = generated(dir.path(), "before.sqlite", SynthOptions::new(Preset::Tiny));
+    // The scheduler's 60 ms of Python after its sync, while the GPU has drained.
+    let change = Change {
+        remove_cpu: vec!["scheduler_step".into()],
+        ..Default::default()
+    };
+    let (prediction, _) = predicted(&before, &change);
+    let was = measured(&before);
+    let steps = overview(&before, &Options::default()).iterations.count() as i64;
+    for (p, w) in prediction.iter().zip(&was) {
+        let saving = w.total_ns - p.total_ns;
+        // One step's host work is saved between each two steps.
+        let expected = 60_000_000 * (steps - 1);
+        assert!(
+            (saving - expected).abs() < expected / 10,
+            "GPU {}: saved {saving}, expected about {expected}",
+            p.device
+        );
+    }
+}

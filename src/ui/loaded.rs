@@ -11,6 +11,7 @@ use super::heatmap;
 use super::loading::LoadJob;
 use super::split::Split;
 use super::timeline::{Nav, Timeline};
+use super::whatif_panel::WhatIfPanel;
 use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::overview::Overview;
@@ -34,6 +35,8 @@ pub enum Tab {
     Diff,
     /// Iteration time per GPU and iteration (with two GPUs or more).
     Ranks,
+    /// The trace replayed with a change: what would it save?
+    WhatIf,
 }
 
 pub struct Loaded {
@@ -63,6 +66,7 @@ pub struct Loaded {
     pub nudges: Vec<Option<i64>>,
     /// The heatmap of iteration time per GPU and iteration.
     pub heatmap: heatmap::Heatmap,
+    pub what_if: WhatIfPanel,
 }
 
 impl Loaded {
@@ -85,6 +89,7 @@ impl Loaded {
             files: Vec::new(),
             nudges: Vec::new(),
             heatmap: Default::default(),
+            what_if: Default::default(),
         }
     }
 
@@ -97,7 +102,9 @@ impl Loaded {
 
     /// Whether a load, the analyses or a compared run's load is still running.
     pub fn busy(&self) -> bool {
-        self.job.is_some() || self.compare.as_ref().is_some_and(Compare::busy)
+        self.job.is_some()
+            || self.compare.as_ref().is_some_and(Compare::busy)
+            || self.what_if.busy()
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -201,6 +208,7 @@ pub(super) fn loaded_ui(
                     (Tab::Details, "Details"),
                     (Tab::Diff, "Diff"),
                     (Tab::Ranks, "Ranks"),
+                    (Tab::WhatIf, "What if"),
                 ] {
                     let shown = match tab {
                         Tab::Diff => l.compare.is_some(),
@@ -254,6 +262,7 @@ pub(super) fn loaded_ui(
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
                 (Tab::Memory, None, Some(o)) => l.tables.memory(ui, o),
                 (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, &trace, o, &mut l.timeline),
+                (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut l.timeline),
                 (Tab::Ranks, None, Some(o)) => {
                     let its = l.iterations.iterations(o);
                     if let Some((k, device)) = l.heatmap.show(ui, &trace, its) {

@@ -22,6 +22,7 @@ pub mod summary;
 pub mod tables;
 pub mod theme;
 pub mod timeline;
+pub mod whatif_panel;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -148,7 +148,7 @@ impl SummaryPanel {
                 let active = timeline
                     .overlay
                     .as_ref()
-                    .is_some_and(|o| o.device == index && o.state == state);
+                    .is_some_and(|o| o.device == index && o.state == state && !o.predicted);
                 ui.horizontal(|ui| {
                     let (r, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), Sense::hover());
                     ui.painter().rect_filled(r, 2.0, state_color(state));
@@ -173,7 +173,10 @@ impl SummaryPanel {
                 ui.label(egui::RichText::new(s.sentence()).small());
             }
             // The clicked category's intervals, right under it: longest first.
-            if let Some(o) = timeline.overlay.as_ref().filter(|o| o.device == index)
+            if let Some(o) = timeline
+                .overlay
+                .as_ref()
+                .filter(|o| o.device == index && !o.predicted)
                 && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
             {
                 timeline.apply(

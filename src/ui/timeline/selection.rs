@@ -43,6 +43,8 @@ pub struct Overlay {
     pub longest: i64,
     /// The longest intervals (at most `LISTED_INTERVALS`), longest first, for the list.
     pub longest_first: Vec<u32>,
+    /// Intervals of a what-if replay, drawn over the real ones (not the summary's list).
+    pub predicted: bool,
 }
 
 impl Overlay {
@@ -71,6 +73,7 @@ impl Overlay {
             covered,
             longest,
             longest_first,
+            predicted: false,
         }
     }
 }

@@ -262,7 +262,7 @@ pub fn collective_offset(
     ends: &[i64],
     coarse: i64,
 ) -> Option<(i64, i64, usize)> {
-    let mut fits: Vec<(i64, i64, usize)> = Vec::new();
+    let mut fits: Vec<(i64, i64, i64, usize)> = Vec::new();
     for lag in -MAX_LAG..=MAX_LAG {
         let diffs: Vec<i64> = (0..reference.len())
             .filter_map(|i| {
@@ -275,16 +275,20 @@ pub fn collective_offset(
             continue;
         }
         let m = crate::analysis::iterations::median(&diffs);
-        let deviations: Vec<i64> = diffs.iter().map(|d| (d - m).abs()).collect();
-        let residual = crate::analysis::iterations::median(&deviations);
-        fits.push((m, residual, diffs.len()));
+        let mut deviations: Vec<i64> = diffs.iter().map(|d| (d - m).abs()).collect();
+        deviations.sort_unstable();
+        let residual = deviations[(deviations.len() - 1) / 2];
+        // A wrong shift of a step whose collectives are unevenly spaced fits half of them
+        // (the median deviation is small); the 80th percentile is not fooled.
+        let spread = deviations[(deviations.len() - 1) * 4 / 5];
+        fits.push((m, residual, spread, diffs.len()));
     }
-    let best = fits.iter().map(|f| f.1).min()?;
+    let best = fits.iter().map(|f| f.2).min()?;
     let good = (best * 4).max(20_000);
     fits.into_iter()
-        .filter(|f| f.1 <= good)
+        .filter(|f| f.2 <= good)
         .min_by_key(|f| f.0.abs())
-        .map(|(m, residual, n)| (coarse + m, residual, n))
+        .map(|(m, residual, _, n)| (coarse + m, residual, n))
 }
 
 /// The traces joined, each shifted by its offset; `files` get their devices' new ids.

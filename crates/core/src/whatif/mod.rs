@@ -32,11 +32,17 @@ pub struct Change {
     /// NCCL kernels on a stream of their own (assumed: nothing on the compute stream waits
     /// for them, nor they for it, beyond launch order).
     pub nccl_own_stream: bool,
+    /// CPU time between calls inside NVTX ranges whose text contains one of these is
+    /// removed (the host work after a sync, say).
+    pub remove_cpu: Vec<String>,
 }
 
 impl Change {
     pub fn is_empty(&self) -> bool {
-        self.remove_sync.is_empty() && self.scale_kernels.is_empty() && !self.nccl_own_stream
+        self.remove_sync.is_empty()
+            && self.scale_kernels.is_empty()
+            && !self.nccl_own_stream
+            && self.remove_cpu.is_empty()
     }
 }
 
@@ -119,6 +125,7 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
     }
     let mut arrived = vec![0usize; groups.len()];
     let launched = launched_by_thread(trace);
+    let cut = cpu_cuts(trace, &change.remove_cpu);
     let events = RecordedOrder::new(trace, &sync_names);
     for e in events {
         match e {
@@ -128,8 +135,9 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
                 let start = if k == 0 || t.call_end[ti][k - 1] == UNSET {
                     api.start[k]
                 } else {
-                    // The CPU time between two calls is kept.
-                    t.call_end[ti][k - 1] + (api.start[k] - api.end[k - 1])
+                    // The CPU time between two calls is kept, less what the change removes.
+                    let (a, b) = (api.end[k - 1], api.start[k]);
+                    t.call_end[ti][k - 1] + (b - a) - overlap(&cut[ti], a, b)
                 };
                 t.call_start[ti][k] = start;
                 if !sync_names[api.name[k] as usize] {
@@ -203,6 +211,46 @@ fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]) -> Vec<Ve
                 .collect()
         })
         .collect()
+}
+
+/// Per thread, the union of the NVTX ranges whose text contains one of `texts`, sorted.
+fn cpu_cuts(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            if texts.is_empty() {
+                return Vec::new();
+            }
+            let mut spans: Vec<(i64, i64)> = (0..th.nvtx.len())
+                .filter(|&r| {
+                    let text = trace.strings.get(th.nvtx.text[r]);
+                    texts.iter().any(|n| text.contains(n.as_str()))
+                })
+                .map(|r| (th.nvtx.start[r], th.nvtx.end[r]))
+                .collect();
+            spans.sort_unstable();
+            let mut union: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
+            for (s, e) in spans {
+                match union.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => union.push((s, e)),
+                }
+            }
+            union
+        })
+        .collect()
+}
+
+/// How much of `[a, b)` the sorted, disjoint `spans` cover.
+fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {
+    let first = spans.partition_point(|s| s.1 <= a);
+    spans[first..]
+        .iter()
+        .take_while(|s| s.0 < b)
+        .map(|s| s.1.min(b) - s.0.max(a))
+        .filter(|&x| x > 0)
+        .sum()
 }
 
 /// Ranges starting before a call looked at for the ones around it.

@@ -83,6 +83,18 @@ fn pct_error(got: i64, want: i64) -> f64 {
 /// Replays `trace` with `change` (and unchanged, for the model's error) and sets the
 /// prediction beside `measured`, the trace's own analyses.
 pub fn what_if(trace: &Trace, measured: &Overview, change: &Change, options: &Options) -> WhatIf {
+    what_if_with(trace, measured, change, options, |_| {})
+}
+
+/// Like [`what_if`], handing the replayed trace to `look` before it is dropped (the window
+/// takes its predicted idle time from it).
+pub fn what_if_with(
+    trace: &Trace,
+    measured: &Overview,
+    change: &Change,
+    options: &Options,
+    look: impl FnOnce(&Trace),
+) -> WhatIf {
     // The same iterations in every version: the marker the measured run found.
     let options = Options {
         iteration_marker: options
@@ -115,11 +127,15 @@ pub fn what_if(trace: &Trace, measured: &Overview, change: &Change, options: &Op
     drop(unchanged);
     let changed = replay(trace, change);
     let predicted_overview = overview(&changed, &options);
+    look(&changed);
     let mut assumptions = vec![
         "CPU time between calls, launch latencies, kernel durations and transfer times are kept as recorded; a synchronising call waits for the work its thread launched before it".to_string(),
     ];
     if change.nccl_own_stream {
         assumptions.push("NCCL on its own stream: no compute kernel waits for a collective's result, nor a collective for compute, beyond launch order — an upper bound on the overlap gained".to_string());
+    }
+    if !change.remove_cpu.is_empty() {
+        assumptions.push("Removed host work: the CPU time between calls inside the ranges named is gone; the calls themselves stay".to_string());
     }
     if !change.remove_sync.is_empty() {
         assumptions.push("A removed sync returns at once: what came after it no longer waits for the GPU (a value it read must then come from elsewhere)".to_string());
@@ -137,6 +153,7 @@ fn change_json(change: &Change) -> Value {
         "remove_sync": change.remove_sync,
         "scale_kernel": change.scale_kernels.iter().map(|(re, f)| json!({"regex": re.as_str(), "factor": f})).collect::<Vec<_>>(),
         "nccl_own_stream": change.nccl_own_stream,
+        "remove_cpu": change.remove_cpu,
     })
 }
 

@@ -1,0 +1,210 @@
+//! The What-if tab: pick a change (syncs to remove, kernels to scale, NCCL on its own
+//! stream), replay the trace with it on a worker, and see each GPU's predicted iteration
+//! time and span beside the measured, with the predicted idle time drawn over the real
+//! timeline as a ghost.
+
+use std::sync::Arc;
+
+use eframe::egui::{self, RichText};
+
+use super::job::{Job, take_answer};
+use super::timeline::{Nav, Overlay, Timeline};
+use crate::analysis::Window;
+use crate::analysis::breakdown::{State, state_intervals};
+use crate::analysis::overview::{Options, Overview};
+use crate::format::{format_ns, signed_ns};
+use crate::trace::Trace;
+use crate::whatif::Change;
+use crate::whatif::report::{WhatIf, max_error, what_if_with};
+
+/// A replay's answer: the comparison, and each GPU's predicted idle intervals.
+pub struct Answer {
+    pub what_if: WhatIf,
+    pub predicted_idle: Vec<(Vec<i64>, Vec<i64>)>,
+}
+
+#[derive(Default)]
+pub struct WhatIfPanel {
+    pub remove_sync: String,
+    pub scale_regex: String,
+    pub scale_factor: f64,
+    pub nccl_own_stream: bool,
+    pub error: Option<String>,
+    pub answer: Option<Arc<Answer>>,
+    pending: Option<Job<(), Result<Answer, String>>>,
+    /// The GPU whose predicted idle is drawn over the timeline.
+    pub ghost: Option<usize>,
+}
+
+impl WhatIfPanel {
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The change the fields describe.
+    pub fn change(&self) -> Result<Change, String> {
+        let mut change = Change {
+            nccl_own_stream: self.nccl_own_stream,
+            ..Default::default()
+        };
+        let sync = self.remove_sync.trim();
+        if !sync.is_empty() {
+            change.remove_sync.push(sync.to_string());
+        }
+        let re = self.scale_regex.trim();
+        if !re.is_empty() {
+            let factor = if self.scale_factor > 0.0 {
+                self.scale_factor
+            } else {
+                1.0
+            };
+            let re = regex::Regex::new(re).map_err(|e| format!("kernel regex: {e}"))?;
+            change.scale_kernels.push((re, factor));
+        }
+        if change.is_empty() {
+            return Err("Pick a change first: a sync to remove, kernels to scale, or NCCL on its own stream.".into());
+        }
+        Ok(change)
+    }
+
+    /// Starts the replay of `change` on a worker.
+    pub fn run(&mut self, trace: &Arc<Trace>, overview: &Arc<Overview>, ctx: &egui::Context) {
+        match self.change() {
+            Err(e) => self.error = Some(e),
+            Ok(change) => {
+                self.error = None;
+                let (trace, overview) = (trace.clone(), overview.clone());
+                self.pending = Some(Job::compute((), Some(ctx), move |_| {
+                    let mut predicted_idle = Vec::new();
+                    let w = what_if_with(&trace, &overview, &change, &Options::default(), |r| {
+                        predicted_idle = r
+                            .devices
+                            .iter()
+                            .map(|d| match d.kernel_window() {
+                                Some((a, b)) => state_intervals(d, Window::new(a, b), State::Idle),
+                                None => (Vec::new(), Vec::new()),
+                            })
+                            .collect();
+                    });
+                    Ok(Answer {
+                        what_if: w,
+                        predicted_idle,
+                    })
+                }));
+            }
+        }
+    }
+
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        timeline: &mut Timeline,
+    ) {
+        if let Some(((), answer)) = take_answer(&mut self.pending) {
+            match answer {
+                Ok(a) => self.answer = Some(Arc::new(a)),
+                Err(e) => self.error = Some(e),
+            }
+        }
+        ui.horizontal(|ui| {
+            ui.label("Remove syncs in");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.remove_sync)
+                    .hint_text("call or NVTX text, e.g. aten::item")
+                    .desired_width(180.0),
+            );
+            ui.separator();
+            ui.label("Scale kernels");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.scale_regex)
+                    .hint_text("regex, e.g. flash_fwd")
+                    .desired_width(140.0),
+            );
+            ui.label("×");
+            if self.scale_factor == 0.0 {
+                self.scale_factor = 0.5;
+            }
+            ui.add(
+                egui::DragValue::new(&mut self.scale_factor)
+                    .speed(0.05)
+                    .range(0.01..=100.0),
+            );
+            ui.separator();
+            ui.checkbox(&mut self.nccl_own_stream, "NCCL on its own stream");
+            ui.separator();
+            let busy = self.busy();
+            if ui.add_enabled(!busy, egui::Button::new("Replay")).clicked() {
+                self.run(trace, overview, ui.ctx());
+            }
+            if busy {
+                ui.spinner();
+                ui.label("Replaying the trace…");
+            }
+        });
+        if let Some(e) = &self.error {
+            ui.colored_label(ui.visuals().warn_fg_color, e);
+        }
+        let Some(answer) = self.answer.clone() else {
+            ui.label("The trace is replayed with the change: every launch, sync and collective moves as what it depends on moves. Replaying it unchanged reproduces it; the error is shown with the answer.");
+            return;
+        };
+        let w = &answer.what_if;
+        ui.label(format!(
+            "Replayed unchanged, the model reproduces this trace to {:.3} %.",
+            max_error(w)
+        ));
+        egui::Grid::new("what-if")
+            .striped(true)
+            .num_columns(8)
+            .show(ui, |ui| {
+                for h in [
+                    "GPU",
+                    "iteration",
+                    "predicted",
+                    "delta",
+                    "span",
+                    "predicted",
+                    "delta",
+                    "ghost",
+                ] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for (k, (m, p)) in w.measured.iter().zip(&w.predicted).enumerate() {
+                    ui.label(trace.gpu_name(m.device));
+                    let it = |x: Option<i64>| x.map_or("–".to_string(), format_ns);
+                    ui.label(it(m.iteration_median_ns));
+                    ui.label(it(p.iteration_median_ns));
+                    ui.strong(
+                        m.iteration_median_ns
+                            .zip(p.iteration_median_ns)
+                            .map_or("–".to_string(), |(a, b)| signed_ns(b - a)),
+                    );
+                    ui.label(format_ns(m.total_ns));
+                    ui.label(format_ns(p.total_ns));
+                    ui.strong(signed_ns(p.total_ns - m.total_ns));
+                    let on = self.ghost == Some(k);
+                    if ui
+                        .selectable_label(on, "predicted idle")
+                        .on_hover_text("Draw this GPU's predicted idle time over the real timeline")
+                        .clicked()
+                    {
+                        self.ghost = (!on).then_some(k);
+                        let overlay = self.ghost.and_then(|k| {
+                            let (s, e) = answer.predicted_idle.get(k)?.clone();
+                            let mut o = Overlay::new(k, State::Idle, s, e);
+                            o.predicted = true;
+                            Some(o)
+                        });
+                        timeline.apply(trace, Nav::Overlay(overlay));
+                    }
+                    ui.end_row();
+                }
+            });
+        for a in &w.assumptions {
+            ui.label(RichText::new(format!("Assumed: {a}.")).small());
+        }
+    }
+}
