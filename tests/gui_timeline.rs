@@ -382,3 +382,21 @@ fn a_remembered_split_too_tall_for_the_window_still_leaves_the_timeline_its_room
     );
     assert_eq!(h.state().split.tabs_height, 5_000.0, "the choice is kept");
 }
+
+#[test]
+fn debug_profile_lists_the_load_phases_analyses_and_frames_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.get_by_label("Debug").click();
+    h.run_steps(2);
+    h.get_by_label("Profile").click();
+    h.run_steps(3);
+    for scope in [
+        "read events",
+        "analyses (all)",
+        "analysis: iterations",
+        "timeline frame",
+    ] {
+        h.get_by_label(scope);
+    }
+}

@@ -76,9 +76,15 @@ impl App {
                 Source::One(path) => load::load_staged(path, &on_progress, cancel, Some(&on_gpu))
                     .map(|(trace, report)| (trace, report, Vec::new())),
                 Source::Many { paths, manual } => {
-                    load::many::load_many_with(paths, manual, &on_progress, cancel).map(
-                        |(trace, reports, files)| (trace, LoadReport::combined(&reports), files),
-                    )
+                    // The first file on screen while the others load.
+                    let first = |t: &Trace| {
+                        let timeline = Timeline::new(t);
+                        out.send(Message::GpuReady(Box::new((Arc::new(t.clone()), timeline))));
+                    };
+                    load::many::load_many_with(paths, manual, &on_progress, cancel, Some(&first))
+                        .map(|(trace, reports, files)| {
+                            (trace, LoadReport::combined(&reports), files)
+                        })
                 }
             }
             .map(|(trace, report, files)| {
@@ -157,6 +163,7 @@ impl App {
                                 l.timeline = timeline;
                                 l.trace = trace;
                                 l.report = Some(report);
+                                l.files = files;
                                 self.state = State::Loaded(l);
                             }
                             other => self.state = other,

@@ -34,7 +34,7 @@ use crate::load;
 use loaded::loaded_ui;
 pub use loaded::{Loaded, Tab};
 use loading::{LoadJob, progress_bar};
-use pages::{help_window, pick_export, pick_exports};
+use pages::{help_window, pick_export, pick_exports, profile_window};
 use split::Split;
 use timeline::Nav;
 
@@ -76,6 +76,8 @@ pub struct App {
     sample: Option<PathBuf>,
     /// The keyboard and mouse help (F1 or ?).
     pub help_open: bool,
+    /// Debug ▸ Profile.
+    pub profile_open: bool,
     /// The panels' sizes as the user chose them (remembered).
     pub split: Split,
     /// A view to open once the analyses are in (`--show`, for the screenshot script).
@@ -93,6 +95,7 @@ impl App {
             title: String::new(),
             sample: None,
             help_open: false,
+            profile_open: false,
             split: Split::default(),
             show_when_analysed: None,
             compare_when_loaded: None,
@@ -248,6 +251,11 @@ impl App {
                         self.state = State::Start;
                     }
                 });
+                ui.menu_button("Debug", |ui| {
+                    if ui.button("Profile").clicked() {
+                        self.profile_open = true;
+                    }
+                });
                 ui.menu_button("Help", |ui| {
                     if ui.button("Keys and mouse (F1)").clicked() {
                         self.help_open = true;
@@ -303,6 +311,9 @@ impl App {
         }
         if self.help_open {
             help_window(&ctx, &mut self.help_open);
+        }
+        if self.profile_open {
+            profile_window(&ctx, &mut self.profile_open);
         }
         match &mut self.state {
             State::Start => self.start_page(ui, &ctx),

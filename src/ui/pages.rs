@@ -205,3 +205,34 @@ pub(super) fn pick_exports() -> Option<Vec<PathBuf>> {
         .add_filter("All files", &["*"])
         .pick_files()
 }
+
+/// Debug ▸ Profile: every profiled scope (load phases, analyses, frames, replays) with
+/// how often it ran and how long it took.
+pub(super) fn profile_window(ctx: &egui::Context, open: &mut bool) {
+    use crate::format::format_ns;
+    egui::Window::new("Profile")
+        .open(open)
+        .default_width(520.0)
+        .show(ctx, |ui| {
+            ui.label("Scopes timed in this process (load phases, analyses, frames, replays).");
+            egui::Grid::new("profile")
+                .striped(true)
+                .num_columns(5)
+                .show(ui, |ui| {
+                    for h in ["scope", "count", "last", "mean", "longest"] {
+                        ui.strong(h);
+                    }
+                    ui.end_row();
+                    for s in crate::profile::snapshot() {
+                        ui.label(s.name);
+                        ui.label(s.count.to_string());
+                        ui.label(format_ns(s.last_ns as i64));
+                        ui.label(format_ns((s.total_ns / s.count.max(1)) as i64));
+                        ui.label(format_ns(s.max_ns as i64));
+                        ui.end_row();
+                    }
+                });
+        });
+    // The frame scope changes every frame: keep the table current while it is open.
+    ctx.request_repaint_after(std::time::Duration::from_millis(250));
+}

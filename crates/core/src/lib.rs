@@ -9,6 +9,7 @@ pub mod compare;
 pub mod format;
 pub mod load;
 pub mod memory;
+pub mod profile;
 pub mod report;
 pub mod sorted;
 pub mod synth;

@@ -264,6 +264,7 @@ impl Timeline {
 
     /// Draws the timeline in the whole of `ui` and handles its input.
     pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>) -> TimelineResponse {
+        nsys_explorer_core::profile_scope!("timeline frame");
         let mut out = TimelineResponse::default();
         self.search_bar(ui, trace);
         let size = ui.available_size();

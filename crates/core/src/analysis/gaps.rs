@@ -273,6 +273,7 @@ pub fn gaps(
     window: Window,
     min_gap_ns: i64,
 ) -> Vec<Gap> {
+    crate::profile_scope!("analysis: gaps of one GPU");
     let name = |op: OpRef| device.streams[op.stream as usize].ops.name[op.op as usize];
     // Neighbouring gaps share an op: its path is kept from one gap to the next.
     let (mut before_path, mut after_path) = (Vec::new(), Vec::new());

@@ -96,6 +96,7 @@ pub const HEURISTIC_MARKER: &str = "heuristic";
 /// iteration marker found", the heuristic offered); one without any falls back to the
 /// heuristic, and says so.
 pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
+    crate::profile_scope!("analysis: iterations");
     if marker == Some(HEURISTIC_MARKER) {
         return heuristic_iterations(trace)
             .unwrap_or_else(|| finish(None, Source::None, Vec::new()));

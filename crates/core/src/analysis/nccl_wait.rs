@@ -123,6 +123,7 @@ fn matched(trace: &Trace) -> Vec<Vec<Kernel>> {
 }
 
 pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
+    crate::profile_scope!("analysis: NCCL wait");
     let mut out = NcclWaits {
         per_device: trace
             .devices

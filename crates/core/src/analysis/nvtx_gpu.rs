@@ -90,6 +90,7 @@ struct Totals {
 
 /// Per range name, the most GPU span first.
 pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
+    crate::profile_scope!("analysis: GPU time per NVTX range");
     let launches_from: Vec<bool> = {
         let mut v = vec![false; trace.threads.len()];
         for d in &trace.devices {

@@ -108,6 +108,7 @@ pub fn overview_cancellable(
     options: &Options,
     cancel: &AtomicBool,
 ) -> Option<Overview> {
+    crate::profile_scope!("analyses (all)");
     let cancelled = || cancel.load(Ordering::Relaxed);
     let devices = selected_devices(trace, options);
     let cpu = CpuIndex::new(trace);

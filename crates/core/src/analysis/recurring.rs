@@ -224,6 +224,7 @@ type Key = (StrId, StrId, TemplateId, Cause);
 /// Gaps grouped by signature: the patterns seen at least twice, largest total first (what
 /// fixing one would save), and the gaps seen once, longest first.
 pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
+    crate::profile_scope!("analysis: recurring gaps");
     let mut groups: FxHashMap<Key, Vec<u32>> = FxHashMap::default();
     for (i, g) in gaps.iter().enumerate() {
         let enclosing = g

@@ -94,22 +94,30 @@ pub fn load_many(
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
-    load_many_with(paths, &[], progress, cancel)
+    load_many_with(paths, &[], progress, cancel, None)
 }
 
 /// Like [`load_many`], file `k` put at `manual[k]` when that is given (the user's nudge)
-/// instead of where its clock alignment puts it.
+/// instead of where its clock alignment puts it. `first_file` sees the first file (the
+/// reference clock) as soon as it is in, so a window can show it while the rest load.
 pub fn load_many_with(
     paths: &[PathBuf],
     manual: &[Option<i64>],
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
+    first_file: Option<&(dyn Fn(&Trace) + Sync)>,
 ) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
     let done = AtomicUsize::new(0);
     let loaded: Vec<(Trace, LoadReport)> = paths
         .par_iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(k, p)| {
             let r = load_with(p, &|_| {}, cancel);
+            if k == 0
+                && let (Some(f), Ok((t, _))) = (first_file, &r)
+            {
+                f(t);
+            }
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             progress(Progress {
                 phase: Phase::ReadingTables,

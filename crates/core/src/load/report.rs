@@ -78,9 +78,10 @@ impl LoadReport {
         out
     }
 
-    pub(super) fn phase_done(&mut self, name: &str, since: Instant) {
-        self.phases
-            .push((name.to_string(), since.elapsed().as_secs_f64()));
+    pub(super) fn phase_done(&mut self, name: &'static str, since: Instant) {
+        let elapsed = since.elapsed();
+        crate::profile::record(name, elapsed.as_nanos() as u64);
+        self.phases.push((name.to_string(), elapsed.as_secs_f64()));
     }
 
     pub(super) fn finish(&mut self, trace: &Trace, t0: Instant) {

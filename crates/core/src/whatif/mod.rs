@@ -71,6 +71,7 @@ type Launched = Vec<(u32, u32, u32, u32)>;
 /// The trace replayed with `change`: a copy with every op's, call's and NVTX range's time
 /// moved where the model puts it (NCCL moved to a stream of its own when asked).
 pub fn replay(trace: &Trace, change: &Change) -> Trace {
+    crate::profile_scope!("what-if replay");
     let times = replay_times(trace, change);
     rebuild(trace, &times, change)
 }
