@@ -311,16 +311,11 @@ fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), Str
         load::many::load_many(&paths, &|_| {}, &std::sync::atomic::AtomicBool::new(false))
             .map_err(|e| e.to_string())?;
     let overview = analysis::overview(&trace, options);
-    if as_json {
-        let value = crate::report::many_json(&trace, &reports, &infos, &overview, options);
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print!(
-            "{}",
-            crate::report::many_text(&trace, &reports, &infos, &overview, options)
-        );
-    }
+    print_output(
+        as_json,
+        || crate::report::many_json(&trace, &reports, &infos, &overview, options),
+        || crate::report::many_text(&trace, &reports, &infos, &overview, options),
+    )?;
     Ok(())
 }
 
@@ -337,16 +332,11 @@ fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), Strin
         ));
     }
     let overview = analysis::overview(&trace, options);
-    if as_json {
-        let value = crate::report::report_json(&trace, &report, &overview, options);
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print!(
-            "{}",
-            crate::report::report_text(&trace, &report, &overview, options)
-        );
-    }
+    print_output(
+        as_json,
+        || crate::report::report_json(&trace, &report, &overview, options),
+        || crate::report::report_text(&trace, &report, &overview, options),
+    )?;
     Ok(())
 }
 
@@ -403,16 +393,11 @@ fn diff(
         overview: &ao,
     };
     let c = compare::compare(&before_run, &after_run);
-    if as_json {
-        let value = compare::report::diff_json(&before_run, &after_run, &c);
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print!(
-            "{}",
-            compare::report::diff_text(&before_run, &after_run, &c, top)
-        );
-    }
+    print_output(
+        as_json,
+        || compare::report::diff_json(&before_run, &after_run, &c),
+        || compare::report::diff_text(&before_run, &after_run, &c, top),
+    )?;
     Ok(())
 }
 
@@ -466,14 +451,25 @@ fn what_if(
     let measured = analysis::overview(&trace, &options);
     let w = whatif::report::what_if(&trace, &measured, &change, &options);
     let name = file.display().to_string();
+    print_output(
+        as_json,
+        || whatif::report::what_if_json(&trace, &name, &change, &w),
+        || whatif::report::what_if_text(&trace, &name, &w),
+    )?;
+    Ok(())
+}
+
+/// Prints `json()` pretty, or `text()`, as the command was asked.
+fn print_output(
+    as_json: bool,
+    json: impl FnOnce() -> serde_json::Value,
+    text: impl FnOnce() -> String,
+) -> Result<(), String> {
     if as_json {
-        let v = whatif::report::what_if_json(&trace, &name, &change, &w);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-        );
+        let text = serde_json::to_string_pretty(&json()).map_err(|e| e.to_string())?;
+        println!("{text}");
     } else {
-        print!("{}", whatif::report::what_if_text(&trace, &name, &w));
+        print!("{}", text());
     }
     Ok(())
 }

@@ -397,48 +397,44 @@ fn device_grid(ui: &mut egui::Ui, c: &Comparison) {
         });
 }
 
-fn kernel_table(ui: &mut egui::Ui, c: &Comparison) -> Option<String> {
+/// One row of a Diff table: its change, counts before and after, and what it is.
+struct ChangeRow {
+    delta_ns: i64,
+    counts: String,
+    name: String,
+    hover: String,
+}
+
+/// A table of changes, largest first; returns the row whose name was clicked.
+fn change_table(ui: &mut egui::Ui, id: &str, what: &str, rows: &[ChangeRow]) -> Option<usize> {
     let mut clicked = None;
     TableBuilder::new(ui)
-        .id_salt("diff kernels")
+        .id_salt(id)
         .vscroll(false)
         .striped(true)
         .column(Column::exact(80.0))
-        .column(Column::exact(90.0))
+        .column(Column::exact(110.0))
         .column(Column::remainder().clip(true))
         .header(18.0, |mut h| {
-            h.col(|ui| {
-                ui.strong("delta");
-            });
-            h.col(|ui| {
-                ui.strong("count");
-            });
-            h.col(|ui| {
-                ui.strong("kernel");
-            });
+            for title in ["delta", "count", what] {
+                h.col(|ui| {
+                    ui.strong(title);
+                });
+            }
         })
         .body(|body| {
-            let rows: Vec<_> = c.kernels.iter().take(TABLE_ROWS).collect();
             body.rows(18.0, rows.len(), |mut row| {
-                let k = rows[row.index()];
+                let k = row.index();
+                let r = &rows[k];
                 row.col(|ui| {
-                    ui.label(signed_ns(k.delta_ns()));
+                    ui.label(signed_ns(r.delta_ns));
                 });
                 row.col(|ui| {
-                    ui.label(format!("{} -> {}", k.before_count, k.after_count));
+                    ui.label(&r.counts);
                 });
                 row.col(|ui| {
-                    if ui
-                        .link(shorten_middle(&k.name, 70))
-                        .on_hover_text(format!(
-                            "{}\n{} -> {}",
-                            k.name,
-                            format_ns(k.before_total_ns),
-                            format_ns(k.after_total_ns)
-                        ))
-                        .clicked()
-                    {
-                        clicked = Some(k.name.clone());
+                    if ui.link(&r.name).on_hover_text(&r.hover).clicked() {
+                        clicked = Some(k);
                     }
                 });
             });
@@ -446,51 +442,49 @@ fn kernel_table(ui: &mut egui::Ui, c: &Comparison) -> Option<String> {
     clicked
 }
 
-fn pattern_table(ui: &mut egui::Ui, c: &Comparison) -> Option<String> {
-    let mut clicked = None;
-    TableBuilder::new(ui)
-        .id_salt("diff patterns")
-        .vscroll(false)
-        .striped(true)
-        .column(Column::exact(80.0))
-        .column(Column::exact(90.0))
-        .column(Column::remainder().clip(true))
-        .header(18.0, |mut h| {
-            h.col(|ui| {
-                ui.strong("delta");
-            });
-            h.col(|ui| {
-                ui.strong("count");
-            });
-            h.col(|ui| {
-                ui.strong("before -> after (inside) [cause]");
-            });
+fn kernel_table(ui: &mut egui::Ui, c: &Comparison) -> Option<String> {
+    let kernels: Vec<_> = c.kernels.iter().take(TABLE_ROWS).collect();
+    let rows: Vec<ChangeRow> = kernels
+        .iter()
+        .map(|k| ChangeRow {
+            delta_ns: k.delta_ns(),
+            counts: format!("{} -> {}", k.before_count, k.after_count),
+            name: shorten_middle(&k.name, 70),
+            hover: format!(
+                "{}\n{} -> {}",
+                k.name,
+                format_ns(k.before_total_ns),
+                format_ns(k.after_total_ns)
+            ),
         })
-        .body(|body| {
-            let rows: Vec<_> = c.patterns.iter().take(TABLE_ROWS).collect();
-            body.rows(18.0, rows.len(), |mut row| {
-                let p = rows[row.index()];
-                row.col(|ui| {
-                    ui.label(signed_ns(p.delta_ns()));
-                });
-                row.col(|ui| {
-                    ui.label(format!("{}× -> {}×", p.before_count, p.after_count));
-                });
-                row.col(|ui| {
-                    if ui
-                        .link(shorten_middle(&p.signature.replace('→', "->"), 80))
-                        .on_hover_text(format!(
-                            "{}\n{} -> {}",
-                            p.signature.replace('→', "->"),
-                            format_ns(p.before_total_ns),
-                            format_ns(p.after_total_ns)
-                        ))
-                        .clicked()
-                    {
-                        clicked = Some(p.signature.clone());
-                    }
-                });
-            });
-        });
-    clicked
+        .collect();
+    change_table(ui, "diff kernels", "kernel", &rows).map(|k| kernels[k].name.clone())
+}
+
+fn pattern_table(ui: &mut egui::Ui, c: &Comparison) -> Option<String> {
+    let patterns: Vec<_> = c.patterns.iter().take(TABLE_ROWS).collect();
+    let rows: Vec<ChangeRow> = patterns
+        .iter()
+        .map(|p| {
+            // The UI font has no arrow glyph.
+            let signature = p.signature.replace('→', "->");
+            ChangeRow {
+                delta_ns: p.delta_ns(),
+                counts: format!("{}× -> {}×", p.before_count, p.after_count),
+                name: shorten_middle(&signature, 80),
+                hover: format!(
+                    "{signature}\n{} -> {}",
+                    format_ns(p.before_total_ns),
+                    format_ns(p.after_total_ns)
+                ),
+            }
+        })
+        .collect();
+    change_table(
+        ui,
+        "diff patterns",
+        "before -> after (inside) [cause]",
+        &rows,
+    )
+    .map(|k| patterns[k].signature.clone())
 }

@@ -234,6 +234,35 @@ pub fn diff_json(before: &Run, after: &Run, c: &Comparison) -> Value {
     })
 }
 
+/// One GPU's line of a delta table: before, after, delta, its share, the breakdown's parts
+/// and idle by cause.
+fn delta_row(
+    s: &mut String,
+    device: u32,
+    (before, after, delta): (i64, i64, i64),
+    parts: &[(&str, i64)],
+    idle: &super::IdleByCause,
+) {
+    let cells = |values: &[(&str, i64)]| {
+        let cells: Vec<String> = values
+            .iter()
+            .map(|p| format!("{:>9}", signed_ns(p.1)))
+            .collect();
+        cells.join(" ")
+    };
+    let _ = writeln!(
+        s,
+        "  {:<6} {:>10} {:>10} {:>10} {:>8} | {} | idle: {}",
+        device,
+        format_ns(before),
+        format_ns(after),
+        signed_ns(delta),
+        signed_pct(delta, before),
+        cells(parts),
+        cells(&idle.parts())
+    );
+}
+
 pub fn diff_text(before: &Run, after: &Run, c: &Comparison, top: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -283,26 +312,7 @@ pub fn diff_text(before: &Run, after: &Run, c: &Comparison, top: usize) -> Strin
         };
         let parts = d.breakdown_delta().unwrap_or_default();
         let idle = d.idle_delta().unwrap_or_default();
-        let cells: Vec<String> = parts
-            .iter()
-            .map(|p| format!("{:>9}", signed_ns(p.1)))
-            .collect();
-        let idle_cells: Vec<String> = idle
-            .parts()
-            .iter()
-            .map(|p| format!("{:>9}", signed_ns(p.1)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {:<6} {:>10} {:>10} {:>10} {:>8} | {} | idle: {}",
-            d.device,
-            format_ns(b),
-            format_ns(a),
-            signed_ns(delta),
-            signed_pct(delta, b),
-            cells.join(" "),
-            idle_cells.join(" ")
-        );
+        delta_row(&mut s, d.device, (b, a, delta), &parts, &idle);
     }
     let _ = writeln!(
         s,
@@ -314,26 +324,8 @@ pub fn diff_text(before: &Run, after: &Run, c: &Comparison, top: usize) -> Strin
         };
         let parts = d.run_breakdown_delta().unwrap_or_default();
         let idle = d.run_idle_delta().unwrap_or_default();
-        let cells: Vec<String> = parts
-            .iter()
-            .map(|p| format!("{:>9}", signed_ns(p.1)))
-            .collect();
-        let idle_cells: Vec<String> = idle
-            .parts()
-            .iter()
-            .map(|p| format!("{:>9}", signed_ns(p.1)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {:<6} {:>10} {:>10} {:>10} {:>8} | {} | idle: {}",
-            d.device,
-            format_ns(b.span.len()),
-            format_ns(a.span.len()),
-            signed_ns(delta),
-            signed_pct(delta, b.span.len()),
-            cells.join(" "),
-            idle_cells.join(" ")
-        );
+        let (b, a) = (b.span.len(), a.span.len());
+        delta_row(&mut s, d.device, (b, a, delta), &parts, &idle);
     }
     let _ = writeln!(s, "\nKernels by |delta| (all GPUs)");
     for k in c.kernels.iter().take(top) {
