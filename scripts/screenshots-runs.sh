@@ -49,6 +49,12 @@ click $ITER_TAB $TABS_Y; click 500 587 2; park; shot many-files-straggler
 click $RANKS_TAB $TABS_Y 1; xdotool mousemove 900 620; sleep 1; shot many-files-heatmap
 quit
 
+# 2b. The same ranks as per-rank `report --json` summaries, side by side.
+for f in "$DIR"/ranks/rank*.sqlite; do "$BIN" report "$f" --json > "${f%.sqlite}.json"; done
+"$BIN" "$DIR"/ranks/rank*.json & APP=$!
+wait_loaded "4 GPUs" 3; park; shot rank-summaries
+quit
+
 # 3. What if the per-step sync (inside `aten::item`) were removed?
 "$BIN" "$BEFORE" & APP=$!
 wait_loaded "$(basename "$BEFORE")" 12

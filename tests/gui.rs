@@ -528,3 +528,46 @@ fn the_what_if_tab_replays_a_change_and_draws_the_predicted_idle_over_the_timeli
     assert_eq!(overlay.device, 0);
     assert!(!overlay.starts.is_empty());
 }
+
+#[test]
+fn per_rank_report_summaries_open_side_by_side_and_a_row_opens_its_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synth::generate_split(dir.path(), SynthOptions::new(Preset::Tiny)).unwrap();
+    // As a Slurm array would: one `report --json` per rank file.
+    let mut summaries = Vec::new();
+    for f in &truth.files {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+            .arg("report")
+            .arg(&f.path)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let json = f.path.with_extension("json");
+        std::fs::write(&json, out.stdout).unwrap();
+        summaries.push(json);
+    }
+    let mut h = harness(None);
+    let ctx = h.ctx.clone();
+    h.state_mut().open_paths(summaries, &ctx);
+    h.run_steps(3);
+    h.get_by_label("4 GPUs in 4 summaries");
+    let State::Summaries(rows) = &h.state().state else {
+        panic!("the summaries page")
+    };
+    // The straggler's rank holds the slowest iteration on every rank (they wait for it),
+    // and each row knows its export.
+    assert_eq!(rows.len(), 4);
+    assert!(
+        rows.iter()
+            .all(|r| r.slowest.map(|s| s.0) == Some(truth.run.iterations.slowest_index))
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.export.is_file() && r.nccl_wait_pct.is_none())
+    );
+    h.get_all_by_label("Open").next().unwrap().click();
+    h.run_steps(2);
+    wait_for_load(&mut h);
+    assert!(matches!(h.state().state, State::Loaded(_)));
+}

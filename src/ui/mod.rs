@@ -59,6 +59,8 @@ pub enum State {
         path: PathBuf,
         export: Option<PathBuf>,
     },
+    /// Per-rank `report --json` summaries side by side (one row per GPU).
+    Summaries(Vec<crate::summaries::RankRow>),
 }
 
 /// Whether `path` is an Nsight Systems report rather than its SQLite export.
@@ -123,6 +125,17 @@ impl App {
     /// Opens what was named: one export, or several (a folder stands for every `*.sqlite`
     /// in it) as one trace of many ranks.
     pub fn open_paths(&mut self, paths: Vec<PathBuf>, ctx: &egui::Context) {
+        if crate::summaries::are_summaries(&paths) {
+            self.cancel_job();
+            self.state = match crate::summaries::read_summaries(&paths) {
+                Ok(rows) => State::Summaries(rows),
+                Err(message) => State::Failed {
+                    path: paths[0].clone(),
+                    message,
+                },
+            };
+            return;
+        }
         match paths.as_slice() {
             [one] if !one.is_dir() => self.open(one.clone(), ctx),
             _ => match load::many::expand_paths(&paths) {
@@ -178,6 +191,7 @@ impl App {
             }
             State::Loaded(l) => format!("{} — nsys-explorer", file_name(&l.path)),
             State::Report { path, .. } => format!("{} — nsys-explorer", file_name(path)),
+            State::Summaries(rows) => format!("{} GPUs' summaries — nsys-explorer", rows.len()),
         };
         if title != self.title {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
@@ -361,6 +375,11 @@ impl App {
             State::Report { path, export } => {
                 let (path, export) = (path.clone(), export.clone());
                 self.report_page(ui, &ctx, &path, export);
+            }
+            State::Summaries(rows) => {
+                if let Some(export) = pages::summaries_page(ui, rows) {
+                    self.open(export, &ctx);
+                }
             }
         }
     }

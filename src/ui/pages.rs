@@ -236,3 +236,49 @@ pub(super) fn profile_window(ctx: &egui::Context, open: &mut bool) {
     // The frame scope changes every frame: keep the table current while it is open.
     ctx.request_repaint_after(std::time::Duration::from_millis(250));
 }
+
+/// Per-rank summaries (`report --json` files) side by side, one row per GPU, the slowest
+/// median iteration first; returns the export to open when a row's Open is clicked.
+pub(super) fn summaries_page(
+    ui: &mut egui::Ui,
+    rows: &[crate::summaries::RankRow],
+) -> Option<PathBuf> {
+    use crate::format::format_ns;
+    let mut open = None;
+    egui::CentralPanel::default().show(ui, |ui| {
+        ui.heading(format!("{} GPUs in {} summaries", rows.len(), {
+            let mut files: Vec<_> = rows.iter().map(|r| &r.summary).collect();
+            files.dedup();
+            files.len()
+        }));
+        ui.label("From `nsys-explorer report RANK.sqlite --json`, run where each export is; the slowest median iteration first. Open loads that rank's export, when it is here.");
+        ui.add_space(6.0);
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            egui::Grid::new("summaries").striped(true).num_columns(8).show(ui, |ui| {
+                for h in ["summary", "GPU", "median iteration", "slowest", "idle", "NCCL", "NCCL waiting", ""] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for r in rows {
+                    ui.label(file_name(&r.summary));
+                    ui.label(&r.device);
+                    ui.label(r.median_ns.map_or("–".into(), format_ns));
+                    ui.label(r.slowest.map_or("–".into(), |(k, ns)| format!("iter {k}: {}", format_ns(ns))));
+                    ui.label(format!("{:.1} %", r.idle_pct));
+                    ui.label(format!("{:.1} %", r.nccl_pct));
+                    ui.label(r.nccl_wait_pct.map_or("–".into(), |p| format!("{p:.0} %")));
+                    let here = r.export.is_file();
+                    if ui
+                        .add_enabled(here, egui::Button::new("Open"))
+                        .on_disabled_hover_text(format!("{} is not on this machine", r.export.display()))
+                        .clicked()
+                    {
+                        open = Some(r.export.clone());
+                    }
+                    ui.end_row();
+                }
+            });
+        });
+    });
+    open
+}

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod profile;
 pub mod report;
 pub mod sorted;
+pub mod summaries;
 pub mod synth;
 pub mod trace;
 pub mod whatif;
