@@ -229,7 +229,7 @@ impl Compare {
         first_overview: Option<&Arc<Overview>>,
         first_timeline: &mut Timeline,
     ) {
-        let name = file_label(&self.path);
+        let name = super::file_name(&self.path);
         match &self.state {
             CompareState::Waiting => {
                 ui.label(format!("Comparing with {name} once this run is analysed…"));
@@ -333,13 +333,6 @@ const TABLE_ROWS: usize = 40;
 fn first_gap_of(o: &Overview, signature: &str) -> Option<crate::analysis::gaps::Gap> {
     let p = o.recurring.iter().find(|p| p.signature == signature)?;
     o.gaps.get(*p.members.first()? as usize).copied()
-}
-
-fn file_label(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 /// Per GPU: the median iteration before and after, its delta and where it went.

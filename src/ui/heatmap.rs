@@ -8,9 +8,6 @@ use crate::analysis::iterations::Iterations;
 use crate::format::format_ns;
 use crate::trace::Trace;
 
-#[derive(Default)]
-pub struct Heatmap;
-
 /// Width of the GPU names left of the cells.
 const LABEL_W: f32 = 170.0;
 const ROW_H: f32 = 18.0;
@@ -32,94 +29,84 @@ pub fn heat(duration: i64, median: i64) -> Color32 {
     )
 }
 
-impl Heatmap {
-    /// Draws the grid; returns the (iteration, device index) clicked.
-    pub fn show(
-        &mut self,
-        ui: &mut egui::Ui,
-        trace: &Trace,
-        its: &Iterations,
-    ) -> Option<(usize, usize)> {
-        let n = its.count();
-        if n == 0 || its.per_device.is_empty() {
-            ui.label("No iterations found: nothing to map.");
-            return None;
-        }
-        ui.label(format!(
+/// Draws the grid; returns the (iteration, device index) clicked.
+pub fn show(ui: &mut egui::Ui, trace: &Trace, its: &Iterations) -> Option<(usize, usize)> {
+    let n = its.count();
+    if n == 0 || its.per_device.is_empty() {
+        ui.label("No iterations found: nothing to map.");
+        return None;
+    }
+    ui.label(format!(
             "Iteration time of each GPU ({} iterations): dark = at or under the GPU's median, red = 1.5 × or more. Click a cell to open that iteration.",
             n
         ));
-        let width = (ui.available_width() - LABEL_W).max(50.0);
-        let cell_w = (width / n as f32).max(2.0);
-        let size = Vec2::new(
-            LABEL_W + cell_w * n as f32,
-            ROW_H * its.per_device.len() as f32,
-        );
-        let mut clicked = None;
-        egui::ScrollArea::both().id_salt("heatmap").show(ui, |ui| {
-            let (response, painter) = ui.allocate_painter(size, Sense::click());
-            let origin = response.rect.min;
-            for (row, d) in its.per_device.iter().enumerate() {
-                let y = origin.y + row as f32 * ROW_H;
-                painter.text(
-                    egui::pos2(origin.x + 4.0, y + ROW_H / 2.0),
-                    egui::Align2::LEFT_CENTER,
-                    trace.gpu_name(d.device),
-                    egui::FontId::proportional(12.0),
-                    ui.visuals().text_color(),
-                );
-                for (k, &ns) in d.durations_ns.iter().enumerate() {
-                    let x = origin.x + LABEL_W + k as f32 * cell_w;
-                    let cell =
-                        Rect::from_min_size(egui::pos2(x, y + 1.0), Vec2::new(cell_w, ROW_H - 2.0));
-                    painter.rect_filled(cell, 0.0, heat(ns, d.median_ns));
-                    if its.slowest_index == Some(k) && cell_w >= 4.0 {
-                        painter.rect_stroke(
-                            cell,
-                            0.0,
-                            egui::Stroke::new(1.0, theme::SELECTION),
-                            egui::StrokeKind::Inside,
-                        );
-                    }
+    let width = (ui.available_width() - LABEL_W).max(50.0);
+    let cell_w = (width / n as f32).max(2.0);
+    let size = Vec2::new(
+        LABEL_W + cell_w * n as f32,
+        ROW_H * its.per_device.len() as f32,
+    );
+    let mut clicked = None;
+    egui::ScrollArea::both().id_salt("heatmap").show(ui, |ui| {
+        let (response, painter) = ui.allocate_painter(size, Sense::click());
+        let origin = response.rect.min;
+        for (row, d) in its.per_device.iter().enumerate() {
+            let y = origin.y + row as f32 * ROW_H;
+            painter.text(
+                egui::pos2(origin.x + 4.0, y + ROW_H / 2.0),
+                egui::Align2::LEFT_CENTER,
+                trace.gpu_name(d.device),
+                egui::FontId::proportional(12.0),
+                ui.visuals().text_color(),
+            );
+            for (k, &ns) in d.durations_ns.iter().enumerate() {
+                let x = origin.x + LABEL_W + k as f32 * cell_w;
+                let cell =
+                    Rect::from_min_size(egui::pos2(x, y + 1.0), Vec2::new(cell_w, ROW_H - 2.0));
+                painter.rect_filled(cell, 0.0, heat(ns, d.median_ns));
+                if its.slowest_index == Some(k) && cell_w >= 4.0 {
+                    painter.rect_stroke(
+                        cell,
+                        0.0,
+                        egui::Stroke::new(1.0, theme::SELECTION),
+                        egui::StrokeKind::Inside,
+                    );
                 }
             }
-            let cell_at = |p: egui::Pos2| {
-                let k = ((p.x - origin.x - LABEL_W) / cell_w).floor();
-                let row = ((p.y - origin.y) / ROW_H).floor();
-                (k >= 0.0
-                    && (k as usize) < n
-                    && row >= 0.0
-                    && (row as usize) < its.per_device.len())
+        }
+        let cell_at = |p: egui::Pos2| {
+            let k = ((p.x - origin.x - LABEL_W) / cell_w).floor();
+            let row = ((p.y - origin.y) / ROW_H).floor();
+            (k >= 0.0 && (k as usize) < n && row >= 0.0 && (row as usize) < its.per_device.len())
                 .then_some((k as usize, row as usize))
-            };
-            if let Some((k, row)) = response.hover_pos().and_then(cell_at) {
-                let d = &its.per_device[row];
-                if let Some(&ns) = d.durations_ns.get(k) {
-                    let vs = if d.median_ns > 0 {
-                        format!(
-                            "{:+.0} %",
-                            100.0 * (ns - d.median_ns) as f64 / d.median_ns as f64
-                        )
-                    } else {
-                        String::new()
-                    };
-                    response.clone().on_hover_text_at_pointer(format!(
-                        "{} · iteration {k}: {} ({vs} vs its median {})",
-                        trace.gpu_name(d.device),
-                        format_ns(ns),
-                        format_ns(d.median_ns)
-                    ));
-                }
+        };
+        if let Some((k, row)) = response.hover_pos().and_then(cell_at) {
+            let d = &its.per_device[row];
+            if let Some(&ns) = d.durations_ns.get(k) {
+                let vs = if d.median_ns > 0 {
+                    format!(
+                        "{:+.0} %",
+                        100.0 * (ns - d.median_ns) as f64 / d.median_ns as f64
+                    )
+                } else {
+                    String::new()
+                };
+                response.clone().on_hover_text_at_pointer(format!(
+                    "{} · iteration {k}: {} ({vs} vs its median {})",
+                    trace.gpu_name(d.device),
+                    format_ns(ns),
+                    format_ns(d.median_ns)
+                ));
             }
-            if response.clicked()
-                && let Some((k, row)) = response.interact_pointer_pos().and_then(cell_at)
-                && let Some(index) = trace.device_index(its.per_device[row].device)
-            {
-                clicked = Some((k, index));
-            }
-        });
-        clicked
-    }
+        }
+        if response.clicked()
+            && let Some((k, row)) = response.interact_pointer_pos().and_then(cell_at)
+            && let Some(index) = trace.device_index(its.per_device[row].device)
+        {
+            clicked = Some((k, index));
+        }
+    });
+    clicked
 }
 
 #[cfg(test)]

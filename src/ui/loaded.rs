@@ -64,8 +64,6 @@ pub struct Loaded {
     pub files: Vec<FileInfo>,
     /// Offsets the user typed for the files (ns), applied by reloading.
     pub nudges: Vec<Option<i64>>,
-    /// The heatmap of iteration time per GPU and iteration.
-    pub heatmap: heatmap::Heatmap,
     pub what_if: WhatIfPanel,
 }
 
@@ -88,7 +86,6 @@ impl Loaded {
             compare: None,
             files: Vec::new(),
             nudges: Vec::new(),
-            heatmap: Default::default(),
             what_if: Default::default(),
         }
     }
@@ -265,7 +262,7 @@ pub(super) fn loaded_ui(
                 (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut l.timeline),
                 (Tab::Ranks, None, Some(o)) => {
                     let its = l.iterations.iterations(o);
-                    if let Some((k, device)) = l.heatmap.show(ui, &trace, its) {
+                    if let Some((k, device)) = heatmap::show(ui, &trace, its) {
                         l.iterations.open(k, &trace, o, &mut l.timeline);
                         l.timeline.apply(&trace, Nav::RevealDevice(device));
                         l.tab = Tab::Iterations;
@@ -360,12 +357,7 @@ fn two_timelines(
     let top = egui::Rect::from_min_size(rect.min, egui::vec2(rect.width(), half));
     let bottom = egui::Rect::from_min_max(egui::pos2(rect.left(), rect.top() + half), rect.max);
     let mut selected = false;
-    let name = |p: &std::path::Path| {
-        p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
-    };
+    let name = super::file_name;
     let (before, after) = (name(path), name(&c.path));
     let offset = c.offset_ns;
     in_rect(ui, top, "before timeline", |ui| {

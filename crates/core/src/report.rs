@@ -541,7 +541,7 @@ pub fn many_json(
 }
 
 /// The device's `FILE:ID` in a trace of several files, else its id.
-fn device_name(trace: &Trace, id: u32) -> Value {
+pub fn device_name(trace: &Trace, id: u32) -> Value {
     match trace.device(id).and_then(|d| d.key.as_ref()) {
         Some(key) => json!(key),
         None => json!(id),

@@ -81,17 +81,21 @@ pub type Collective = Vec<(usize, usize, usize)>;
 /// The collectives found on every GPU that ran NCCL: the kernel of each GPU whose end is
 /// nearest the first GPU's, within `SAME_END_NS`.
 pub fn collectives(trace: &Trace) -> Vec<Collective> {
-    matched(trace)
+    matched(&per_gpu(trace))
         .into_iter()
         .map(|g| g.iter().map(|k| (k.device, k.stream, k.op)).collect())
         .collect()
 }
 
-fn matched(trace: &Trace) -> Vec<Vec<Kernel>> {
-    let per_gpu: Vec<Vec<Kernel>> = (0..trace.devices.len())
+/// The NCCL kernels of each GPU that ran any.
+fn per_gpu(trace: &Trace) -> Vec<Vec<Kernel>> {
+    (0..trace.devices.len())
         .map(|d| nccl_kernels(trace, d))
         .filter(|k| !k.is_empty())
-        .collect();
+        .collect()
+}
+
+fn matched(per_gpu: &[Vec<Kernel>]) -> Vec<Vec<Kernel>> {
     if per_gpu.len() < 2 {
         return Vec::new();
     }
@@ -124,21 +128,19 @@ fn matched(trace: &Trace) -> Vec<Vec<Kernel>> {
 
 pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
     crate::profile_scope!("analysis: NCCL wait");
+    let kernels = per_gpu(trace);
     let mut out = NcclWaits {
-        per_device: trace
-            .devices
+        per_device: kernels
             .iter()
-            .enumerate()
-            .filter(|(d, _)| !nccl_kernels(trace, *d).is_empty())
-            .map(|(_, dev)| NcclWait {
-                device: dev.id,
+            .map(|k| NcclWait {
+                device: trace.devices[k[0].device].id,
                 ..Default::default()
             })
             .collect(),
         late: Vec::new(),
     };
     let mut late: Vec<(i64, Kernel)> = Vec::new();
-    for group in matched(trace) {
+    for group in matched(&kernels) {
         let last = *group.iter().max_by_key(|k| k.start).expect("not empty");
         let mut starts: Vec<i64> = group.iter().map(|k| k.start).collect();
         starts.sort_unstable();

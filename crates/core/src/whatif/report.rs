@@ -11,6 +11,7 @@ use crate::analysis::iterations::iterations;
 use crate::analysis::overview::{Options, Overview, overview};
 use crate::compare::{IdleByCause, Run, whole_run};
 use crate::format::{format_ns, signed_ns};
+use crate::report::device_name;
 use crate::trace::{OpKind, Trace};
 
 /// One GPU in one version of the run.
@@ -159,17 +160,10 @@ fn change_json(change: &Change) -> Value {
 
 fn outcome_json(trace: &Trace, o: &Outcome) -> Value {
     json!({
-        "device": device_json(trace, o.device),
+        "device": device_name(trace, o.device),
         "iteration_median_ns": o.iteration_median_ns,
         "total_ns": o.total_ns,
     })
-}
-
-fn device_json(trace: &Trace, id: u32) -> Value {
-    match trace.device(id).and_then(|d| d.key.as_ref()) {
-        Some(k) => json!(k),
-        None => json!(id),
-    }
 }
 
 pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> Value {
@@ -180,7 +174,7 @@ pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> V
         .map(|(m, p)| {
             let idle = p.idle.minus(&m.idle);
             json!({
-                "device": device_json(trace, m.device),
+                "device": device_name(trace, m.device),
                 "iteration_median_delta_ns": m.iteration_median_ns.zip(p.iteration_median_ns).map(|(a, b)| b - a),
                 "total_delta_ns": p.total_ns - m.total_ns,
                 "kernel_time_delta_ns": p.kernel_ns - m.kernel_ns,
@@ -191,7 +185,7 @@ pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> V
     let errors: Vec<Value> = w
         .unchanged_error_pct
         .iter()
-        .map(|(d, it, span)| json!({"device": device_json(trace, *d), "iteration_median_error_pct": it, "total_error_pct": span}))
+        .map(|(d, it, span)| json!({"device": device_name(trace, *d), "iteration_median_error_pct": it, "total_error_pct": span}))
         .collect();
     json!({
         "file": file,
