@@ -132,7 +132,9 @@ pub fn bench_report(file: &Path) -> Result<(), String> {
         let options = Options::default();
         let overview = analysis::overview(&trace, &options);
         let analysed = t.elapsed().as_secs_f64();
-        let value = crate::report::report_json(&trace, &report, &overview, &options);
+        let findings = crate::findings::findings(&trace, &overview);
+        let found = t.elapsed().as_secs_f64();
+        let value = crate::report::report_json(&trace, &report, &overview, &findings, &options);
         let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         std::hint::black_box(json.len());
         let seconds = t.elapsed().as_secs_f64();
@@ -141,9 +143,10 @@ pub fn bench_report(file: &Path) -> Result<(), String> {
         let around = (scans[round - 1] + scans[round]) / 2.0;
         ratios.push(seconds / around);
         println!(
-            "round {round}: load {loaded:.3} s, analyses {:.3} s, json {:.3} s, report --json {seconds:.3} s; sqlite3 scans around it {:.3} / {:.3} s; ratio {:.2}",
+            "round {round}: load {loaded:.3} s, analyses {:.3} s, findings (replays) {:.3} s, json {:.3} s, report --json {seconds:.3} s; sqlite3 scans around it {:.3} / {:.3} s; ratio {:.2}",
             analysed - loaded,
-            seconds - analysed,
+            found - analysed,
+            seconds - found,
             scans[round - 1],
             scans[round],
             seconds / around
@@ -668,6 +671,52 @@ pub fn bench_what_if(file: &Path) -> Result<(), String> {
             "change={what:?} replay_s={replay_s:.3} analyses_s={:.3} iterations={}",
             t.elapsed().as_secs_f64(),
             p.iterations.count()
+        );
+    }
+    print_peak_rss();
+    Ok(())
+}
+
+/// Times what to fix first on FILE: detecting the findings, then every finding's replay
+/// (in parallel), against one what-if replay of the trace (the `what-if` command's), with
+/// the peak RSS.
+pub fn bench_findings(file: &Path) -> Result<(), String> {
+    use std::sync::atomic::AtomicBool;
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let o = crate::analysis::overview(&trace, &Default::default());
+    println!("file: {} ({} events)", file.display(), trace.event_count());
+    println!("threads: {}", rayon::current_num_threads());
+    let t = Instant::now();
+    let replayed = crate::whatif::replay(&trace, &crate::whatif::Change::default());
+    let one = t.elapsed().as_secs_f64();
+    drop(replayed);
+    let t = Instant::now();
+    let found = crate::findings::detect(&trace, &o);
+    let detect_s = t.elapsed().as_secs_f64();
+    let replays = found
+        .iter()
+        .map(|f| f.change.is_some() as usize + f.upper_change.is_some() as usize)
+        .sum::<usize>();
+    let t = Instant::now();
+    let savings =
+        crate::findings::replay_savings(&trace, &o, &found, &AtomicBool::new(false), |_, _| {})
+            .unwrap_or_default();
+    let replays_s = t.elapsed().as_secs_f64();
+    let ranked = crate::findings::finish(&trace, &o, found, &savings);
+    println!("one what-if replay      {one:>8.3} s");
+    println!("findings: detect        {detect_s:>8.3} s");
+    println!("findings: {replays:>2} replays    {replays_s:>8.3} s");
+    println!(
+        "ratio (detect + replays) / one replay   {:.2}",
+        (detect_s + replays_s) / one
+    );
+    for f in &ranked {
+        println!(
+            "  [{}] {} {}",
+            f.severity.label(),
+            f.saving_ns
+                .map_or("fact".to_string(), crate::format::format_ns),
+            f.title
         );
     }
     print_peak_rss();

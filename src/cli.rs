@@ -93,13 +93,32 @@ pub enum Command {
         /// flash_fwd=0.5.
         #[arg(long, value_name = "REGEX=F")]
         scale_kernel: Vec<String>,
-        /// NCCL kernels on a stream of their own.
+        /// NCCL kernels on a stream of their own, the data dependencies kept (each
+        /// collective waits for the compute before it; its result is needed by the compute
+        /// launched after the next collective).
         #[arg(long)]
         nccl_own_stream: bool,
+        /// With --nccl-own-stream: keep no dependency between NCCL and compute (the upper
+        /// bound of the overlap gained).
+        #[arg(long, requires = "nccl_own_stream")]
+        nccl_no_dependencies: bool,
         /// Remove the CPU time between calls inside NVTX ranges whose text contains TEXT
         /// (host work), keeping the calls (repeatable).
         #[arg(long, value_name = "TEXT")]
         remove_cpu: Vec<String>,
+        /// Remove a host stall: on the threads with this tid, the calls starting between
+        /// the two times (ns, the export's clock) take no time and the CPU time between
+        /// them is gone (repeatable).
+        #[arg(long, value_name = "TID:START_NS:END_NS")]
+        remove_stall: Vec<String>,
+        /// Cut the launching thread's CPU time during every host-bound gap with this
+        /// signature (`before → after in range [host_bound]`, as `report` lists patterns).
+        #[arg(long, value_name = "SIGNATURE")]
+        cut_host_gaps: Vec<String>,
+        /// Copies whose name or NVTX range at launch contains TEXT take no GPU time
+        /// (repeatable).
+        #[arg(long, value_name = "TEXT")]
+        drop_copies: Vec<String>,
         #[arg(long)]
         json: bool,
         /// NVTX range text that marks iterations (numbers match any number).
@@ -121,6 +140,9 @@ pub enum Command {
     },
     /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
     BenchWhatIf { file: PathBuf },
+    /// Time what to fix first on FILE: the findings' detection and replays against one
+    /// what-if replay, with the peak RSS.
+    BenchFindings { file: PathBuf },
     /// Time headless timeline frames of FILE at three zoom levels.
     BenchFrame {
         file: PathBuf,
@@ -169,6 +191,9 @@ pub enum Command {
         /// The same run without the scheduler's per-step stream synchronisation.
         #[arg(long)]
         no_step_sync: bool,
+        /// Without the straggler's stall in the slow step (the "after" of fixing it).
+        #[arg(long)]
+        no_straggler: bool,
         /// Ranks (GPUs) instead of the preset's 4 (at least 3).
         #[arg(long)]
         ranks: Option<u32>,
@@ -210,11 +235,24 @@ pub fn main() -> ExitCode {
             remove_sync,
             scale_kernel,
             nccl_own_stream,
+            nccl_no_dependencies,
             remove_cpu,
+            remove_stall,
+            cut_host_gaps,
+            drop_copies,
             json,
             iteration_marker,
-        }) => what_if_change(remove_sync, &scale_kernel, nccl_own_stream, remove_cpu)
-            .and_then(|c| what_if(&file, c, json, iteration_marker)),
+        }) => what_if_change(ChangeArgs {
+            remove_sync,
+            scale_kernel,
+            nccl_own_stream,
+            nccl_no_dependencies,
+            remove_cpu,
+            remove_stall,
+            cut_host_gaps,
+            drop_copies,
+        })
+        .and_then(|c| what_if(&file, c, json, iteration_marker)),
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
@@ -223,6 +261,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::BenchMany { files }) => crate::bench::bench_many(&files),
         Some(Command::BenchWhatIf { file }) => crate::bench::bench_what_if(&file),
+        Some(Command::BenchFindings { file }) => crate::bench::bench_findings(&file),
         Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
@@ -235,6 +274,7 @@ pub fn main() -> ExitCode {
             clean,
             scale_kernel,
             no_step_sync,
+            no_straggler,
             split_ranks,
             ranks,
         }) => {
@@ -254,6 +294,7 @@ pub fn main() -> ExitCode {
                     scale_kernel,
                     no_step_sync,
                     ranks,
+                    no_straggler,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {
@@ -311,10 +352,11 @@ fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), Str
         load::many::load_many(&paths, &|_| {}, &std::sync::atomic::AtomicBool::new(false))
             .map_err(|e| e.to_string())?;
     let overview = analysis::overview(&trace, options);
+    let findings = crate::findings::findings(&trace, &overview);
     print_output(
         as_json,
-        || crate::report::many_json(&trace, &reports, &infos, &overview, options),
-        || crate::report::many_text(&trace, &reports, &infos, &overview, options),
+        || crate::report::many_json(&trace, &reports, &infos, &overview, &findings, options),
+        || crate::report::many_text(&trace, &reports, &infos, &overview, &findings, options),
     )?;
     Ok(())
 }
@@ -332,10 +374,11 @@ fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), Strin
         ));
     }
     let overview = analysis::overview(&trace, options);
+    let findings = crate::findings::findings(&trace, &overview);
     print_output(
         as_json,
-        || crate::report::report_json(&trace, &report, &overview, options),
-        || crate::report::report_text(&trace, &report, &overview, options),
+        || crate::report::report_json(&trace, &report, &overview, &findings, options),
+        || crate::report::report_text(&trace, &report, &overview, &findings, options),
     )?;
     Ok(())
 }
@@ -415,23 +458,39 @@ fn parse_scale_regex(arg: &str) -> Result<(regex::Regex, f64), String> {
     Ok((re, factor))
 }
 
-fn what_if_change(
+/// The change flags of `what-if`, as given.
+struct ChangeArgs {
     remove_sync: Vec<String>,
-    scale_kernel: &[String],
+    scale_kernel: Vec<String>,
     nccl_own_stream: bool,
+    nccl_no_dependencies: bool,
     remove_cpu: Vec<String>,
-) -> Result<crate::whatif::Change, String> {
+    remove_stall: Vec<String>,
+    cut_host_gaps: Vec<String>,
+    drop_copies: Vec<String>,
+}
+
+fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
     let change = crate::whatif::Change {
-        remove_sync,
-        scale_kernels: scale_kernel
+        remove_sync: a.remove_sync,
+        scale_kernels: a
+            .scale_kernel
             .iter()
             .map(|a| parse_scale_regex(a))
             .collect::<Result<_, _>>()?,
-        nccl_own_stream,
-        remove_cpu,
+        nccl_own_stream: a.nccl_own_stream,
+        nccl_no_dependencies: a.nccl_no_dependencies,
+        remove_cpu: a.remove_cpu,
+        remove_stalls: a
+            .remove_stall
+            .iter()
+            .map(|s| crate::whatif::HostSpan::parse(s).map_err(|e| format!("--remove-stall: {e}")))
+            .collect::<Result<_, _>>()?,
+        cut_host_gaps: a.cut_host_gaps,
+        drop_copies: a.drop_copies,
     };
     if change.is_empty() {
-        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream or --remove-cpu TEXT".into());
+        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream, --remove-cpu TEXT, --remove-stall TID:START_NS:END_NS, --cut-host-gaps SIGNATURE or --drop-copies TEXT".into());
     }
     Ok(change)
 }

@@ -3,8 +3,8 @@
 //! analyses, re-exported here under their own names).
 
 pub use nsys_explorer_core::{
-    analysis, compare, format, load, memory, profile, report, sorted, summaries, synth, trace,
-    whatif,
+    analysis, compare, findings, format, load, memory, profile, report, sorted, summaries, synth,
+    trace, whatif,
 };
 
 pub mod bench;

@@ -447,3 +447,52 @@ fn synth_rejects_an_unknown_kernel_to_scale_with_the_names_it_knows() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("flash_fwd_kernel"), "{err}");
 }
+
+#[test]
+fn each_findings_what_if_arguments_reproduce_its_saving() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    succeeded(
+        bin()
+            .args(["synth", "--preset", "tiny", "--out"])
+            .arg(&path),
+    );
+    let file = path.to_str().unwrap();
+    let v = report_json(&[file]);
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.len() >= 4, "{findings:?}");
+    let keys = [
+        "kind",
+        "severity",
+        "title",
+        "detail",
+        "devices",
+        "saving_ns",
+        "saving_pct",
+        "upper_bound_ns",
+        "what_if",
+        "where",
+    ];
+    for f in findings {
+        for key in keys {
+            assert!(f.get(key).is_some(), "{key} missing in {f}");
+        }
+        let args: Vec<&str> = f["what_if"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        if args.is_empty() {
+            continue;
+        }
+        let out = succeeded(bin().args(["what-if", file, "--json"]).args(&args));
+        let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(w["saving_ns"], f["saving_ns"], "{}", f["title"]);
+    }
+    // The text report starts with them.
+    let out = succeeded(bin().args(["report", file]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
+    assert!(head.contains("What to fix first:"), "{head}");
+}

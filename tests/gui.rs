@@ -92,6 +92,7 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
 fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
     let (start, end, label) = {
         let l = loaded(&h);
         let o = l.overview.as_ref().unwrap();
@@ -130,6 +131,7 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
     use nsys_explorer::analysis::gaps::Cause;
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
     let (total, counts) = {
         let o = loaded(&h).overview.as_ref().unwrap();
         let count = |c: Cause| o.gaps.iter().filter(|g| g.cause == c).count();
@@ -306,6 +308,7 @@ fn an_api_only_export_opens_on_the_whole_trace_and_says_what_it_has() {
 fn the_gap_table_follows_the_current_window() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
     let (window, inside, total) = {
         let l = loaded(&h);
         let o = l.overview.as_ref().unwrap();
@@ -359,6 +362,7 @@ fn enter_in_the_marker_field_applies_the_marker() {
 fn the_memory_and_nvtx_tabs_list_what_the_analyses_found_and_nvtx_rows_mark_instances() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, truth) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
     // The longest gaps are the JIT compilations: the table names them.
     assert_eq!(
         h.query_all_by_label_contains(
@@ -570,4 +574,69 @@ fn per_rank_report_summaries_open_side_by_side_and_a_row_opens_its_export() {
     h.run_steps(2);
     wait_for_load(&mut h);
     assert!(matches!(h.state().state, State::Loaded(_)));
+}
+
+#[test]
+fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    wait_for_load(&mut h);
+    {
+        let l = loaded(&h);
+        assert_eq!(
+            l.tab,
+            nsys_explorer::ui::loaded::Tab::Findings,
+            "shown first once analysed"
+        );
+        assert!(l.findings.ranked);
+        let savings: Vec<i64> = l
+            .findings
+            .findings
+            .iter()
+            .filter_map(|f| f.saving_ns)
+            .collect();
+        assert!(savings.len() >= 4 && savings.windows(2).all(|w| w[0] >= w[1]));
+    }
+    let (title, first) = {
+        let f = &loaded(&h).findings.findings[0];
+        (f.title.clone(), f.first.unwrap())
+    };
+    h.get_by_label("What to fix first");
+    h.get_by_label(&title.replace('→', "->")).click();
+    h.run_steps(3);
+    {
+        let l = loaded(&h);
+        assert_eq!(l.findings.selected, Some(0));
+        assert!(
+            !l.timeline.iteration_mark.is_empty(),
+            "its occurrences outlined"
+        );
+        let (a, b) = l.timeline.view;
+        assert!(
+            a <= first.start_ns as f64 && first.end_ns as f64 <= b,
+            "its first occurrence in view"
+        );
+    }
+    // Try the sync finding: the What-if tab opens with its change, replayed.
+    let sync = loaded(&h)
+        .findings
+        .findings
+        .iter()
+        .position(|f| f.kind == nsys_explorer::findings::Kind::HostSync)
+        .unwrap();
+    let expected = loaded(&h).findings.findings[sync].saving_ns.unwrap();
+    let buttons = h.get_all_by_label("Try it").count();
+    assert!(buttons > sync, "{buttons} Try it buttons");
+    h.get_all_by_label("Try it").nth(sync).unwrap().click();
+    h.run_steps(2);
+    wait_for_load(&mut h);
+    let l = loaded(&h);
+    assert_eq!(l.tab, nsys_explorer::ui::loaded::Tab::WhatIf);
+    assert!(l.what_if.preset.is_some());
+    let a = l.what_if.answer.as_ref().expect("replayed");
+    assert_eq!(
+        nsys_explorer::whatif::report::saving_ns(&a.what_if),
+        expected,
+        "the tab's replay gives the finding's saving"
+    );
 }

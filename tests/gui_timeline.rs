@@ -255,6 +255,7 @@ fn fit_shows_the_whole_trace_cpu_side_included_and_the_ruler_counts_from_its_fir
 fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
     // Sort by GPU, descending: the first row is a gap of the last GPU, whose rows are below
     // the fold of a 900 px window.
     h.get_by_label("GPU").click();

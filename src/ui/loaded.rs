@@ -7,6 +7,7 @@ use std::sync::Arc;
 use eframe::egui::{self, RichText};
 
 use super::compare_view::Compare;
+use super::findings_panel::{Action, FindingsPanel};
 use super::heatmap;
 use super::loading::LoadJob;
 use super::split::Split;
@@ -24,6 +25,8 @@ use crate::trace::Trace;
 /// The bottom panel's tabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
+    /// What to fix first, ranked by the replayed saving (the first tab).
+    Findings,
     Gaps,
     Iterations,
     Kernels,
@@ -65,6 +68,7 @@ pub struct Loaded {
     /// Offsets the user typed for the files (ns), applied by reloading.
     pub nudges: Vec<Option<i64>>,
     pub what_if: WhatIfPanel,
+    pub findings: FindingsPanel,
 }
 
 impl Loaded {
@@ -75,7 +79,7 @@ impl Loaded {
             report: None,
             timeline,
             overview: None,
-            tab: Tab::Gaps,
+            tab: Tab::Findings,
             summary: Default::default(),
             gaps: Default::default(),
             iterations: Default::default(),
@@ -87,6 +91,7 @@ impl Loaded {
             files: Vec::new(),
             nudges: Vec::new(),
             what_if: Default::default(),
+            findings: Default::default(),
         }
     }
 
@@ -102,6 +107,7 @@ impl Loaded {
         self.job.is_some()
             || self.compare.as_ref().is_some_and(Compare::busy)
             || self.what_if.busy()
+            || self.findings.busy()
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -127,6 +133,16 @@ impl Loaded {
                 self.gaps.filter.recurring = Some(0);
                 self.gaps.refresh(&trace, overview);
                 self.gaps.select(0, &trace, overview, &mut self.timeline);
+            }
+            "findings" => {
+                self.tab = Tab::Findings;
+                let overview = overview.clone();
+                self.findings.start(&trace, &overview, None);
+                while self.findings.busy() {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    self.findings.poll(&trace);
+                }
+                self.findings.select(0, &trace, &mut self.timeline);
             }
             "slow-iteration" => {
                 self.tab = Tab::Iterations;
@@ -156,6 +172,11 @@ pub(super) fn loaded_ui(
     let trace = l.trace.clone();
     if let Some(c) = &mut l.compare {
         c.poll(&trace, l.overview.as_ref(), ui.ctx());
+    }
+    // What to fix first is worked out as soon as the analyses are in, whatever tab is open.
+    if let Some(o) = &l.overview {
+        l.findings.start(&trace, o, Some(ui.ctx()));
+        l.findings.poll(&trace);
     }
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;
@@ -196,6 +217,7 @@ pub(super) fn loaded_ui(
         .show(ui, |ui| fill_exactly(ui, |ui| {
             ui.horizontal(|ui| {
                 for (tab, name) in [
+                    (Tab::Findings, "Findings"),
                     (Tab::Gaps, "Gaps"),
                     (Tab::Iterations, "Iterations"),
                     (Tab::Kernels, "Kernels"),
@@ -246,6 +268,14 @@ pub(super) fn loaded_ui(
                     ui.label(note);
                 }
                 (_, None, None) => {}
+                (Tab::Findings, None, Some(o)) => {
+                    if let Some(Action::TryIt(title, change)) =
+                        l.findings.show(ui, &trace, o, &mut l.timeline)
+                    {
+                        l.what_if.try_change(title, change, &trace, o, ui.ctx());
+                        l.tab = Tab::WhatIf;
+                    }
+                }
                 (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &mut l.timeline),
                 (Tab::Iterations, None, Some(o)) => {
                     let other = l

@@ -4,6 +4,7 @@
 
 pub mod compare_view;
 pub mod details;
+pub mod findings_panel;
 mod fold;
 pub mod gap_finder;
 pub mod gap_table;

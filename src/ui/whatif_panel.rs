@@ -29,6 +29,8 @@ pub struct WhatIfPanel {
     pub scale_regex: String,
     pub scale_factor: f64,
     pub nccl_own_stream: bool,
+    /// A change filled in from a finding ("Try it"), replayed as it is: (its title, it).
+    pub preset: Option<(String, Change)>,
     pub error: Option<String>,
     pub answer: Option<Arc<Answer>>,
     pending: Option<Job<(), Result<Answer, String>>>,
@@ -41,8 +43,33 @@ impl WhatIfPanel {
         self.pending.is_some()
     }
 
-    /// The change the fields describe.
+    /// Fills in `change` (a finding's) and replays it.
+    pub fn try_change(
+        &mut self,
+        title: String,
+        change: Change,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        ctx: &egui::Context,
+    ) {
+        self.remove_sync = change.remove_sync.join(" ");
+        self.nccl_own_stream = change.nccl_own_stream;
+        if let Some((re, f)) = change.scale_kernels.first() {
+            self.scale_regex = re.as_str().to_string();
+            self.scale_factor = *f;
+        } else {
+            self.scale_regex.clear();
+        }
+        self.preset = Some((title, change));
+        self.answer = None;
+        self.run(trace, overview, ctx);
+    }
+
+    /// The change the fields describe (a finding's as it came, while not edited).
     pub fn change(&self) -> Result<Change, String> {
+        if let Some((_, change)) = &self.preset {
+            return Ok(change.clone());
+        }
         let mut change = Change {
             nccl_own_stream: self.nccl_own_stream,
             ..Default::default()
@@ -106,6 +133,23 @@ impl WhatIfPanel {
             match answer {
                 Ok(a) => self.answer = Some(Arc::new(a)),
                 Err(e) => self.error = Some(e),
+            }
+        }
+        if let Some((title, change)) = &self.preset {
+            let mut clear = false;
+            ui.horizontal(|ui| {
+                ui.label(
+                    RichText::new(format!("From a finding: {}", title.replace('→', "->"))).strong(),
+                );
+                clear = ui.small_button("Edit instead").clicked();
+            });
+            ui.label(
+                RichText::new(format!("what-if {}", change.to_args().join(" ")))
+                    .monospace()
+                    .small(),
+            );
+            if clear {
+                self.preset = None;
             }
         }
         ui.horizontal(|ui| {

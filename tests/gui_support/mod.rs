@@ -104,3 +104,10 @@ pub fn api_only_export(dir: &Path) -> std::path::PathBuf {
     }
     path
 }
+
+/// Clicks the bottom panel's tab named `name` (the Findings tab opens first).
+pub fn open_tab(h: &mut Harness<'static, App>, name: &str) {
+    use egui_kittest::kittest::Queryable;
+    h.get_by_label(name).click();
+    h.run_steps(2);
+}

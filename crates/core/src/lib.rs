@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod findings;
 pub mod format;
 pub mod load;
 pub mod memory;

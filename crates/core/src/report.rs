@@ -9,6 +9,8 @@ use crate::analysis::breakdown::pct;
 use crate::analysis::overview::{Overview, selected_devices};
 use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
+use crate::findings::Finding;
+use crate::findings::text::{findings_json, findings_text};
 use crate::format::{format_ns, plural, signed_ns};
 use crate::load::LoadReport;
 use crate::load::many::FileInfo;
@@ -18,6 +20,7 @@ pub fn report_json(
     trace: &Trace,
     report: &LoadReport,
     overview: &Overview,
+    findings: &[Finding],
     options: &Options,
 ) -> Value {
     let devices: Vec<Value> = selected_devices(trace, options)
@@ -109,6 +112,7 @@ pub fn report_json(
             "skipped_rows": report.skipped_rows,
             "notes": report.notes,
         },
+        "findings": findings_json(trace, findings),
         "devices": devices,
         "gaps": {
             "min_gap_ns": options.min_gap_ns,
@@ -157,6 +161,7 @@ pub fn report_text(
     trace: &Trace,
     report: &LoadReport,
     overview: &Overview,
+    findings: &[Finding],
     options: &Options,
 ) -> String {
     let mut s = String::new();
@@ -171,6 +176,9 @@ pub fn report_text(
         report.file_bytes as f64 / 1e6,
         report.seconds
     );
+    s.push('\n');
+    s.push_str(&findings_text(findings));
+    s.push('\n');
     health(&mut s, report);
     let _ = writeln!(s, "\nWhere the time goes:");
     if trace.devices.is_empty() {
@@ -507,10 +515,11 @@ pub fn many_json(
     reports: &[LoadReport],
     files: &[FileInfo],
     overview: &Overview,
+    findings: &[Finding],
     options: &Options,
 ) -> Value {
     let combined = LoadReport::combined(reports);
-    let mut v = report_json(trace, &combined, overview, options);
+    let mut v = report_json(trace, &combined, overview, findings, options);
     v["file"] = json!(
         files
             .iter()
@@ -577,6 +586,7 @@ pub fn many_text(
     reports: &[LoadReport],
     files: &[FileInfo],
     overview: &Overview,
+    findings: &[Finding],
     options: &Options,
 ) -> String {
     let mut s = String::new();
@@ -613,6 +623,7 @@ pub fn many_text(
         trace,
         &LoadReport::combined(reports),
         overview,
+        findings,
         options,
     ));
     s

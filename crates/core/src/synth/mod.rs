@@ -58,6 +58,9 @@ pub struct SynthOptions {
     pub no_step_sync: bool,
     /// Ranks (GPUs) instead of the preset's 4 (at least 3: rank 2 is the straggler).
     pub ranks: Option<u32>,
+    /// Without the straggler's stall (its `cudaDeviceSynchronize` and slow `cudaMalloc`
+    /// in the slow step): the "after" of fixing the straggler.
+    pub no_straggler: bool,
 }
 
 impl SynthOptions {
@@ -71,6 +74,7 @@ impl SynthOptions {
             scale_kernel: None,
             no_step_sync: false,
             ranks: None,
+            no_straggler: false,
         }
     }
 }
@@ -307,7 +311,9 @@ fn generate_into(
                         scheduler_ns: SCHEDULER_HOST_NS,
                         time_embedding_host_ns: TIME_EMBEDDING_HOST_NS,
                         cross_device_wait_ns: CROSS_DEVICE_WAIT_NS,
-                        straggler_pause_ns: (step == shape.slow_step && r == shape.straggler)
+                        straggler_pause_ns: (step == shape.slow_step
+                            && r == shape.straggler
+                            && !options.no_straggler)
                             .then_some(straggler_pause_ns),
                     },
                 )

@@ -158,11 +158,9 @@ pub enum Instr {
     Pop,
     /// Python time between calls.
     HostWork(i64),
-    /// `cudaLaunchKernel` of `KERNELS[kernel]`. `waits_for_nccl`: on a separate NCCL stream,
-    /// the kernel waits (stream event) for the last NCCL kernel.
+    /// `cudaLaunchKernel` of `KERNELS[kernel]`.
     Launch {
         kernel: usize,
-        waits_for_nccl: bool,
     },
     /// `cudaStreamWaitEvent` on an event of another device: the next kernel starts
     /// `extra_ns` after the stream drains, although it was launched long before.
@@ -210,8 +208,8 @@ pub struct StepShape {
 }
 
 /// An aten op range around zero or more launches, as `torch.autograd.profiler.emit_nvtx` does.
-fn aten(program: &mut Vec<Instr>, op: &'static str, kernels: &[usize], waits_for_nccl: bool) {
-    aten_sized(program, op, None, kernels, waits_for_nccl);
+fn aten(program: &mut Vec<Instr>, op: &'static str, kernels: &[usize]) {
+    aten_sized(program, op, None, kernels);
 }
 
 /// An aten op range whose text, in realistic traces, carries its shapes and op id:
@@ -221,7 +219,6 @@ fn aten_sized(
     op: &'static str,
     sizes: Option<&'static str>,
     kernels: &[usize],
-    waits_for_nccl: bool,
 ) {
     program.push(match sizes {
         Some(sizes) => Instr::PushOp { op, sizes },
@@ -229,10 +226,7 @@ fn aten_sized(
     });
     program.push(Instr::HostWork(6_000));
     for &k in kernels {
-        program.push(Instr::Launch {
-            kernel: k,
-            waits_for_nccl,
-        });
+        program.push(Instr::Launch { kernel: k });
     }
     program.push(Instr::Pop);
 }
@@ -249,7 +243,7 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     let sized = |sizes: &'static str| shape.realistic.then_some(sizes);
     p.push(Instr::Push(format!("denoising_step_{step}")));
     p.push(Instr::Push("time_embedding".into()));
-    aten(&mut p, "aten::sin", &[TIME_EMBED], false);
+    aten(&mut p, "aten::sin", &[TIME_EMBED]);
     // Python builds the conditioning on the CPU while the GPU has drained: host-bound gap.
     p.push(Instr::HostWork(shape.time_embedding_host_ns));
     p.push(Instr::Pop);
@@ -280,37 +274,30 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
         for block in 0..shape.blocks {
             p.push(Instr::Push(format!("transformer_block_{block}")));
             p.push(Instr::Push("attention".into()));
-            aten(&mut p, "aten::layer_norm", &[LAYER_NORM], true);
-            aten_sized(&mut p, "aten::linear", sized(QKV_SIZES), &[GEMM_QKV], false);
-            aten(&mut p, "aten::view", &[], false);
-            aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
-            aten(&mut p, "aten::transpose", &[], false);
+            aten(&mut p, "aten::layer_norm", &[LAYER_NORM]);
+            aten_sized(&mut p, "aten::linear", sized(QKV_SIZES), &[GEMM_QKV]);
+            aten(&mut p, "aten::view", &[]);
+            aten(&mut p, "nccl:all_to_all", &[SEND_RECV]);
+            aten(&mut p, "aten::transpose", &[]);
             aten_sized(
                 &mut p,
                 "aten::_flash_attention_forward",
                 sized(FLASH_SIZES),
                 &[FLASH],
-                true,
             );
-            aten(&mut p, "aten::contiguous", &[], false);
-            aten(&mut p, "nccl:all_to_all", &[SEND_RECV], false);
-            // The second exchange overlaps the output projection and the FFN when NCCL has its own
-            // stream; the next block's layer norm waits for it.
-            aten_sized(&mut p, "aten::linear", sized(OUT_SIZES), &[GEMM_OUT], false);
+            aten(&mut p, "aten::contiguous", &[]);
+            aten(&mut p, "nccl:all_to_all", &[SEND_RECV]);
+            // With NCCL on a stream of its own, an exchange's result is needed by the compute
+            // launched after the next exchange (see `sim`): each overlaps what follows it.
+            aten_sized(&mut p, "aten::linear", sized(OUT_SIZES), &[GEMM_OUT]);
             p.push(Instr::Pop);
             p.push(Instr::Push("ffn".into()));
-            aten(&mut p, "aten::layer_norm", &[LAYER_NORM], false);
-            aten_sized(&mut p, "aten::linear", sized(UP_SIZES), &[GEMM_UP], false);
-            aten(&mut p, "aten::gelu", &[GELU], false);
-            aten(&mut p, "aten::reshape", &[], false);
-            aten_sized(
-                &mut p,
-                "aten::linear",
-                sized(DOWN_SIZES),
-                &[GEMM_DOWN],
-                false,
-            );
-            aten(&mut p, "aten::add", &[ADD], false);
+            aten(&mut p, "aten::layer_norm", &[LAYER_NORM]);
+            aten_sized(&mut p, "aten::linear", sized(UP_SIZES), &[GEMM_UP]);
+            aten(&mut p, "aten::gelu", &[GELU]);
+            aten(&mut p, "aten::reshape", &[]);
+            aten_sized(&mut p, "aten::linear", sized(DOWN_SIZES), &[GEMM_DOWN]);
+            aten(&mut p, "aten::add", &[ADD]);
             p.push(Instr::Pop);
             p.push(Instr::Pop);
         }

@@ -136,6 +136,9 @@ pub struct RankSim {
     /// CPU (NVTX) extent of each denoising step.
     pub step_cpu: Vec<(i64, i64)>,
     path_text_ids: std::collections::HashMap<String, u32>,
+    /// With NCCL on a stream of its own: the ends of the collective before the latest one
+    /// and of the latest, `[before, latest]`.
+    nccl_ends: [i64; 2],
     /// A launched NCCL kernel waiting for the other ranks: (start, correlation id, wait).
     pending_nccl: Option<(i64, u32, Wait, (u32, u8))>,
     /// Shaped like a real export (see `StepShape::realistic`).
@@ -194,6 +197,7 @@ impl RankSim {
             path_texts: Vec::new(),
             step_cpu: Vec::new(),
             path_text_ids: Default::default(),
+            nccl_ends: [start_ns; 2],
             pending_nccl: None,
             realistic,
             // Ranks' op counters do not line up in real runs (data loading, warm-up differ):
@@ -361,10 +365,7 @@ impl RankSim {
                     self.api("cudaStreamWaitEvent_v3020", 2_000, corr);
                     self.pending_extra_wait = *extra_ns;
                 }
-                Instr::Launch {
-                    kernel,
-                    waits_for_nccl,
-                } => {
+                Instr::Launch { kernel } => {
                     let corr = self.next_corr();
                     let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
                     let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
@@ -376,8 +377,11 @@ impl RankSim {
                         if KERNELS[*kernel].nccl {
                             // NCCL consumes what the compute stream produced.
                             dependency = self.stream_free[0];
-                        } else if *waits_for_nccl {
-                            dependency = self.stream_free[1];
+                        } else {
+                            // A collective's result is needed once the next one has been
+                            // launched: one exchange in flight beside compute
+                            // (`whatif::NCCL_DEPENDENCIES`).
+                            dependency = self.nccl_ends[0];
                         }
                     }
                     if self.pending_extra_wait > 0 && slot == 0 {
@@ -485,6 +489,7 @@ impl RankSim {
             .take()
             .expect("rank stopped at a collective");
         let end = end + self.rng.i64(0..2_000);
+        self.nccl_ends = [self.nccl_ends[1], end];
         let stream = self.stream_of(kernel);
         self.finish_kernel(kernel, stream, start, end, corr, wait, path);
     }

@@ -17,8 +17,13 @@ pub mod report;
 
 use regex::Regex;
 
-use crate::analysis::gaps::sync_call_names;
+use crate::analysis::gaps::{
+    Cause, CpuIndex, DEFAULT_MIN_GAP_NS, Gap, OpRef, gaps, launch_nvtx_path, sync_call_names,
+};
+use crate::analysis::intervals::device_window;
+use crate::analysis::iterations::median;
 use crate::analysis::nccl_wait::collectives;
+use crate::analysis::recurring::signature;
 use crate::sorted::gallop;
 use crate::trace::{NONE, OpKind, Stream, Trace};
 
@@ -29,12 +34,68 @@ pub struct Change {
     pub remove_sync: Vec<String>,
     /// Kernels whose name matches take `factor` times as long.
     pub scale_kernels: Vec<(Regex, f64)>,
-    /// NCCL kernels on a stream of their own (assumed: nothing on the compute stream waits
-    /// for them, nor they for it, beyond launch order).
+    /// NCCL kernels on a stream of their own. The data dependencies are kept (see
+    /// [`NCCL_DEPENDENCIES`]) unless `nccl_no_dependencies`.
     pub nccl_own_stream: bool,
+    /// With `nccl_own_stream`: nothing on the compute stream waits for NCCL, nor NCCL for
+    /// it, beyond launch order — the upper bound of what a stream of its own can gain.
+    pub nccl_no_dependencies: bool,
     /// CPU time between calls inside NVTX ranges whose text contains one of these is
     /// removed (the host work after a sync, say).
     pub remove_cpu: Vec<String>,
+    /// Host stalls removed: on the threads with the span's tid, the calls that start in it
+    /// take no time (a synchronising one does not wait) and the CPU time between them is
+    /// gone (a straggler's `cudaMalloc`, say).
+    pub remove_stalls: Vec<HostSpan>,
+    /// Host-bound gaps whose signature (`before → after in range [host_bound]`) is one of
+    /// these: the launching thread's CPU time during each such gap is cut, so the next
+    /// launch comes as early as its launch latency allows.
+    pub cut_host_gaps: Vec<String>,
+    /// Copies (memcpy, memset) whose name or NVTX range at launch contains one of these
+    /// take no GPU time (assumed done off the critical path: asynchronous, pinned memory,
+    /// a stream of their own).
+    pub drop_copies: Vec<String>,
+}
+
+/// What `nccl_own_stream` keeps of the dependencies between NCCL and compute, said in the
+/// assumptions: a collective waits for the compute launched before it on its stream (its
+/// input, as an event recorded before it), and its result is needed by the compute
+/// launched after the next collective (one collective in flight beside compute, as an
+/// event waited for one collective later). A result needed by the very next kernel leaves
+/// nothing to overlap; that bound is the unchanged run.
+pub const NCCL_DEPENDENCIES: &str = "each collective waits for the compute launched before it; its result is first needed by the compute launched after the next collective";
+
+/// A span of one thread's time, on the export's clock: `TID:START_NS:END_NS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSpan {
+    pub tid: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+impl HostSpan {
+    pub fn parse(arg: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = arg.split(':').collect();
+        let bad = || format!("a host span is TID:START_NS:END_NS, not `{arg}`");
+        let [tid, start, end] = parts[..] else {
+            return Err(bad());
+        };
+        let span = HostSpan {
+            tid: tid.parse().map_err(|_| bad())?,
+            start_ns: start.parse().map_err(|_| bad())?,
+            end_ns: end.parse().map_err(|_| bad())?,
+        };
+        if span.end_ns < span.start_ns {
+            return Err(format!("{arg}: the span ends before it starts"));
+        }
+        Ok(span)
+    }
+}
+
+impl std::fmt::Display for HostSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.tid, self.start_ns, self.end_ns)
+    }
 }
 
 impl Change {
@@ -43,6 +104,43 @@ impl Change {
             && self.scale_kernels.is_empty()
             && !self.nccl_own_stream
             && self.remove_cpu.is_empty()
+            && self.remove_stalls.is_empty()
+            && self.cut_host_gaps.is_empty()
+            && self.drop_copies.is_empty()
+    }
+
+    /// The `what-if` command-line arguments that make this change.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut add = |flag: &str, value: String| {
+            out.push(flag.to_string());
+            out.push(value);
+        };
+        for x in &self.remove_sync {
+            add("--remove-sync", x.clone());
+        }
+        for (re, f) in &self.scale_kernels {
+            add("--scale-kernel", format!("{}={f}", re.as_str()));
+        }
+        for x in &self.remove_cpu {
+            add("--remove-cpu", x.clone());
+        }
+        for x in &self.remove_stalls {
+            add("--remove-stall", x.to_string());
+        }
+        for x in &self.cut_host_gaps {
+            add("--cut-host-gaps", x.clone());
+        }
+        for x in &self.drop_copies {
+            add("--drop-copies", x.clone());
+        }
+        if self.nccl_own_stream {
+            out.push("--nccl-own-stream".into());
+            if self.nccl_no_dependencies {
+                out.push("--nccl-no-dependencies".into());
+            }
+        }
+        out
     }
 }
 
@@ -71,14 +169,63 @@ type Launched = Vec<(u32, u32, u32, u32)>;
 /// The trace replayed with `change`: a copy with every op's, call's and NVTX range's time
 /// moved where the model puts it (NCCL moved to a stream of its own when asked).
 pub fn replay(trace: &Trace, change: &Change) -> Trace {
+    replay_with_gaps(trace, change, None)
+}
+
+/// Like [`replay`], with the trace's gaps when the caller has them (`cut_host_gaps` finds
+/// its gaps there; without them it finds them itself).
+pub fn replay_with_gaps(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Trace {
     crate::profile_scope!("what-if replay");
-    let times = replay_times(trace, change);
+    let times = replay_times(trace, change, gaps);
     rebuild(trace, &times, change)
 }
 
-fn replay_times(trace: &Trace, change: &Change) -> Times {
+/// Each device's span (first kernel start to last kernel end, 0 without kernels) in the
+/// trace replayed with `change`: what [`replay`] then `Device::kernel_window` give,
+/// without building the replayed trace.
+pub fn predicted_spans(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Vec<i64> {
+    crate::profile_scope!("what-if replay (spans)");
+    let t = replay_times(trace, change, gaps);
+    trace
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(d, device)| {
+            let mut window: Option<(i64, i64)> = None;
+            for (s, stream) in device.streams.iter().enumerate() {
+                let ops = &stream.ops;
+                for i in 0..ops.len() {
+                    if !ops.kind[i].is_kernel() {
+                        continue;
+                    }
+                    let (a, b) = match t.op_start[d][s][i] {
+                        UNSET => (ops.start[i], ops.end[i]),
+                        a => (a, t.op_end[d][s][i].max(a)),
+                    };
+                    window = Some(window.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+                }
+            }
+            window.map_or(0, |(a, b)| b - a)
+        })
+        .collect()
+}
+
+/// Each device's span as recorded (see [`predicted_spans`]).
+pub fn measured_spans(trace: &Trace) -> Vec<i64> {
+    trace
+        .devices
+        .iter()
+        .map(|d| d.kernel_window().map_or(0, |(a, b)| b - a))
+        .collect()
+}
+
+fn replay_times(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Times {
     let sync_names = sync_call_names(trace);
     let removed = removed_syncs(trace, &sync_names, &change.remove_sync);
+    let stalls = stall_spans(trace, &change.remove_stalls);
+    let dropped = dropped_copies(trace, &change.drop_copies);
+    let nccl_deps =
+        (change.nccl_own_stream && !change.nccl_no_dependencies).then(|| nccl_dependencies(trace));
     // Kernel names only (a trace has millions of other strings): each tested once.
     let mut scale = vec![1.0f64; trace.strings.len()];
     if !change.scale_kernels.is_empty() {
@@ -126,7 +273,19 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
     }
     let mut arrived = vec![0usize; groups.len()];
     let launched = launched_by_thread(trace);
-    let cut = cpu_cuts(trace, &change.remove_cpu);
+    let mut cut = cpu_cuts(trace, &change.remove_cpu);
+    add_spans(&mut cut, &stalls);
+    if !change.cut_host_gaps.is_empty() {
+        let own;
+        let gaps = match gaps {
+            Some(g) => g,
+            None => {
+                own = all_gaps(trace);
+                &own[..]
+            }
+        };
+        add_spans(&mut cut, &host_gap_cuts(trace, gaps, &change.cut_host_gaps));
+    }
     let events = RecordedOrder::new(trace, &sync_names);
     for e in events {
         match e {
@@ -141,7 +300,10 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
                     t.call_end[ti][k - 1] + (b - a) - overlap(&cut[ti], a, b)
                 };
                 t.call_start[ti][k] = start;
-                if !sync_names[api.name[k] as usize] {
+                if in_spans(&stalls[ti], api.start[k]) {
+                    // A removed stall: the call takes no time, a sync waits for nothing.
+                    t.call_end[ti][k] = start;
+                } else if !sync_names[api.name[k] as usize] {
                     t.call_end[ti][k] = start + (api.end[k] - api.start[k]);
                 }
             }
@@ -149,6 +311,9 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
                 let (ti, k) = (thread as usize, call as usize);
                 let api = &trace.threads[ti].api;
                 let (s, e) = (api.start[k], api.end[k]);
+                if in_spans(&stalls[ti], s) {
+                    continue;
+                }
                 let (observed, replayed) = waited_for(trace, &t, &launched[ti], call, e);
                 // The call's own time: all of it but the wait for the GPU.
                 let own = e - observed.max(s);
@@ -162,10 +327,18 @@ fn replay_times(trace: &Trace, change: &Change) -> Times {
             Event::OpStart { device, stream, op } => {
                 let (d, s, i) = (device as usize, stream as usize, op as usize);
                 let ops = &trace.devices[d].streams[s].ops;
-                let start = op_start(trace, &t, change, d, s, i);
+                let mut start = op_start(trace, &t, change, d, s, i);
+                if let Some(deps) = &nccl_deps {
+                    let j = deps[d][s][i];
+                    if j != NONE && t.op_end[d][s][j as usize] != UNSET {
+                        start = start.max(t.op_end[d][s][j as usize]);
+                    }
+                }
                 let mut duration = ops.end[i] - ops.start[i];
                 if ops.kind[i].is_kernel() {
                     duration = (duration as f64 * scale[ops.name[i] as usize]).round() as i64;
+                } else if dropped.contains(&(d as u32, s as u32, i as u32)) {
+                    duration = 0;
                 }
                 t.op_start[d][s][i] = start;
                 t.op_end[d][s][i] = start + duration;
@@ -231,14 +404,7 @@ fn cpu_cuts(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
                 .map(|r| (th.nvtx.start[r], th.nvtx.end[r]))
                 .collect();
             spans.sort_unstable();
-            let mut union: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
-            for (s, e) in spans {
-                match union.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => union.push((s, e)),
-                }
-            }
-            union
+            union_of(spans)
         })
         .collect()
 }
@@ -252,6 +418,184 @@ fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {
         .map(|s| s.1.min(b) - s.0.max(a))
         .filter(|&x| x > 0)
         .sum()
+}
+
+/// Per thread, the sorted spans of `stalls` that fall on it (by tid).
+fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            let mut spans: Vec<(i64, i64)> = stalls
+                .iter()
+                .filter(|s| s.tid == th.tid)
+                .map(|s| (s.start_ns, s.end_ns))
+                .collect();
+            spans.sort_unstable();
+            union_of(spans)
+        })
+        .collect()
+}
+
+/// Sorted, overlapping spans merged.
+fn union_of(spans: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    let mut union: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match union.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => union.push((s, e)),
+        }
+    }
+    union
+}
+
+/// Each thread's spans in `more` added to `cut`'s, kept sorted and disjoint.
+fn add_spans(cut: &mut [Vec<(i64, i64)>], more: &[Vec<(i64, i64)>]) {
+    for (c, m) in cut.iter_mut().zip(more) {
+        if m.is_empty() {
+            continue;
+        }
+        let mut all = std::mem::take(c);
+        all.extend_from_slice(m);
+        all.sort_unstable();
+        *c = union_of(all);
+    }
+}
+
+fn in_spans(spans: &[(i64, i64)], t: i64) -> bool {
+    let i = spans.partition_point(|s| s.1 < t);
+    spans.get(i).is_some_and(|s| s.0 <= t)
+}
+
+/// Every gap of every device, as the analyses find them (default minimum).
+fn all_gaps(trace: &Trace) -> Vec<Gap> {
+    let cpu = CpuIndex::new(trace);
+    trace
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let w = device_window(d)?;
+            Some(gaps(trace, &cpu, d, w, DEFAULT_MIN_GAP_NS))
+        })
+        .flatten()
+        .collect()
+}
+
+/// Per thread, the CPU time to cut for the host-bound gaps whose signature is one of
+/// `signatures`: the gap itself, moved back by the launch latency the op after it had (so
+/// that op's launch reaches the GPU as the op before it ends).
+fn host_gap_cuts(trace: &Trace, gaps: &[Gap], signatures: &[String]) -> Vec<Vec<(i64, i64)>> {
+    let mut out: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.threads.len()];
+    // Signatures are put in words once per distinct pattern, not once per gap.
+    let mut wanted: rustc_hash::FxHashMap<(u32, u32, u32), bool> = Default::default();
+    let mut matched: rustc_hash::FxHashMap<(u32, u32, u32), Vec<&Gap>> = Default::default();
+    for g in gaps.iter().filter(|g| g.cause == Cause::HostBound) {
+        let template = g
+            .enclosing()
+            .map_or(NONE, |id| trace.strings.template_of(id));
+        let key = (g.before_name, g.after_name, template);
+        let hit = *wanted
+            .entry(key)
+            .or_insert_with(|| signatures.contains(&signature(trace, g)));
+        if hit {
+            matched.entry(key).or_default().push(g);
+        }
+    }
+    for members in matched.values() {
+        let durations: Vec<i64> = members.iter().map(|g| g.duration_ns).collect();
+        let limit = median(&durations).saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        for g in members.iter().filter(|g| g.duration_ns <= limit) {
+            let Some(device) = trace.device(g.device_id()) else {
+                continue;
+            };
+            let ops = &device.streams[g.after.stream as usize].ops;
+            let i = g.after.op as usize;
+            let (th, call) = (ops.launch_thread[i], ops.launch_call[i]);
+            if th == NONE || call == NONE {
+                continue;
+            }
+            let latency =
+                (ops.start[i] - trace.threads[th as usize].api.start[call as usize]).max(0);
+            out[th as usize].push((g.start_ns - latency, g.end_ns() - latency));
+        }
+    }
+    for spans in &mut out {
+        spans.sort_unstable();
+        *spans = union_of(std::mem::take(spans));
+    }
+    out
+}
+
+/// Gaps of a host-bound pattern longer than this many times its median are one-offs (a
+/// JIT compilation after the same kernel as every step's short gap): `cut_host_gaps`
+/// leaves them to a change of their own.
+pub const HOST_GAP_OUTLIER_FACTOR: i64 = 4;
+
+/// The copies `texts` name (by the op's name or an NVTX range at its launch): (device,
+/// stream, op).
+fn dropped_copies(trace: &Trace, texts: &[String]) -> rustc_hash::FxHashSet<(u32, u32, u32)> {
+    let mut out = rustc_hash::FxHashSet::default();
+    if texts.is_empty() {
+        return out;
+    }
+    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    for (d, device) in trace.devices.iter().enumerate() {
+        for (s, stream) in device.streams.iter().enumerate() {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let op = OpRef {
+                    stream: s as u32,
+                    op: i as u32,
+                };
+                let hit = matches(&trace.strings.get(ops.name[i]))
+                    || launch_nvtx_path(trace, device, op)
+                        .into_iter()
+                        .any(|id| matches(&trace.strings.get(id)));
+                if hit {
+                    out.insert((d as u32, s as u32, i as u32));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// With NCCL on a stream of its own, what each op of a stream that ran NCCL still waits
+/// for (an op index on the same stream, or [`NONE`]), as [`NCCL_DEPENDENCIES`] says: a
+/// collective, the compute op before it; a compute op, the collective before the latest
+/// one launched before it.
+fn nccl_dependencies(trace: &Trace) -> Vec<Vec<Vec<u32>>> {
+    trace
+        .devices
+        .iter()
+        .map(|d| {
+            d.streams
+                .iter()
+                .map(|s| {
+                    let ops = &s.ops;
+                    let mut deps = vec![NONE; ops.len()];
+                    if !ops.kind.contains(&OpKind::Nccl) {
+                        return deps;
+                    }
+                    let (mut last_compute, mut latest, mut before_latest) = (NONE, NONE, NONE);
+                    for (i, dep) in deps.iter_mut().enumerate() {
+                        if ops.kind[i] == OpKind::Nccl {
+                            *dep = last_compute;
+                            before_latest = latest;
+                            latest = i as u32;
+                        } else {
+                            *dep = before_latest;
+                            last_compute = i as u32;
+                        }
+                    }
+                    deps
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Ranges starting before a call looked at for the ones around it.

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use super::{Change, replay};
+use super::{Change, NCCL_DEPENDENCIES, replay, replay_with_gaps};
 use crate::analysis::iterations::iterations;
 use crate::analysis::overview::{Options, Overview, overview};
 use crate::compare::{IdleByCause, Run, whole_run};
@@ -126,14 +126,27 @@ pub fn what_if_with(
         })
         .collect();
     drop(unchanged);
-    let changed = replay(trace, change);
+    let changed = replay_with_gaps(trace, change, Some(&measured.gaps));
     let predicted_overview = overview(&changed, &options);
     look(&changed);
     let mut assumptions = vec![
         "CPU time between calls, launch latencies, kernel durations and transfer times are kept as recorded; a synchronising call waits for the work its thread launched before it".to_string(),
     ];
-    if change.nccl_own_stream {
+    if change.nccl_own_stream && change.nccl_no_dependencies {
         assumptions.push("NCCL on its own stream: no compute kernel waits for a collective's result, nor a collective for compute, beyond launch order — an upper bound on the overlap gained".to_string());
+    } else if change.nccl_own_stream {
+        assumptions.push(format!(
+            "NCCL on its own stream with the data dependencies kept: {NCCL_DEPENDENCIES}"
+        ));
+    }
+    if !change.remove_stalls.is_empty() {
+        assumptions.push("A removed stall: the calls starting in it take no time and the CPU time between them is gone".to_string());
+    }
+    if !change.cut_host_gaps.is_empty() {
+        assumptions.push("Host-bound gaps cut: the launching thread's CPU time during each gap of the pattern is gone (fewer launches, CUDA graphs, less Python per op), so the next kernel is launched in time".to_string());
+    }
+    if !change.drop_copies.is_empty() {
+        assumptions.push("Dropped copies take no GPU time and their blocking calls return at once: done off the critical path (asynchronous, from pinned memory, on a stream of their own) or not at all".to_string());
     }
     if !change.remove_cpu.is_empty() {
         assumptions.push("Removed host work: the CPU time between calls inside the ranges named is gone; the calls themselves stay".to_string());
@@ -154,8 +167,24 @@ fn change_json(change: &Change) -> Value {
         "remove_sync": change.remove_sync,
         "scale_kernel": change.scale_kernels.iter().map(|(re, f)| json!({"regex": re.as_str(), "factor": f})).collect::<Vec<_>>(),
         "nccl_own_stream": change.nccl_own_stream,
+        "nccl_no_dependencies": change.nccl_no_dependencies,
         "remove_cpu": change.remove_cpu,
+        "remove_stall": change.remove_stalls.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "cut_host_gaps": change.cut_host_gaps,
+        "drop_copies": change.drop_copies,
+        "args": change.to_args(),
     })
+}
+
+/// What the change saves of the run: the largest reduction of a GPU's span (first kernel
+/// start to last kernel end), as a finding's `saving_ns` says.
+pub fn saving_ns(w: &WhatIf) -> i64 {
+    w.measured
+        .iter()
+        .zip(&w.predicted)
+        .map(|(m, p)| m.total_ns - p.total_ns)
+        .max()
+        .unwrap_or(0)
 }
 
 fn outcome_json(trace: &Trace, o: &Outcome) -> Value {
@@ -190,6 +219,7 @@ pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> V
     json!({
         "file": file,
         "change": change_json(change),
+        "saving_ns": saving_ns(w),
         "measured": {"per_device": w.measured.iter().map(|o| outcome_json(trace, o)).collect::<Vec<_>>()},
         "predicted": {"per_device": w.predicted.iter().map(|o| outcome_json(trace, o)).collect::<Vec<_>>()},
         "effects": effects,

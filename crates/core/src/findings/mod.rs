@@ -1,0 +1,325 @@
+//! What to fix first: detectors turn the analyses' evidence into findings, each with the
+//! change that would fix it as a what-if [`Change`]; the change is replayed and the
+//! finding ranked by what the replay predicts it saves of the run's span. A finding
+//! whose saving is small stays `info`; severity never comes from counts.
+
+mod detect;
+pub mod text;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::analysis::Overview;
+use crate::trace::Trace;
+use crate::whatif::{Change, measured_spans, predicted_spans};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Recurring host-sync gaps: a synchronising call starves the GPU.
+    HostSync,
+    /// NCCL and compute on one stream.
+    NcclSameStream,
+    /// A rank the others wait for at a collective.
+    Straggler,
+    /// Recurring host-bound gaps: the CPU does not launch fast enough.
+    HostBound,
+    /// A one-off stall of the launching thread (a JIT compilation, a slow call).
+    OneOffStall,
+    /// Copies that hold the GPU: a blocking checkpoint, host-to-device transfers.
+    Copies,
+    /// The kernel that takes most GPU time (an opportunity, not a fault: always `info`).
+    HotKernel,
+    /// Idle that no detector explains (a fact: no saving).
+    UnexplainedIdle,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::HostSync => "host sync",
+            Kind::NcclSameStream => "NCCL on the compute stream",
+            Kind::Straggler => "straggler",
+            Kind::HostBound => "host-bound",
+            Kind::OneOffStall => "one-off stall",
+            Kind::Copies => "copies",
+            Kind::HotKernel => "hot kernel",
+            Kind::UnexplainedIdle => "unexplained idle",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    /// From the saving's share of the run's span: critical at 10 %, warning at 3 %.
+    pub fn of_saving(pct: f64) -> Self {
+        if pct >= CRITICAL_PCT {
+            Severity::Critical
+        } else if pct >= WARNING_PCT {
+            Severity::Warning
+        } else {
+            Severity::Info
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+pub const CRITICAL_PCT: f64 = 10.0;
+pub const WARNING_PCT: f64 = 3.0;
+/// At most this many findings, the largest savings first.
+pub const MAX_FINDINGS: usize = 15;
+
+/// Where a finding happens: a device and a time span (the export's clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Where {
+    /// The device's id (its index in the trace is looked up where needed).
+    #[serde(skip)]
+    pub device: Option<u32>,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub severity: Severity,
+    /// One line a person reads.
+    pub title: String,
+    /// The evidence: counts, total, where first seen, what the CPU was doing.
+    pub detail: String,
+    /// The GPUs it concerns (`FILE:ID` in merged traces): filled by the report.
+    #[serde(skip)]
+    pub devices: Vec<u32>,
+    /// Predicted reduction of the run's span (the largest over the GPUs); `None` until the
+    /// replay ends, and for facts that no change is proposed for.
+    pub saving_ns: Option<i64>,
+    pub saving_pct: Option<f64>,
+    /// Where the model assumes something optimistic: the saving under that assumption.
+    pub upper_bound_ns: Option<i64>,
+    /// The `what-if` arguments that reproduce `saving_ns`.
+    pub what_if: Vec<String>,
+    /// The first occurrence.
+    #[serde(rename = "where")]
+    pub first: Option<Where>,
+    /// Every occurrence (at most [`MAX_OCCURRENCES`]), for the window to mark.
+    #[serde(skip)]
+    pub occurrences: Vec<Where>,
+    /// The change replayed for `saving_ns`, and the optimistic one for `upper_bound_ns`.
+    #[serde(skip)]
+    pub change: Option<Change>,
+    #[serde(skip)]
+    pub upper_change: Option<Change>,
+    /// Idle time of each device (id, ns) this finding accounts for: what is left is
+    /// "unexplained".
+    #[serde(skip)]
+    pub explains_idle: Vec<(u32, i64)>,
+    /// Never above `info` (an opportunity or a fact, not a fault).
+    #[serde(skip)]
+    pub info_only: bool,
+}
+
+pub const MAX_OCCURRENCES: usize = 5_000;
+
+/// The run's span: the longest GPU span (first kernel start to last kernel end).
+pub fn run_span(trace: &Trace) -> i64 {
+    measured_spans(trace).into_iter().max().unwrap_or(0)
+}
+
+/// The findings without their savings: fast, no replay.
+pub fn detect(trace: &Trace, overview: &Overview) -> Vec<Finding> {
+    crate::profile_scope!("findings: detect");
+    detect::all(trace, overview)
+}
+
+/// A finding's saving, once replayed: (saving, upper bound).
+pub type Saving = (i64, Option<i64>);
+
+/// The savings of `findings`' changes (in their order), replayed in parallel; `done` is
+/// told of each as it ends (index, saving). `None` when cancelled.
+pub fn replay_savings(
+    trace: &Trace,
+    overview: &Overview,
+    findings: &[Finding],
+    cancel: &AtomicBool,
+    done: impl Fn(usize, Saving) + Sync,
+) -> Option<Vec<Option<Saving>>> {
+    crate::profile_scope!("findings: replays");
+    let measured = measured_spans(trace);
+    let saving_of = |change: &Change| -> i64 {
+        let predicted = predicted_spans(trace, change, Some(&overview.gaps));
+        measured
+            .iter()
+            .zip(&predicted)
+            .map(|(m, p)| m - p)
+            .max()
+            .unwrap_or(0)
+    };
+    let out: Vec<Option<Saving>> = findings
+        .par_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            let change = f.change.as_ref()?;
+            let saving = saving_of(change);
+            let upper = f.upper_change.as_ref().map(|c| saving_of(c).max(saving));
+            done(i, (saving, upper));
+            Some((saving, upper))
+        })
+        .collect();
+    (!cancel.load(Ordering::Relaxed)).then_some(out)
+}
+
+/// Sets a finding's saving and the severity it earns.
+pub fn apply_saving(finding: &mut Finding, saving: Saving, span: i64) {
+    let (saving, upper) = saving;
+    let saving = saving.max(0);
+    let pct = if span > 0 {
+        100.0 * saving as f64 / span as f64
+    } else {
+        0.0
+    };
+    finding.saving_ns = Some(saving);
+    finding.saving_pct = Some(pct);
+    finding.upper_bound_ns = upper.map(|u| u.max(saving));
+    finding.severity = if finding.info_only {
+        Severity::Info
+    } else {
+        Severity::of_saving(pct)
+    };
+}
+
+/// Largest saving first (facts without a saving last), at most [`MAX_FINDINGS`].
+pub fn rank(findings: &mut Vec<Finding>) {
+    findings.sort_by_key(|f| {
+        (
+            std::cmp::Reverse(f.saving_ns.unwrap_or(i64::MIN)),
+            f.kind as u8,
+        )
+    });
+    findings.truncate(MAX_FINDINGS);
+}
+
+/// Every finding with its replayed saving, ranked: what `report` prints.
+pub fn findings(trace: &Trace, overview: &Overview) -> Vec<Finding> {
+    let found = detect(trace, overview);
+    let savings = replay_savings(trace, overview, &found, &AtomicBool::new(false), |_, _| {})
+        .unwrap_or_default();
+    finish(trace, overview, found, &savings)
+}
+
+/// The detected findings with their savings: graded, those that gain nothing dropped, the
+/// idle no finding explains added, ranked.
+pub fn finish(
+    trace: &Trace,
+    overview: &Overview,
+    mut found: Vec<Finding>,
+    savings: &[Option<Saving>],
+) -> Vec<Finding> {
+    let span = run_span(trace);
+    for (f, s) in found.iter_mut().zip(savings) {
+        if let Some(s) = s {
+            apply_saving(f, *s, span);
+        }
+    }
+    drop_idle_advice(&mut found);
+    detect::add_unexplained_idle(trace, overview, &mut found);
+    rank(&mut found);
+    found
+}
+
+/// Below this share of the span a replayed change is no advice: fixing it gains nothing.
+pub const NO_GAIN_PCT: f64 = 0.1;
+
+/// Findings whose replay says fixing them would gain (next to) nothing are dropped: a tool
+/// that names what does not matter is not read.
+fn drop_idle_advice(found: &mut Vec<Finding>) {
+    found.retain(|f| f.change.is_none() || f.saving_pct.is_some_and(|p| p >= NO_GAIN_PCT));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Options, overview};
+    use crate::trace::builder::TraceBuilder;
+
+    /// A healthy run: 20 steps of 100 kernels of 100 µs, launched well ahead, 1 µs apart
+    /// (dispatch), and once a step a 40 µs host-bound gap: about 1 % idle, no NCCL.
+    fn healthy() -> Trace {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let mut gpu = 1_000_000i64;
+        let mut cpu = 0i64;
+        for step in 0..20 {
+            let step_start = cpu;
+            for k in 0..100 {
+                if k == 0 && step > 0 {
+                    // The CPU fell behind once a step: the launch comes after the GPU ran dry.
+                    cpu = gpu + 35_000;
+                    gpu += 40_000;
+                }
+                let call = b.call(t, "cudaLaunchKernel", cpu, cpu + 4_000);
+                let start = gpu.max(cpu + 5_000);
+                b.kernel(
+                    0,
+                    7,
+                    if k % 2 == 0 { "gemm" } else { "softmax" },
+                    (start, start + 100_000),
+                    Some(call),
+                );
+                gpu = start + 101_000;
+                cpu += 30_000;
+            }
+            b.range(t, &format!("step_{step}"), step_start, cpu);
+        }
+        b.build()
+    }
+
+    #[test]
+    fn a_healthy_run_gets_no_warning() {
+        let trace = healthy();
+        let o = overview(&trace, &Options::default());
+        let b = o.devices[0].breakdown;
+        let idle_pct = 100.0 * b.idle as f64 / b.total() as f64;
+        assert!((0.5..2.0).contains(&idle_pct), "about 1 % idle: {idle_pct}");
+        let found = findings(&trace, &o);
+        for f in &found {
+            assert_eq!(
+                f.severity,
+                Severity::Info,
+                "{}: {:?}",
+                f.title,
+                f.saving_pct
+            );
+            assert!(
+                f.kind != Kind::NcclSameStream && f.kind != Kind::Straggler,
+                "no communication finding without NCCL"
+            );
+        }
+    }
+
+    #[test]
+    fn severity_comes_from_the_share_of_the_span() {
+        assert_eq!(Severity::of_saving(0.9), Severity::Info);
+        assert_eq!(Severity::of_saving(3.0), Severity::Warning);
+        assert_eq!(Severity::of_saving(9.99), Severity::Warning);
+        assert_eq!(Severity::of_saving(10.0), Severity::Critical);
+    }
+}

@@ -1,0 +1,71 @@
+//! Findings in words (the head of `report`) and as JSON (`report --json`'s `findings`).
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::Finding;
+use crate::format::format_ns;
+use crate::report::device_name;
+use crate::trace::Trace;
+
+pub fn findings_json(trace: &Trace, findings: &[Finding]) -> Value {
+    Value::Array(
+        findings
+            .iter()
+            .map(|f| {
+                let mut v = serde_json::to_value(f).unwrap_or(Value::Null);
+                v["devices"] = f.devices.iter().map(|&d| device_name(trace, d)).collect();
+                v
+            })
+            .collect(),
+    )
+}
+
+/// "What to fix first": one line per finding with its saving, then its evidence.
+pub fn findings_text(findings: &[Finding]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "What to fix first:");
+    if findings.is_empty() {
+        let _ = writeln!(s, "  nothing: no detector found a change worth replaying");
+    }
+    for (i, f) in findings.iter().enumerate() {
+        let saving = match (f.saving_ns, f.saving_pct) {
+            (Some(ns), Some(pct)) => format!("saves {} ({pct:.1} %)", format_ns(ns)),
+            _ => "no change proposed".to_string(),
+        };
+        let upper = f
+            .upper_bound_ns
+            .filter(|&u| Some(u) != f.saving_ns)
+            .map_or(String::new(), |u| format!(", up to {}", format_ns(u)));
+        let _ = writeln!(
+            s,
+            "  {}. [{}] {saving}{upper}: {}",
+            i + 1,
+            f.severity.label(),
+            f.title
+        );
+        let _ = writeln!(s, "     {}", f.detail);
+        if !f.what_if.is_empty() {
+            let args: Vec<String> = f.what_if.iter().map(|a| shell_word(a)).collect();
+            let _ = writeln!(
+                s,
+                "     replay: nsys-explorer what-if FILE {}",
+                args.join(" ")
+            );
+        }
+    }
+    s
+}
+
+/// `a` quoted for a POSIX shell where it needs it.
+fn shell_word(a: &str) -> String {
+    if !a.is_empty()
+        && a.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_=.:/,@".contains(&b))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,263 @@
+//! The Findings tab, shown first once a trace is analysed: what to fix first, a row per
+//! finding with its severity, its saving (filled in as each replay ends, on a worker) and
+//! its title. A click brings the timeline to the first occurrence and outlines every
+//! occurrence; "Try it" opens the What-if tab with the change filled in and replayed.
+
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, RichText};
+
+use super::job::Job;
+use super::timeline::{Margin, Nav, Timeline};
+use crate::analysis::overview::Overview;
+use crate::findings::{self, Finding, Saving, Severity};
+use crate::format::format_ns;
+use crate::trace::Trace;
+use crate::whatif::Change;
+
+/// What the worker sends: the findings as detected, then each saving as its replay ends.
+pub enum Message {
+    Detected(Vec<Finding>),
+    Saved(usize, Saving),
+    /// Every replay ended: the findings ranked, unexplained idle added.
+    Ranked(Vec<Finding>),
+}
+
+#[derive(Default)]
+pub struct FindingsPanel {
+    pub findings: Vec<Finding>,
+    /// Replays ended, of how many.
+    pub progress: (usize, usize),
+    pub ranked: bool,
+    pub selected: Option<usize>,
+    job: Option<Job<(), Message>>,
+    started: bool,
+}
+
+/// What a click in the panel asks of the window.
+pub enum Action {
+    /// Open the What-if tab with this change replayed.
+    TryIt(String, Change),
+}
+
+pub fn severity_colour(s: Severity) -> Color32 {
+    match s {
+        Severity::Critical => Color32::from_rgb(0xE0, 0x40, 0x40),
+        Severity::Warning => Color32::from_rgb(0xE8, 0xA0, 0x20),
+        Severity::Info => Color32::from_rgb(0x70, 0x90, 0xB0),
+    }
+}
+
+/// Text as the window's font can draw it (it has no arrows).
+fn shown(text: &str) -> String {
+    text.replace('→', "->")
+}
+
+impl FindingsPanel {
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Starts detecting and replaying on a worker, once per analysed trace.
+    pub fn start(
+        &mut self,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        ctx: Option<&egui::Context>,
+    ) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let (trace, overview) = (trace.clone(), overview.clone());
+        self.job = Some(Job::spawn((), ctx, move |out| {
+            let found = findings::detect(&trace, &overview);
+            out.send(Message::Detected(found.clone()));
+            let savings =
+                findings::replay_savings(&trace, &overview, &found, out.cancel_flag(), |i, s| {
+                    out.send(Message::Saved(i, s));
+                });
+            let Some(savings) = savings else {
+                return;
+            };
+            let found = findings::finish(&trace, &overview, found, &savings);
+            out.send(Message::Ranked(found));
+        }));
+    }
+
+    /// Takes in what the worker sent.
+    pub fn poll(&mut self, trace: &Trace) {
+        let Some(job) = &self.job else { return };
+        let span = findings::run_span(trace);
+        let mut finished = false;
+        while let Some(m) = job.poll() {
+            match m {
+                Message::Detected(found) => {
+                    let total = found.iter().filter(|f| f.change.is_some()).count();
+                    self.findings = found;
+                    self.progress = (0, total);
+                }
+                Message::Saved(i, s) => {
+                    if let Some(f) = self.findings.get_mut(i) {
+                        findings::apply_saving(f, s, span);
+                    }
+                    self.progress.0 += 1;
+                }
+                Message::Ranked(found) => {
+                    self.findings = found;
+                    self.ranked = true;
+                    self.selected = None;
+                    finished = true;
+                }
+            }
+        }
+        if finished {
+            self.job = None;
+        }
+    }
+
+    /// Brings the timeline to finding `i`'s first occurrence and outlines every one.
+    pub fn select(&mut self, i: usize, trace: &Trace, timeline: &mut Timeline) {
+        self.selected = Some(i);
+        let Some(f) = self.findings.get(i) else {
+            return;
+        };
+        let marks: Vec<(usize, i64, i64)> = f
+            .occurrences
+            .iter()
+            .filter_map(|w| Some((trace.device_index(w.device?)?, w.start_ns, w.end_ns)))
+            .collect();
+        timeline.apply(trace, Nav::MarkIteration(marks));
+        if let Some(w) = f.first {
+            timeline.apply(
+                trace,
+                Nav::ZoomTo {
+                    start: w.start_ns,
+                    end: w.end_ns,
+                    margin: Margin::Context,
+                },
+            );
+            if let Some(d) = w.device.and_then(|d| trace.device_index(d)) {
+                timeline.apply(trace, Nav::RevealDevice(d));
+            }
+        }
+    }
+
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        timeline: &mut Timeline,
+    ) -> Option<Action> {
+        let _ = overview;
+        let mut action = None;
+        ui.horizontal(|ui| {
+            ui.strong("What to fix first");
+            if self.busy() {
+                ui.spinner();
+                ui.label(format!(
+                    "replaying each change: {} of {} done",
+                    self.progress.0, self.progress.1
+                ));
+            } else if self.ranked {
+                ui.label(
+                    RichText::new(
+                        "ranked by what the replay predicts each fix saves of the run's span",
+                    )
+                    .weak(),
+                );
+            }
+        });
+        if self.ranked && self.findings.is_empty() {
+            ui.label(
+                "Nothing to fix: no detector found a change that the replay says would save time.",
+            );
+            return None;
+        }
+        let mut clicked = None;
+        egui::ScrollArea::vertical()
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                egui::Grid::new("findings")
+                    .striped(true)
+                    .num_columns(4)
+                    .show(ui, |ui| {
+                        for (i, f) in self.findings.iter().enumerate() {
+                            ui.horizontal(|ui| {
+                                let colour = severity_colour(f.severity);
+                                let (dot, _) = ui.allocate_exact_size(
+                                    egui::vec2(10.0, 10.0),
+                                    egui::Sense::hover(),
+                                );
+                                ui.painter().rect_filled(dot, 2.0, colour);
+                                ui.label(RichText::new(f.severity.label()).color(colour));
+                            });
+                            match (f.saving_ns, f.saving_pct) {
+                                (Some(ns), Some(pct)) => {
+                                    let upper = f
+                                        .upper_bound_ns
+                                        .filter(|&u| Some(u) != f.saving_ns)
+                                        .map_or(String::new(), |u| {
+                                            format!(", up to {}", format_ns(u))
+                                        });
+                                    ui.strong(format!(
+                                        "saves {} ({pct:.1} %){upper}",
+                                        format_ns(ns)
+                                    ));
+                                }
+                                _ if f.change.is_some() => {
+                                    ui.horizontal(|ui| {
+                                        ui.spinner();
+                                        ui.label("replaying");
+                                    });
+                                }
+                                _ => {
+                                    ui.label("fact");
+                                }
+                            }
+                            if let Some(change) = &f.change {
+                                if ui
+                                    .button("Try it")
+                                    .on_hover_text(shown(&format!(
+                                        "what-if {}",
+                                        f.what_if.join(" ")
+                                    )))
+                                    .clicked()
+                                {
+                                    action = Some(Action::TryIt(f.title.clone(), change.clone()));
+                                }
+                            } else {
+                                ui.label("");
+                            }
+                            let selected = self.selected == Some(i);
+                            let row = ui
+                                .selectable_label(selected, shown(&f.title))
+                                .on_hover_text(shown(&f.detail));
+                            if row.clicked() {
+                                clicked = Some(i);
+                            }
+                            ui.end_row();
+                        }
+                    });
+                if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
+                    ui.separator();
+                    ui.label(shown(&f.detail));
+                    if !f.what_if.is_empty() {
+                        ui.label(
+                            RichText::new(format!(
+                                "nsys-explorer what-if FILE {}",
+                                f.what_if.join(" ")
+                            ))
+                            .monospace()
+                            .small(),
+                        );
+                    }
+                }
+            });
+        if let Some(i) = clicked {
+            self.select(i, trace, timeline);
+        }
+        action
+    }
+}

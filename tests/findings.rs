@@ -1,0 +1,181 @@
+//! What to fix first, against the truth: `synth` writes the run with each change really
+//! made (same seed), and every finding's predicted saving must be near the real
+//! difference of spans, the findings ranked as the true savings are; a healthy run gets
+//! no warning; the real exports give sensible findings.
+
+mod common;
+
+use std::path::Path;
+
+use nsys_explorer::analysis::overview::{Options, overview};
+use nsys_explorer::findings::{self, Finding, Kind, Severity};
+use nsys_explorer::load;
+use nsys_explorer::synth::{self, NcclStream, Preset, SynthOptions};
+use nsys_explorer::trace::Trace;
+use nsys_explorer::whatif::measured_spans;
+
+fn generated(dir: &Path, name: &str, options: SynthOptions) -> Trace {
+    let path = dir.join(name);
+    synth::generate(&path, options).unwrap();
+    load::load(&path).unwrap().0
+}
+
+fn findings_of(trace: &Trace) -> Vec<Finding> {
+    let o = overview(trace, &Options::default());
+    findings::findings(trace, &o)
+}
+
+/// What really changed: the largest reduction of a GPU's span, as `saving_ns` is defined.
+fn real_saving(before: &Trace, after: &Trace) -> i64 {
+    measured_spans(before)
+        .iter()
+        .zip(measured_spans(after))
+        .map(|(b, a)| b - a)
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn each_finding_predicts_what_the_really_changed_run_saved_and_they_rank_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = || SynthOptions::new(Preset::Tiny);
+    let before = generated(dir.path(), "before.sqlite", tiny());
+    let found = findings_of(&before);
+    let flash = synth::kernel_index("flash_fwd_kernel").unwrap();
+    let afters = [
+        (
+            Kind::HostSync,
+            SynthOptions {
+                no_step_sync: true,
+                ..tiny()
+            },
+        ),
+        (
+            Kind::NcclSameStream,
+            SynthOptions {
+                nccl_stream: NcclStream::Separate,
+                ..tiny()
+            },
+        ),
+        (
+            Kind::HotKernel,
+            SynthOptions {
+                scale_kernel: Some((flash, 0.5)),
+                ..tiny()
+            },
+        ),
+        (
+            Kind::Straggler,
+            SynthOptions {
+                no_straggler: true,
+                ..tiny()
+            },
+        ),
+    ];
+    let mut pairs = Vec::new();
+    for (i, (kind, options)) in afters.into_iter().enumerate() {
+        let after = generated(dir.path(), &format!("after{i}.sqlite"), options);
+        let real = real_saving(&before, &after);
+        let position = found
+            .iter()
+            .position(|f| f.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind:?} finding in {found:#?}"));
+        let predicted = found[position].saving_ns.unwrap();
+        assert!(
+            real > 0,
+            "{kind:?}: the real change saves something ({real})"
+        );
+        let off = (predicted - real).abs() as f64 / real as f64;
+        assert!(
+            off <= 0.25,
+            "{kind:?}: predicted {predicted} ns, really {real} ns ({:.0} % off)",
+            off * 100.0
+        );
+        pairs.push((position, real));
+    }
+    // Ranked as the true savings are.
+    pairs.sort_by_key(|p| p.0);
+    assert!(
+        pairs.windows(2).all(|w| w[0].1 >= w[1].1),
+        "findings rank unlike the true savings: {pairs:?}"
+    );
+    // The NCCL finding's optimistic figure is beside it, and larger.
+    let nccl = found
+        .iter()
+        .find(|f| f.kind == Kind::NcclSameStream)
+        .unwrap();
+    assert!(nccl.upper_bound_ns.unwrap() > nccl.saving_ns.unwrap());
+}
+
+#[test]
+fn findings_are_few_ranked_by_saving_and_graded_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = generated(dir.path(), "t.sqlite", SynthOptions::new(Preset::Tiny));
+    let found = findings_of(&trace);
+    assert!(!found.is_empty() && found.len() <= findings::MAX_FINDINGS);
+    let savings: Vec<i64> = found
+        .iter()
+        .map(|f| f.saving_ns.unwrap_or(i64::MIN))
+        .collect();
+    assert!(savings.windows(2).all(|w| w[0] >= w[1]), "{savings:?}");
+    for f in &found {
+        let (Some(ns), Some(pct)) = (f.saving_ns, f.saving_pct) else {
+            continue;
+        };
+        assert!(ns >= 0);
+        let want = if f.kind == Kind::HotKernel {
+            Severity::Info
+        } else {
+            Severity::of_saving(pct)
+        };
+        assert_eq!(f.severity, want, "{}", f.title);
+        assert!(!f.what_if.is_empty(), "{}", f.title);
+        assert!(f.first.is_some(), "{}: where it happens", f.title);
+    }
+    // Never one finding per iteration, and the one-off JIT named as such.
+    assert!(found.iter().filter(|f| f.kind == Kind::Straggler).count() <= 1);
+    let jit = found
+        .iter()
+        .find(|f| f.kind == Kind::OneOffStall)
+        .expect("the JIT compilation is a one-off stall");
+    assert!(jit.title.contains("compileFusion"), "{}", jit.title);
+    assert_eq!(
+        jit.devices.len(),
+        4,
+        "one finding for the JIT on every rank"
+    );
+    // Copies: the checkpoint's blocking copy.
+    assert!(
+        found
+            .iter()
+            .any(|f| f.kind == Kind::Copies && f.title.contains("checkpoint_save")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn the_real_exports_give_few_sensible_findings() {
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        let found = findings_of(&trace);
+        assert!(found.len() <= findings::MAX_FINDINGS, "{}", path.display());
+        for f in &found {
+            assert!(!f.title.is_empty() && !f.detail.is_empty());
+            if let Some(pct) = f.saving_pct {
+                assert!(
+                    (0.0..=100.0).contains(&pct),
+                    "{}: {}",
+                    path.display(),
+                    f.title
+                );
+            }
+        }
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.contains("h100-2gpu") {
+            // The FSDP export: host-to-device copies hold the GPU most.
+            let first = &found[0];
+            assert_eq!(first.kind, Kind::Copies, "{}: {found:#?}", path.display());
+            assert!(first.title.contains("HtoD"), "{}", first.title);
+        }
+    }
+}
