@@ -31,7 +31,7 @@ sleep 1
 export LIBGL_ALWAYS_SOFTWARE=1 WINIT_UNIX_BACKEND=x11 XDG_CONFIG_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d)
 . scripts/xdo-lib.sh
 
-TABS_Y=533; ITER_TAB=425; RANKS_TAB=810; WHATIF_TAB=877
+TABS_Y=533; ITER_TAB=498; RANKS_TAB=883; WHATIF_TAB=944
 
 "$BIN" "$BEFORE" --compare "$AFTER" & APP=$!
 wait_loaded "$(basename "$BEFORE")" 14; park; shot compare-diff
