@@ -525,17 +525,41 @@ fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
         )
         .unwrap();
+        // Copy kinds by their id; named by the file's enum table when it has one, else by
+        // the values nsys uses (exports before 2021 and from 2022.2 lack the table).
+        let has_enum = db
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'ENUM_CUDA_MEMCPY_OPER'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            > 0;
+        let names: std::collections::HashMap<i64, String> = if has_enum {
+            let mut q = db
+                .prepare("SELECT id, name FROM ENUM_CUDA_MEMCPY_OPER")
+                .unwrap();
+            q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        } else {
+            [(1, "HTOD"), (2, "DTOH"), (8, "DTOD"), (10, "PTOP"), (11, "UVM_HTOD"), (12, "UVM_DTOH")]
+                .into_iter()
+                .map(|(id, n)| (id, format!("CUDA_MEMCPY_KIND_{n}")))
+                .collect()
+        };
         let mut sql = db
             .prepare(
-                "SELECT m.deviceId, e.name, count(*), sum(m.bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY m \
-                 JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind WHERE m.end >= m.start GROUP BY 1, 2",
+                "SELECT deviceId, copyKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY \
+                 WHERE end >= start GROUP BY 1, 2",
             )
             .unwrap();
         let rows: Vec<(u32, String, usize, u64)> = sql
             .query_map([], |r| {
                 Ok((
                     r.get(0)?,
-                    r.get(1)?,
+                    names[&r.get::<_, i64>(1)?].clone(),
                     r.get::<_, i64>(2)? as usize,
                     r.get::<_, i64>(3)? as u64,
                 ))

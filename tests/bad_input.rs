@@ -220,3 +220,36 @@ fn unreadable_file_says_permission_denied() {
         }
     }
 }
+
+#[test]
+fn an_export_that_recorded_nothing_opens_and_says_how_to_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nothing.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO StringIds VALUES (1, 'python3');
+             CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER);
+             CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
+             CREATE TABLE ProcessStreams (globalPid INTEGER, filenameId INTEGER, contentId INTEGER);",
+        )
+        .unwrap();
+    }
+    let (trace, report) = nsys_explorer::load::load(&path).expect("opens like other empty exports");
+    assert_eq!(trace.event_count(), 0);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("recorded no activity") && n.contains("-t cuda,nvtx")),
+        "{:?}",
+        report.notes
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -243,9 +243,9 @@ fn cpu_sync(ui: &mut egui::Ui, overview: &Overview) {
         for c in t.by_name.iter().take(2) {
             ui.label(
                 egui::RichText::new(format!(
-                    "    {} × {}: {}",
-                    c.count,
+                    "    {}: {}, {} in all",
                     c.name,
+                    crate::format::plural(c.count, "call"),
                     format_ns(c.total_ns)
                 ))
                 .small(),

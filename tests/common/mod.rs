@@ -5,23 +5,31 @@ use std::path::{Path, PathBuf};
 
 use sha2_free::file_digest;
 
+/// Every shared real export: `real/` and `real-round3/` (older shapes: no NVTX table, no
+/// enum tables, OS runtime calls, several syncs per step).
 pub fn real_fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (the real exports live in ../shared/fixtures/real)",
-                dir.display()
-            )
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    let mut files: Vec<PathBuf> = ["real", "real-round3"]
+        .iter()
+        .flat_map(|sub| {
+            let dir = root.join(sub);
+            std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{}: {e} (the real exports live in ../shared/fixtures/{sub})",
+                        dir.display()
+                    )
+                })
+                .map(|e| e.unwrap().path())
+                .collect::<Vec<_>>()
         })
-        .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
         .collect();
     files.sort();
     assert!(
-        files.len() >= 4,
+        files.len() >= 6,
         "expected the real exports in {}",
-        dir.display()
+        root.display()
     );
     files
 }

@@ -139,6 +139,18 @@ pub fn report_json(
     })
 }
 
+/// "nsys 2024.6.2 (schema 3.16.1)"; exports before 2021 record neither.
+fn version_text(info: &crate::trace::ExportInfo) -> String {
+    match (&info.nsys_version, &info.schema_version) {
+        (None, None) => "nsys version not recorded (exports before 2021 record none)".to_string(),
+        (v, s) => format!(
+            "nsys {} (schema {})",
+            v.as_deref().unwrap_or("version not recorded"),
+            s.as_deref().unwrap_or("not recorded")
+        ),
+    }
+}
+
 fn iterations_json(it: &Iterations, options: &Options) -> Value {
     let per_device: Vec<&_> = it
         .per_device
@@ -166,13 +178,11 @@ pub fn report_text(
 ) -> String {
     let mut s = String::new();
     let origin = trace.time_origin().unwrap_or(0);
-    let version = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let _ = writeln!(s, "{}", report.file.display());
     let _ = writeln!(
         s,
-        "  nsys {} (schema {}), {:.1} MB, loaded in {:.2} s",
-        version(&trace.info.nsys_version),
-        version(&trace.info.schema_version),
+        "  {}, {:.1} MB, loaded in {:.2} s",
+        version_text(&trace.info),
         report.file_bytes as f64 / 1e6,
         report.seconds
     );
@@ -367,7 +377,7 @@ pub fn report_text(
         for n in shown {
             let _ = writeln!(
                 s,
-                "  {:>9} span, {:>9} kernels ({:>5.1} %), {:>7} ×  {}",
+                "  {:>9} span, {:>9} kernels ({:>5.1} %), {:>7} ranges  {}",
                 format_ns(n.gpu_span_ns),
                 format_ns(n.kernel_ns),
                 n.share_pct,
@@ -387,7 +397,14 @@ fn cpu_sync_text(s: &mut String, overview: &Overview) {
             .by_name
             .iter()
             .take(3)
-            .map(|c| format!("{} {} × {}", c.name, c.count, format_ns(c.total_ns)))
+            .map(|c| {
+                format!(
+                    "{} {}, {} in all",
+                    c.name,
+                    plural(c.count, "call"),
+                    format_ns(c.total_ns)
+                )
+            })
             .collect();
         let name = if t.name.is_empty() { "thread" } else { &t.name };
         let _ = writeln!(
@@ -419,7 +436,7 @@ fn health(s: &mut String, report: &LoadReport) {
             .get(table)
             .map(String::as_str)
             .unwrap_or("");
-        let _ = writeln!(s, "  table {table} absent: no {effect}");
+        let _ = writeln!(s, "  table {table} absent: {effect}");
     }
     for skip in &report.skipped_rows {
         let _ = writeln!(
@@ -442,6 +459,10 @@ fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview) {
         );
         return;
     };
+    if it.source == crate::analysis::iterations::Source::None {
+        let _ = writeln!(s, "\nIterations: {marker}.");
+        return;
+    }
     let how = if it.heuristic {
         format!("the heuristic ({marker})")
     } else {

@@ -165,6 +165,8 @@ fn kernel_growth(
                 growth_ns: d - r,
             }
         })
+        // Growth only: a kernel that shrank did not make the iteration slow.
+        .filter(|g| g.growth_ns > 0)
         .collect();
     grown.sort_by(|a, b| {
         b.growth_ns

@@ -123,21 +123,92 @@ pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
     finish(None, Source::None, Vec::new())
 }
 
-/// Iterations between the synchronising calls of each device's launching thread.
+/// Iterations between the synchronising calls of each device's launching thread, taken
+/// `k` intervals at a time where the program synchronises `k` times per step (the smallest
+/// `k` whose sums of `k` consecutive intervals are regular). A thread whose intervals have
+/// no such cycle gives no iterations: no ranking of noise.
 fn heuristic_iterations(trace: &Trace) -> Option<Iterations> {
+    let mut cycles: Vec<usize> = Vec::new();
     let per_thread: Vec<Vec<Window>> = trace
         .threads
         .iter()
-        .map(|t| sync_bounded(trace, t))
+        .map(|t| {
+            let intervals = sync_bounded(trace, t);
+            match sync_cycle(&intervals) {
+                Some((k, phase)) => {
+                    cycles.push(k);
+                    group_intervals(&intervals, k, phase)
+                }
+                None => Vec::new(),
+            }
+        })
         .collect();
     let per_device = per_device(trace, &per_thread);
-    per_device
-        .iter()
-        .any(|d| d.durations_ns.len() >= 3)
-        .then(|| {
-            let marker = "synchronising calls of the launching thread".to_string();
-            finish(Some(marker), Source::Heuristic, per_device)
-        })
+    let k = cycles.iter().copied().max().unwrap_or(1);
+    if !per_device.iter().any(|d| d.durations_ns.len() >= 3) {
+        let has_syncs = trace.threads.iter().any(|t| sync_bounded(trace, t).len() >= 3);
+        return has_syncs.then(|| {
+            finish(
+                Some(NO_PATTERN.to_string()),
+                Source::None,
+                Vec::new(),
+            )
+        });
+    }
+    let marker = if k == 1 {
+        "synchronising calls of the launching thread".to_string()
+    } else {
+        format!("synchronising calls of the launching thread, {k} per iteration")
+    };
+    Some(finish(Some(marker), Source::Heuristic, per_device))
+}
+
+/// What the heuristic says when the intervals between syncs repeat in no cycle.
+pub const NO_PATTERN: &str =
+    "no repeating pattern between synchronising calls: no iterations inferred";
+
+/// The longest cycle of intervals looked for.
+const MAX_CYCLE: usize = 8;
+/// Sums of `k` intervals are regular when this share of them lies within
+/// `CYCLE_TOLERANCE` of their median.
+const CYCLE_REGULAR_SHARE: f64 = 0.8;
+const CYCLE_TOLERANCE: f64 = 0.25;
+
+/// The smallest `k` (≤ [`MAX_CYCLE`]) for which the sums of `k` consecutive intervals are
+/// regular, with the phase that ends each group at the cycle's longest interval (the
+/// step's GPU work, waited for last); `None` without a cycle or with fewer than 3 groups.
+pub fn sync_cycle(intervals: &[Window]) -> Option<(usize, usize)> {
+    let d: Vec<i64> = intervals.iter().map(Window::len).collect();
+    (1..=MAX_CYCLE).find_map(|k| {
+        if d.len() / k < 3 {
+            return None;
+        }
+        // The position in the cycle with the longest intervals ends an iteration.
+        let last = (0..k)
+            .max_by_key(|&j| median(&d.iter().skip(j).step_by(k).copied().collect::<Vec<_>>()))
+            .unwrap_or(0);
+        let phase = (last + 1) % k;
+        let sums: Vec<i64> = d[phase..].chunks_exact(k).map(|c| c.iter().sum()).collect();
+        if sums.len() < 3 {
+            return None;
+        }
+        let m = median(&sums) as f64;
+        let near = sums
+            .iter()
+            .filter(|&&x| (x as f64 - m).abs() <= CYCLE_TOLERANCE * m)
+            .count();
+        (m > 0.0 && near as f64 >= CYCLE_REGULAR_SHARE * sums.len() as f64).then_some((k, phase))
+    })
+}
+
+/// `k` intervals at a time from `phase` on, as one window each.
+fn group_intervals(intervals: &[Window], k: usize, phase: usize) -> Vec<Window> {
+    intervals
+        .get(phase..)
+        .unwrap_or_default()
+        .chunks_exact(k)
+        .map(|c| Window::new(c[0].start, c[k - 1].end))
+        .collect()
 }
 
 fn finish(marker: Option<String>, source: Source, per_device: Vec<DeviceIterations>) -> Iterations {
@@ -518,9 +589,9 @@ pub struct SteadyState {
 /// "+3000 %" on microseconds.
 pub const SLOW_FLOOR_NS: i64 = 1_000_000;
 
-/// Slow: above 1.5 × the steady-state median, or a robust z-score (median / MAD, scaled to
-/// σ) above 3 — and at least `SLOW_FLOOR_NS` longer than the median. Warm-up: the leading
-/// iterations until one is within 10 % of the median.
+/// Slow: an outlier of the steady iterations, beyond their upper fence (Q3 + 3 IQR), and
+/// at least `SLOW_FLOOR_NS` longer than the median — a noisy but steady run flags few.
+/// Warm-up: the leading iterations until one is within 10 % of the median.
 pub fn steady_state(durations: &[i64]) -> SteadyState {
     if durations.is_empty() {
         return SteadyState::default();
@@ -534,15 +605,12 @@ pub fn steady_state(durations: &[i64]) -> SteadyState {
     let mut sorted = steady.clone();
     sorted.sort_by_key(|&(i, d)| (d, i));
     let (median_index, median_ns) = sorted[(sorted.len() - 1) / 2];
-    let deviations: Vec<i64> = steady.iter().map(|&(_, d)| (d - median_ns).abs()).collect();
-    let mad = median(&deviations) as f64 * 1.4826;
+    let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4].1;
+    let (q1, q3) = (quartile(1), quartile(3));
+    let fence = q3 + 3 * (q3 - q1);
     let slow = steady
         .iter()
-        .filter(|&&(_, d)| {
-            d - median_ns >= SLOW_FLOOR_NS
-                && (d as f64 > 1.5 * median_ns as f64
-                    || (mad > 0.0 && (d - median_ns) as f64 / mad > 3.0))
-        })
+        .filter(|&&(_, d)| d > fence && d - median_ns >= SLOW_FLOOR_NS)
         .map(|&(i, _)| i)
         .collect();
     let slowest = steady

@@ -21,24 +21,31 @@ pub const STRING_IDS: &str = "StringIds";
 pub const READ_TABLES: &[(&str, &str)] = &[
     (
         KERNEL,
-        "kernels: no compute/NCCL timeline, breakdown or gaps",
+        "no kernels: no compute/NCCL timeline, breakdown or gaps",
     ),
-    (MEMCPY, "memory copies"),
-    (MEMSET, "memsets"),
+    (MEMCPY, "no memory copies"),
+    (MEMSET, "no memsets"),
     (
         RUNTIME,
-        "CUDA API rows, kernel→launch links, gap causes and NVTX context of kernels",
+        "no CUDA API rows, kernel→launch links, gap causes or NVTX context of kernels",
     ),
-    (NVTX, "NVTX ranges: iterations and NVTX context of gaps"),
-    (STRING_IDS, "names of kernels and API calls"),
-    ("ThreadNames", "thread names"),
-    ("PROCESSES", "process names"),
+    (NVTX, "no NVTX ranges: no iterations or NVTX context of gaps"),
+    (STRING_IDS, "no names of kernels and API calls"),
+    ("ThreadNames", "no thread names"),
+    ("PROCESSES", "no process names"),
     (
         "TARGET_INFO_GPU",
-        "GPU names (devices are shown as \"GPU <id>\")",
+        "no GPU names (devices are shown as \"GPU <id>\")",
     ),
-    ("ANALYSIS_DETAILS", "the capture window"),
+    ("ANALYSIS_DETAILS", "no capture window (the trace's extent is used)"),
+    (
+        MEMCPY_KINDS,
+        "copy kinds named by the values nsys uses (HtoD, DtoH, UVM HtoD, …)",
+    ),
 ];
+
+/// The memcpy copy-kind enum, absent before nsys 2021 and in 2022.2 exports.
+pub const MEMCPY_KINDS: &str = "ENUM_CUDA_MEMCPY_OPER";
 
 /// The tables of the file, each with its column names.
 pub struct Schema {
@@ -97,7 +104,12 @@ impl Schema {
                 || self.has(NVTX)
                 || self.has("META_DATA_EXPORT")
                 || self.has("EXPORT_META_DATA")
-                || self.has("TARGET_INFO_SESSION_START_TIME"));
+                || self.has("TARGET_INFO_SESSION_START_TIME")
+                // A capture that recorded nothing still has these beside StringIds.
+                || self.has("ThreadNames")
+                || self.has("TARGET_INFO_GPU")
+                || self.has("ProcessStreams")
+                || self.has("PROCESSES"));
         if nsys_marker {
             return Ok(());
         }

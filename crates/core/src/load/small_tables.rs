@@ -110,7 +110,7 @@ pub fn read_names(
     };
 
     let mut memcpy_label: HashMap<i64, String> = HashMap::new();
-    if schema.has("ENUM_CUDA_MEMCPY_OPER") {
+    if schema.has(super::schema::MEMCPY_KINDS) {
         let rows = query(
             conn,
             path,
@@ -131,8 +131,10 @@ pub fn read_names(
             }
         }
     }
-    // Fallback labels: the values nsys has used in every version we have seen.
+    // Fallback labels: the values nsys has used in every version we have seen (the shared
+    // schema files list them), named as the table's names are shortened above.
     let default_label = |k: i64| match k {
+        0 => "Unknown",
         1 => "HtoD",
         2 => "DtoH",
         3 => "HtoA",
@@ -143,6 +145,9 @@ pub fn read_names(
         8 => "DtoD",
         9 => "HtoH",
         10 => "PtoP",
+        11 => "UVM HtoD",
+        12 => "UVM DtoH",
+        13 => "UVM DtoD",
         _ => "unknown",
     };
     let memcpy_name = (0..32)
