@@ -687,10 +687,6 @@ pub fn bench_findings(file: &Path) -> Result<(), String> {
     println!("file: {} ({} events)", file.display(), trace.event_count());
     println!("threads: {}", rayon::current_num_threads());
     let t = Instant::now();
-    let replayed = crate::whatif::replay(&trace, &crate::whatif::Change::default());
-    let one = t.elapsed().as_secs_f64();
-    drop(replayed);
-    let t = Instant::now();
     let found = crate::findings::detect(&trace, &o);
     let detect_s = t.elapsed().as_secs_f64();
     let replays = found
@@ -703,6 +699,14 @@ pub fn bench_findings(file: &Path) -> Result<(), String> {
             .unwrap_or_default();
     let replays_s = t.elapsed().as_secs_f64();
     let ranked = crate::findings::finish(&trace, &o, found, &savings);
+    // The findings' peak first: the what-if replay below builds a whole replayed trace.
+    if let Some(peak) = crate::memory::peak_rss_bytes() {
+        println!("peak RSS (findings)    {:>8.1} MB", peak as f64 / 1e6);
+    }
+    let t = Instant::now();
+    let replayed = crate::whatif::replay(&trace, &crate::whatif::Change::default());
+    let one = t.elapsed().as_secs_f64();
+    drop(replayed);
     println!("one what-if replay      {one:>8.3} s");
     println!("findings: detect        {detect_s:>8.3} s");
     println!("findings: {replays:>2} replays    {replays_s:>8.3} s");

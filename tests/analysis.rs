@@ -544,10 +544,17 @@ fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
                 .map(Result::unwrap)
                 .collect()
         } else {
-            [(1, "HTOD"), (2, "DTOH"), (8, "DTOD"), (10, "PTOP"), (11, "UVM_HTOD"), (12, "UVM_DTOH")]
-                .into_iter()
-                .map(|(id, n)| (id, format!("CUDA_MEMCPY_KIND_{n}")))
-                .collect()
+            [
+                (1, "HTOD"),
+                (2, "DTOH"),
+                (8, "DTOD"),
+                (10, "PTOP"),
+                (11, "UVM_HTOD"),
+                (12, "UVM_DTOH"),
+            ]
+            .into_iter()
+            .map(|(id, n)| (id, format!("CUDA_MEMCPY_KIND_{n}")))
+            .collect()
         };
         let mut sql = db
             .prepare(

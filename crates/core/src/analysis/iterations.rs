@@ -146,14 +146,11 @@ fn heuristic_iterations(trace: &Trace) -> Option<Iterations> {
     let per_device = per_device(trace, &per_thread);
     let k = cycles.iter().copied().max().unwrap_or(1);
     if !per_device.iter().any(|d| d.durations_ns.len() >= 3) {
-        let has_syncs = trace.threads.iter().any(|t| sync_bounded(trace, t).len() >= 3);
-        return has_syncs.then(|| {
-            finish(
-                Some(NO_PATTERN.to_string()),
-                Source::None,
-                Vec::new(),
-            )
-        });
+        let has_syncs = trace
+            .threads
+            .iter()
+            .any(|t| sync_bounded(trace, t).len() >= 3);
+        return has_syncs.then(|| finish(Some(NO_PATTERN.to_string()), Source::None, Vec::new()));
     }
     let marker = if k == 1 {
         "synchronising calls of the launching thread".to_string()

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::analysis::Overview;
 use crate::trace::Trace;
-use crate::whatif::{Change, measured_spans, predicted_spans};
+use crate::whatif::{Change, Prepared, measured_spans, predicted_spans_with};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,8 +161,9 @@ pub fn replay_savings(
 ) -> Option<Vec<Option<Saving>>> {
     crate::profile_scope!("findings: replays");
     let measured = measured_spans(trace);
+    let prepared = Prepared::new(trace);
     let saving_of = |change: &Change| -> i64 {
-        let predicted = predicted_spans(trace, change, Some(&overview.gaps));
+        let predicted = predicted_spans_with(trace, &prepared, change, Some(&overview.gaps));
         measured
             .iter()
             .zip(&predicted)

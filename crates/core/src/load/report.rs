@@ -95,7 +95,8 @@ impl LoadReport {
                 rows,
             })
             .collect();
-        if trace.gpu_op_count() == 0 && trace.api_call_count() == 0 && trace.nvtx_range_count() == 0 {
+        if trace.gpu_op_count() == 0 && trace.api_call_count() == 0 && trace.nvtx_range_count() == 0
+        {
             self.notes.push(
                 "the capture recorded no activity: no CUDA, NVTX or OS runtime rows (profile with `nsys profile -t cuda,nvtx,osrt …`)"
                     .to_string(),

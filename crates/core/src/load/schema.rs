@@ -29,7 +29,10 @@ pub const READ_TABLES: &[(&str, &str)] = &[
         RUNTIME,
         "no CUDA API rows, kernel→launch links, gap causes or NVTX context of kernels",
     ),
-    (NVTX, "no NVTX ranges: no iterations or NVTX context of gaps"),
+    (
+        NVTX,
+        "no NVTX ranges: no iterations or NVTX context of gaps",
+    ),
     (STRING_IDS, "no names of kernels and API calls"),
     ("ThreadNames", "no thread names"),
     ("PROCESSES", "no process names"),
@@ -37,7 +40,10 @@ pub const READ_TABLES: &[(&str, &str)] = &[
         "TARGET_INFO_GPU",
         "no GPU names (devices are shown as \"GPU <id>\")",
     ),
-    ("ANALYSIS_DETAILS", "no capture window (the trace's extent is used)"),
+    (
+        "ANALYSIS_DETAILS",
+        "no capture window (the trace's extent is used)",
+    ),
     (
         MEMCPY_KINDS,
         "copy kinds named by the values nsys uses (HtoD, DtoH, UVM HtoD, …)",

@@ -163,8 +163,89 @@ enum Event {
     CallStart { thread: u32, call: u32 },
 }
 
-/// The ops a thread launched, in launch order: (launch call, device, stream, op).
-type Launched = Vec<(u32, u32, u32, u32)>;
+/// The ops a thread launched, per stream: ((device, stream), its (launch call, op) pairs in
+/// call order).
+type Launched = Vec<((u32, u32), Vec<(u32, u32)>)>;
+
+/// What every replay of a trace needs, whatever the change: built once, shared by the
+/// replays of several changes (the findings replay theirs in parallel).
+pub struct Prepared {
+    sync_names: Vec<bool>,
+    groups: Vec<crate::analysis::nccl_wait::Collective>,
+    /// Each op's collective (index into `groups`), or [`NONE`].
+    member: Vec<Vec<Vec<u32>>>,
+    launched: Vec<Launched>,
+    /// Every event in recorded order, packed (see [`pack`]); `None` when the trace has more
+    /// devices, streams or threads than the packing holds (the order is then merged anew).
+    order: Option<Vec<u64>>,
+}
+
+const KIND_SHIFT: u32 = 62;
+const OP_EVENT: u64 = 0;
+const SYNC_END_EVENT: u64 = 1;
+const CALL_START_EVENT: u64 = 2;
+
+/// An event in 64 bits: its kind, then device (8 bits) and stream (12) or thread (20),
+/// then the op's or call's index (32).
+fn pack(e: Event) -> Option<u64> {
+    let fits = |x: u32, bits: u32| (x as u64) < (1u64 << bits);
+    match e {
+        Event::OpStart { device, stream, op } => (fits(device, 8) && fits(stream, 12)).then_some(
+            (OP_EVENT << KIND_SHIFT) | (device as u64) << 44 | (stream as u64) << 32 | op as u64,
+        ),
+        Event::SyncEnd { thread, call } => fits(thread, 20)
+            .then_some((SYNC_END_EVENT << KIND_SHIFT) | (thread as u64) << 32 | call as u64),
+        Event::CallStart { thread, call } => fits(thread, 20)
+            .then_some((CALL_START_EVENT << KIND_SHIFT) | (thread as u64) << 32 | call as u64),
+    }
+}
+
+fn unpack(x: u64) -> Event {
+    let low = x as u32;
+    match x >> KIND_SHIFT {
+        OP_EVENT => Event::OpStart {
+            device: ((x >> 44) & 0xFF) as u32,
+            stream: ((x >> 32) & 0xFFF) as u32,
+            op: low,
+        },
+        SYNC_END_EVENT => Event::SyncEnd {
+            thread: ((x >> 32) & 0xF_FFFF) as u32,
+            call: low,
+        },
+        _ => Event::CallStart {
+            thread: ((x >> 32) & 0xF_FFFF) as u32,
+            call: low,
+        },
+    }
+}
+
+impl Prepared {
+    pub fn new(trace: &Trace) -> Self {
+        let groups = collectives(trace);
+        let mut member: Vec<Vec<Vec<u32>>> = trace
+            .devices
+            .iter()
+            .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
+            .collect();
+        for (g, c) in groups.iter().enumerate() {
+            for &(d, s, o) in c {
+                member[d][s][o] = g as u32;
+            }
+        }
+        let sync_names = sync_call_names(trace);
+        // The recorded order does not depend on the change: merged once, 8 bytes an event.
+        let order = RecordedOrder::new(trace, &sync_names)
+            .map(pack)
+            .collect::<Option<Vec<u64>>>();
+        Self {
+            sync_names,
+            groups,
+            member,
+            launched: launched_by_thread(trace),
+            order,
+        }
+    }
+}
 
 /// The trace replayed with `change`: a copy with every op's, call's and NVTX range's time
 /// moved where the model puts it (NCCL moved to a stream of its own when asked).
@@ -176,7 +257,7 @@ pub fn replay(trace: &Trace, change: &Change) -> Trace {
 /// its gaps there; without them it finds them itself).
 pub fn replay_with_gaps(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Trace {
     crate::profile_scope!("what-if replay");
-    let times = replay_times(trace, change, gaps);
+    let times = replay_times(trace, &Prepared::new(trace), change, gaps);
     rebuild(trace, &times, change)
 }
 
@@ -184,8 +265,18 @@ pub fn replay_with_gaps(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) ->
 /// trace replayed with `change`: what [`replay`] then `Device::kernel_window` give,
 /// without building the replayed trace.
 pub fn predicted_spans(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Vec<i64> {
+    predicted_spans_with(trace, &Prepared::new(trace), change, gaps)
+}
+
+/// Like [`predicted_spans`], with what the replays share built once.
+pub fn predicted_spans_with(
+    trace: &Trace,
+    prepared: &Prepared,
+    change: &Change,
+    gaps: Option<&[Gap]>,
+) -> Vec<i64> {
     crate::profile_scope!("what-if replay (spans)");
-    let t = replay_times(trace, change, gaps);
+    let t = replay_times(trace, prepared, change, gaps);
     trace
         .devices
         .iter()
@@ -219,9 +310,9 @@ pub fn measured_spans(trace: &Trace) -> Vec<i64> {
         .collect()
 }
 
-fn replay_times(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Times {
-    let sync_names = sync_call_names(trace);
-    let removed = removed_syncs(trace, &sync_names, &change.remove_sync);
+fn replay_times(trace: &Trace, prep: &Prepared, change: &Change, gaps: Option<&[Gap]>) -> Times {
+    let sync_names = &prep.sync_names;
+    let removed = removed_syncs(trace, sync_names, &change.remove_sync);
     let stalls = stall_spans(trace, &change.remove_stalls);
     let dropped = dropped_copies(trace, &change.drop_copies);
     let nccl_deps =
@@ -259,20 +350,8 @@ fn replay_times(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Times {
             .map(|th| vec![UNSET; th.api.len()])
             .collect(),
     };
-    // Each op's collective, if it is one rank's kernel of one.
-    let groups = collectives(trace);
-    let mut member: Vec<Vec<Vec<u32>>> = trace
-        .devices
-        .iter()
-        .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
-        .collect();
-    for (g, c) in groups.iter().enumerate() {
-        for &(d, s, o) in c {
-            member[d][s][o] = g as u32;
-        }
-    }
+    let (groups, member, launched) = (&prep.groups, &prep.member, &prep.launched);
     let mut arrived = vec![0usize; groups.len()];
-    let launched = launched_by_thread(trace);
     let mut cut = cpu_cuts(trace, &change.remove_cpu);
     add_spans(&mut cut, &stalls);
     if !change.cut_host_gaps.is_empty() {
@@ -286,7 +365,10 @@ fn replay_times(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Times {
         };
         add_spans(&mut cut, &host_gap_cuts(trace, gaps, &change.cut_host_gaps));
     }
-    let events = RecordedOrder::new(trace, &sync_names);
+    let events: Box<dyn Iterator<Item = Event>> = match &prep.order {
+        Some(order) => Box::new(order.iter().map(|&x| unpack(x))),
+        None => Box::new(RecordedOrder::new(trace, sync_names)),
+    };
     for e in events {
         match e {
             Event::CallStart { thread, call } => {
@@ -685,55 +767,55 @@ fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
     let mut out: Vec<Launched> = vec![Vec::new(); trace.threads.len()];
     for (di, d) in trace.devices.iter().enumerate() {
         for (si, s) in d.streams.iter().enumerate() {
+            let key = (di as u32, si as u32);
             for i in 0..s.ops.len() {
                 let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
-                if th != NONE && call != NONE {
-                    out[th as usize].push((call, di as u32, si as u32, i as u32));
+                if th == NONE || call == NONE {
+                    continue;
                 }
+                let streams = &mut out[th as usize];
+                // Ops of one stream come in a run: its entry is the last one.
+                if streams.last().is_none_or(|l| l.0 != key) {
+                    streams.push((key, Vec::new()));
+                }
+                streams.last_mut().expect("pushed").1.push((call, i as u32));
             }
         }
     }
-    for l in &mut out {
-        l.sort_unstable();
+    for streams in &mut out {
+        for (_, list) in streams.iter_mut() {
+            list.sort_unstable();
+        }
     }
     out
 }
 
 /// When the work a synchronising call waited for was done, as recorded and as replayed:
-/// the ops its thread launched up to this call that ended before the call returned.
+/// per stream the thread launched to, its last op launched up to this call that ended
+/// before the call returned (or the stream's last op to end by then).
 fn waited_for(trace: &Trace, t: &Times, launched: &Launched, call: u32, end: i64) -> (i64, i64) {
-    let upto = launched.partition_point(|l| l.0 <= call);
-    // The last such op of each stream (ops of a stream end in order).
-    let mut last: Vec<(u32, u32, u32)> = Vec::new();
-    for &(_, d, s, i) in launched[..upto].iter().rev() {
-        if last.iter().any(|l| l.0 == d && l.1 == s) {
-            continue;
-        }
-        let ops = &trace.devices[d as usize].streams[s as usize].ops;
-        if ops.end[i as usize] <= end {
-            last.push((d, s, i));
-        } else {
-            // Not waited for; an earlier op of this stream may have been.
-            let j = ops.end[..i as usize].partition_point(|&e| e <= end);
-            if j > 0 {
-                last.push((d, s, j as u32 - 1));
-            }
-        }
-        if last.len() >= 16 {
-            break;
-        }
-    }
     let mut observed = i64::MIN;
     let mut replayed = i64::MIN;
-    for (d, s, i) in last {
-        let (d, s, i) = (d as usize, s as usize, i as usize);
-        observed = observed.max(trace.devices[d].streams[s].ops.end[i]);
-        let r = t.op_end[d][s][i];
-        replayed = replayed.max(if r == UNSET {
-            trace.devices[d].streams[s].ops.end[i]
+    for &((d, s), ref list) in launched {
+        let n = list.partition_point(|l| l.0 <= call);
+        if n == 0 {
+            continue;
+        }
+        let (d, s) = (d as usize, s as usize);
+        let ops = &trace.devices[d].streams[s].ops;
+        let i = list[n - 1].1 as usize;
+        let i = if ops.end[i] <= end {
+            i
         } else {
-            r
-        });
+            // Not waited for; an earlier op of this stream may have been.
+            match ops.end[..i].partition_point(|&e| e <= end).checked_sub(1) {
+                Some(j) => j,
+                None => continue,
+            }
+        };
+        observed = observed.max(ops.end[i]);
+        let r = t.op_end[d][s][i];
+        replayed = replayed.max(if r == UNSET { ops.end[i] } else { r });
     }
     (observed, replayed)
 }
@@ -913,4 +995,36 @@ const NCCL_STREAM_ID_OFFSET: u32 = 10_000;
 fn sorted(mut ops: crate::trace::GpuOps) -> crate::trace::GpuOps {
     ops.sort_by_start();
     ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pack_into_64_bits_and_back() {
+        for e in [
+            Event::OpStart {
+                device: 255,
+                stream: 4095,
+                op: u32::MAX,
+            },
+            Event::SyncEnd {
+                thread: 0xF_FFFF,
+                call: 7,
+            },
+            Event::CallStart {
+                thread: 3,
+                call: u32::MAX,
+            },
+        ] {
+            assert!(unpack(pack(e).unwrap()) == e);
+        }
+        let too_many = Event::OpStart {
+            device: 256,
+            stream: 0,
+            op: 0,
+        };
+        assert!(pack(too_many).is_none(), "then the order is merged anew");
+    }
 }
