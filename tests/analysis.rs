@@ -737,3 +737,69 @@ fn nccl_on_its_own_stream_reports_how_much_of_it_is_hidden() {
         );
     }
 }
+
+/// OS runtime calls: a gap's cause names the launching thread's (the scheduler's
+/// `pthread_cond_wait`), never another thread's (the event handler sits in `poll` all run
+/// long), and the straggler's stall is its `read()`.
+#[test]
+fn gaps_name_the_os_runtime_calls_of_the_launching_thread() {
+    use analysis::recurring::{cause_text, describe};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("osrt.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, report) = load::load(&path).unwrap();
+    assert_eq!(report.tables["OSRT_API"], truth.tables["OSRT_API"]);
+    let o = analysis::overview(&trace, &Default::default());
+    // The gaps after each step's sync: the CPU then waits for the data loader.
+    let scheduler: Vec<_> = o
+        .gaps
+        .iter()
+        .filter(|g| g.duration_ns > 50_000_000 && g.cause == analysis::gaps::Cause::HostSync)
+        .collect();
+    assert!(!scheduler.is_empty());
+    for g in &scheduler {
+        let text = cause_text(&trace, g);
+        assert!(text.contains(": pthread_cond_wait() for"), "{text}");
+        let d = describe(&trace, g, 10);
+        assert!(d.calls_during.iter().any(|c| c.kind == "osrt"), "{d:?}");
+    }
+    for g in o.gaps.iter().take(2_000) {
+        let d = describe(&trace, g, 10);
+        assert!(d.calls_during.iter().all(|c| c.name != "poll()"), "{d:?}");
+    }
+    let drill = o.drilldown.as_ref().unwrap();
+    assert_eq!(
+        drill
+            .straggler_activity
+            .as_ref()
+            .unwrap()
+            .longest_call
+            .as_deref(),
+        Some("read()")
+    );
+}
+
+/// The real export with OS runtime calls: every call (event class 27) is on its thread.
+#[test]
+fn os_runtime_calls_of_a_real_export_match_sql() {
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("osrt"))
+        .unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let db =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let want: i64 = db
+        .query_row(
+            "SELECT count(*) FROM OSRT_API WHERE eventClass = 27 AND end >= start",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let got: usize = trace.threads.iter().map(|t| t.osrt.len()).sum();
+    assert_eq!(got as i64, want);
+    for t in &trace.threads {
+        assert!(t.osrt.start.is_sorted());
+    }
+}

@@ -326,9 +326,25 @@ fn check_against_truth(trace: &Trace, report: &load::LoadReport, truth: &GroundT
             }
         }
     }
-    // One launching thread per rank, its name from ThreadNames, NVTX nested 5 deep at least.
-    assert_eq!(trace.threads.len(), truth.devices.len());
-    for t in &trace.threads {
+    // One launching thread per rank, its name from ThreadNames, NVTX nested 5 deep at least;
+    // beside it the rank's CUDA event handler, with OS runtime calls only (`poll`).
+    let (launching, handlers): (Vec<_>, Vec<_>) =
+        trace.threads.iter().partition(|t| !t.api.is_empty());
+    assert_eq!(launching.len(), truth.devices.len());
+    assert_eq!(handlers.len(), truth.devices.len());
+    for t in &handlers {
+        assert_eq!(t.name, "cuda-EvtHandlr");
+        assert!(!t.osrt.is_empty() && t.nvtx.is_empty());
+        let poll = trace.strings.find("poll").unwrap();
+        assert!(t.osrt.name.iter().all(|&n| n == poll));
+    }
+    // The main threads' OS runtime calls: a pthread_cond_wait per step, a read() once.
+    let waits: usize = launching.iter().map(|t| t.osrt.len()).sum();
+    assert_eq!(
+        waits as u64 + handlers.iter().map(|t| t.osrt.len() as u64).sum::<u64>(),
+        truth.tables["OSRT_API"]
+    );
+    for t in launching {
         assert_eq!(t.name, "pt_main_thread");
         assert!(t.nvtx.depth.iter().any(|&d| d >= 4));
         assert_eq!(pid_of_global_id(t.global_tid), t.pid);

@@ -10,7 +10,7 @@ use super::breakdown::{Breakdown, breakdown};
 use super::gaps::{CpuIndex, Gap, gaps, is_synchronizing};
 use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
-use super::recurring::{GapDetail, describe};
+use super::recurring::{GapDetail, describe, os_call_name};
 use crate::format::format_ns;
 use crate::trace::{Device, NONE, OpKind, StrId, Trace};
 
@@ -208,12 +208,32 @@ fn activity_before(
         .sum();
     let longest = (first..call)
         .filter(|&i| !name(i).contains("Launch") && !is_synchronizing(&name(i)))
-        .max_by_key(|&i| api.end[i] - api.start[i]);
-    let at = longest.map_or(api.start[call], |i| api.start[i]);
+        .max_by_key(|&i| api.end[i] - api.start[i])
+        .map(|i| {
+            let n = trace.strings.get(api.name[i]).to_string();
+            (api.end[i] - api.start[i], api.start[i], n)
+        });
+    // An OS runtime call in that time (a `read()` of a data loader) may be what held it.
+    let os = &thread.osrt;
+    let longest_os = thread
+        .osrt_overlapping(since, api.start[call])
+        .max_by_key(|&i| os.end[i] - os.start[i])
+        .map(|i| {
+            (
+                os.end[i] - os.start[i],
+                os.start[i],
+                os_call_name(trace, thread, i),
+            )
+        });
+    let longest = match (longest, longest_os) {
+        (Some(c), Some(o)) => Some(if o.0 > c.0 { o } else { c }),
+        (c, o) => c.or(o),
+    };
+    let at = longest.as_ref().map_or(api.start[call], |l| l.1);
     Activity {
-        longest_call: longest.map(|i| trace.strings.get(api.name[i]).to_string()),
-        longest_call_ns: longest.map_or(0, |i| api.end[i] - api.start[i]),
-        longest_call_start_ns: longest.map(|i| api.start[i]),
+        longest_call_ns: longest.as_ref().map_or(0, |l| l.0),
+        longest_call_start_ns: longest.as_ref().map(|l| l.1),
+        longest_call: longest.map(|l| l.2),
         nvtx_path: thread
             .nvtx
             .path_at(at)

@@ -168,10 +168,9 @@ pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
                 .threads
                 .get(ops.launch_thread[k.op] as usize)
                 .and_then(|t| {
-                    let (a, b) = (k.start - held_back_ns, k.start);
-                    t.calls_overlapping(a, b)
-                        .max_by_key(|&c| t.api.end[c].min(b) - t.api.start[c].max(a))
-                        .map(|c| trace.strings.get(t.api.name[c]).to_string())
+                    // The CUDA or OS runtime call that filled most of the hold-back.
+                    super::recurring::longest_call(trace, t, k.start - held_back_ns, k.start)
+                        .map(|(_, name)| name)
                 });
             LateCollective {
                 name: trace.strings.get(ops.name[k.op]).to_string(),

@@ -8,11 +8,14 @@ use serde::Serialize;
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
 use super::iterations::median;
 use crate::format::format_ns;
-use crate::trace::{Device, NONE, StrId, TemplateId, Trace};
+use crate::trace::{Device, NONE, StrId, TemplateId, Thread, Trace};
 
-/// An API call of the launching thread that overlaps a gap.
+/// A call of the launching thread that overlaps a gap: a CUDA API call, or an OS runtime
+/// call (`read`, `pthread_cond_wait`, …).
 #[derive(Debug, Clone, Serialize)]
 pub struct CallDuringGap {
+    /// `cuda` or `osrt`.
+    pub kind: &'static str,
     pub name: String,
     pub start_ns: i64,
     pub duration_ns: i64,
@@ -57,6 +60,12 @@ impl CpuActivity {
         match (&self.nvtx[..], &self.longest_call) {
             ([], Some(call)) => format!("in {call} for {}", format_ns(self.longest_call_ns)),
             ([], None) => String::new(),
+            // An OS runtime call says what the thread waited for inside its ranges.
+            (ranges, Some(call)) if call.ends_with("()") => format!(
+                "in {}: {call} for {}",
+                ranges.join(" > "),
+                format_ns(self.longest_call_ns)
+            ),
             (ranges, _) => format!("in {} for {}", ranges.join(" > "), format_ns(self.nvtx_ns)),
         }
     }
@@ -92,14 +101,8 @@ pub fn activity(trace: &Trace, gap: &Gap) -> Option<CpuActivity> {
     let nvtx_ns = extra.first().map_or(0, |&r| {
         overlap(nvtx.start[r as usize], nvtx.end[r as usize])
     });
-    let longest = thread
-        .calls_overlapping(gs, ge)
-        .map(|i| (overlap(thread.api.start[i], thread.api.end[i]), i))
-        .max();
-    let (call_ns, call_name) = match longest {
-        Some((ns, i)) if enough(ns) => {
-            (ns, Some(trace.strings.get(thread.api.name[i]).into_owned()))
-        }
+    let (call_ns, call_name) = match longest_call(trace, thread, gs, ge) {
+        Some((ns, name)) if enough(ns) => (ns, Some(name)),
         _ => (0, None),
     };
     let names: Vec<String> = if enough(nvtx_ns) {
@@ -116,6 +119,31 @@ pub fn activity(trace: &Trace, gap: &Gap) -> Option<CpuActivity> {
         longest_call: call_name,
         longest_call_ns: call_ns,
     })
+}
+
+/// The call of `thread` that covers most of `[a, b)`, CUDA API or OS runtime (named
+/// `read()`): how much it covers, and its name.
+pub fn longest_call(trace: &Trace, thread: &Thread, a: i64, b: i64) -> Option<(i64, String)> {
+    let overlap = |s: i64, e: i64| (e.min(b) - s.max(a)).max(0);
+    let cuda = thread
+        .calls_overlapping(a, b)
+        .map(|i| (overlap(thread.api.start[i], thread.api.end[i]), i))
+        .max();
+    let os = thread
+        .osrt_overlapping(a, b)
+        .map(|i| (overlap(thread.osrt.start[i], thread.osrt.end[i]), i))
+        .max();
+    match (cuda, os) {
+        (Some(c), Some(o)) if o.0 > c.0 => Some((o.0, os_call_name(trace, thread, o.1))),
+        (None, Some(o)) => Some((o.0, os_call_name(trace, thread, o.1))),
+        (Some(c), _) => Some((c.0, trace.strings.get(thread.api.name[c.1]).into_owned())),
+        (None, None) => None,
+    }
+}
+
+/// An OS runtime call as a person reads it: `read()`.
+pub fn os_call_name(trace: &Trace, thread: &Thread, i: usize) -> String {
+    format!("{}()", trace.strings.get(thread.osrt.name[i]))
 }
 
 /// A gap's cause with what the CPU was doing: `host_bound: in
@@ -193,13 +221,25 @@ fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
     }
     let thread = &trace.threads[thread as usize];
     let api = &thread.api;
+    let os = &thread.osrt;
     let mut calls: Vec<CallDuringGap> = thread
         .calls_overlapping(gap.start_ns, gap.end_ns())
         .map(|i| CallDuringGap {
+            kind: "cuda",
             name: trace.strings.get(api.name[i]).into_owned(),
             start_ns: api.start[i],
             duration_ns: api.end[i] - api.start[i],
         })
+        .chain(
+            thread
+                .osrt_overlapping(gap.start_ns, gap.end_ns())
+                .map(|i| CallDuringGap {
+                    kind: "osrt",
+                    name: os_call_name(trace, thread, i),
+                    start_ns: os.start[i],
+                    duration_ns: os.end[i] - os.start[i],
+                }),
+        )
         .collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.duration_ns));
     calls.truncate(max_calls);

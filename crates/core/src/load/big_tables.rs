@@ -11,11 +11,11 @@ use rusqlite::Connection;
 
 use super::error::LoadError;
 use super::scan::{RawRow, ScanContext, Skips, int, scan_range, text};
-use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Schema};
+use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
     ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
-    RangeKind, StrId, StringTable, pid_of_global_id,
+    OsCalls, RangeKind, StrId, StringTable, pid_of_global_id,
 };
 
 /// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,
@@ -282,6 +282,54 @@ pub fn read_api_calls(
         });
         calls.correlation_id.push(int(r, 4).unwrap_or(0) as u32);
         calls.name.push(names.ids.get(int(r, 5)));
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// OS runtime calls of one rowid range, per `globalTid`.
+#[derive(Default)]
+pub struct OsrtChunk {
+    pub threads: Grouped<i64, OsCalls>,
+    pub skips: Skips,
+    pub rows: u64,
+}
+
+/// `OSRT_API.eventClass` of a call (ENUM_NSYS_EVENT_CLASS); others mark the profiler's
+/// own events ("profiling started").
+const OSRT_CALL: i64 = 27;
+
+pub fn read_osrt_calls(
+    ctx: &ScanContext,
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    range: (i64, i64),
+) -> Result<OsrtChunk, LoadError> {
+    let cols = schema.select_list(
+        OSRT,
+        &[
+            "start",
+            "end",
+            "eventClass",
+            "globalTid",
+            "nameId",
+            "returnValue",
+        ],
+    );
+    let mut chunk = OsrtChunk::default();
+    chunk.rows = scan_range(ctx, conn, OSRT, &cols, range, |r| {
+        if int(r, 2) != Some(OSRT_CALL) {
+            return Ok(());
+        }
+        let Some((start, end)) = valid_times(int(r, 0), int(r, 1), OSRT, &mut chunk.skips) else {
+            return Ok(());
+        };
+        let calls = chunk.threads.get_mut(int(r, 3).unwrap_or(0));
+        calls.start.push(start);
+        calls.end.push(end);
+        calls.name.push(names.ids.get(int(r, 4)));
+        calls.return_value.push(int(r, 5).unwrap_or(0));
         Ok(())
     })?;
     Ok(chunk)

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
 
-use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, StreamKey};
+use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, OsrtChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
     Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, Process, StrId, Stream, StringTable, Thread,
@@ -67,6 +67,7 @@ pub fn build_trace(
     gpu: GpuParts,
     api: Vec<ApiChunk>,
     nvtx: Vec<NvtxChunk>,
+    osrt: Vec<OsrtChunk>,
     cancel: &AtomicBool,
     report: &mut super::LoadReport,
 ) -> Result<Trace, LoadError> {
@@ -77,13 +78,15 @@ pub fn build_trace(
         launch_configs,
         mem_info,
     } = gpu;
-    let (mut threads, nvtx_domains) = merge_threads(api, nvtx, &mut strings, &parts.thread_names);
+    let (mut threads, nvtx_domains) =
+        merge_threads(api, nvtx, osrt, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
     report.phase_done("  merge threads, strings", t);
     let t = std::time::Instant::now();
 
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
+        t.osrt.sort_by_start();
         t.index_calls();
         t.nvtx.sort_and_nest();
         sort_marks(t);
@@ -208,6 +211,7 @@ fn append_ops(into: &mut GpuOps, from: GpuOps) {
 fn merge_threads(
     api: Vec<ApiChunk>,
     nvtx: Vec<NvtxChunk>,
+    osrt: Vec<OsrtChunk>,
     strings: &mut StringTable,
     thread_names: &HashMap<i64, String>,
 ) -> (Vec<Thread>, Vec<(u32, String)>) {
@@ -277,6 +281,15 @@ fn merge_threads(
             t.text.extend(marks.text.into_iter().map(resolve));
         }
         domains.extend(chunk.domains);
+    }
+    for chunk in osrt {
+        for (gtid, calls) in chunk.threads.groups {
+            let t = &mut thread_entry(&mut threads, gtid, thread_names).osrt;
+            t.start.extend(calls.start);
+            t.end.extend(calls.end);
+            t.name.extend(calls.name);
+            t.return_value.extend(calls.return_value);
+        }
     }
     (
         threads.into_values().collect(),

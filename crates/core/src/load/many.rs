@@ -351,6 +351,11 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                 th.marks.time[i] += dt;
                 th.marks.text[i] = id(th.marks.text[i]);
             }
+            for i in 0..th.osrt.len() {
+                th.osrt.start[i] += dt;
+                th.osrt.end[i] += dt;
+                th.osrt.name[i] = id(th.osrt.name[i]);
+            }
             // Files' pids and tids may repeat (ranks on different nodes): the file's index
             // above the bits nsys uses keeps every thread apart.
             th.global_tid += (k as i64) << 48;

@@ -28,9 +28,9 @@ pub fn io_error_for_test(path: &Path, kind: std::io::ErrorKind) -> LoadError {
     sniff::io_error(path, std::io::Error::from(kind))
 }
 pub use report::{LoadReport, SkippedRows};
-pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, READ_TABLES, RUNTIME};
+pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, READ_TABLES, RUNTIME};
 
-use big_tables::{ApiChunk, GpuChunk, NvtxChunk};
+use big_tables::{ApiChunk, GpuChunk, NvtxChunk, OsrtChunk};
 use scan::ScanContext;
 use schema::Schema;
 
@@ -78,12 +78,14 @@ enum Task {
     Memsets((i64, i64)),
     Api((i64, i64)),
     Nvtx((i64, i64)),
+    Osrt((i64, i64)),
 }
 
 enum ChunkOut {
     Gpu(GpuChunk, &'static str),
     Api(ApiChunk),
     Nvtx(NvtxChunk),
+    Osrt(OsrtChunk),
 }
 
 /// Loads `path`, calling `progress` from worker threads and checking `cancel` every few
@@ -168,6 +170,7 @@ pub fn load_staged(
         (MEMSET, Task::Memsets),
         (RUNTIME, Task::Api),
         (NVTX, Task::Nvtx),
+        (OSRT, Task::Osrt),
     ] {
         if !schema.has(table) {
             continue;
@@ -209,6 +212,9 @@ pub fn load_staged(
                     Task::Nvtx(r) => {
                         ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
                     }
+                    Task::Osrt(r) => ChunkOut::Osrt(big_tables::read_osrt_calls(
+                        &ctx, &conn, &schema, &names, r,
+                    )?),
                 })
             })
             .collect()
@@ -225,7 +231,8 @@ pub fn load_staged(
         .into_iter()
         .partition(|t| matches!(t, Task::Kernels(_) | Task::Memcpys(_) | Task::Memsets(_)));
     let mut sort_out = |outputs: Vec<ChunkOut>| {
-        let (mut gpu, mut api, mut nvtx) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut gpu, mut api, mut nvtx, mut osrt) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for out in outputs {
             match out {
                 ChunkOut::Gpu(mut chunk, table) => {
@@ -243,16 +250,21 @@ pub fn load_staged(
                     report.skips.merge(std::mem::take(&mut chunk.skips));
                     nvtx.push(chunk);
                 }
+                ChunkOut::Osrt(mut chunk) => {
+                    *report.tables.entry(OSRT.to_string()).or_default() += chunk.rows;
+                    report.skips.merge(std::mem::take(&mut chunk.skips));
+                    osrt.push(chunk);
+                }
             }
         }
-        (gpu, api, nvtx)
+        (gpu, api, nvtx, osrt)
     };
-    let (gpu, _, _) = sort_out(run(gpu_tasks)?);
+    let (gpu, _, _, _) = sort_out(run(gpu_tasks)?);
     let gpu_parts = build::build_gpu(gpu);
     if let Some(on_gpu) = on_gpu {
         on_gpu(build::gpu_only_trace(&parts, &gpu_parts));
     }
-    let (_, api, nvtx) = sort_out(run(cpu_tasks)?);
+    let (_, api, nvtx, osrt) = sort_out(run(cpu_tasks)?);
     report.phase_done("read events", t);
 
     let t = Instant::now();
@@ -261,7 +273,7 @@ pub fn load_staged(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
-    let trace = build::build_trace(parts, gpu_parts, api, nvtx, cancel, &mut report)?;
+    let trace = build::build_trace(parts, gpu_parts, api, nvtx, osrt, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     report.finish(&trace, t0);
     progress(Progress {

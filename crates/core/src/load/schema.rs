@@ -50,6 +50,9 @@ pub const READ_TABLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// OS runtime calls (`nsys profile -t osrt`, on by default).
+pub const OSRT: &str = "OSRT_API";
+
 /// The memcpy copy-kind enum, absent before nsys 2021 and in 2022.2 exports.
 pub const MEMCPY_KINDS: &str = "ENUM_CUDA_MEMCPY_OPER";
 

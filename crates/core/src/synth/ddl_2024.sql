@@ -19,6 +19,17 @@ CREATE TABLE ANALYSIS_DETAILS (
     startTime                   INTEGER   NOT NULL,                    -- Trace start timestamp in nanoseconds.
     stopTime                    INTEGER   NOT NULL                     -- Trace stop timestamp in nanoseconds.
 );
+CREATE TABLE OSRT_API (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    eventClass                  INTEGER   NOT NULL,
+    globalTid                   INTEGER,
+    correlationId               INTEGER,
+    nameId                      INTEGER   NOT NULL,
+    returnValue                 INTEGER   NOT NULL,
+    nestingLevel                INTEGER,
+    callchainId                 INTEGER   NOT NULL
+);
 CREATE TABLE SCHED_EVENTS (
     start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
     cpu                         INTEGER   NOT NULL,                    -- ID of CPU this thread was scheduled in or out.

@@ -282,6 +282,7 @@ fn generate_into(
         let pid = pid_of_rank(r as u32);
         let w = &mut writers[file_of(r)];
         w.process(pid, "python3", "pt_main_thread").map_err(sql)?;
+        w.thread_name(pid, pid + 2, "cuda-EvtHandlr").map_err(sql)?;
         w.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500 - shifts[file_of(r)])
             .map_err(sql)?;
         rank.warm_up_copies(4);
@@ -364,6 +365,18 @@ fn generate_into(
         }
     }
 
+    // Each rank's CUDA event handler thread, in `poll` the whole run.
+    for (r, rank) in ranks.iter_mut().enumerate() {
+        let end = rank.cpu;
+        rank.polling_thread(TRACE_START_NS, end);
+        let f = file_of(r);
+        let rows = std::mem::take(&mut rank.rows.osrt);
+        for mut row in rows {
+            row.start -= shifts[f];
+            row.end -= shifts[f];
+            writers[f].osrt(pid_of_rank(r as u32), &row).map_err(sql)?;
+        }
+    }
     let last_end = ranks
         .iter()
         .flat_map(|r| r.truth.iter().map(|o| o.end))
@@ -445,7 +458,7 @@ fn generate_into(
             slowest_index: shape.slow_step as usize,
             straggler_device: shape.straggler,
             straggler_pause_ns,
-            straggler_activity: "cudaMalloc_v3020".into(),
+            straggler_activity: "read()".into(),
         },
     };
     Ok(truth)
@@ -477,6 +490,9 @@ fn flush_rows(
     writer.sched_events(pid, &rows.api)?;
     for row in &rows.nvtx {
         writer.nvtx_range(pid, row)?;
+    }
+    for row in &rows.osrt {
+        writer.osrt(pid, row)?;
     }
     Ok(())
 }

@@ -175,10 +175,16 @@ pub enum Instr {
     Synchronize {
         device_wide: bool,
     },
-    /// A plain API call on the CPU that takes `ns` (e.g. a slow `cudaMalloc`).
-    HostApi {
+    /// An OS runtime call that blocks the thread for `ns` (a `read()` of the next batch).
+    OsCall {
         name: &'static str,
         ns: i64,
+    },
+    /// Python time between calls, most of it spent waiting in an OS runtime call (a data
+    /// loader's hand-off in `pthread_cond_wait`): the CPU time is as `HostWork`'s.
+    HostWorkIn {
+        ns: i64,
+        os_call: &'static str,
     },
     /// A blocking `cudaMemcpy` device→host of `bytes` taking `ns` on the GPU (a checkpoint
     /// of the weights): the CPU waits in the call until the copy is done, seconds.
@@ -260,10 +266,11 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
         p.push(Instr::Push(branch.into()));
         if branch == "cfg_uncond" {
             if let Some(pause) = shape.straggler_pause_ns {
-                // torch.cuda.empty_cache(): drain the device, then a slow allocation.
+                // The rank drains its device, then waits on disk for its next batch: a
+                // blocking read() on the launching thread (OS runtime trace).
                 p.push(Instr::Synchronize { device_wide: true });
-                p.push(Instr::HostApi {
-                    name: "cudaMalloc_v3020",
+                p.push(Instr::OsCall {
+                    name: "read",
                     ns: pause,
                 });
             }
@@ -310,7 +317,10 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
         p.push(Instr::Synchronize { device_wide: false });
     }
     p.push(Instr::Pop);
-    p.push(Instr::HostWork(shape.scheduler_ns));
+    p.push(Instr::HostWorkIn {
+        ns: shape.scheduler_ns,
+        os_call: "pthread_cond_wait",
+    });
     p.push(Instr::Pop);
     p.push(Instr::Pop);
     if let Some(ns) = shape.checkpoint_ns {

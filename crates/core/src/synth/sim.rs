@@ -21,6 +21,8 @@ const LAUNCH_CALL_NS: i64 = 5_000;
 const LAUNCH_LATENCY_NS: i64 = 3_000;
 const LAUNCH_LATENCY_JITTER_NS: u64 = 2_000;
 const NVTX_CALL_NS: i64 = 700;
+/// The event handler thread's `poll` calls.
+const POLL_NS: i64 = 100_000_000;
 
 pub const COMPUTE_STREAM: u32 = 7;
 pub const SEPARATE_NCCL_STREAM: u32 = 20;
@@ -98,6 +100,16 @@ pub struct ApiRow {
     pub name: &'static str,
 }
 
+/// An OS runtime call (`OSRT_API`) of the rank's main thread (`tid_offset` 0) or of its
+/// polling thread (the CUDA event handler, `tid_offset` 2).
+pub struct OsrtRow {
+    pub start: i64,
+    pub end: i64,
+    pub name: &'static str,
+    pub tid_offset: u32,
+    pub return_value: i64,
+}
+
 pub struct NvtxRow {
     pub start: i64,
     pub end: i64,
@@ -113,6 +125,7 @@ pub struct Rows {
     pub memsets: Vec<MemRow>,
     pub api: Vec<ApiRow>,
     pub nvtx: Vec<NvtxRow>,
+    pub osrt: Vec<OsrtRow>,
 }
 
 pub struct RankSim {
@@ -165,6 +178,10 @@ impl Rows {
         for n in &mut self.nvtx {
             n.start += dt;
             n.end += dt;
+        }
+        for o in &mut self.osrt {
+            o.start += dt;
+            o.end += dt;
         }
     }
 }
@@ -356,9 +373,28 @@ impl RankSim {
                     let ns = self.jitter(*ns, 0.05);
                     self.cpu += ns;
                 }
-                Instr::HostApi { name, ns } => {
-                    let corr = self.next_corr();
-                    self.api(name, *ns, corr);
+                Instr::OsCall { name, ns } => {
+                    let start = self.cpu;
+                    self.cpu += ns;
+                    self.rows.osrt.push(OsrtRow {
+                        start,
+                        end: self.cpu,
+                        name,
+                        tid_offset: 0,
+                        return_value: 1 << 20,
+                    });
+                }
+                Instr::HostWorkIn { ns, os_call } => {
+                    let ns = self.jitter(*ns, 0.05);
+                    // The wait fills the middle two thirds of the host time.
+                    self.rows.osrt.push(OsrtRow {
+                        start: self.cpu + ns / 6,
+                        end: self.cpu + ns * 5 / 6,
+                        name: os_call,
+                        tid_offset: 0,
+                        return_value: 0,
+                    });
+                    self.cpu += ns;
                 }
                 Instr::CrossDeviceWait { extra_ns } => {
                     let corr = self.next_corr();
@@ -522,6 +558,23 @@ impl RankSim {
             path,
             step: self.step,
         });
+    }
+
+    /// The CUDA event handler thread of the rank: in `poll` all run long, 100 ms a call,
+    /// from `start` to `end` (never a gap's cause: it launches nothing).
+    pub fn polling_thread(&mut self, start: i64, end: i64) {
+        let mut t = start;
+        while t < end {
+            let e = (t + POLL_NS).min(end);
+            self.rows.osrt.push(OsrtRow {
+                start: t,
+                end: e,
+                name: "poll",
+                tid_offset: 2,
+                return_value: 0,
+            });
+            t = e + 1_000;
+        }
     }
 
     /// Model weights copied to the GPU before the first step (outside the device window).

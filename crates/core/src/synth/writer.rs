@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, params};
 
 use super::program::KERNELS;
-use super::sim::{ApiRow, KernelRow, MemRow, NvtxRow};
+use super::sim::{ApiRow, KernelRow, MemRow, NvtxRow, OsrtRow};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 pub enum Flavour {
@@ -132,6 +132,16 @@ impl Writer {
         self.conn.execute(
             "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
             params![name_id, gpid | pid as i64],
+        )?;
+        Ok(())
+    }
+
+    /// Names another thread of process `pid`.
+    pub fn thread_name(&mut self, pid: u32, tid: u32, name: &str) -> rusqlite::Result<()> {
+        let name_id = self.string_id(name);
+        self.conn.execute(
+            "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
+            params![name_id, global_pid(pid) | tid as i64],
         )?;
         Ok(())
     }
@@ -267,6 +277,23 @@ impl Writer {
             }
         }
         *self.rows.entry("SCHED_EVENTS").or_default() += 6 * calls.len() as u64;
+        Ok(())
+    }
+
+    /// An OS runtime call (event class 27) of the main thread or the polling one.
+    pub fn osrt(&mut self, pid: u32, row: &OsrtRow) -> rusqlite::Result<()> {
+        let name = self.string_id(row.name);
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO OSRT_API (start, end, eventClass, globalTid, correlationId, nameId, returnValue, nestingLevel, callchainId) VALUES (?1, ?2, 27, ?3, 0, ?4, ?5, 0, 0)",
+        )?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            global_pid(pid) | (pid + row.tid_offset) as i64,
+            name,
+            row.return_value
+        ])?;
+        *self.rows.entry("OSRT_API").or_default() += 1;
         Ok(())
     }
 

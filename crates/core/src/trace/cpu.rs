@@ -48,6 +48,41 @@ impl ApiCalls {
     }
 }
 
+/// OS runtime calls of one thread (`OSRT_API`: `read`, `pthread_cond_wait`, `futex`,
+/// `poll`, …), traced by `nsys profile -t osrt`: where a launching thread sat when it did
+/// not launch.
+#[derive(Debug, Default, Clone)]
+pub struct OsCalls {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub name: Vec<StrId>,
+    pub return_value: Vec<i64>,
+}
+
+impl OsCalls {
+    pub const BYTES_PER_CALL: usize = 8 + 8 + 4 + 8;
+
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    pub fn sort_by_start(&mut self) {
+        if self.start.is_sorted() {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| self.start[i as usize]);
+        permute(&mut self.start, &order);
+        permute(&mut self.end, &order);
+        permute(&mut self.name, &order);
+        permute(&mut self.return_value, &order);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[repr(u8)]
 pub enum RangeKind {

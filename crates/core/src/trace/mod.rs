@@ -10,7 +10,7 @@ mod ops;
 mod reach;
 mod strings;
 
-pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, RangeKind};
+pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
 pub use strings::{StrId, StringTable, TemplateId};
@@ -129,10 +129,15 @@ pub struct Thread {
     pub api: ApiCalls,
     pub nvtx: NvtxRanges,
     pub marks: NvtxMarks,
+    /// OS runtime calls (empty unless the capture traced `osrt`).
+    pub osrt: OsCalls,
     /// Duration of its longest API call (set when the trace is built), for searches by start.
     pub longest_call_ns: i64,
     /// Latest end per block of calls (set when the trace is built): see [`ReachIndex`].
     pub api_reach: ReachIndex,
+    /// The same two for its OS runtime calls.
+    pub longest_osrt_ns: i64,
+    pub osrt_reach: ReachIndex,
 }
 
 impl Thread {
@@ -140,6 +145,12 @@ impl Thread {
     pub fn calls_overlapping(&self, a: i64, b: i64) -> impl Iterator<Item = usize> + '_ {
         self.api_reach
             .overlapping(&self.api.start, &self.api.end, self.longest_call_ns, a, b)
+    }
+
+    /// The OS runtime calls that overlap `[a, b)`, in start order.
+    pub fn osrt_overlapping(&self, a: i64, b: i64) -> impl Iterator<Item = usize> + '_ {
+        self.osrt_reach
+            .overlapping(&self.osrt.start, &self.osrt.end, self.longest_osrt_ns, a, b)
     }
 
     /// Sets what searches by time need, once the calls are sorted.
@@ -153,6 +164,12 @@ impl Thread {
             .max()
             .unwrap_or(0);
         self.api_reach = ReachIndex::new(&self.api.end);
+        debug_assert!(self.osrt.start.is_sorted(), "OS runtime calls are sorted");
+        self.longest_osrt_ns = (0..self.osrt.len())
+            .map(|i| self.osrt.end[i] - self.osrt.start[i])
+            .max()
+            .unwrap_or(0);
+        self.osrt_reach = ReachIndex::new(&self.osrt.end);
     }
 }
 
@@ -282,8 +299,13 @@ impl Trace {
         let api = self.api_call_count() * ApiCalls::BYTES_PER_CALL;
         let nvtx = self.nvtx_range_count() * NvtxRanges::BYTES_PER_RANGE;
         let marks: usize = self.threads.iter().map(|t| t.marks.time.len() * 12).sum();
+        let osrt: usize = self
+            .threads
+            .iter()
+            .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL)
+            .sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
-        ops + api + nvtx + marks + mem + self.strings.heap_bytes()
+        ops + api + nvtx + marks + osrt + mem + self.strings.heap_bytes()
     }
 }
 

@@ -977,6 +977,16 @@ fn rebuild(trace: &Trace, t: &Times, change: &Change) -> Trace {
             let k = observed_start.partition_point(|&s| s <= *x);
             *x = moved(*x, k);
         }
+        // OS runtime calls move with the CPU time around them, as the ranges do.
+        let mut cursor = 0;
+        for i in 0..th.osrt.len() {
+            let (a, b) = (th.osrt.start[i], th.osrt.end[i]);
+            cursor = gallop(cursor, observed_start.len(), |c| observed_start[c] <= a);
+            let end_call = gallop(cursor, observed_start.len(), |c| observed_start[c] <= b);
+            th.osrt.start[i] = moved(a, cursor);
+            th.osrt.end[i] = moved(b, end_call).max(th.osrt.start[i]);
+        }
+        th.osrt.sort_by_start();
         for k in 0..th.api.len() {
             if starts[k] != UNSET && ends[k] != UNSET {
                 th.api.start[k] = starts[k];
