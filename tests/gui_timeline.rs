@@ -401,3 +401,30 @@ fn debug_profile_lists_the_load_phases_analyses_and_frames_timed() {
         h.get_by_label(scope);
     }
 }
+
+#[test]
+fn os_runtime_calls_get_a_row_and_the_gap_finder_names_them() {
+    use nsys_explorer::ui::timeline::RowKind;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    {
+        let l = loaded(&h);
+        let rows = l.timeline.rows(&l.trace);
+        for (t, th) in l.trace.threads.iter().enumerate() {
+            if th.api.is_empty() {
+                // The event handler (poll all run long) starts folded.
+                assert!(l.timeline.collapsed_threads[t], "{} folded", th.name);
+            } else {
+                assert!(rows.contains(&RowKind::Osrt { thread: t }), "{}", th.name);
+            }
+        }
+    }
+    // The gaps after each step's sync, longest first: their cause names the wait.
+    open_tab(&mut h, "Gaps");
+    assert!(
+        h.query_all_by_label_contains("pthread_cond_wait()")
+            .next()
+            .is_some(),
+        "the cause column names the OS runtime call"
+    );
+}

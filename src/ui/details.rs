@@ -127,6 +127,21 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                         format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
                     );
                 }
+                Selection::OsCall { thread, call } => {
+                    let t = &trace.threads[thread];
+                    let o = &t.osrt;
+                    row(
+                        "OS runtime call",
+                        format!("{}()", trace.strings.get(o.name[call])),
+                    );
+                    row("duration", format_ns(o.end[call] - o.start[call]));
+                    row("start", at(o.start[call]));
+                    row("returned", o.return_value[call].to_string());
+                    row(
+                        "thread",
+                        format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
+                    );
+                }
                 Selection::Call { thread, call } => {
                     let t = &trace.threads[thread];
                     row("API call", trace.strings.get(t.api.name[call]).to_string());

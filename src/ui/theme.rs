@@ -17,6 +17,10 @@ pub const IDLE: Color32 = Color32::from_rgb(200, 70, 70);
 /// CUDA API calls: synchronising ones (the CPU waits for the GPU) and the rest.
 pub const SYNC_CALL: Color32 = Color32::from_rgb(220, 80, 80);
 pub const API_CALL: Color32 = Color32::from_rgb(110, 170, 110);
+/// OS runtime calls: blocking ones (read, poll, waits) like synchronising calls, in a
+/// lighter red; the rest grey.
+pub const OS_BLOCKING_CALL: Color32 = Color32::from_rgb(200, 110, 110);
+pub const OS_CALL: Color32 = Color32::from_rgb(140, 140, 150);
 /// Folded runs of NVTX ranges and of API calls.
 pub const FOLDED_NVTX: Color32 = Color32::from_rgb(120, 130, 160);
 pub const FOLDED_API: Color32 = Color32::from_rgb(90, 140, 90);

@@ -164,6 +164,52 @@ impl Timeline {
                     ),
                 ))
             }
+            RowKind::Osrt { thread } => {
+                let t = &trace.threads[thread];
+                let os = &t.osrt;
+                let items = RowItems {
+                    n: os.len(),
+                    start: &|i| os.start[i],
+                    end: &|i| os.end[i],
+                    longest: t.longest_osrt_ns,
+                    color: &|i| {
+                        if self.is_blocking_os(os.name[i]) {
+                            theme::OS_BLOCKING_CALL
+                        } else {
+                            theme::OS_CALL
+                        }
+                    },
+                    name: &|i| trace.strings.get(os.name[i]),
+                    folded: &|a, b, span| {
+                        if b - a > 512 {
+                            return coverage_fill(FOLDED_API, None, span);
+                        }
+                        let (mut busy, mut blocking) = (0, 0);
+                        for i in a..b {
+                            let d = os.end[i] - os.start[i];
+                            busy += d;
+                            if self.is_blocking_os(os.name[i]) {
+                                blocking += d;
+                            }
+                        }
+                        calls_fill(busy, blocking, span)
+                    },
+                    style: FoldStyle::Calls,
+                };
+                self.draw_items(row, &items, &self.osrt_lods[thread], inner, out);
+                let time = hover_t?;
+                let i = item_at(&os.start, &os.end, items.longest, time, slack(time))?;
+                Some((
+                    Selection::OsCall { thread, call: i },
+                    format!(
+                        "{}() (OS runtime)\nstart {}  duration {}\nreturned {}",
+                        trace.strings.get(os.name[i]),
+                        format_ns(os.start[i] - self.full.0),
+                        format_ns(os.end[i] - os.start[i]),
+                        os.return_value[i]
+                    ),
+                ))
+            }
         }
     }
 
@@ -421,6 +467,16 @@ impl Timeline {
                     let r = Rect::from_min_max(
                         Pos2::new(x_of(n.start[range] as f64), y + 1.0),
                         Pos2::new(x_of(n.end[range] as f64), y + ROW_H - 1.0),
+                    );
+                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                }
+            }
+            Selection::OsCall { thread, call } => {
+                let o = &trace.threads[thread].osrt;
+                if let Some(y) = row_y(RowKind::Osrt { thread }) {
+                    let r = Rect::from_min_max(
+                        Pos2::new(x_of(o.start[call] as f64), y + 1.0),
+                        Pos2::new(x_of(o.end[call] as f64), y + ROW_H - 1.0),
                     );
                     painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
                 }

@@ -61,8 +61,11 @@ pub struct Timeline {
     stream_lods: Vec<Vec<RowLod>>,
     nvtx_lods: Vec<Vec<RowLod>>,
     api_lods: Vec<RowLod>,
+    osrt_lods: Vec<RowLod>,
     /// Per interned name: is it a synchronising API call?
     sync_names: Vec<bool>,
+    /// Per interned name: is it a blocking OS runtime call?
+    blocking_os: Vec<bool>,
     pub collapsed_gpus: Vec<bool>,
     pub collapsed_threads: Vec<bool>,
     /// Visible time range (ns, the trace's clock).
@@ -186,6 +189,25 @@ impl Timeline {
                 )
             })
             .collect();
+        let mut blocking_os = vec![false; trace.strings.len()];
+        for t in &trace.threads {
+            for &n in &t.osrt.name {
+                blocking_os[n as usize] = crate::trace::is_blocking_os_call(&trace.strings.get(n));
+            }
+        }
+        let osrt_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                RowLod::new(
+                    t.osrt.len(),
+                    |i| t.osrt.start[i],
+                    |i| t.osrt.end[i],
+                    |i| (blocking_os[t.osrt.name[i] as usize], false),
+                    full,
+                )
+            })
+            .collect();
         Self {
             prefixes,
             nvtx_by_depth,
@@ -193,9 +215,17 @@ impl Timeline {
             stream_lods,
             nvtx_lods,
             api_lods,
+            osrt_lods,
             sync_names,
+            blocking_os,
             collapsed_gpus: vec![false; trace.devices.len()],
-            collapsed_threads: vec![false; trace.threads.len()],
+            // Threads with OS runtime calls only (an event handler in `poll`, a data
+            // loader's workers) start folded: they launch nothing.
+            collapsed_threads: trace
+                .threads
+                .iter()
+                .map(|t| t.api.is_empty() && t.nvtx.is_empty())
+                .collect(),
             view: (full.0 as f64, full.1 as f64),
             full,
             scroll_y: 0.0,
@@ -222,6 +252,13 @@ impl Timeline {
         self.sync_names.get(name as usize).copied().unwrap_or(false)
     }
 
+    fn is_blocking_os(&self, name: u32) -> bool {
+        self.blocking_os
+            .get(name as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
     /// Memory of the drawing indexes (prefix sums and levels of detail).
     pub fn index_bytes(&self) -> usize {
         let prefixes: usize = self
@@ -236,6 +273,7 @@ impl Timeline {
             .chain(&self.nvtx_lods)
             .flatten()
             .chain(&self.api_lods)
+            .chain(&self.osrt_lods)
             .map(RowLod::heap_bytes)
             .sum();
         prefixes + lods

@@ -19,6 +19,10 @@ pub enum RowKind {
     Api {
         thread: usize,
     },
+    /// OS runtime calls (`read`, `poll`, …) of a thread.
+    Osrt {
+        thread: usize,
+    },
 }
 
 impl RowKind {
@@ -93,7 +97,7 @@ impl Timeline {
             }
         }
         for (t, thread) in trace.threads.iter().enumerate() {
-            if thread.nvtx.is_empty() && thread.api.is_empty() {
+            if thread.nvtx.is_empty() && thread.api.is_empty() && thread.osrt.is_empty() {
                 continue;
             }
             rows.push(RowKind::ThreadHeader(t));
@@ -105,6 +109,9 @@ impl Timeline {
             }
             if !thread.api.is_empty() {
                 rows.push(RowKind::Api { thread: t });
+            }
+            if !thread.osrt.is_empty() {
+                rows.push(RowKind::Osrt { thread: t });
             }
         }
         rows
@@ -147,6 +154,7 @@ impl Timeline {
             ),
             RowKind::Nvtx { depth, .. } => (format!("    NVTX {depth}"), false),
             RowKind::Api { .. } => ("    CUDA API".to_string(), false),
+            RowKind::Osrt { .. } => ("    OS runtime".to_string(), false),
         };
         if strong {
             painter.rect_filled(r, 0.0, ui.visuals().faint_bg_color);

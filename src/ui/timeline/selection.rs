@@ -6,9 +6,23 @@ use super::*;
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Selection {
-    Op { device: usize, op: OpRef },
-    Range { thread: usize, range: usize },
-    Call { thread: usize, call: usize },
+    Op {
+        device: usize,
+        op: OpRef,
+    },
+    Range {
+        thread: usize,
+        range: usize,
+    },
+    Call {
+        thread: usize,
+        call: usize,
+    },
+    /// An OS runtime call of a thread.
+    OsCall {
+        thread: usize,
+        call: usize,
+    },
 }
 
 impl Selection {
@@ -22,6 +36,10 @@ impl Selection {
             Selection::Range { thread, range } => {
                 let n = &trace.threads[thread].nvtx;
                 (n.start[range], n.end[range])
+            }
+            Selection::OsCall { thread, call } => {
+                let o = &trace.threads[thread].osrt;
+                (o.start[call], o.end[call])
             }
             Selection::Call { thread, call } => {
                 let a = &trace.threads[thread].api;

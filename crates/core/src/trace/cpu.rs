@@ -59,6 +59,53 @@ pub struct OsCalls {
     pub return_value: Vec<i64>,
 }
 
+/// Whether an OS runtime call blocks its thread until something happens elsewhere (I/O,
+/// another thread, a timer): what a launching thread sits in when it does not launch.
+pub fn is_blocking_os_call(name: &str) -> bool {
+    const BLOCKING: &[&str] = &[
+        "read",
+        "pread",
+        "readv",
+        "fread",
+        "getc",
+        "fgets",
+        "write",
+        "pwrite",
+        "fwrite",
+        "poll",
+        "ppoll",
+        "select",
+        "pselect",
+        "epoll_wait",
+        "epoll_pwait",
+        "futex",
+        "pthread_cond_wait",
+        "pthread_cond_timedwait",
+        "pthread_join",
+        "pthread_mutex_lock",
+        "pthread_rwlock_rdlock",
+        "pthread_rwlock_wrlock",
+        "sem_wait",
+        "sem_timedwait",
+        "nanosleep",
+        "clock_nanosleep",
+        "usleep",
+        "sleep",
+        "recv",
+        "recvfrom",
+        "recvmsg",
+        "accept",
+        "accept4",
+        "connect",
+        "wait",
+        "waitpid",
+        "open",
+        "open64",
+        "fsync",
+    ];
+    BLOCKING.contains(&name)
+}
+
 impl OsCalls {
     pub const BYTES_PER_CALL: usize = 8 + 8 + 4 + 8;
 

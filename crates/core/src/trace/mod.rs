@@ -10,7 +10,7 @@ mod ops;
 mod reach;
 mod strings;
 
-pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind};
+pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, is_blocking_os_call};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
 pub use strings::{StrId, StringTable, TemplateId};
