@@ -759,7 +759,8 @@ fn gaps_name_the_os_runtime_calls_of_the_launching_thread() {
     assert!(!scheduler.is_empty());
     for g in &scheduler {
         let text = cause_text(&trace, g);
-        assert!(text.contains(": pthread_cond_wait() for"), "{text}");
+        assert!(text.contains("in pthread_cond_wait() for"), "{text}");
+        assert!(text.ends_with("(scheduler_step)"), "{text}");
         let d = describe(&trace, g, 10);
         assert!(d.calls_during.iter().any(|c| c.kind == "osrt"), "{d:?}");
     }

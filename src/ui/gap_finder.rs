@@ -334,8 +334,8 @@ impl GapFinder {
             .column(TableColumn::exact(50.0))
             .column(TableColumn::exact(90.0))
             .column(TableColumn::exact(80.0))
-            .column(TableColumn::initial(420.0).clip(true).resizable(true))
-            .column(TableColumn::initial(220.0).clip(true).resizable(true))
+            .column(TableColumn::initial(330.0).clip(true).resizable(true))
+            .column(TableColumn::initial(150.0).clip(true).resizable(true))
             .column(TableColumn::remainder().clip(true))
             .header(20.0, |mut header| {
                 for column in Column::ALL {
@@ -373,8 +373,10 @@ impl GapFinder {
                     }
                     // The cause with what the CPU was doing, for the rows on screen only.
                     row.col(|ui| {
-                        ui.add(egui::Label::new(cause_text(trace, g)).selectable(false))
-                            .on_hover_text(g.cause.help());
+                        let text = cause_text(trace, g);
+                        let help = format!("{text}\n\n{}", g.cause.help());
+                        ui.add(egui::Label::new(text).selectable(false))
+                            .on_hover_text(help);
                     });
                     if row.response().clicked() {
                         clicked = Some(pos);

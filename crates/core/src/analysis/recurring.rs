@@ -60,11 +60,12 @@ impl CpuActivity {
         match (&self.nvtx[..], &self.longest_call) {
             ([], Some(call)) => format!("in {call} for {}", format_ns(self.longest_call_ns)),
             ([], None) => String::new(),
-            // An OS runtime call says what the thread waited for inside its ranges.
+            // An OS runtime call says what the thread waited for; the innermost range
+            // says where.
             (ranges, Some(call)) if call.ends_with("()") => format!(
-                "in {}: {call} for {}",
-                ranges.join(" > "),
-                format_ns(self.longest_call_ns)
+                "in {call} for {} ({})",
+                format_ns(self.longest_call_ns),
+                ranges.last().map_or("", String::as_str)
             ),
             (ranges, _) => format!("in {} for {}", ranges.join(" > "), format_ns(self.nvtx_ns)),
         }
