@@ -804,3 +804,58 @@ fn os_runtime_calls_of_a_real_export_match_sql() {
         assert!(t.osrt.start.is_sorted());
     }
 }
+
+/// The CuPy export synchronises three times a step and has no NVTX: its iterations are
+/// inferred three intervals at a time, and only its one 2.1 s stretch is slow.
+#[test]
+fn iterations_of_a_real_export_without_nvtx_come_from_its_cycle_of_syncs() {
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("three-syncs-per-step"))
+        .unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let it = analysis::iterations::iterations(&trace, None);
+    assert!(it.heuristic);
+    assert!(
+        it.marker.as_deref().unwrap().contains("3 per iteration"),
+        "{:?}",
+        it.marker
+    );
+    let d = &it.per_device[0];
+    assert!(d.durations_ns.len() >= 10, "{:?}", d.durations_ns);
+    assert_eq!(d.slow_indices.len(), 1, "{:?}", d.durations_ns);
+    assert!(d.durations_ns[d.slow_indices[0]] > 2_000_000_000);
+    // The one with OS runtime calls repeats in no cycle where it launches: no ranking.
+    let osrt = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("osrt"))
+        .unwrap();
+    let (trace, _) = load::load(&osrt).unwrap();
+    let it = analysis::iterations::iterations(&trace, None);
+    assert_eq!(it.count(), 0);
+    assert!(
+        it.marker
+            .as_deref()
+            .unwrap()
+            .contains("no repeating pattern")
+    );
+}
+
+/// The drill-down's grown kernels grew: a kernel that shrank did not make the iteration slow.
+#[test]
+fn the_drilldown_lists_only_kernels_that_grew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = analysis::overview(&trace, &Default::default());
+    let drill = o.drilldown.unwrap();
+    assert!(drill.devices.iter().any(|d| !d.kernels_grown.is_empty()));
+    for d in &drill.devices {
+        assert!(
+            d.kernels_grown.iter().all(|k| k.growth_ns > 0),
+            "{:?}",
+            d.kernels_grown
+        );
+    }
+}

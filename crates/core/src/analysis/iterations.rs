@@ -129,11 +129,21 @@ pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
 /// no such cycle gives no iterations: no ranking of noise.
 fn heuristic_iterations(trace: &Trace) -> Option<Iterations> {
     let mut cycles: Vec<usize> = Vec::new();
+    let launch_span = kernel_launch_spans(trace);
     let per_thread: Vec<Vec<Window>> = trace
         .threads
         .iter()
-        .map(|t| {
-            let intervals = sync_bounded(trace, t);
+        .zip(&launch_span)
+        .map(|(t, span)| {
+            // Only where the thread launches kernels: warm-up copies before the first
+            // launch are no steps.
+            let Some((first, last)) = *span else {
+                return Vec::new();
+            };
+            let intervals: Vec<Window> = sync_bounded(trace, t)
+                .into_iter()
+                .filter(|w| w.end > first && w.start <= last)
+                .collect();
             match sync_cycle(&intervals) {
                 Some((k, phase)) => {
                     cycles.push(k);
@@ -158,6 +168,26 @@ fn heuristic_iterations(trace: &Trace) -> Option<Iterations> {
         format!("synchronising calls of the launching thread, {k} per iteration")
     };
     Some(finish(Some(marker), Source::Heuristic, per_device))
+}
+
+/// Per thread, the first and last start of a call that launched a kernel.
+fn kernel_launch_spans(trace: &Trace) -> Vec<Option<(i64, i64)>> {
+    let mut out: Vec<Option<(i64, i64)>> = vec![None; trace.threads.len()];
+    for device in &trace.devices {
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                let (th, call) = (ops.launch_thread[i], ops.launch_call[i]);
+                if th == NONE || call == NONE || !ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let t = trace.threads[th as usize].api.start[call as usize];
+                let span = &mut out[th as usize];
+                *span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+            }
+        }
+    }
+    out
 }
 
 /// What the heuristic says when the intervals between syncs repeat in no cycle.
@@ -718,5 +748,65 @@ mod tests {
     fn numbers_become_hashes() {
         assert_eq!(numbers_to_hash("step_12 of 300"), "step_# of #");
         assert_eq!(numbers_to_hash("no digits"), "no digits");
+    }
+
+    fn windows(lengths: &[i64]) -> Vec<Window> {
+        let mut t = 0;
+        lengths
+            .iter()
+            .map(|&d| {
+                let w = Window::new(t, t + d);
+                t += d;
+                w
+            })
+            .collect()
+    }
+
+    #[test]
+    fn syncs_in_cycles_make_one_iteration_per_cycle() {
+        // Four syncs a step: (4 µs, 31 µs, 3 µs, 2.0 ms), a few percent of jitter.
+        let mut rng = fastrand::Rng::with_seed(4);
+        let four: Vec<i64> = (0..40)
+            .flat_map(|_| [4_000, 31_000, 3_000, 2_000_000])
+            .map(|d: i64| d + rng.i64(0..d / 20 + 1))
+            .collect();
+        let (k, phase) = sync_cycle(&windows(&four)).unwrap();
+        assert_eq!(k, 4);
+        // Each iteration ends with the cycle's longest interval.
+        let grouped = group_intervals(&windows(&four), k, phase);
+        assert!(
+            grouped
+                .iter()
+                .all(|w| (2_038_000..2_150_000).contains(&w.len()))
+        );
+        // Three a step: (0.1 ms, 13 ms, 0.5 ms).
+        let three: Vec<i64> = (0..30)
+            .flat_map(|_| [100_000, 13_000_000, 500_000])
+            .collect();
+        assert_eq!(sync_cycle(&windows(&three)).map(|c| c.0), Some(3));
+        // Steady steps: one sync each.
+        assert_eq!(sync_cycle(&windows(&[5_000_000; 12])).map(|c| c.0), Some(1));
+        // No structure: no iterations.
+        let noise: Vec<i64> = (0..200).map(|_| 1_000 * rng.i64(1..100_000)).collect();
+        assert_eq!(sync_cycle(&windows(&noise)), None);
+    }
+
+    #[test]
+    fn a_noisy_but_steady_run_flags_only_its_outliers() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        // 10 % noise around 50 ms, and two real outliers.
+        let mut d: Vec<i64> = (0..200)
+            .map(|_| 50_000_000 + rng.i64(-5_000_000..5_000_000))
+            .collect();
+        d[60] = 120_000_000;
+        d[150] = 95_000_000;
+        let s = steady_state(&d);
+        assert_eq!(s.slow, vec![60, 150]);
+        assert_eq!(s.slowest, Some(60));
+        // Microsecond iterations are never slow, however they vary.
+        let tiny: Vec<i64> = (0..50)
+            .map(|i| if i % 7 == 0 { 900_000 } else { 3_000 })
+            .collect();
+        assert!(steady_state(&tiny).slow.is_empty());
     }
 }
