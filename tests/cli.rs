@@ -496,3 +496,16 @@ fn each_findings_what_if_arguments_reproduce_its_saving() {
     let head: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
     assert!(head.contains("What to fix first:"), "{head}");
 }
+
+#[test]
+fn an_export_from_before_2021_says_its_version_was_not_recorded() {
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("pre2021"))
+        .unwrap();
+    let out = succeeded(bin().arg("report").arg(&path));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("nsys version not recorded"), "{text}");
+    assert!(!text.contains("unknown (schema unknown)"), "{text}");
+    assert!(text.contains("absent: no capture window"), "{text}");
+}
