@@ -859,3 +859,22 @@ fn the_drilldown_lists_only_kernels_that_grew() {
         );
     }
 }
+
+/// A memset has no transfer rate, and a copy rate no hardware reaches is said to be suspect
+/// (the pre-2021 export records a 4 GB memset as lasting about a microsecond).
+#[test]
+fn memsets_have_no_bandwidth_and_impossible_rates_are_suspect() {
+    use analysis::memory::{SUSPECT_GBPS, memory_by_kind};
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        for m in memory_by_kind(&trace) {
+            if m.kind == "memset" {
+                assert_eq!(m.gbps, 0.0);
+                assert!(m.rate_text().is_empty());
+            } else {
+                assert_eq!(m.gbps_suspect, m.gbps > SUSPECT_GBPS);
+                assert_eq!(m.rate_text().contains("suspect"), m.gbps_suspect);
+            }
+        }
+    }
+}

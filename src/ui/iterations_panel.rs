@@ -167,7 +167,7 @@ impl IterationsPanel {
         ui.horizontal_top(|ui| {
             ui.allocate_ui(egui::vec2(plots_width, 2.0 * height + 10.0), |ui| {
                 ui.vertical(|ui| {
-                    if let Some(k) = duration_plot(ui, its, compared, self.selected, height) {
+                    if let Some(k) = duration_plot(ui, trace, its, compared, self.selected, height) {
                         open = Some(k);
                     }
                     histogram(ui, its, height);
@@ -262,6 +262,7 @@ fn time_unit(its: &Iterations) -> (f64, &'static str) {
 /// warm-up as a dashed line. Both axes start at 0. Returns the iteration clicked.
 fn duration_plot(
     ui: &mut egui::Ui,
+    trace: &Trace,
     its: &Iterations,
     compared: Option<&Iterations>,
     selected: Option<usize>,
@@ -286,7 +287,7 @@ fn duration_plot(
                     .map(|(k, ns)| [k as f64, *ns as f64 / per])
                     .collect();
                 plot.line(
-                    Line::new(format!("GPU {}", d.device), PlotPoints::new(points))
+                    Line::new(trace.gpu_name(d.device), PlotPoints::new(points))
                         .color(device_color(i)),
                 );
                 let slow: Vec<[f64; 2]> = d
@@ -314,7 +315,7 @@ fn duration_plot(
                     .collect();
                 plot.line(
                     Line::new(
-                        format!("compared GPU {}", d.device),
+                        format!("compared {}", trace.gpu_name(d.device)),
                         PlotPoints::new(points),
                     )
                     .color(device_color(i))

@@ -287,7 +287,7 @@ pub(super) fn loaded_ui(
                 }
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
-                (Tab::Memory, None, Some(o)) => l.tables.memory(ui, o),
+                (Tab::Memory, None, Some(o)) => l.tables.memory(ui, &trace, o),
                 (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, &trace, o, &mut l.timeline),
                 (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut l.timeline),
                 (Tab::Ranks, None, Some(o)) => {

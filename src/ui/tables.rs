@@ -238,7 +238,7 @@ fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) {
     );
 }
 
-const MEMORY_COLUMNS: [&str; 7] = ["GPU", "kind", "count", "bytes", "time", "GB/s", "pageable"];
+const MEMORY_COLUMNS: [&str; 7] = ["GPU", "kind", "count", "bytes", "time", "rate", "pageable"];
 const NVTX_COLUMNS: [&str; 5] = [
     "NVTX range (numbers as #)",
     "count",
@@ -249,7 +249,7 @@ const NVTX_COLUMNS: [&str; 5] = [
 
 impl Tables {
     /// Memory transfers per device and kind.
-    pub fn memory(&mut self, ui: &mut egui::Ui, overview: &Overview) {
+    pub fn memory(&mut self, ui: &mut egui::Ui, trace: &Trace, overview: &Overview) {
         let mut rows: Vec<&crate::analysis::memory::MemoryStat> = overview.memory.iter().collect();
         let (column, descending) = self.memory_sort;
         rows.sort_by(|a, b| {
@@ -286,12 +286,12 @@ impl Tables {
                 body.rows(18.0, rows.len(), |mut row| {
                     let m = rows[row.index()];
                     for text in [
-                        format!("GPU {}", m.device),
+                        trace.gpu_name(m.device),
                         m.kind.clone(),
                         m.count.to_string(),
                         format!("{:.3} GB", m.bytes as f64 / 1e9),
                         format_ns(m.total_ns),
-                        format!("{:.1}", m.gbps),
+                        m.rate_text(),
                         m.pageable.to_string(),
                     ] {
                         row.col(|ui| {

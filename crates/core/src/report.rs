@@ -241,14 +241,19 @@ pub fn report_text(
             } else {
                 String::new()
             };
+            let rate = m.rate_text();
+            let rate = if rate.is_empty() {
+                rate
+            } else {
+                format!(" ({rate})")
+            };
             let _ = writeln!(
                 s,
-                "    memory {}: {}, {:.2} GB in {} ({:.1} GB/s){pageable}",
+                "    memory {}: {}, {:.2} GB in {}{rate}{pageable}",
                 m.kind,
                 plural(m.count, "op"),
                 m.bytes as f64 / 1e9,
                 format_ns(m.total_ns),
-                m.gbps
             );
         }
         for n in overview

@@ -270,10 +270,26 @@ struct Group {
     /// Ranges that launched at least one kernel.
     ranges_with_kernels: u64,
     kernels: u64,
+    /// GPU time of those kernels.
+    kernel_ns: i64,
     overlapping: bool,
     /// The shallowest nesting depth of its ranges.
     depth: u16,
 }
+
+impl Group {
+    /// Each range wraps a kernel or a handful, all op-sized (an ONNX Runtime `Identity_#`
+    /// around one 1.6 µs kernel): an operator's annotation, not a step.
+    fn wraps_single_ops(&self) -> bool {
+        let with = self.ranges_with_kernels.max(1);
+        self.kernels <= OP_KERNELS * with && self.kernel_ns / (with as i64) < OP_SIZED_NS
+    }
+}
+
+/// A range launching at most this many kernels on average, of less than `OP_SIZED_NS` in
+/// all, annotates an operator.
+const OP_KERNELS: u64 = 3;
+const OP_SIZED_NS: i64 = 1_000_000;
 
 impl Default for Group {
     fn default() -> Self {
@@ -281,6 +297,7 @@ impl Default for Group {
             ranges: 0,
             ranges_with_kernels: 0,
             kernels: 0,
+            kernel_ns: 0,
             overlapping: false,
             depth: u16::MAX,
         }
@@ -299,9 +316,10 @@ const MIN_COVERAGE: f64 = 0.5;
 /// the first and the last; the outermost such group, then the one launching most.
 fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
     let launches = launches_per_call(trace);
+    let kernel_time = kernel_time_per_call(trace);
     let per_thread: Vec<HashMap<TemplateId, Group>> = (0..trace.threads.len())
         .into_par_iter()
-        .map(|ti| thread_groups(trace, &launches[ti], ti))
+        .map(|ti| thread_groups(trace, &launches[ti], &kernel_time[ti], ti))
         .collect();
     let mut groups: HashMap<TemplateId, Group> = HashMap::default();
     for map in per_thread {
@@ -310,13 +328,14 @@ fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
             total.ranges += g.ranges;
             total.ranges_with_kernels += g.ranges_with_kernels;
             total.kernels += g.kernels;
+            total.kernel_ns += g.kernel_ns;
             total.overlapping |= g.overlapping;
             total.depth = total.depth.min(g.depth);
         }
     }
     let mut candidates: Vec<(TemplateId, Group, String)> = groups
         .into_iter()
-        .filter(|(_, g)| !g.overlapping && g.ranges_with_kernels >= 3)
+        .filter(|(_, g)| !g.overlapping && g.ranges_with_kernels >= 3 && !g.wraps_single_ops())
         .map(|(t, g)| (t, g, trace.strings.template_text(t)))
         .filter(|(_, _, name)| !is_op_level(name))
         .collect();
@@ -400,6 +419,23 @@ fn coverage(trace: &Trace, per_device: &[DeviceIterations]) -> f64 {
     }
 }
 
+/// Per thread, per API call: the GPU time of the kernels it launched.
+fn kernel_time_per_call(trace: &Trace) -> Vec<Vec<i64>> {
+    let mut out: Vec<Vec<i64>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
+    for device in &trace.devices {
+        for stream in &device.streams {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
+                    out[ops.launch_thread[i] as usize][ops.launch_call[i] as usize] +=
+                        ops.duration(i);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Per thread, per API call: the kernels it launched.
 fn launches_per_call(trace: &Trace) -> Vec<Vec<u32>> {
     let mut counts: Vec<Vec<u32>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
@@ -418,14 +454,24 @@ fn launches_per_call(trace: &Trace) -> Vec<Vec<u32>> {
 
 /// The groups of one thread's push/pop ranges, by template. Ranges come in start order and
 /// the calls inside one are found from a cursor that only moves forward.
-fn thread_groups(trace: &Trace, launches: &[u32], ti: usize) -> HashMap<TemplateId, Group> {
+fn thread_groups(
+    trace: &Trace,
+    launches: &[u32],
+    kernel_time: &[i64],
+    ti: usize,
+) -> HashMap<TemplateId, Group> {
     let thread = &trace.threads[ti];
     let (nvtx, starts) = (&thread.nvtx, &thread.api.start);
-    // Prefix sums of launches per call: kernels in calls [a, b).
+    // Prefix sums of launches and their GPU time per call: kernels in calls [a, b).
     let mut prefix = Vec::with_capacity(launches.len() + 1);
     prefix.push(0u64);
     for &n in launches {
         prefix.push(prefix.last().unwrap() + n as u64);
+    }
+    let mut time_prefix = Vec::with_capacity(kernel_time.len() + 1);
+    time_prefix.push(0i64);
+    for &ns in kernel_time {
+        time_prefix.push(time_prefix.last().unwrap() + ns);
     }
     let mut groups: HashMap<TemplateId, (Group, i64)> = HashMap::default();
     let mut cursor = 0usize;
@@ -453,6 +499,7 @@ fn thread_groups(trace: &Trace, launches: &[u32], ti: usize) -> HashMap<Template
         let b = first_after(starts, cursor, end);
         let kernels = prefix[b] - prefix[cursor];
         group.kernels += kernels;
+        group.kernel_ns += time_prefix[b] - time_prefix[cursor];
         group.ranges_with_kernels += (kernels > 0) as u64;
     }
     groups.into_iter().map(|(t, (g, _))| (t, g)).collect()
@@ -808,5 +855,37 @@ mod tests {
             .map(|i| if i % 7 == 0 { 900_000 } else { 3_000 })
             .collect();
         assert!(steady_state(&tiny).slow.is_empty());
+    }
+
+    /// ONNX-Runtime-like ops: `Identity_N` ranges around one 1.6 µs kernel each, inside
+    /// `step_N` ranges (or alone).
+    fn op_ranges(with_steps: bool) -> Trace {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let mut n = 0;
+        for s in 0..6i64 {
+            let t0 = s * 10_000_000;
+            if with_steps {
+                b.range(t, &format!("step_{s}"), t0, t0 + 9_000_000);
+            }
+            for k in 0..20i64 {
+                let at = t0 + 100 + k * 400_000;
+                n += 1;
+                b.range(t, &format!("Identity_{n}"), at, at + 30_000);
+                let c = b.call(t, "cudaLaunchKernel", at + 10, at + 20);
+                b.kernel(0, 7, "identity", (at + 5_000, at + 6_600), Some(c));
+            }
+        }
+        b.build()
+    }
+
+    #[test]
+    fn ranges_around_single_small_kernels_are_ops_not_steps() {
+        let it = iterations(&op_ranges(true), None);
+        assert_eq!(it.marker.as_deref(), Some("step_#"));
+        assert_eq!(it.count(), 6);
+        let it = iterations(&op_ranges(false), None);
+        assert_eq!(it.source, Source::None, "{:?}", it.marker);
+        assert_eq!(it.count(), 0);
     }
 }

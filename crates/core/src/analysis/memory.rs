@@ -16,10 +16,30 @@ pub struct MemoryStat {
     pub count: usize,
     pub bytes: u64,
     pub total_ns: i64,
-    /// Bytes per ns = GB/s, over the ops' summed time.
+    /// Bytes per ns = GB/s, over the ops' summed time (copies only: a memset's is no
+    /// transfer rate, and is 0).
     pub gbps: f64,
+    /// The rate is beyond what any GPU's memory does ([`SUSPECT_GBPS`]): the recorded
+    /// times are too short to be believed (a 4 GB memset "in a microsecond").
+    pub gbps_suspect: bool,
     /// Copies from or to pageable host memory.
     pub pageable: usize,
+}
+
+/// Above this, a copy's rate is no hardware's (HBM3e moves about 5 TB/s).
+pub const SUSPECT_GBPS: f64 = 6_000.0;
+
+impl MemoryStat {
+    /// The rate in words: none for a memset, flagged where it cannot be true.
+    pub fn rate_text(&self) -> String {
+        if self.kind == "memset" {
+            String::new()
+        } else if self.gbps_suspect {
+            format!("{:.0} GB/s, suspect: faster than any GPU memory", self.gbps)
+        } else {
+            format!("{:.1} GB/s", self.gbps)
+        }
+    }
 }
 
 /// Per device and kind, most bytes first within a device.
@@ -51,6 +71,7 @@ pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
                     bytes: 0,
                     total_ns: 0,
                     gbps: 0.0,
+                    gbps_suspect: false,
                     pageable: 0,
                 });
                 stat.count += 1;
@@ -62,11 +83,12 @@ pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
         let mut stats: Vec<MemoryStat> = by_kind
             .into_values()
             .map(|mut s| {
-                s.gbps = if s.total_ns > 0 {
+                s.gbps = if s.total_ns > 0 && s.kind != "memset" {
                     s.bytes as f64 / s.total_ns as f64
                 } else {
                     0.0
                 };
+                s.gbps_suspect = s.gbps > SUSPECT_GBPS;
                 s
             })
             .collect();
