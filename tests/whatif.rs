@@ -186,3 +186,28 @@ fn removing_the_host_work_after_the_step_sync_saves_about_that_much_a_step() {
         );
     }
 }
+
+#[test]
+fn a_replay_tells_how_far_it_is() {
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = generated(dir.path(), "t.sqlite", SynthOptions::new(Preset::Tiny));
+    let o = overview(&trace, &Options::default());
+    let seen = Mutex::new(Vec::new());
+    let change = Change {
+        remove_sync: vec!["aten::item".into()],
+        ..Default::default()
+    };
+    nsys_explorer::whatif::report::what_if_progress(
+        &trace,
+        &o,
+        &change,
+        &Options::default(),
+        |_| {},
+        &|f| seen.lock().unwrap().push(f),
+    );
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() >= 4, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+}

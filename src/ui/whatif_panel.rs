@@ -4,6 +4,7 @@
 //! timeline as a ghost.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use eframe::egui::{self, RichText};
 
@@ -15,7 +16,7 @@ use crate::analysis::overview::{Options, Overview};
 use crate::format::{format_ns, signed_ns};
 use crate::trace::Trace;
 use crate::whatif::Change;
-use crate::whatif::report::{WhatIf, max_error, what_if_with};
+use crate::whatif::report::{WhatIf, max_error, what_if_progress};
 
 /// A replay's answer: the comparison, and each GPU's predicted idle intervals.
 pub struct Answer {
@@ -34,6 +35,8 @@ pub struct WhatIfPanel {
     pub error: Option<String>,
     pub answer: Option<Arc<Answer>>,
     pending: Option<Job<(), Result<Answer, String>>>,
+    /// How far the replay in flight is, in thousandths (written by the worker).
+    progress: Arc<AtomicU32>,
     /// The GPU whose predicted idle is drawn over the timeline.
     pub ghost: Option<usize>,
 }
@@ -101,9 +104,16 @@ impl WhatIfPanel {
             Ok(change) => {
                 self.error = None;
                 let (trace, overview) = (trace.clone(), overview.clone());
+                let progress = self.progress.clone();
+                progress.store(0, Ordering::Relaxed);
+                let repaint = ctx.clone();
                 self.pending = Some(Job::compute((), Some(ctx), move |_| {
                     let mut predicted_idle = Vec::new();
-                    let w = what_if_with(&trace, &overview, &change, &Options::default(), |r| {
+                    let report = |f: f32| {
+                        progress.store((f * 1000.0) as u32, Ordering::Relaxed);
+                        repaint.request_repaint();
+                    };
+                    let look = |r: &Trace| {
                         predicted_idle = r
                             .devices
                             .iter()
@@ -112,7 +122,15 @@ impl WhatIfPanel {
                                 None => (Vec::new(), Vec::new()),
                             })
                             .collect();
-                    });
+                    };
+                    let w = what_if_progress(
+                        &trace,
+                        &overview,
+                        &change,
+                        &Options::default(),
+                        look,
+                        &report,
+                    );
                     Ok(Answer {
                         what_if: w,
                         predicted_idle,
@@ -184,7 +202,8 @@ impl WhatIfPanel {
             }
             if busy {
                 ui.spinner();
-                ui.label("Replaying the trace…");
+                let done = self.progress.load(Ordering::Relaxed) as f32 / 10.0;
+                ui.label(format!("Replaying the trace… {done:.0} %"));
             }
         });
         if let Some(e) = &self.error {

@@ -153,6 +153,8 @@ struct Times {
 }
 
 const UNSET: i64 = i64::MIN;
+/// Events between two progress reports.
+const PROGRESS_EVERY: usize = 1 << 18;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -256,8 +258,18 @@ pub fn replay(trace: &Trace, change: &Change) -> Trace {
 /// Like [`replay`], with the trace's gaps when the caller has them (`cut_host_gaps` finds
 /// its gaps there; without them it finds them itself).
 pub fn replay_with_gaps(trace: &Trace, change: &Change, gaps: Option<&[Gap]>) -> Trace {
+    replay_with_progress(trace, change, gaps, &|_| {})
+}
+
+/// Like [`replay_with_gaps`], telling `progress` the share of the events replayed (0..=1).
+pub fn replay_with_progress(
+    trace: &Trace,
+    change: &Change,
+    gaps: Option<&[Gap]>,
+    progress: &dyn Fn(f32),
+) -> Trace {
     crate::profile_scope!("what-if replay");
-    let times = replay_times(trace, &Prepared::new(trace), change, gaps);
+    let times = replay_times(trace, &Prepared::new(trace), change, gaps, progress);
     rebuild(trace, &times, change)
 }
 
@@ -276,7 +288,7 @@ pub fn predicted_spans_with(
     gaps: Option<&[Gap]>,
 ) -> Vec<i64> {
     crate::profile_scope!("what-if replay (spans)");
-    let t = replay_times(trace, prepared, change, gaps);
+    let t = replay_times(trace, prepared, change, gaps, &|_| {});
     trace
         .devices
         .iter()
@@ -310,7 +322,13 @@ pub fn measured_spans(trace: &Trace) -> Vec<i64> {
         .collect()
 }
 
-fn replay_times(trace: &Trace, prep: &Prepared, change: &Change, gaps: Option<&[Gap]>) -> Times {
+fn replay_times(
+    trace: &Trace,
+    prep: &Prepared,
+    change: &Change,
+    gaps: Option<&[Gap]>,
+    progress: &dyn Fn(f32),
+) -> Times {
     let sync_names = &prep.sync_names;
     let removed = removed_syncs(trace, sync_names, &change.remove_sync);
     let stalls = stall_spans(trace, &change.remove_stalls);
@@ -369,7 +387,15 @@ fn replay_times(trace: &Trace, prep: &Prepared, change: &Change, gaps: Option<&[
         Some(order) => Box::new(order.iter().map(|&x| unpack(x))),
         None => Box::new(RecordedOrder::new(trace, sync_names)),
     };
-    for e in events {
+    let total = prep
+        .order
+        .as_ref()
+        .map_or(trace.gpu_op_count() + trace.api_call_count(), Vec::len)
+        .max(1);
+    for (n, e) in events.enumerate() {
+        if n % PROGRESS_EVERY == 0 {
+            progress(n as f32 / total as f32);
+        }
         match e {
             Event::CallStart { thread, call } => {
                 let (ti, k) = (thread as usize, call as usize);

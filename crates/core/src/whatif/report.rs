@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use super::{Change, NCCL_DEPENDENCIES, replay, replay_with_gaps};
+use super::{Change, NCCL_DEPENDENCIES, replay_with_progress};
 use crate::analysis::iterations::iterations;
 use crate::analysis::overview::{Options, Overview, overview};
 use crate::compare::{IdleByCause, Run, whole_run};
@@ -96,6 +96,19 @@ pub fn what_if_with(
     options: &Options,
     look: impl FnOnce(&Trace),
 ) -> WhatIf {
+    what_if_progress(trace, measured, change, options, look, &|_| {})
+}
+
+/// Like [`what_if_with`], telling `progress` how far it is (0..=1): the unchanged replay,
+/// the changed one, then the analyses of the replayed trace.
+pub fn what_if_progress(
+    trace: &Trace,
+    measured: &Overview,
+    change: &Change,
+    options: &Options,
+    look: impl FnOnce(&Trace),
+    progress: &dyn Fn(f32),
+) -> WhatIf {
     // The same iterations in every version: the marker the measured run found.
     let options = Options {
         iteration_marker: options
@@ -104,7 +117,7 @@ pub fn what_if_with(
             .or_else(|| measured.iterations.marker.clone()),
         ..options.clone()
     };
-    let unchanged = replay(trace, &Change::default());
+    let unchanged = replay_with_progress(trace, &Change::default(), None, &|f| progress(0.45 * f));
     let its = iterations(&unchanged, options.iteration_marker.as_deref());
     let unchanged_error_pct = trace
         .devices
@@ -126,8 +139,12 @@ pub fn what_if_with(
         })
         .collect();
     drop(unchanged);
-    let changed = replay_with_gaps(trace, change, Some(&measured.gaps));
+    let changed = replay_with_progress(trace, change, Some(&measured.gaps), &|f| {
+        progress(0.45 + 0.45 * f)
+    });
+    progress(0.9);
     let predicted_overview = overview(&changed, &options);
+    progress(1.0);
     look(&changed);
     let mut assumptions = vec![
         "CPU time between calls, launch latencies, kernel durations and transfer times are kept as recorded; a synchronising call waits for the work its thread launched before it".to_string(),
