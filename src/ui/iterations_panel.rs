@@ -159,7 +159,14 @@ impl IterationsPanel {
                 ui.label(RichText::new("- - compared run").color(Color32::GRAY));
             }
             ui.label(RichText::new("• slow").color(Color32::RED));
-            ui.label(RichText::new("dashed: end of warm-up").color(Color32::GRAY));
+            let median = its
+                .per_device
+                .iter()
+                .find(|d| d.median_ns > 0)
+                .map_or(String::new(), |d| {
+                    format!(", across: the median ({})", format_ns(d.median_ns))
+                });
+            ui.label(RichText::new(format!("dashed: end of warm-up{median}")).color(Color32::GRAY));
         });
         // Plots on the left, the drill-down beside them.
         let height = ((ui.available_height() - 30.0) / 2.0).clamp(80.0, 220.0);
@@ -269,6 +276,7 @@ fn duration_plot(
     height: f32,
 ) -> Option<usize> {
     let (per, unit) = time_unit(its);
+    let weak = ui.visuals().weak_text_color();
     let response = Plot::new("iteration durations")
         .height(height)
         .x_axis_label("iteration")
@@ -277,8 +285,19 @@ fn duration_plot(
         .include_x(0.0)
         .include_x(its.count().saturating_sub(1) as f64)
         .include_y(0.0)
+        .x_grid_spacer(|input| round_marks(input, 6.0))
+        .y_grid_spacer(|input| round_marks(input, 2.5))
         .allow_scroll(false)
         .show(ui, |plot| {
+            // The median named, so a line far from 0 still reads against a value.
+            if let Some(d) = its.per_device.iter().find(|d| d.median_ns > 0) {
+                let m = d.median_ns as f64 / per;
+                plot.hline(
+                    egui_plot::HLine::new(format!("median {m:.3} {unit}"), m)
+                        .style(egui_plot::LineStyle::dashed_loose())
+                        .color(weak),
+                );
+            }
             for (i, d) in its.per_device.iter().enumerate() {
                 let points: Vec<[f64; 2]> = d
                     .durations_ns
@@ -353,6 +372,34 @@ fn duration_plot(
 
 /// Where a log-count axis puts its marks: at counts 0, 1, 10, 100, … (bars are
 /// `log10(count + 1)` high, so each mark reads as a round count).
+/// Grid marks at round values (1-2-5 steps), about `count` over the visible range (a
+/// short plot gets few, so that each keeps its label), with finer unlabelled ones between:
+/// every axis gets labelled ticks, however far from 0 the data.
+fn round_marks(input: egui_plot::GridInput, count: f64) -> Vec<egui_plot::GridMark> {
+    let (lo, hi) = input.bounds;
+    let span = (hi - lo).abs().max(f64::MIN_POSITIVE);
+    let raw = span / count;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|f| f * power)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * power);
+    let mut marks = Vec::new();
+    for (size, every) in [(step, step), (step / 5.0, step / 5.0)] {
+        let first = (lo / every).ceil() as i64;
+        let last = (hi / every).floor() as i64;
+        if last - first > 200 {
+            continue;
+        }
+        marks.extend((first..=last).map(|k| egui_plot::GridMark {
+            value: k as f64 * every,
+            step_size: size,
+        }));
+    }
+    marks
+}
+
 fn log_count_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
     let top = input.bounds.1.max(1.0);
     let mut marks = vec![egui_plot::GridMark {
