@@ -159,13 +159,17 @@ impl IterationsPanel {
                 ui.label(RichText::new("- - compared run").color(Color32::GRAY));
             }
             ui.label(RichText::new("• slow").color(Color32::RED));
-            let median = its
-                .per_device
-                .iter()
-                .find(|d| d.median_ns > 0)
-                .map_or(String::new(), |d| {
-                    format!(", across: the median ({})", format_ns(d.median_ns))
-                });
+            let median =
+                its.per_device
+                    .iter()
+                    .find(|d| d.median_ns > 0)
+                    .map_or(String::new(), |d| {
+                        format!(
+                            ", across: {}'s median ({})",
+                            trace.gpu_name(d.device),
+                            format_ns(d.median_ns)
+                        )
+                    });
             ui.label(RichText::new(format!("dashed: end of warm-up{median}")).color(Color32::GRAY));
         });
         // Plots on the left, the drill-down beside them.
