@@ -12,13 +12,8 @@ mkdir -p "$OUT"
 DIR=$(mktemp -d)
 TRACE=${1:-$DIR/medium.sqlite}
 [ -f "$TRACE" ] || "$BIN" synth --preset medium --out "$TRACE" >/dev/null
-export DISPLAY=:96
-Xvfb "$DISPLAY" -screen 0 1400x900x24 >/dev/null 2>&1 &
-XVFB=$!
-trap 'kill $XVFB 2>/dev/null || true' EXIT
-sleep 1
-export LIBGL_ALWAYS_SOFTWARE=1 WINIT_UNIX_BACKEND=x11 XDG_CONFIG_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d)
 . scripts/xdo-lib.sh
+start_display 96
 
 # Rows of the findings table (fresh layout at 1400×900): the first at y≈585, 22 px apart;
 # "Try it" at x≈661, the titles from x≈700.

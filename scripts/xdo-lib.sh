@@ -28,3 +28,13 @@ hover_for() {
   done
 }
 
+# start_display N: an Xvfb display :N of 1400×900 for this script (ended on exit), and a
+# fresh user: no remembered files or panel sizes.
+start_display() {
+  export DISPLAY=":$1"
+  Xvfb "$DISPLAY" -screen 0 1400x900x24 >/dev/null 2>&1 &
+  XVFB=$!
+  trap 'kill $XVFB 2>/dev/null || true' EXIT
+  sleep 1
+  export LIBGL_ALWAYS_SOFTWARE=1 WINIT_UNIX_BACKEND=x11 XDG_CONFIG_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d)
+}

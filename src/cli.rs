@@ -86,39 +86,8 @@ pub enum Command {
     /// model's error) and predicts each GPU's iteration median and span.
     WhatIf {
         file: PathBuf,
-        /// Make the synchronising calls whose name contains NAME non-blocking (repeatable).
-        #[arg(long, value_name = "NAME")]
-        remove_sync: Vec<String>,
-        /// Kernels whose name matches REGEX take F times as long (repeatable), e.g.
-        /// flash_fwd=0.5.
-        #[arg(long, value_name = "REGEX=F")]
-        scale_kernel: Vec<String>,
-        /// NCCL kernels on a stream of their own, the data dependencies kept (each
-        /// collective waits for the compute before it; its result is needed by the compute
-        /// launched after the next collective).
-        #[arg(long)]
-        nccl_own_stream: bool,
-        /// With --nccl-own-stream: keep no dependency between NCCL and compute (the upper
-        /// bound of the overlap gained).
-        #[arg(long, requires = "nccl_own_stream")]
-        nccl_no_dependencies: bool,
-        /// Remove the CPU time between calls inside NVTX ranges whose text contains TEXT
-        /// (host work), keeping the calls (repeatable).
-        #[arg(long, value_name = "TEXT")]
-        remove_cpu: Vec<String>,
-        /// Remove a host stall: on the threads with this tid, the calls starting between
-        /// the two times (ns, the export's clock) take no time and the CPU time between
-        /// them is gone (repeatable).
-        #[arg(long, value_name = "TID:START_NS:END_NS")]
-        remove_stall: Vec<String>,
-        /// Cut the launching thread's CPU time during every host-bound gap with this
-        /// signature (`before → after in range [host_bound]`, as `report` lists patterns).
-        #[arg(long, value_name = "SIGNATURE")]
-        cut_host_gaps: Vec<String>,
-        /// Copies whose name or NVTX range at launch contains TEXT take no GPU time
-        /// (repeatable).
-        #[arg(long, value_name = "TEXT")]
-        drop_copies: Vec<String>,
+        #[command(flatten)]
+        change: ChangeArgs,
         #[arg(long)]
         json: bool,
         /// NVTX range text that marks iterations (numbers match any number).
@@ -232,27 +201,10 @@ pub fn main() -> ExitCode {
         }) => diff(&before, &after, json, iteration_marker, top),
         Some(Command::WhatIf {
             file,
-            remove_sync,
-            scale_kernel,
-            nccl_own_stream,
-            nccl_no_dependencies,
-            remove_cpu,
-            remove_stall,
-            cut_host_gaps,
-            drop_copies,
+            change,
             json,
             iteration_marker,
-        }) => what_if_change(ChangeArgs {
-            remove_sync,
-            scale_kernel,
-            nccl_own_stream,
-            nccl_no_dependencies,
-            remove_cpu,
-            remove_stall,
-            cut_host_gaps,
-            drop_copies,
-        })
-        .and_then(|c| what_if(&file, c, json, iteration_marker)),
+        }) => what_if_change(change).and_then(|c| what_if(&file, c, json, iteration_marker)),
         Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
         Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
         Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
@@ -459,14 +411,40 @@ fn parse_scale_regex(arg: &str) -> Result<(regex::Regex, f64), String> {
 }
 
 /// The change flags of `what-if`, as given.
-struct ChangeArgs {
+#[derive(clap::Args, Debug)]
+pub struct ChangeArgs {
+    /// Make the synchronising calls whose name contains NAME non-blocking (repeatable).
+    #[arg(long, value_name = "NAME")]
     remove_sync: Vec<String>,
+    /// Kernels whose name matches REGEX take F times as long (repeatable), e.g.
+    /// flash_fwd=0.5.
+    #[arg(long, value_name = "REGEX=F")]
     scale_kernel: Vec<String>,
+    /// NCCL kernels on a stream of their own, the data dependencies kept (each
+    /// collective waits for the compute before it; its result is needed by the compute
+    /// launched after the next collective).
+    #[arg(long)]
     nccl_own_stream: bool,
+    /// With --nccl-own-stream: keep no dependency between NCCL and compute (the upper
+    /// bound of the overlap gained).
+    #[arg(long, requires = "nccl_own_stream")]
     nccl_no_dependencies: bool,
+    /// Remove the CPU time between calls inside NVTX ranges whose text contains TEXT
+    /// (host work), keeping the calls (repeatable).
+    #[arg(long, value_name = "TEXT")]
     remove_cpu: Vec<String>,
+    /// Remove a host stall: on the threads with this tid, the calls starting between
+    /// the two times (ns, the export's clock) take no time and the CPU time between
+    /// them is gone (repeatable).
+    #[arg(long, value_name = "TID:START_NS:END_NS")]
     remove_stall: Vec<String>,
+    /// Cut the launching thread's CPU time during every host-bound gap with this
+    /// signature (`before → after in range [host_bound]`, as `report` lists patterns).
+    #[arg(long, value_name = "SIGNATURE")]
     cut_host_gaps: Vec<String>,
+    /// Copies whose name or NVTX range at launch contains TEXT take no GPU time
+    /// (repeatable).
+    #[arg(long, value_name = "TEXT")]
     drop_copies: Vec<String>,
 }
 

@@ -90,6 +90,17 @@ fn from_gaps(f: &mut Finding, gaps: &mut dyn Iterator<Item = &Gap>) {
     f.explains_idle = devices;
 }
 
+/// A finding of `kind` about the gaps `members` (indices into the overview's), its words
+/// to be written.
+fn gap_finding(kind: Kind, overview: &Overview, members: &[u32]) -> Finding {
+    let mut f = finding(kind, String::new(), String::new());
+    from_gaps(
+        &mut f,
+        &mut members.iter().map(|&i| &overview.gaps[i as usize]),
+    );
+    f
+}
+
 fn on_gpus(trace: &Trace, devices: &[u32]) -> String {
     match devices {
         [one] => trace.gpu_name(*one),
@@ -156,11 +167,7 @@ fn host_syncs(
         let place = range_text
             .as_ref()
             .map_or(String::new(), |r| format!(" in {r}"));
-        let mut f = finding(Kind::HostSync, String::new(), String::new());
-        from_gaps(
-            &mut f,
-            &mut members.iter().map(|&i| &overview.gaps[i as usize]),
-        );
+        let mut f = gap_finding(Kind::HostSync, overview, &members);
         f.title = format!(
             "{call_name}{place} starves the GPU: {} idle in {} on {}",
             format_ns(total),
@@ -479,11 +486,7 @@ fn one_off_stalls(
             .iter()
             .map(|&i| overview.gaps[i as usize].duration_ns)
             .sum();
-        let mut f = finding(Kind::OneOffStall, String::new(), String::new());
-        from_gaps(
-            &mut f,
-            &mut members.iter().map(|&i| &overview.gaps[i as usize]),
-        );
+        let mut f = gap_finding(Kind::OneOffStall, overview, &members);
         f.title = format!(
             "One-off stall: {} idle on {} while the CPU was {text}",
             format_ns(total),
