@@ -257,3 +257,36 @@ fn an_export_that_recorded_nothing_opens_and_says_how_to_capture() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn an_export_with_thread_scheduling_only_shows_when_its_threads_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sched.sqlite");
+    common::scheduling_only_export(&path);
+    let (trace, report) = nsys_explorer::load::load(&path).unwrap();
+    assert_eq!(trace.threads.len(), 2);
+    for t in &trace.threads {
+        assert_eq!(t.scheduling.len(), 5, "{}", t.name);
+        assert!(
+            t.scheduling
+                .start
+                .iter()
+                .zip(&t.scheduling.end)
+                .all(|(a, b)| b - a == 4_000_000)
+        );
+    }
+    assert_eq!(trace.threads[0].name, "python3");
+    assert_eq!(trace.threads[1].scheduling.cpu[0], 5);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("thread scheduling only") && n.contains("-t cuda,nvtx")),
+        "{:?}",
+        report.notes
+    );
+    assert!(
+        trace.time_span().is_some(),
+        "the timeline has a span to show"
+    );
+}

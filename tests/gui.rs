@@ -640,3 +640,26 @@ fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried
         "the tab's replay gives the finding's saving"
     );
 }
+
+#[test]
+fn an_export_with_scheduling_only_shows_its_threads_on_their_cpus() {
+    use nsys_explorer::ui::timeline::RowKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sched.sqlite");
+    common::scheduling_only_export(&path);
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    let l = loaded(&h);
+    let rows = l.timeline.rows(&l.trace);
+    for t in 0..l.trace.threads.len() {
+        assert!(!l.timeline.collapsed_threads[t], "shown unfolded");
+        assert!(rows.contains(&RowKind::Sched { thread: t }));
+    }
+    let (first, last) = l.trace.time_span().unwrap();
+    assert_eq!(
+        l.timeline.view,
+        (first as f64, last as f64),
+        "the whole run in view"
+    );
+    h.get_by_label("No GPU activity recorded");
+}

@@ -127,6 +127,17 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                         format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
                     );
                 }
+                Selection::Running { thread, slice } => {
+                    let t = &trace.threads[thread];
+                    let sc = &t.scheduling;
+                    row("running on CPU", sc.cpu[slice].to_string());
+                    row("duration", format_ns(sc.end[slice] - sc.start[slice]));
+                    row("start", at(sc.start[slice]));
+                    row(
+                        "thread",
+                        format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
+                    );
+                }
                 Selection::OsCall { thread, call } => {
                     let t = &trace.threads[thread];
                     let o = &t.osrt;

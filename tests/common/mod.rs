@@ -72,3 +72,30 @@ mod sha2_free {
         Some(h.finish())
     }
 }
+
+/// An export that recorded thread scheduling only (as many real ones do): two threads of
+/// one process, each scheduled in and out a few times on CPUs 3 and 5.
+pub fn scheduling_only_export(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO StringIds VALUES (1, 'python3'), (2, 'worker');
+         CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER);
+         INSERT INTO ThreadNames VALUES (1, 0, 1677721600 + 100), (2, 0, 1677721600 + 101);
+         CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+         INSERT INTO PROCESSES VALUES (1677721600, 100, 'python3');
+         CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, globalTid INTEGER, threadState INTEGER, threadBlock INTEGER);",
+    )
+    .unwrap();
+    let tid = |t: i64| (100 << 24) + t;
+    for k in 0..5i64 {
+        for (t, cpu) in [(100, 3), (101, 5)] {
+            let at = 1_000_000 + k * 10_000_000 + (t - 100) * 2_000_000;
+            conn.execute(
+                "INSERT INTO SCHED_EVENTS VALUES (?1, ?2, 1, ?3, 0, 0), (?4, ?2, 0, ?3, 0, 0)",
+                rusqlite::params![at, cpu, tid(t), at + 4_000_000],
+            )
+            .unwrap();
+        }
+    }
+}

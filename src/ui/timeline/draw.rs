@@ -164,6 +164,35 @@ impl Timeline {
                     ),
                 ))
             }
+            RowKind::Sched { thread } => {
+                let t = &trace.threads[thread];
+                let sc = &t.scheduling;
+                let items = RowItems {
+                    n: sc.len(),
+                    start: &|i| sc.start[i],
+                    end: &|i| sc.end[i],
+                    longest: sc.longest_ns(),
+                    color: &|_| theme::OS_CALL,
+                    name: &|i| format!("CPU {}", sc.cpu[i]).into(),
+                    folded: &|a, b, span| {
+                        let busy: i64 = (a..b).map(|i| sc.end[i] - sc.start[i]).sum();
+                        calls_fill(busy, 0, span)
+                    },
+                    style: FoldStyle::Calls,
+                };
+                self.draw_items(row, &items, &self.sched_lods[thread], inner, out);
+                let time = hover_t?;
+                let i = item_at(&sc.start, &sc.end, items.longest, time, slack(time))?;
+                Some((
+                    Selection::Running { thread, slice: i },
+                    format!(
+                        "running on CPU {}\nstart {}  duration {}",
+                        sc.cpu[i],
+                        format_ns(sc.start[i] - self.full.0),
+                        format_ns(sc.end[i] - sc.start[i])
+                    ),
+                ))
+            }
             RowKind::Osrt { thread } => {
                 let t = &trace.threads[thread];
                 let os = &t.osrt;
@@ -467,6 +496,16 @@ impl Timeline {
                     let r = Rect::from_min_max(
                         Pos2::new(x_of(n.start[range] as f64), y + 1.0),
                         Pos2::new(x_of(n.end[range] as f64), y + ROW_H - 1.0),
+                    );
+                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                }
+            }
+            Selection::Running { thread, slice } => {
+                let sc = &trace.threads[thread].scheduling;
+                if let Some(y) = row_y(RowKind::Sched { thread }) {
+                    let r = Rect::from_min_max(
+                        Pos2::new(x_of(sc.start[slice] as f64), y + 1.0),
+                        Pos2::new(x_of(sc.end[slice] as f64), y + ROW_H - 1.0),
                     );
                     painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
                 }

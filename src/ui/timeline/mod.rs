@@ -62,6 +62,7 @@ pub struct Timeline {
     nvtx_lods: Vec<Vec<RowLod>>,
     api_lods: Vec<RowLod>,
     osrt_lods: Vec<RowLod>,
+    sched_lods: Vec<RowLod>,
     /// Per interned name: is it a synchronising API call?
     sync_names: Vec<bool>,
     /// Per interned name: is it a blocking OS runtime call?
@@ -208,6 +209,20 @@ impl Timeline {
                 )
             })
             .collect();
+        let sched_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                let s = &t.scheduling;
+                RowLod::new(
+                    s.len(),
+                    |i| s.start[i],
+                    |i| s.end[i],
+                    |_| (false, false),
+                    full,
+                )
+            })
+            .collect();
         Self {
             prefixes,
             nvtx_by_depth,
@@ -216,6 +231,7 @@ impl Timeline {
             nvtx_lods,
             api_lods,
             osrt_lods,
+            sched_lods,
             sync_names,
             blocking_os,
             collapsed_gpus: vec![false; trace.devices.len()],
@@ -224,7 +240,7 @@ impl Timeline {
             collapsed_threads: trace
                 .threads
                 .iter()
-                .map(|t| t.api.is_empty() && t.nvtx.is_empty())
+                .map(|t| t.api.is_empty() && t.nvtx.is_empty() && t.scheduling.is_empty())
                 .collect(),
             view: (full.0 as f64, full.1 as f64),
             full,
@@ -274,6 +290,7 @@ impl Timeline {
             .flatten()
             .chain(&self.api_lods)
             .chain(&self.osrt_lods)
+            .chain(&self.sched_lods)
             .map(RowLod::heap_bytes)
             .sum();
         prefixes + lods

@@ -23,6 +23,10 @@ pub enum RowKind {
     Osrt {
         thread: usize,
     },
+    /// When a thread ran on a CPU (exports with thread scheduling only).
+    Sched {
+        thread: usize,
+    },
 }
 
 impl RowKind {
@@ -97,7 +101,11 @@ impl Timeline {
             }
         }
         for (t, thread) in trace.threads.iter().enumerate() {
-            if thread.nvtx.is_empty() && thread.api.is_empty() && thread.osrt.is_empty() {
+            if thread.nvtx.is_empty()
+                && thread.api.is_empty()
+                && thread.osrt.is_empty()
+                && thread.scheduling.is_empty()
+            {
                 continue;
             }
             rows.push(RowKind::ThreadHeader(t));
@@ -112,6 +120,9 @@ impl Timeline {
             }
             if !thread.osrt.is_empty() {
                 rows.push(RowKind::Osrt { thread: t });
+            }
+            if !thread.scheduling.is_empty() {
+                rows.push(RowKind::Sched { thread: t });
             }
         }
         rows
@@ -155,6 +166,7 @@ impl Timeline {
             RowKind::Nvtx { depth, .. } => (format!("    NVTX {depth}"), false),
             RowKind::Api { .. } => ("    CUDA API".to_string(), false),
             RowKind::Osrt { .. } => ("    OS runtime".to_string(), false),
+            RowKind::Sched { .. } => ("    on CPU".to_string(), false),
         };
         if strong {
             painter.rect_filled(r, 0.0, ui.visuals().faint_bg_color);

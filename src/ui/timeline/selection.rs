@@ -6,6 +6,11 @@ use super::*;
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Selection {
+    /// A time a thread ran on a CPU.
+    Running {
+        thread: usize,
+        slice: usize,
+    },
     Op {
         device: usize,
         op: OpRef,
@@ -40,6 +45,10 @@ impl Selection {
             Selection::OsCall { thread, call } => {
                 let o = &trace.threads[thread].osrt;
                 (o.start[call], o.end[call])
+            }
+            Selection::Running { thread, slice } => {
+                let s = &trace.threads[thread].scheduling;
+                (s.start[slice], s.end[slice])
             }
             Selection::Call { thread, call } => {
                 let a = &trace.threads[thread].api;

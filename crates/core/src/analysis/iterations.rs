@@ -282,14 +282,13 @@ impl Group {
     /// around one 1.6 µs kernel): an operator's annotation, not a step.
     fn wraps_single_ops(&self) -> bool {
         let with = self.ranges_with_kernels.max(1);
-        self.kernels <= OP_KERNELS * with && self.kernel_ns / (with as i64) < OP_SIZED_NS
+        2 * self.kernels <= 3 * with && self.kernel_ns / (with as i64) < OP_SIZED_NS
     }
 }
 
-/// A range launching at most this many kernels on average, of less than `OP_SIZED_NS` in
-/// all, annotates an operator.
-const OP_KERNELS: u64 = 3;
-const OP_SIZED_NS: i64 = 1_000_000;
+/// A range launching one kernel (1.5 on average at most) of less than this annotates an
+/// operator; a step, however small, launches more.
+const OP_SIZED_NS: i64 = 100_000;
 
 impl Default for Group {
     fn default() -> Self {

@@ -62,12 +62,18 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
     }
 }
 
+/// What the CPU side's tables gave: per chunk of rows, and the threads' scheduling.
+pub struct CpuChunks {
+    pub api: Vec<ApiChunk>,
+    pub nvtx: Vec<NvtxChunk>,
+    pub osrt: Vec<OsrtChunk>,
+    pub scheduling: Vec<(i64, crate::trace::Scheduling)>,
+}
+
 pub fn build_trace(
     parts: Parts,
     gpu: GpuParts,
-    api: Vec<ApiChunk>,
-    nvtx: Vec<NvtxChunk>,
-    osrt: Vec<OsrtChunk>,
+    cpu: CpuChunks,
     cancel: &AtomicBool,
     report: &mut super::LoadReport,
 ) -> Result<Trace, LoadError> {
@@ -78,8 +84,7 @@ pub fn build_trace(
         launch_configs,
         mem_info,
     } = gpu;
-    let (mut threads, nvtx_domains) =
-        merge_threads(api, nvtx, osrt, &mut strings, &parts.thread_names);
+    let (mut threads, nvtx_domains) = merge_threads(cpu, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
     report.phase_done("  merge threads, strings", t);
     let t = std::time::Instant::now();
@@ -209,12 +214,16 @@ fn append_ops(into: &mut GpuOps, from: GpuOps) {
 }
 
 fn merge_threads(
-    api: Vec<ApiChunk>,
-    nvtx: Vec<NvtxChunk>,
-    osrt: Vec<OsrtChunk>,
+    cpu: CpuChunks,
     strings: &mut StringTable,
     thread_names: &HashMap<i64, String>,
 ) -> (Vec<Thread>, Vec<(u32, String)>) {
+    let CpuChunks {
+        api,
+        nvtx,
+        osrt,
+        scheduling,
+    } = cpu;
     let mut threads: BTreeMap<(u32, u32, i64), Thread> = BTreeMap::new();
     // Reserve each thread's final size first: growing by doubling would hold two copies.
     let mut api_len: HashMap<i64, usize> = HashMap::new();
@@ -281,6 +290,9 @@ fn merge_threads(
             t.text.extend(marks.text.into_iter().map(resolve));
         }
         domains.extend(chunk.domains);
+    }
+    for (gtid, sched) in scheduling {
+        thread_entry(&mut threads, gtid, thread_names).scheduling = sched;
     }
     for chunk in osrt {
         for (gtid, calls) in chunk.threads.groups {

@@ -134,6 +134,16 @@ pub fn load_staged(
     let thread_names = small_tables::read_thread_names(&conn, path, &schema, &names, &strings)?;
     let gpu_names = small_tables::read_gpu_names(&conn, path, &schema)?;
     let capture_window = small_tables::read_capture_window(&conn, path, &schema)?;
+    // Scheduling only where nothing else shows the threads (real exports hold millions of
+    // its rows beside the CUDA ones).
+    let scheduling_only = [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
+        .iter()
+        .all(|t| !schema.has(t));
+    let scheduling = if scheduling_only {
+        small_tables::read_scheduling(&conn, path, &schema)?
+    } else {
+        Vec::new()
+    };
     for &(table, disables) in READ_TABLES {
         // The copy-kind enum matters only to an export with copies.
         let needed = table != schema::MEMCPY_KINDS || schema.has(MEMCPY);
@@ -273,7 +283,18 @@ pub fn load_staged(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
-    let trace = build::build_trace(parts, gpu_parts, api, nvtx, osrt, cancel, &mut report)?;
+    let trace = build::build_trace(
+        parts,
+        gpu_parts,
+        build::CpuChunks {
+            api,
+            nvtx,
+            osrt,
+            scheduling,
+        },
+        cancel,
+        &mut report,
+    )?;
     report.phase_done("sort, nest and link", t);
     report.finish(&trace, t0);
     progress(Progress {

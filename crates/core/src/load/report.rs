@@ -95,7 +95,18 @@ impl LoadReport {
                 rows,
             })
             .collect();
-        if trace.gpu_op_count() == 0 && trace.api_call_count() == 0 && trace.nvtx_range_count() == 0
+        let scheduled = trace
+            .threads
+            .iter()
+            .filter(|t| !t.scheduling.is_empty())
+            .count();
+        if scheduled > 0 {
+            self.notes.push(format!(
+                "the export holds thread scheduling only (SCHED_EVENTS): when each of {scheduled} threads ran on a CPU; no CUDA, NVTX or OS runtime rows (profile with `nsys profile -t cuda,nvtx,osrt …` to see the GPU)"
+            ));
+        } else if trace.gpu_op_count() == 0
+            && trace.api_call_count() == 0
+            && trace.nvtx_range_count() == 0
         {
             self.notes.push(
                 "the capture recorded no activity: no CUDA, NVTX or OS runtime rows (profile with `nsys profile -t cuda,nvtx,osrt …`)"

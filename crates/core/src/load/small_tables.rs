@@ -332,3 +332,44 @@ fn text<'r>(row: &'r rusqlite::Row, i: usize) -> Option<&'r str> {
         _ => None,
     }
 }
+
+/// Thread scheduling (`SCHED_EVENTS`) as each thread's times on a CPU: read only for an
+/// export that holds nothing else of its threads (no CUDA, NVTX or OS runtime tables).
+pub fn read_scheduling(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+) -> Result<Vec<(i64, crate::trace::Scheduling)>, LoadError> {
+    const SCHED: &str = "SCHED_EVENTS";
+    if !schema.has(SCHED) {
+        return Ok(Vec::new());
+    }
+    let rows = query(
+        conn,
+        path,
+        SCHED,
+        "SELECT globalTid, start, isSchedIn, cpu FROM SCHED_EVENTS ORDER BY globalTid, start",
+        |r| (int(r, 0), int(r, 1), int(r, 2), int(r, 3)),
+    )?;
+    let mut out: Vec<(i64, crate::trace::Scheduling)> = Vec::new();
+    let mut open: Option<(i64, u16)> = None;
+    for (gtid, start, is_in, cpu) in rows {
+        let (Some(gtid), Some(t)) = (gtid, start) else {
+            continue;
+        };
+        if out.last().is_none_or(|l| l.0 != gtid) {
+            out.push((gtid, Default::default()));
+            open = None;
+        }
+        if is_in.unwrap_or(0) != 0 {
+            open = Some((t, cpu.unwrap_or(0).clamp(0, u16::MAX as i64) as u16));
+        } else if let Some((s, core)) = open.take() {
+            let sched = &mut out.last_mut().expect("pushed").1;
+            sched.start.push(s);
+            sched.end.push(t.max(s));
+            sched.cpu.push(core);
+        }
+    }
+    out.retain(|(_, s)| !s.is_empty());
+    Ok(out)
+}

@@ -59,6 +59,33 @@ pub struct OsCalls {
     pub return_value: Vec<i64>,
 }
 
+/// A thread's time on a CPU: scheduled in at `start`, out at `end`, on core `cpu`; sorted,
+/// disjoint.
+#[derive(Debug, Default, Clone)]
+pub struct Scheduling {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub cpu: Vec<u16>,
+}
+
+impl Scheduling {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The longest time on a CPU, for searches by start.
+    pub fn longest_ns(&self) -> i64 {
+        (0..self.len())
+            .map(|i| self.end[i] - self.start[i])
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// Whether an OS runtime call blocks its thread until something happens elsewhere (I/O,
 /// another thread, a timer): what a launching thread sits in when it does not launch.
 pub fn is_blocking_os_call(name: &str) -> bool {

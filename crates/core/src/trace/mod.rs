@@ -10,7 +10,9 @@ mod ops;
 mod reach;
 mod strings;
 
-pub use cpu::{ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, is_blocking_os_call};
+pub use cpu::{
+    ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
+};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
 pub use strings::{StrId, StringTable, TemplateId};
@@ -131,6 +133,9 @@ pub struct Thread {
     pub marks: NvtxMarks,
     /// OS runtime calls (empty unless the capture traced `osrt`).
     pub osrt: OsCalls,
+    /// When the thread ran on a CPU, from `SCHED_EVENTS` (read only from exports that hold
+    /// nothing else of the thread: otherwise millions of rows for a picture CUDA rows give).
+    pub scheduling: Scheduling,
     /// Duration of its longest API call (set when the trace is built), for searches by start.
     pub longest_call_ns: i64,
     /// Latest end per block of calls (set when the trace is built): see [`ReachIndex`].
@@ -265,6 +270,8 @@ impl Trace {
                 t.api.start.first(),
                 t.nvtx.start.first(),
                 t.marks.time.first(),
+                t.osrt.start.first(),
+                t.scheduling.start.first(),
             ]
             .into_iter()
             .flatten()
@@ -285,6 +292,8 @@ impl Trace {
                 t.api.end.iter().max(),
                 t.nvtx.end.iter().max(),
                 t.marks.time.last(),
+                t.osrt.end.iter().max(),
+                t.scheduling.end.last(),
             ]
             .into_iter()
             .flatten()
