@@ -479,6 +479,14 @@ fn several_rank_files_open_as_one_trace_and_the_ranks_heatmap_opens_an_iteration
     h.get_by_label_contains("4 files, on the first one's clock");
     h.get_by_label("rank02.sqlite");
     h.get_by_label_contains("rank03.sqlite:0 · NVIDIA");
+    // The Memory table names each GPU by its file, as every other view does.
+    h.get_by_label("Memory").click();
+    h.run_steps(3);
+    assert!(
+        h.query_all_by_label("rank01.sqlite:0").next().is_some(),
+        "FILE:ID in the Memory table"
+    );
+    assert!(h.query_all_by_label("GPU 0").next().is_none());
     // The heatmap: one row per rank; a click on a cell opens that iteration.
     h.get_by_label("Ranks").click();
     h.run_steps(3);
@@ -496,6 +504,8 @@ fn several_rank_files_open_as_one_trace_and_the_ranks_heatmap_opens_an_iteration
         4,
         "the iteration outlined on every rank"
     );
+    // The iteration plot's legend names the GPUs by their files too.
+    h.get_by_label("— rank01.sqlite:0");
 }
 
 #[test]
