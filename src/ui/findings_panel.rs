@@ -17,7 +17,8 @@ use crate::whatif::Change;
 
 /// What the worker sends: the findings as detected, then each saving as its replay ends.
 pub enum Message {
-    Detected(Vec<Finding>),
+    /// With the run's span, which each saving is a share of.
+    Detected(Vec<Finding>, i64),
     Saved(usize, Saving),
     /// Every replay ended: the findings ranked, unexplained idle added.
     Ranked(Vec<Finding>),
@@ -29,6 +30,8 @@ pub struct FindingsPanel {
     /// Replays ended, of how many.
     pub progress: (usize, usize),
     pub ranked: bool,
+    /// The run's span (sent once by the worker: a pass over every kernel, not per frame).
+    span: i64,
     pub selected: Option<usize>,
     job: Option<Job<(), Message>>,
     started: bool,
@@ -72,7 +75,7 @@ impl FindingsPanel {
         let (trace, overview) = (trace.clone(), overview.clone());
         self.job = Some(Job::spawn((), ctx, move |out| {
             let found = findings::detect(&trace, &overview);
-            out.send(Message::Detected(found.clone()));
+            out.send(Message::Detected(found.clone(), findings::run_span(&trace)));
             let savings =
                 findings::replay_savings(&trace, &overview, &found, out.cancel_flag(), |i, s| {
                     out.send(Message::Saved(i, s));
@@ -86,20 +89,20 @@ impl FindingsPanel {
     }
 
     /// Takes in what the worker sent.
-    pub fn poll(&mut self, trace: &Trace) {
+    pub fn poll(&mut self) {
         let Some(job) = &self.job else { return };
-        let span = findings::run_span(trace);
         let mut finished = false;
         while let Some(m) = job.poll() {
             match m {
-                Message::Detected(found) => {
+                Message::Detected(found, span) => {
                     let total = found.iter().filter(|f| f.change.is_some()).count();
                     self.findings = found;
+                    self.span = span;
                     self.progress = (0, total);
                 }
                 Message::Saved(i, s) => {
                     if let Some(f) = self.findings.get_mut(i) {
-                        findings::apply_saving(f, s, span);
+                        findings::apply_saving(f, s, self.span);
                     }
                     self.progress.0 += 1;
                 }

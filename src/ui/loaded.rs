@@ -140,7 +140,7 @@ impl Loaded {
                 self.findings.start(&trace, &overview, None);
                 while self.findings.busy() {
                     std::thread::sleep(std::time::Duration::from_millis(5));
-                    self.findings.poll(&trace);
+                    self.findings.poll();
                 }
                 self.findings.select(0, &trace, &mut self.timeline);
             }
@@ -176,7 +176,7 @@ pub(super) fn loaded_ui(
     // What to fix first is worked out as soon as the analyses are in, whatever tab is open.
     if let Some(o) = &l.overview {
         l.findings.start(&trace, o, Some(ui.ctx()));
-        l.findings.poll(&trace);
+        l.findings.poll();
     }
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;

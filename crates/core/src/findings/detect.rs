@@ -191,20 +191,21 @@ fn host_syncs(
     }
 }
 
+/// The thread that launched the op after the gap (its index and itself).
+fn launching_thread<'t>(trace: &'t Trace, g: &Gap) -> Option<(usize, &'t crate::trace::Thread)> {
+    let device = trace.device(g.device_id())?;
+    let thread = device.streams[g.after.stream as usize].ops.launch_thread[g.after.op as usize];
+    (thread != NONE).then(|| (thread as usize, &trace.threads[thread as usize]))
+}
+
 /// The synchronising call of the gap's launching thread that returned in the gap.
 fn sync_call_in_gap(trace: &Trace, sync_names: &[bool], g: &Gap) -> Option<(usize, usize)> {
-    let device = trace.device(g.device_id())?;
-    let ops = &device.streams[g.after.stream as usize].ops;
-    let thread = ops.launch_thread[g.after.op as usize];
-    if thread == NONE {
-        return None;
-    }
-    let th = &trace.threads[thread as usize];
+    let (thread, th) = launching_thread(trace, g)?;
     th.calls_overlapping(g.start_ns, g.end_ns() + 1)
         .filter(|&k| sync_names[th.api.name[k] as usize])
         .filter(|&k| th.api.end[k] >= g.start_ns && th.api.end[k] <= g.end_ns())
         .max_by_key(|&k| th.api.end[k])
-        .map(|k| (thread as usize, k))
+        .map(|k| (thread, k))
 }
 
 /// 2. NCCL and compute on one stream: the fix, NCCL on its own stream, replayed with the
@@ -516,13 +517,7 @@ fn one_off_stalls(
 
 /// The launching thread's longest call overlapping the gap, as a host span.
 fn longest_call_span(trace: &Trace, g: &Gap) -> Option<HostSpan> {
-    let device = trace.device(g.device_id())?;
-    let ops = &device.streams[g.after.stream as usize].ops;
-    let thread = ops.launch_thread[g.after.op as usize];
-    if thread == NONE {
-        return None;
-    }
-    let th = &trace.threads[thread as usize];
+    let (_, th) = launching_thread(trace, g)?;
     let k = th
         .calls_overlapping(g.start_ns, g.end_ns())
         .max_by_key(|&k| th.api.end[k] - th.api.start[k])?;
