@@ -36,6 +36,9 @@ pub struct Cli {
     /// timeline under FILE's, aligned by iteration, and a Diff tab.
     #[arg(long, value_name = "AFTER")]
     pub compare: Option<PathBuf>,
+    /// Neither read nor write the cache (`$XDG_CACHE_HOME/nsys-explorer`) for this run.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -171,6 +174,9 @@ pub enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.no_cache {
+        crate::cache::disable();
+    }
     let result = match cli.command {
         None => crate::ui::run(cli.files, cli.start_page, cli.show, cli.compare)
             .map_err(|e| format!("cannot open the window: {e}")),
@@ -314,7 +320,31 @@ fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), Str
 }
 
 fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
-    let (trace, report) = load::load(file).map_err(|e| e.to_string())?;
+    print!("{}", report_output(file, as_json, options)?);
+    Ok(())
+}
+
+/// What `report FILE` prints, from the cache when it holds this report of this very file.
+pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<String, String> {
+    let t0 = Instant::now();
+    // The answer itself is kept, per format and options: a second report reads it alone.
+    let what = format!("report json={as_json} {} {options:?}", file.display());
+    let key = crate::cache::TraceKey::of(file);
+    if let Some(kept) = key.as_ref().and_then(|k| crate::cache::read_text(k, &what)) {
+        return Ok(with_load_seconds(
+            &kept,
+            as_json,
+            t0.elapsed().as_secs_f64(),
+        ));
+    }
+    let opened = crate::cache::open_staged(
+        file,
+        &|_| {},
+        &std::sync::atomic::AtomicBool::new(false),
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let (trace, report) = (&opened.trace, &opened.report);
     if let Some(id) = options.device
         && trace.device(id).is_none()
     {
@@ -325,14 +355,39 @@ fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), Strin
             ids.join(", ")
         ));
     }
-    let overview = analysis::overview(&trace, options);
-    let findings = crate::findings::findings(&trace, &overview);
-    print_output(
-        as_json,
-        || crate::report::report_json(&trace, &report, &overview, &findings, options),
-        || crate::report::report_text(&trace, &report, &overview, &findings, options),
-    )?;
-    Ok(())
+    // The model is written to the cache while the analyses run.
+    let (overview, findings) = std::thread::scope(|s| {
+        s.spawn(|| opened.store());
+        let overview = analysis::overview(trace, options);
+        let findings = crate::findings::findings_kept(trace, &overview, opened.key.as_ref());
+        (overview, findings)
+    });
+    let output = if as_json {
+        let json = crate::report::report_json(trace, report, &overview, &findings, options);
+        serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
+    } else {
+        crate::report::report_text(trace, report, &overview, &findings, options)
+    };
+    if let Some(key) = &opened.key {
+        crate::cache::store_text(key, &what, &output);
+    }
+    Ok(output)
+}
+
+/// A kept report with this run's time in it (JSON: `load.seconds`; text: "loaded in").
+fn with_load_seconds(kept: &str, as_json: bool, seconds: f64) -> String {
+    if !as_json {
+        let re = regex::Regex::new(r"loaded in [0-9.]+ s").expect("a valid pattern");
+        let now = format!("loaded in {seconds:.2} s (from the cache)");
+        return re.replace(kept, regex::NoExpand(&now)).into_owned();
+    }
+    let Ok(mut json) = serde_json::from_str::<serde_json::Value>(kept) else {
+        return kept.to_string();
+    };
+    if let Some(load) = json.get_mut("load").and_then(|l| l.as_object_mut()) {
+        load.insert("seconds".into(), seconds.into());
+    }
+    serde_json::to_string_pretty(&json).map_or_else(|_| kept.to_string(), |t| t + "\n")
 }
 
 /// `NAME=F` of `synth --scale-kernel`: the generated kernel NAME names, and F.
@@ -371,7 +426,8 @@ fn diff(
     };
     // Both files load and are analysed at once, each on half the cores' work.
     let analyse = |path: &Path| {
-        let (trace, _) = load::load(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (trace, _) =
+            crate::cache::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let overview = analysis::overview(&trace, &options);
         Ok::<_, String>((trace, overview))
     };
@@ -480,7 +536,7 @@ fn what_if(
     iteration_marker: Option<String>,
 ) -> Result<(), String> {
     use crate::whatif;
-    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let (trace, _) = crate::cache::open(file).map_err(|e| e.to_string())?;
     let options = Options {
         iteration_marker,
         ..Default::default()

@@ -204,7 +204,7 @@ fn unreadable_file_says_permission_denied() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = env!("CARGO_BIN_EXE_nsys-explorer");
     let out = std::process::Command::new("runuser")
-        .args(["-u", "nobody", "--", bin, "report"])
+        .args(["-u", "nobody", "--", bin, "report", "--no-cache"])
         .arg(&path)
         .output();
     match out {
@@ -247,6 +247,7 @@ fn an_export_that_recorded_nothing_opens_and_says_how_to_capture() {
         report.notes
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", common::test_cache_home())
         .arg("report")
         .arg(&path)
         .output()

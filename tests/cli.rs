@@ -6,7 +6,9 @@ mod common;
 use std::process::Command;
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"));
+    cmd.env("XDG_CACHE_HOME", common::test_cache_home());
+    cmd
 }
 
 /// Runs `cmd`, which must succeed; its output.

@@ -551,6 +551,7 @@ fn per_rank_report_summaries_open_side_by_side_and_a_row_opens_its_export() {
     let mut summaries = Vec::new();
     for f in &truth.files {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+            .env("XDG_CACHE_HOME", common::test_cache_home())
             .arg("report")
             .arg(&f.path)
             .arg("--json")
@@ -672,4 +673,29 @@ fn an_export_with_scheduling_only_shows_its_threads_on_their_cpus() {
         "the whole run in view"
     );
     h.get_by_label("No GPU activity recorded");
+}
+
+#[test]
+fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _) = gui_support::loaded_tiny(dir.path());
+    let first = gui_support::loaded(&first);
+    let (kernels, findings) = (first.trace.kernel_count(), first.findings.findings.len());
+    // The model is written on a thread of its own once the load is done: wait for it.
+    let key = nsys_explorer::cache::TraceKey::of(&dir.path().join("tiny.sqlite")).unwrap();
+    let start = std::time::Instant::now();
+    while nsys_explorer::cache::read_model(&key).is_none() {
+        assert!(start.elapsed().as_secs() < 30, "the model was never kept");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut h = gui_support::harness(Some(&dir.path().join("tiny.sqlite")));
+    gui_support::wait_for_load(&mut h);
+    let again = gui_support::loaded(&h);
+    let report = again.report.as_ref().expect("loaded");
+    assert_eq!(report.phases.len(), 1, "{:?}", report.phases);
+    assert_eq!(report.phases[0].0, "read cache");
+    assert_eq!(again.trace.kernel_count(), kernels);
+    assert!(again.overview.is_some(), "analysed");
+    assert_eq!(again.findings.findings.len(), findings);
+    h.get_by_label("What to fix first");
 }

@@ -100,6 +100,7 @@ fn report_of_a_folder_names_devices_by_file_and_says_how_each_file_was_aligned()
     let dir = tempfile::tempdir().unwrap();
     let truth = synth::generate_split(dir.path(), SynthOptions::new(Preset::Tiny)).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", common::test_cache_home())
         .arg("report")
         .arg(dir.path())
         .arg("--json")
@@ -132,6 +133,7 @@ fn report_of_a_folder_names_devices_by_file_and_says_how_each_file_was_aligned()
     assert_eq!(v["drilldown"]["straggler_device"], straggler.as_str());
     // The same files named one by one give the same.
     let named = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", common::test_cache_home())
         .arg("report")
         .args(truth.files.iter().map(|f| &f.path))
         .output()

@@ -15,7 +15,6 @@ use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::{self, Overview};
 use crate::compare::{self, Comparison, Run};
 use crate::format::{format_ns, shorten_middle, signed_ns};
-use crate::load;
 use crate::trace::Trace;
 
 /// The run compared with, once loaded and analysed, and the comparison of the two.
@@ -191,7 +190,8 @@ fn start(
     let path = path.to_path_buf();
     let first_path = PathBuf::from("before");
     Job::compute((), Some(ctx), move |_cancel| {
-        let (trace, _) = load::load(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (trace, _) =
+            crate::cache::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let options = overview::Options {
             top: 20,
             ..Default::default()

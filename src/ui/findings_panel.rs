@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::cache::TraceKey;
 use eframe::egui::{self, Color32, RichText};
 
 use super::job::Job;
@@ -66,20 +67,29 @@ impl FindingsPanel {
         &mut self,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
+        cache_key: Option<&TraceKey>,
         ctx: Option<&egui::Context>,
     ) {
         if self.started {
             return;
         }
         self.started = true;
-        let (trace, overview) = (trace.clone(), overview.clone());
+        let (trace, overview, key) = (trace.clone(), overview.clone(), cache_key.cloned());
         self.job = Some(Job::spawn((), ctx, move |out| {
             let found = findings::detect(&trace, &overview);
             out.send(Message::Detected(found.clone(), findings::run_span(&trace)));
-            let savings =
-                findings::replay_savings(&trace, &overview, &found, out.cancel_flag(), |i, s| {
-                    out.send(Message::Saved(i, s));
-                });
+            let done = |i, s| {
+                out.send(Message::Saved(i, s));
+            };
+            let cancel = out.cancel_flag();
+            let savings = findings::replay_savings_kept(
+                &trace,
+                &overview,
+                &found,
+                cancel,
+                done,
+                key.as_ref(),
+            );
             let Some(savings) = savings else {
                 return;
             };

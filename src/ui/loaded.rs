@@ -69,6 +69,9 @@ pub struct Loaded {
     pub nudges: Vec<Option<i64>>,
     pub what_if: WhatIfPanel,
     pub findings: FindingsPanel,
+    /// The file's key in the cache, from its load (`None`: several files, or no cache):
+    /// what the replayed savings are kept under.
+    pub cache_key: Option<crate::cache::TraceKey>,
 }
 
 impl Loaded {
@@ -92,6 +95,7 @@ impl Loaded {
             nudges: Vec::new(),
             what_if: Default::default(),
             findings: Default::default(),
+            cache_key: None,
         }
     }
 
@@ -137,7 +141,8 @@ impl Loaded {
             "findings" => {
                 self.tab = Tab::Findings;
                 let overview = overview.clone();
-                self.findings.start(&trace, &overview, None);
+                self.findings
+                    .start(&trace, &overview, self.cache_key.as_ref(), None);
                 while self.findings.busy() {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                     self.findings.poll();
@@ -175,7 +180,8 @@ pub(super) fn loaded_ui(
     }
     // What to fix first is worked out as soon as the analyses are in, whatever tab is open.
     if let Some(o) = &l.overview {
-        l.findings.start(&trace, o, Some(ui.ctx()));
+        l.findings
+            .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
     }
     if l.compare.is_none() && l.tab == Tab::Diff {

@@ -29,7 +29,13 @@ pub enum Message {
 
 /// What a finished load hands to the UI (with each file's alignment when several files
 /// were opened as one).
-pub type LoadedParts = (Arc<Trace>, LoadReport, Timeline, Vec<FileInfo>);
+pub type LoadedParts = (
+    Arc<Trace>,
+    LoadReport,
+    Timeline,
+    Vec<FileInfo>,
+    Option<crate::cache::TraceKey>,
+);
 
 /// What to load: one export, or several as one trace (with offsets the user set).
 #[derive(Clone)]
@@ -72,9 +78,17 @@ impl App {
                 out.send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
             };
             let cancel = out.cancel_flag();
+            // The file's key in the cache, and whether its model is still to be kept.
+            let (mut key, mut store) = (None, false);
             let result = match &source {
-                Source::One(path) => load::load_staged(path, &on_progress, cancel, Some(&on_gpu))
-                    .map(|(trace, report)| (trace, report, Vec::new())),
+                Source::One(path) => {
+                    crate::cache::open_staged(path, &on_progress, cancel, Some(&on_gpu)).map(
+                        |opened| {
+                            (key, store) = (opened.key, !opened.from_cache);
+                            (opened.trace, opened.report, Vec::new())
+                        },
+                    )
+                }
                 Source::Many { paths, manual } => {
                     // The first file on screen while the others load.
                     let first = |t: &Trace| {
@@ -89,9 +103,14 @@ impl App {
             }
             .map(|(trace, report, files)| {
                 let timeline = Timeline::new(&trace);
-                (Arc::new(trace), report, timeline, files)
+                (Arc::new(trace), report, timeline, files, key.clone())
             });
             let trace = result.as_ref().ok().map(|r| r.0.clone());
+            // Kept for the next open on a thread of its own: the panels need not wait.
+            if let (Some(key), true, Ok((trace, report, ..))) = (key, store, &result) {
+                let (trace, report) = (trace.clone(), report.clone());
+                std::thread::spawn(move || crate::cache::store_model(&key, &trace, &report));
+            }
             out.send(Message::Done(Box::new(result)));
             if let Some(trace) = trace
                 && !out.cancelled()
@@ -150,12 +169,13 @@ impl App {
                     }
                 }
                 Message::Done(result) => match *result {
-                    Ok((trace, report, mut timeline, files)) => {
+                    Ok((trace, report, mut timeline, files, cache_key)) => {
                         match std::mem::replace(&mut self.state, State::Start) {
                             State::Loading { path, job } => {
                                 let mut l = Loaded::new(path, trace, timeline, job);
                                 l.report = Some(report);
                                 l.files = files;
+                                l.cache_key = cache_key;
                                 self.state = State::Loaded(Box::new(l));
                             }
                             State::Loaded(mut l) => {
@@ -164,6 +184,7 @@ impl App {
                                 l.trace = trace;
                                 l.report = Some(report);
                                 l.files = files;
+                                l.cache_key = cache_key;
                                 self.state = State::Loaded(l);
                             }
                             other => self.state = other,

@@ -99,3 +99,12 @@ pub fn scheduling_only_export(path: &Path) {
         }
     }
 }
+
+/// A cache folder's parent (`XDG_CACHE_HOME`) for this test process, under Cargo's
+/// scratch folder: tests never write to the user's cache.
+pub fn test_cache_home() -> PathBuf {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cache-home-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -16,6 +16,7 @@ use nsys_explorer::ui::{App, State};
 use super::common;
 
 pub fn harness(file: Option<&Path>) -> Harness<'static, App> {
+    nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
     let ctx = eframe::egui::Context::default();
     let app = App::new(file.map(Path::to_path_buf), &ctx, Vec::new());
     Harness::builder()

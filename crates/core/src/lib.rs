@@ -5,6 +5,7 @@
 //! what keeps the model from ever depending on the UI.
 
 pub mod analysis;
+pub mod cache;
 pub mod compare;
 pub mod findings;
 pub mod format;

@@ -220,10 +220,59 @@ pub fn rank(findings: &mut Vec<Finding>) {
 
 /// Every finding with its replayed saving, ranked: what `report` prints.
 pub fn findings(trace: &Trace, overview: &Overview) -> Vec<Finding> {
+    findings_kept(trace, overview, None)
+}
+
+/// [`findings`], with the replays' savings kept in the cache under `key` (the trace's):
+/// an unchanged trace with the same changes to replay is not replayed again.
+pub fn findings_kept(
+    trace: &Trace,
+    overview: &Overview,
+    key: Option<&crate::cache::TraceKey>,
+) -> Vec<Finding> {
     let found = detect(trace, overview);
-    let savings = replay_savings(trace, overview, &found, &AtomicBool::new(false), |_, _| {})
-        .unwrap_or_default();
+    let cancel = AtomicBool::new(false);
+    let savings =
+        replay_savings_kept(trace, overview, &found, &cancel, |_, _| {}, key).unwrap_or_default();
     finish(trace, overview, found, &savings)
+}
+
+/// [`replay_savings`] answered from the cache when these very changes of the trace with
+/// `key` were replayed before (`done` is then told of each at once), else replayed and
+/// kept.
+pub fn replay_savings_kept(
+    trace: &Trace,
+    overview: &Overview,
+    findings: &[Finding],
+    cancel: &AtomicBool,
+    done: impl Fn(usize, Saving) + Sync,
+    key: Option<&crate::cache::TraceKey>,
+) -> Option<Vec<Option<Saving>>> {
+    // The entry names every change replayed: other findings, another entry.
+    let what: String = std::iter::once("replayed savings".to_string())
+        .chain(findings.iter().map(|f| {
+            let args = |c: &Option<Change>| c.as_ref().map(|c| c.to_args().join(" "));
+            format!("{:?} | {:?}", args(&f.change), args(&f.upper_change))
+        }))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let kept = key
+        .and_then(|k| crate::cache::read_text(k, &what))
+        .and_then(|text| serde_json::from_str::<Vec<Option<Saving>>>(&text).ok())
+        .filter(|v| v.len() == findings.len());
+    if let Some(savings) = kept {
+        for (i, s) in savings.iter().enumerate() {
+            if let Some(s) = s {
+                done(i, *s);
+            }
+        }
+        return Some(savings);
+    }
+    let savings = replay_savings(trace, overview, findings, cancel, done)?;
+    if let (Some(key), Ok(text)) = (key, serde_json::to_string(&savings)) {
+        crate::cache::store_text(key, &what, &text);
+    }
+    Some(savings)
 }
 
 /// The detected findings with their savings: graded, those that gain nothing dropped, the

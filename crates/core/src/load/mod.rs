@@ -39,6 +39,8 @@ use crate::trace::{StringTable, Trace};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Opening,
+    /// Reading the trace's model from the cache (see `crate::cache`).
+    ReadingCache,
     ReadingSmallTables,
     ReadingTables,
     Building,
@@ -49,6 +51,7 @@ impl Phase {
     pub fn label(self) -> &'static str {
         match self {
             Phase::Opening => "Opening",
+            Phase::ReadingCache => "Reading the cache",
             Phase::ReadingSmallTables => "Reading strings and metadata",
             Phase::ReadingTables => "Reading events",
             Phase::Building => "Sorting and linking",

@@ -27,7 +27,7 @@ pub fn tid_of_global_id(global_id: i64) -> u32 {
     (global_id & 0xFF_FFFF) as u32
 }
 
-#[derive(Debug, Default, Clone, serde::Serialize)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ExportInfo {
     pub nsys_version: Option<String>,
     pub schema_version: Option<String>,
@@ -178,7 +178,7 @@ impl Thread {
     }
 }
 
-#[derive(Debug, Default, Clone, serde::Serialize)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Process {
     pub pid: u32,
     pub name: String,

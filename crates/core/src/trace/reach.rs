@@ -40,6 +40,15 @@ impl ReachIndex {
             .filter(move |&i| end[i] > a || (end[i] == a && start[i] == a))
     }
 
+    /// The latest end of each block, for the cache.
+    pub(crate) fn block_ends(&self) -> &[i64] {
+        &self.block_end
+    }
+
+    pub(crate) fn from_block_ends(block_end: Vec<i64>) -> Self {
+        Self { block_end }
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.block_end.capacity() * 8
     }

@@ -342,6 +342,59 @@ impl StringTable {
                 .any(|w| w.eq_ignore_ascii_case(needle))
     }
 
+    /// The table as five columns (templates' bytes and ends, each string's template, the
+    /// numbers' bytes and ends), for the cache.
+    pub(crate) fn columns(&self) -> (&[u8], &[u64], &[TemplateId], &[u8], &[u64]) {
+        (
+            &self.templates.bytes,
+            &self.templates.ends,
+            &self.template,
+            &self.numbers.bytes,
+            &self.numbers.ends,
+        )
+    }
+
+    /// A frozen table from [`StringTable::columns`]; `None` unless every end and template
+    /// id is in range (so no lookup can fail on a damaged file).
+    pub(crate) fn from_columns(
+        template_bytes: Vec<u8>,
+        template_ends: Vec<u64>,
+        template: Vec<TemplateId>,
+        number_bytes: Vec<u8>,
+        number_ends: Vec<u64>,
+    ) -> Option<Self> {
+        let arena_ok = |bytes: &[u8], ends: &[u64]| {
+            ends.is_sorted() && ends.last().is_none_or(|&e| e <= bytes.len() as u64)
+        };
+        let ok = arena_ok(&template_bytes, &template_ends)
+            && arena_ok(&number_bytes, &number_ends)
+            && number_ends.len() == template.len()
+            && template.iter().all(|&t| (t as usize) < template_ends.len());
+        if !ok {
+            return None;
+        }
+        let mut table = Self {
+            templates: Arena {
+                bytes: template_bytes,
+                ends: template_ends,
+            },
+            template,
+            numbers: Arena {
+                bytes: number_bytes,
+                ends: number_ends,
+            },
+            ..Default::default()
+        };
+        let arena = &table.templates;
+        let hash = |t: &TemplateId| hash_bytes(&[arena.get(*t as usize)]);
+        let mut index = HashTable::with_capacity(arena.len());
+        for t in 0..arena.len() as TemplateId {
+            index.insert_unique(hash(&t), t, hash);
+        }
+        table.template_index = index;
+        Some(table)
+    }
+
     pub fn templates_len(&self) -> usize {
         self.templates.len()
     }

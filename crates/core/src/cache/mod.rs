@@ -1,0 +1,192 @@
+//! A cache of loaded traces and of answers about them, under the user's cache folder
+//! (`$XDG_CACHE_HOME/nsys-explorer/`), never beside the trace.
+//!
+//! An entry is keyed by the trace's identity — canonical path, size, modification time,
+//! device and inode — and by the program that wrote it (version, cache format, and the
+//! executable's size and time, so a rebuilt program never reads an older one's answers),
+//! plus what the entry holds (the model; a report with its options). A changed trace has
+//! another key; a damaged file fails its checksum and is rebuilt (see `store`).
+//!
+//! Why files read into the model's columns rather than memory-mapped: the model owns its
+//! columns (`Vec`s the analyses and the window share), so a mapping would be copied into
+//! them anyway, and every byte is read once to check the checksum before anything is
+//! trusted. Reading each column straight into its `Vec` is that one copy, with no mapping
+//! left in memory beside the model and no `unsafe` (a mapped file truncated by another
+//! process would fault the reader).
+
+mod codec;
+mod model;
+mod store;
+
+use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+use std::time::{Instant, UNIX_EPOCH};
+
+pub use store::{DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder};
+
+use crate::load::{self, LoadError, LoadReport, Phase, Progress};
+use crate::trace::Trace;
+
+/// Who a trace file is, for the cache: the same text exactly when the file is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceKey(String);
+
+impl TraceKey {
+    /// The key of the file at `path`; `None` when the cache is off or the file cannot be
+    /// looked at (its load will say why).
+    pub fn of(path: &Path) -> Option<TraceKey> {
+        store::folder()?;
+        let canonical = std::fs::canonicalize(path).ok()?;
+        // Opened, not only looked at: a file the user may not read is never answered
+        // from the cache (its load says why).
+        let meta = std::fs::File::open(&canonical).ok()?.metadata().ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let mtime = meta
+            .modified()
+            .ok()?
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_nanos();
+        Some(TraceKey(format!(
+            "trace={}\nsize={}\nmtime={mtime}\nfile={}\nprogram={}",
+            canonical.display(),
+            meta.len(),
+            file_identity(&meta),
+            program_id()
+        )))
+    }
+
+    fn entry(&self, what: &str) -> String {
+        format!("{}\nentry={what}", self.0)
+    }
+}
+
+#[cfg(unix)]
+fn file_identity(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!("{}:{}", meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_identity(_meta: &std::fs::Metadata) -> String {
+    String::new()
+}
+
+/// The program's version, the cache format, and the executable's size and time.
+fn program_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let exe = std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .map(|m| {
+                let t = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                format!("{}:{t}", m.len())
+            })
+            .unwrap_or_default();
+        format!(
+            "{} format {} exe {exe}",
+            env!("CARGO_PKG_VERSION"),
+            FORMAT_VERSION
+        )
+    })
+}
+
+/// The model of the trace with `key`, when the cache has it whole.
+pub fn read_model(key: &TraceKey) -> Option<(Trace, LoadReport)> {
+    let _memory = crate::memory::LoadMemoryGuard::hold();
+    store::read(&key.entry("model"), model::read)
+}
+
+/// Keeps `trace` (as loaded from its file, with `report`) for the next open. A model of
+/// more than half the file's size is not kept (the cache would cost more than it saves).
+pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
+    let max = report.file_bytes / 2;
+    store::write(&key.entry("model"), max, |w| model::write(w, trace, report));
+}
+
+/// An answer kept as text (a report in one format with one set of options: `what` says
+/// which).
+pub fn read_text(key: &TraceKey, what: &str) -> Option<String> {
+    store::read(&key.entry(what), |r| r.str())
+}
+
+pub fn store_text(key: &TraceKey, what: &str, text: &str) {
+    store::write(&key.entry(what), u64::MAX, |w| w.str(text));
+}
+
+/// A trace opened through the cache.
+pub struct Opened {
+    pub trace: Trace,
+    pub report: LoadReport,
+    /// The file's key (`None` with the cache off): what to store answers under.
+    pub key: Option<TraceKey>,
+    /// Read from the cache, not from the file: nothing to store.
+    pub from_cache: bool,
+}
+
+impl Opened {
+    /// Keeps the model for the next open, unless it came from there.
+    pub fn store(&self) {
+        if let (Some(key), false) = (&self.key, self.from_cache) {
+            store_model(key, &self.trace, &self.report);
+        }
+    }
+}
+
+/// Opens `path` from the cache when it holds this very file, else loads it as
+/// [`load::load_staged`] does (the caller stores it: see [`Opened::store`]). A hit's load
+/// report is the first load's, with this read's time.
+pub fn open_staged(
+    path: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+    on_gpu: Option<&dyn Fn(Trace)>,
+) -> Result<Opened, LoadError> {
+    let t0 = Instant::now();
+    let key = TraceKey::of(path);
+    if let Some(key) = &key {
+        progress(Progress {
+            phase: Phase::ReadingCache,
+            fraction: 0.0,
+            rows_read: 0,
+        });
+        if let Some((trace, mut report)) = read_model(key) {
+            let seconds = t0.elapsed().as_secs_f64();
+            report.file = path.to_owned();
+            report.seconds = seconds;
+            report.phases = vec![("read cache".to_string(), seconds)];
+            progress(Progress {
+                phase: Phase::Done,
+                fraction: 1.0,
+                rows_read: report.tables.values().sum(),
+            });
+            return Ok(Opened {
+                trace,
+                report,
+                key: Some(key.clone()),
+                from_cache: true,
+            });
+        }
+    }
+    let (trace, report) = load::load_staged(path, progress, cancel, on_gpu)?;
+    Ok(Opened {
+        trace,
+        report,
+        key,
+        from_cache: false,
+    })
+}
+
+/// [`open_staged`] with no progress, and the model stored before it returns.
+pub fn open(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
+    let opened = open_staged(path, &|_| {}, &AtomicBool::new(false), None)?;
+    opened.store();
+    Ok((opened.trace, opened.report))
+}

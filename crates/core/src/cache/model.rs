@@ -1,0 +1,358 @@
+//! A loaded trace and its load report as a cache file's payload: every column of the
+//! model as it is in memory (so reading one back is a copy per column), the few small,
+//! nested parts as JSON. The order here is the format: change it, bump
+//! [`super::FORMAT_VERSION`].
+
+use std::io::{Read, Write};
+
+use super::codec::{Bad, Reader, Result, Writer};
+use crate::load::LoadReport;
+use crate::trace::{
+    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NvtxMarks, NvtxRanges,
+    OpKind, OsCalls, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable, Thread,
+    Trace,
+};
+
+/// The small parts, as JSON.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Meta {
+    info: ExportInfo,
+    processes: Vec<Process>,
+    nvtx_domains: Vec<(u32, String)>,
+    capture_window: Option<(i64, i64)>,
+    report: LoadReport,
+}
+
+pub fn write<W: Write>(
+    w: &mut Writer<W>,
+    trace: &Trace,
+    report: &LoadReport,
+) -> std::io::Result<()> {
+    w.json(&Meta {
+        info: trace.info.clone(),
+        processes: trace.processes.clone(),
+        nvtx_domains: trace.nvtx_domains.clone(),
+        capture_window: trace.capture_window,
+        report: report.clone(),
+    })?;
+    let (template_bytes, template_ends, template, number_bytes, number_ends) =
+        trace.strings.columns();
+    w.column(template_bytes)?;
+    w.column(template_ends)?;
+    w.column(template)?;
+    w.column(number_bytes)?;
+    w.column(number_ends)?;
+    let configs: Vec<u32> = trace
+        .launch_configs
+        .iter()
+        .flat_map(|c| {
+            let mut v = vec![c.demangled_name];
+            v.extend(c.grid);
+            v.extend(c.block);
+            v.extend([
+                c.registers_per_thread,
+                c.static_shared_bytes,
+                c.dynamic_shared_bytes,
+            ]);
+            v
+        })
+        .collect();
+    w.column(&configs)?;
+    w.u64(trace.devices.len() as u64)?;
+    for device in &trace.devices {
+        write_device(w, device)?;
+    }
+    w.u64(trace.threads.len() as u64)?;
+    for thread in &trace.threads {
+        write_thread(w, thread)?;
+    }
+    Ok(())
+}
+
+pub fn read<R: Read>(r: &mut Reader<R>) -> Result<(Trace, LoadReport)> {
+    let meta: Meta = r.json()?;
+    let strings = StringTable::from_columns(
+        r.column()?,
+        r.column()?,
+        r.column()?,
+        r.column()?,
+        r.column()?,
+    )
+    .ok_or(Bad::Damaged("string table"))?;
+    let configs: Vec<u32> = r.column()?;
+    if configs.len() % 10 != 0 {
+        return Err(Bad::Damaged("launch configurations"));
+    }
+    let launch_configs = configs
+        .chunks_exact(10)
+        .map(|c| LaunchConfig {
+            demangled_name: c[0],
+            grid: [c[1], c[2], c[3]],
+            block: [c[4], c[5], c[6]],
+            registers_per_thread: c[7],
+            static_shared_bytes: c[8],
+            dynamic_shared_bytes: c[9],
+        })
+        .collect();
+    let devices = (0..r.count(8)?)
+        .map(|_| read_device(r))
+        .collect::<Result<Vec<_>>>()?;
+    let threads = (0..r.count(8)?)
+        .map(|_| read_thread(r))
+        .collect::<Result<Vec<_>>>()?;
+    let trace = Trace {
+        info: meta.info,
+        strings,
+        devices,
+        threads,
+        processes: meta.processes,
+        launch_configs,
+        nvtx_domains: meta.nvtx_domains,
+        capture_window: meta.capture_window,
+    };
+    Ok((trace, meta.report))
+}
+
+fn op_kind(code: u8) -> Option<OpKind> {
+    [
+        OpKind::Compute,
+        OpKind::Nccl,
+        OpKind::Memcpy,
+        OpKind::Memset,
+    ]
+    .into_iter()
+    .find(|&k| k as u8 == code)
+}
+
+fn api_class(code: u8) -> Option<ApiClass> {
+    [ApiClass::Runtime, ApiClass::Driver]
+        .into_iter()
+        .find(|&k| k as u8 == code)
+}
+
+fn range_kind(code: u8) -> Option<RangeKind> {
+    [RangeKind::PushPop, RangeKind::StartEnd]
+        .into_iter()
+        .find(|&k| k as u8 == code)
+}
+
+fn flag(code: u8) -> Option<bool> {
+    (code < 2).then_some(code == 1)
+}
+
+fn write_device<W: Write>(w: &mut Writer<W>, d: &Device) -> std::io::Result<()> {
+    w.u32(d.id)?;
+    w.str(&d.name)?;
+    w.json(&d.key)?;
+    let bytes: Vec<u64> = d.mem_info.iter().map(|m| m.bytes).collect();
+    w.column(&bytes)?;
+    w.codes(&d.mem_info, |m| m.kind)?;
+    w.codes(&d.mem_info, |m| u8::from(m.pageable))?;
+    w.u64(d.streams.len() as u64)?;
+    for s in &d.streams {
+        w.u32(s.id)?;
+        w.u32(s.pid)?;
+        w.i64(s.longest_op_ns)?;
+        let o = &s.ops;
+        w.times(&o.start)?;
+        w.ends(&o.start, &o.end)?;
+        w.codes(&o.kind, |k| k as u8)?;
+        w.column(&o.name)?;
+        w.column(&o.correlation_id)?;
+        w.column(&o.launch_thread)?;
+        w.column(&o.launch_call)?;
+        w.column(&o.detail)?;
+    }
+    Ok(())
+}
+
+fn read_device<R: Read>(r: &mut Reader<R>) -> Result<Device> {
+    let id = r.u32()?;
+    let name = r.str()?;
+    let key: Option<String> = r.json()?;
+    let bytes: Vec<u64> = r.column()?;
+    let kinds: Vec<u8> = r.column()?;
+    let pageable = r.codes(flag)?;
+    if kinds.len() != bytes.len() || pageable.len() != bytes.len() {
+        return Err(Bad::Damaged("memory info"));
+    }
+    let mem_info = (0..bytes.len())
+        .map(|i| MemInfo {
+            bytes: bytes[i],
+            kind: kinds[i],
+            pageable: pageable[i],
+        })
+        .collect();
+    let streams = (0..r.count(16)?)
+        .map(|_| {
+            let (id, pid, longest_op_ns) = (r.u32()?, r.u32()?, r.i64()?);
+            let start = r.times()?;
+            let end = r.ends(&start)?;
+            let ops = GpuOps {
+                start,
+                end,
+                kind: r.codes(op_kind)?,
+                name: r.column()?,
+                correlation_id: r.column()?,
+                launch_thread: r.column()?,
+                launch_call: r.column()?,
+                detail: r.column()?,
+            };
+            let n = ops.len();
+            let lens = [
+                ops.end.len(),
+                ops.kind.len(),
+                ops.name.len(),
+                ops.correlation_id.len(),
+                ops.launch_thread.len(),
+                ops.launch_call.len(),
+                ops.detail.len(),
+            ];
+            if lens.iter().any(|&l| l != n) {
+                return Err(Bad::Damaged("a stream's columns differ in length"));
+            }
+            Ok(Stream {
+                id,
+                pid,
+                ops,
+                longest_op_ns,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Device {
+        id,
+        name,
+        streams,
+        mem_info,
+        key,
+    })
+}
+
+fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> {
+    w.i64(t.global_tid)?;
+    w.u32(t.pid)?;
+    w.u32(t.tid)?;
+    w.str(&t.name)?;
+    let a = &t.api;
+    w.times(&a.start)?;
+    w.ends(&a.start, &a.end)?;
+    w.column(&a.name)?;
+    w.column(&a.correlation_id)?;
+    w.codes(&a.class, |c| c as u8)?;
+    let n = &t.nvtx;
+    w.times(&n.start)?;
+    w.ends(&n.start, &n.end)?;
+    w.column(&n.text)?;
+    w.codes(&n.kind, |k| k as u8)?;
+    w.column(&n.depth)?;
+    w.column(&n.parent)?;
+    w.column(&n.color)?;
+    w.column(&n.domain)?;
+    w.times(&t.marks.time)?;
+    w.column(&t.marks.text)?;
+    let o = &t.osrt;
+    w.times(&o.start)?;
+    w.ends(&o.start, &o.end)?;
+    w.column(&o.name)?;
+    w.column(&o.return_value)?;
+    let s = &t.scheduling;
+    w.times(&s.start)?;
+    w.ends(&s.start, &s.end)?;
+    w.column(&s.cpu)?;
+    w.i64(t.longest_call_ns)?;
+    w.column(t.api_reach.block_ends())?;
+    w.i64(t.longest_osrt_ns)?;
+    w.column(t.osrt_reach.block_ends())
+}
+
+fn start_end<R: Read>(r: &mut Reader<R>) -> Result<(Vec<i64>, Vec<i64>)> {
+    let start = r.times()?;
+    let end = r.ends(&start)?;
+    Ok((start, end))
+}
+
+fn read_thread<R: Read>(r: &mut Reader<R>) -> Result<Thread> {
+    let (global_tid, pid, tid, name) = (r.i64()?, r.u32()?, r.u32()?, r.str()?);
+    let (start, end) = start_end(r)?;
+    let api = ApiCalls {
+        start,
+        end,
+        name: r.column()?,
+        correlation_id: r.column()?,
+        class: r.codes(api_class)?,
+    };
+    let (start, end) = start_end(r)?;
+    let nvtx = NvtxRanges {
+        start,
+        end,
+        text: r.column()?,
+        kind: r.codes(range_kind)?,
+        depth: r.column()?,
+        parent: r.column()?,
+        color: r.column()?,
+        domain: r.column()?,
+    };
+    let marks = NvtxMarks {
+        time: r.times()?,
+        text: r.column()?,
+    };
+    let (start, end) = start_end(r)?;
+    let osrt = OsCalls {
+        start,
+        end,
+        name: r.column()?,
+        return_value: r.column()?,
+    };
+    let (start, end) = start_end(r)?;
+    let scheduling = Scheduling {
+        start,
+        end,
+        cpu: r.column()?,
+    };
+    let same = |lens: &[usize]| lens.windows(2).all(|w| w[0] == w[1]);
+    let ok = same(&[
+        api.len(),
+        api.end.len(),
+        api.name.len(),
+        api.correlation_id.len(),
+        api.class.len(),
+    ]) && same(&[
+        nvtx.len(),
+        nvtx.end.len(),
+        nvtx.text.len(),
+        nvtx.kind.len(),
+        nvtx.depth.len(),
+        nvtx.parent.len(),
+        nvtx.color.len(),
+        nvtx.domain.len(),
+    ]) && same(&[marks.time.len(), marks.text.len()])
+        && same(&[
+            osrt.len(),
+            osrt.end.len(),
+            osrt.name.len(),
+            osrt.return_value.len(),
+        ])
+        && same(&[scheduling.len(), scheduling.end.len(), scheduling.cpu.len()]);
+    if !ok {
+        return Err(Bad::Damaged("a thread's columns differ in length"));
+    }
+    let longest_call_ns = r.i64()?;
+    let api_reach = ReachIndex::from_block_ends(r.column()?);
+    let longest_osrt_ns = r.i64()?;
+    let osrt_reach = ReachIndex::from_block_ends(r.column()?);
+    Ok(Thread {
+        global_tid,
+        pid,
+        tid,
+        name,
+        api,
+        nvtx,
+        marks,
+        osrt,
+        scheduling,
+        longest_call_ns,
+        api_reach,
+        longest_osrt_ns,
+        osrt_reach,
+    })
+}

@@ -1,0 +1,306 @@
+//! The cache under `$XDG_CACHE_HOME/nsys-explorer`: a second report is the first one; a
+//! model read back is the model loaded; a damaged, foreign, stale or unwritable cache
+//! never gives a wrong answer; processes at once leave it whole; nothing beside the trace.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use nsys_explorer::cache;
+use nsys_explorer::load;
+use nsys_explorer::synth::{self, Preset, SynthOptions};
+use serde_json::Value;
+
+fn report(cache_home: &Path, file: &Path, extra: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", cache_home)
+        .env_remove("NSYS_EXPLORER_CACHE_LIMIT")
+        .arg("report")
+        .arg("--json")
+        .args(extra)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The report's JSON without its one timing (`load.seconds`).
+fn answer(out: &Output) -> Value {
+    let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["load"]
+        .as_object_mut()
+        .expect("a load section")
+        .remove("seconds");
+    v
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn entries(cache_home: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(cache_home.join("nsys-explorer"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn tiny(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    let path = dir.join(name);
+    synth::generate(
+        &path,
+        SynthOptions {
+            seed,
+            ..SynthOptions::new(Preset::Tiny)
+        },
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_second_report_is_the_first_one_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![tiny(dir.path(), "tiny.sqlite", 311)];
+    files.extend(common::real_fixtures());
+    for file in files {
+        let home = tempfile::tempdir().unwrap();
+        let before = common::snapshot(&file);
+        let cold = report(home.path(), &file, &[]);
+        let kept = entries(home.path());
+        assert!(
+            kept.iter()
+                .any(|p| p.extension().is_some_and(|e| e == "nxc")),
+            "{}: nothing kept: {kept:?}",
+            file.display()
+        );
+        let warm = report(home.path(), &file, &[]);
+        assert_eq!(answer(&cold), answer(&warm), "{}", file.display());
+        // Other options: the model comes from the cache, the analyses run again.
+        let from_model = report(home.path(), &file, &["--top", "3"]);
+        let fresh = report(home.path(), &file, &["--top", "3", "--no-cache"]);
+        assert_eq!(answer(&from_model), answer(&fresh), "{}", file.display());
+        assert_eq!(common::snapshot(&file), before, "{}", file.display());
+    }
+}
+
+/// In-process cache tests share one folder (the setting is the process's).
+fn in_process_cache() {
+    cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
+}
+
+#[test]
+fn a_model_read_back_from_the_cache_is_the_model_loaded() {
+    in_process_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![tiny(dir.path(), "model.sqlite", 5)];
+    files.extend(common::real_fixtures());
+    for file in files {
+        let (trace, report) = load::load(&file).unwrap();
+        let key = cache::TraceKey::of(&file).unwrap();
+        cache::store_model(&key, &trace, &report);
+        let Some((back, back_report)) = cache::read_model(&key) else {
+            panic!("{}: not kept", file.display());
+        };
+        let name = file.display();
+        assert_eq!(
+            format!("{:?}", back.devices),
+            format!("{:?}", trace.devices),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:?}", back.threads),
+            format!("{:?}", trace.threads),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:?}", back.info),
+            format!("{:?}", trace.info),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:?}", back.processes),
+            format!("{:?}", trace.processes)
+        );
+        assert_eq!(back.launch_configs, trace.launch_configs, "{name}");
+        assert_eq!(back.nvtx_domains, trace.nvtx_domains, "{name}");
+        assert_eq!(back.capture_window, trace.capture_window, "{name}");
+        assert_eq!(back.strings.len(), trace.strings.len(), "{name}");
+        for id in 0..trace.strings.len() as u32 {
+            assert_eq!(
+                back.strings.get(id),
+                trace.strings.get(id),
+                "{name}: string {id}"
+            );
+            assert_eq!(back.strings.template_of(id), trace.strings.template_of(id));
+        }
+        // Lookups by text work on the table read back (its template index is rebuilt).
+        if let Some(name_id) = trace
+            .devices
+            .first()
+            .and_then(|d| d.streams[0].ops.name.first())
+        {
+            let text = trace.strings.get(*name_id);
+            assert_eq!(back.strings.find(&text), Some(*name_id), "{name}: {text}");
+        }
+        assert_eq!(back_report.tables, report.tables, "{name}");
+        assert_eq!(back_report.notes, report.notes, "{name}");
+        assert_eq!(back_report.missing_tables, report.missing_tables, "{name}");
+    }
+}
+
+#[test]
+fn a_damaged_or_foreign_cache_is_rebuilt_never_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "damaged.sqlite", 311);
+    let home = tempfile::tempdir().unwrap();
+    let truth = answer(&report(home.path(), &file, &[]));
+    type Damage = fn(&mut Vec<u8>);
+    let damages: [(&str, Damage); 4] = [
+        ("one flipped bit in the middle", |b| {
+            let mid = b.len() / 2;
+            b[mid] ^= 0x10;
+        }),
+        ("truncated", |b| b.truncate(b.len() - 10)),
+        ("another program's file", |b| {
+            let mut rng = fastrand::Rng::with_seed(9);
+            b.iter_mut().for_each(|x| *x = rng.u8(..));
+        }),
+        ("another format version", |b| b[8] = b[8].wrapping_add(1)),
+    ];
+    for (what, damage) in damages {
+        let kept = entries(home.path());
+        assert_eq!(
+            kept.len(),
+            3,
+            "{what}: the model, the replayed savings, the report: {kept:?}"
+        );
+        for path in &kept {
+            let mut bytes = std::fs::read(path).unwrap();
+            damage(&mut bytes);
+            std::fs::write(path, bytes).unwrap();
+        }
+        let first = report(home.path(), &file, &[]);
+        assert_eq!(answer(&first), truth, "{what}");
+        assert!(
+            stderr(&first).contains("damaged"),
+            "{what}: {}",
+            stderr(&first)
+        );
+        // Rebuilt: the next one is answered from a sound cache, and says nothing.
+        let again = report(home.path(), &file, &[]);
+        assert_eq!(answer(&again), truth, "{what}");
+        assert_eq!(stderr(&again), "", "{what}");
+        // The model entry too: other options read it and say nothing.
+        let sound = entries(home.path());
+        let top = report(home.path(), &file, &["--top", "4"]);
+        assert_eq!(stderr(&top), "", "{what}");
+        for extra in entries(home.path()) {
+            if !sound.contains(&extra) {
+                std::fs::remove_file(extra).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_changed_trace_is_never_answered_from_the_old_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "run.sqlite", 311);
+    let first = answer(&report(home.path(), &file, &[]));
+    // The run written again at the same path, another seed (another run).
+    std::fs::remove_file(&file).unwrap();
+    tiny(dir.path(), "run.sqlite", 12);
+    let second = answer(&report(home.path(), &file, &[]));
+    let fresh = answer(&report(home.path(), &file, &["--no-cache"]));
+    assert_eq!(second, fresh);
+    assert_ne!(first["gaps"], second["gaps"], "the two runs differ");
+    // A copy elsewhere is a file of its own, with the same answer.
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&file, &copy).unwrap();
+    let mut copied = answer(&report(home.path(), &copy, &[]));
+    copied["file"] = fresh["file"].clone();
+    assert_eq!(copied, fresh);
+}
+
+#[test]
+fn an_unwritable_cache_folder_means_no_cache_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "ro.sqlite", 311);
+    // A cache home under a plain file cannot be created, even by root.
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, b"x").unwrap();
+    let home = blocker.join("cache");
+    let out = report(&home, &file, &[]);
+    let said = stderr(&out);
+    assert_eq!(said.matches("working without a cache").count(), 1, "{said}");
+    let fresh = report(dir.path(), &file, &["--no-cache"]);
+    assert_eq!(answer(&out), answer(&fresh));
+}
+
+#[test]
+fn processes_opening_one_trace_at_once_leave_a_sound_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "shared.sqlite", 311);
+    let home = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+                .env("XDG_CACHE_HOME", home.path())
+                .args(["report", "--json"])
+                .arg(&file)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for out in &outs {
+        assert!(out.status.success(), "{}", stderr(out));
+        assert_eq!(answer(out), answer(&outs[0]));
+    }
+    let kept = entries(home.path());
+    assert!(
+        kept.iter()
+            .all(|p| p.extension().is_some_and(|e| e == "nxc")),
+        "a temporary file left: {kept:?}"
+    );
+    let after = report(home.path(), &file, &[]);
+    assert_eq!(stderr(&after), "");
+    assert_eq!(answer(&after), answer(&outs[0]));
+}
+
+#[test]
+fn the_size_limit_evicts_and_no_cache_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "limit.sqlite", 311);
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", home.path())
+        .env("NSYS_EXPLORER_CACHE_LIMIT", "1K")
+        .args(["report", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        entries(home.path()),
+        Vec::<PathBuf>::new(),
+        "over 1 KiB: evicted"
+    );
+    let none = tempfile::tempdir().unwrap();
+    report(none.path(), &file, &["--no-cache"]);
+    assert!(!none.path().join("nsys-explorer").exists());
+}
