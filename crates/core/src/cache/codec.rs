@@ -217,7 +217,7 @@ impl<R: Read> Reader<R> {
     pub fn times(&mut self) -> Result<Vec<i64>> {
         let steps: Vec<u32> = self.column()?;
         let far: Vec<i64> = self.column()?;
-        if far.len() % 2 != 0 {
+        if !far.len().is_multiple_of(2) {
             return Err(Bad::Damaged("times listed apart"));
         }
         let mut far = far.chunks_exact(2).peekable();
@@ -244,7 +244,7 @@ impl<R: Read> Reader<R> {
     pub fn ends(&mut self, start: &[i64]) -> Result<Vec<i64>> {
         let durations: Vec<u32> = self.column()?;
         let long: Vec<i64> = self.column()?;
-        if durations.len() != start.len() || long.len() % 2 != 0 {
+        if durations.len() != start.len() || !long.len().is_multiple_of(2) {
             return Err(Bad::Damaged("ends and starts differ in length"));
         }
         let mut end: Vec<i64> = start

@@ -35,13 +35,12 @@ pub fn write<W: Write>(
         capture_window: trace.capture_window,
         report: report.clone(),
     })?;
-    let (template_bytes, template_ends, template, number_bytes, number_ends) =
-        trace.strings.columns();
-    w.column(template_bytes)?;
-    w.column(template_ends)?;
-    w.column(template)?;
-    w.column(number_bytes)?;
-    w.column(number_ends)?;
+    let strings = trace.strings.columns();
+    w.column(strings.template_bytes)?;
+    w.column(strings.template_ends)?;
+    w.column(strings.template)?;
+    w.column(strings.number_bytes)?;
+    w.column(strings.number_ends)?;
     let configs: Vec<u32> = trace
         .launch_configs
         .iter()
@@ -80,7 +79,7 @@ pub fn read<R: Read>(r: &mut Reader<R>) -> Result<(Trace, LoadReport)> {
     )
     .ok_or(Bad::Damaged("string table"))?;
     let configs: Vec<u32> = r.column()?;
-    if configs.len() % 10 != 0 {
+    if !configs.len().is_multiple_of(10) {
         return Err(Bad::Damaged("launch configurations"));
     }
     let launch_configs = configs

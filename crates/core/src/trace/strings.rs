@@ -52,6 +52,15 @@ impl Arena {
     }
 }
 
+/// A [`StringTable`]'s columns, as the cache writes them.
+pub(crate) struct StringColumns<'a> {
+    pub template_bytes: &'a [u8],
+    pub template_ends: &'a [u64],
+    pub template: &'a [TemplateId],
+    pub number_bytes: &'a [u8],
+    pub number_ends: &'a [u64],
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct StringTable {
     templates: Arena,
@@ -344,14 +353,14 @@ impl StringTable {
 
     /// The table as five columns (templates' bytes and ends, each string's template, the
     /// numbers' bytes and ends), for the cache.
-    pub(crate) fn columns(&self) -> (&[u8], &[u64], &[TemplateId], &[u8], &[u64]) {
-        (
-            &self.templates.bytes,
-            &self.templates.ends,
-            &self.template,
-            &self.numbers.bytes,
-            &self.numbers.ends,
-        )
+    pub(crate) fn columns(&self) -> StringColumns<'_> {
+        StringColumns {
+            template_bytes: &self.templates.bytes,
+            template_ends: &self.templates.ends,
+            template: &self.template,
+            number_bytes: &self.numbers.bytes,
+            number_ends: &self.numbers.ends,
+        }
     }
 
     /// A frozen table from [`StringTable::columns`]; `None` unless every end and template
