@@ -150,18 +150,39 @@ fn warm_load(
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum();
-    let t = Instant::now();
-    let back =
-        crate::cache::read_model(&key).ok_or("the model did not come back from the cache")?;
-    let read = t.elapsed().as_secs_f64();
+    // Three reads: the first may meet the write's pages still going to disk.
+    let mut reads = Vec::new();
+    let mut events = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let back =
+            crate::cache::read_model(&key).ok_or("the model did not come back from the cache")?;
+        reads.push(t.elapsed().as_secs_f64());
+        events = back.0.event_count();
+        if reads.len() == 3 {
+            let t = Instant::now();
+            let timeline = crate::ui::timeline::Timeline::new(&back.0);
+            std::hint::black_box(&timeline);
+            println!(
+                "timeline indexes       {:>8.3} s  (what the window builds before it draws)",
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let read = reads.iter().copied().fold(f64::MAX, f64::min);
     println!(
         "cache write            {written:>8.3} s  ({:.1} MB, {:.0} % of the file)",
         bytes as f64 / 1e6,
         100.0 * bytes as f64 / report.file_bytes.max(1) as f64
     );
     println!(
-        "re-open from the cache {read:>8.3} s  ({} events; {:.0}x faster than the load)",
-        back.0.event_count(),
+        "re-open from the cache {read:>8.3} s  (best of {}: {}; {events} events; {:.0}x faster than the load)",
+        reads.len(),
+        reads
+            .iter()
+            .map(|s| format!("{s:.3}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
         report.seconds / read
     );
     Ok(())

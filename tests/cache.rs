@@ -177,11 +177,9 @@ fn a_damaged_or_foreign_cache_is_rebuilt_never_trusted() {
     ];
     for (what, damage) in damages {
         let kept = entries(home.path());
-        assert_eq!(
-            kept.len(),
-            3,
-            "{what}: the model, the replayed savings, the report: {kept:?}"
-        );
+        // The model's head, a part per GPU (4) and the threads', the replayed savings,
+        // the report.
+        assert_eq!(kept.len(), 8, "{what}: {kept:?}");
         for path in &kept {
             let mut bytes = std::fs::read(path).unwrap();
             damage(&mut bytes);
@@ -303,4 +301,24 @@ fn the_size_limit_evicts_and_no_cache_writes_nothing() {
     let none = tempfile::tempdir().unwrap();
     report(none.path(), &file, &["--no-cache"]);
     assert!(!none.path().join("nsys-explorer").exists());
+}
+
+#[test]
+fn any_entry_evicted_alone_still_gives_the_right_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "evicted.sqlite", 311);
+    let fresh = answer(&report(dir.path(), &file, &["--top", "5", "--no-cache"]));
+    let home = tempfile::tempdir().unwrap();
+    report(home.path(), &file, &["--top", "5"]);
+    let kept = entries(home.path());
+    assert!(kept.len() >= 3, "{kept:?}");
+    for gone in &kept {
+        // One entry (a part of the model, the savings, the report) evicted, the rest kept.
+        let sound = std::fs::read(gone).unwrap();
+        std::fs::remove_file(gone).unwrap();
+        let out = report(home.path(), &file, &["--top", "5"]);
+        assert_eq!(answer(&out), fresh, "without {}", gone.display());
+        assert_eq!(stderr(&out), "");
+        std::fs::write(gone, sound).unwrap();
+    }
 }

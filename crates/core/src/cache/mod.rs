@@ -23,6 +23,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 use std::time::{Instant, UNIX_EPOCH};
 
+use rayon::prelude::*;
+
 pub use store::{DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder};
 
 use crate::load::{self, LoadError, LoadReport, Phase, Progress};
@@ -98,17 +100,48 @@ fn program_id() -> &'static str {
     })
 }
 
-/// The model of the trace with `key`, when the cache has it whole.
+/// The model of the trace with `key`, when the cache has it whole: its parts read in
+/// parallel, each checked on its own.
 pub fn read_model(key: &TraceKey) -> Option<(Trace, LoadReport)> {
     let _memory = crate::memory::LoadMemoryGuard::hold();
-    store::read(&key.entry("model"), model::read)
+    let (mut trace, report, parts) = store::read(&key.entry("model"), model::read_head)?;
+    let read: Vec<model::ReadPart> = parts
+        .par_iter()
+        .map(|part| store::read(&key.entry(&part.name()), |r| model::read_part(r, part)))
+        .collect::<Option<_>>()?;
+    for r in read {
+        match r {
+            model::ReadPart::Device(d) => trace.devices.push(d),
+            model::ReadPart::Threads(t) => trace.threads.extend(t),
+        }
+    }
+    Some((trace, report))
 }
 
-/// Keeps `trace` (as loaded from its file, with `report`) for the next open. A model of
-/// more than half the file's size is not kept (the cache would cost more than it saves).
+/// Keeps `trace` (as loaded from its file, with `report`) for the next open, its parts
+/// written in parallel, the head last. A model of more than half the file's size is not
+/// kept (the cache would cost more than it saves).
 pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
-    let max = report.file_bytes / 2;
-    store::write(&key.entry("model"), max, |w| model::write(w, trace, report));
+    let parts = model::parts(trace);
+    let thread_parts: Vec<(usize, usize)> = parts
+        .iter()
+        .filter_map(|p| match *p {
+            model::Part::Threads(a, b) => Some((a, b)),
+            _ => None,
+        })
+        .collect();
+    let (head, rest) = parts.split_last().expect("a head");
+    let write = |part: &model::Part| {
+        store::write(&key.entry(&part.name()), u64::MAX, |w| {
+            model::write_part(w, trace, report, part, &thread_parts)
+        })
+    };
+    let written: u64 = rest.par_iter().map(write).sum::<u64>() + write(head);
+    if written > report.file_bytes / 2 {
+        for part in &parts {
+            store::remove(&key.entry(&part.name()));
+        }
+    }
 }
 
 /// An answer kept as text (a report in one format with one set of options: `what` says

@@ -3,7 +3,7 @@
 //! nested parts as JSON. The order here is the format: change it, bump
 //! [`super::FORMAT_VERSION`].
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
@@ -21,12 +21,72 @@ struct Meta {
     nvtx_domains: Vec<(u32, String)>,
     capture_window: Option<(i64, i64)>,
     report: LoadReport,
+    devices: usize,
+    /// The threads of each thread part, as index ranges.
+    thread_parts: Vec<(usize, usize)>,
 }
 
-pub fn write<W: Write>(
+/// A model is kept as several entries, read and written in parallel: the head (the small
+/// parts, the strings, the launch configurations, and how many parts of each kind there
+/// are), one per device, and one per run of threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Head,
+    Device(usize),
+    Threads(usize, usize),
+}
+
+impl Part {
+    pub fn name(&self) -> String {
+        match self {
+            Part::Head => "model".to_string(),
+            Part::Device(i) => format!("model device {i}"),
+            Part::Threads(a, b) => format!("model threads {a}..{b}"),
+        }
+    }
+}
+
+/// Events a part of threads holds at most (unless one thread holds more): parts of about
+/// 20 MB, enough of them to keep every core busy.
+const EVENTS_PER_PART: usize = 1 << 20;
+
+/// The parts of `trace`, the head last (a reader that finds it finds the rest written).
+pub fn parts(trace: &Trace) -> Vec<Part> {
+    let mut parts: Vec<Part> = (0..trace.devices.len()).map(Part::Device).collect();
+    let (mut start, mut events) = (0, 0);
+    for (i, t) in trace.threads.iter().enumerate() {
+        events +=
+            t.api.len() + t.nvtx.len() + t.marks.time.len() + t.osrt.len() + t.scheduling.len();
+        if events >= EVENTS_PER_PART || i + 1 == trace.threads.len() {
+            parts.push(Part::Threads(start, i + 1));
+            (start, events) = (i + 1, 0);
+        }
+    }
+    parts.push(Part::Head);
+    parts
+}
+
+pub fn write_part<W: Write>(
     w: &mut Writer<W>,
     trace: &Trace,
     report: &LoadReport,
+    part: &Part,
+    thread_parts: &[(usize, usize)],
+) -> std::io::Result<()> {
+    match *part {
+        Part::Head => write_head(w, trace, report, thread_parts),
+        Part::Device(i) => write_device(w, &trace.devices[i]),
+        Part::Threads(a, b) => trace.threads[a..b]
+            .iter()
+            .try_for_each(|t| write_thread(w, t)),
+    }
+}
+
+fn write_head<W: Write>(
+    w: &mut Writer<W>,
+    trace: &Trace,
+    report: &LoadReport,
+    thread_parts: &[(usize, usize)],
 ) -> std::io::Result<()> {
     w.json(&Meta {
         info: trace.info.clone(),
@@ -34,6 +94,8 @@ pub fn write<W: Write>(
         nvtx_domains: trace.nvtx_domains.clone(),
         capture_window: trace.capture_window,
         report: report.clone(),
+        devices: trace.devices.len(),
+        thread_parts: thread_parts.to_vec(),
     })?;
     let strings = trace.strings.columns();
     w.column(strings.template_bytes)?;
@@ -56,19 +118,12 @@ pub fn write<W: Write>(
             v
         })
         .collect();
-    w.column(&configs)?;
-    w.u64(trace.devices.len() as u64)?;
-    for device in &trace.devices {
-        write_device(w, device)?;
-    }
-    w.u64(trace.threads.len() as u64)?;
-    for thread in &trace.threads {
-        write_thread(w, thread)?;
-    }
-    Ok(())
+    w.column(&configs)
 }
 
-pub fn read<R: Read>(r: &mut Reader<R>) -> Result<(Trace, LoadReport)> {
+/// The head: a trace with no devices and no threads yet, its load report, and the parts
+/// still to read.
+pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadReport, Vec<Part>)> {
     let meta: Meta = r.json()?;
     let strings = StringTable::from_columns(
         r.column()?,
@@ -93,23 +148,44 @@ pub fn read<R: Read>(r: &mut Reader<R>) -> Result<(Trace, LoadReport)> {
             dynamic_shared_bytes: c[9],
         })
         .collect();
-    let devices = (0..r.count(8)?)
-        .map(|_| read_device(r))
-        .collect::<Result<Vec<_>>>()?;
-    let threads = (0..r.count(8)?)
-        .map(|_| read_thread(r))
-        .collect::<Result<Vec<_>>>()?;
+    let contiguous = meta
+        .thread_parts
+        .iter()
+        .zip(meta.thread_parts.iter().skip(1))
+        .all(|(x, y)| x.1 == y.0 && x.0 < x.1)
+        && meta.thread_parts.first().is_none_or(|p| p.0 == 0);
+    if !contiguous {
+        return Err(Bad::Damaged("thread parts"));
+    }
+    let mut parts: Vec<Part> = (0..meta.devices).map(Part::Device).collect();
+    parts.extend(meta.thread_parts.iter().map(|&(a, b)| Part::Threads(a, b)));
     let trace = Trace {
         info: meta.info,
         strings,
-        devices,
-        threads,
+        devices: Vec::new(),
+        threads: Vec::new(),
         processes: meta.processes,
         launch_configs,
         nvtx_domains: meta.nvtx_domains,
         capture_window: meta.capture_window,
     };
-    Ok((trace, meta.report))
+    Ok((trace, meta.report, parts))
+}
+
+/// A device or threads part read back.
+pub enum ReadPart {
+    Device(Device),
+    Threads(Vec<Thread>),
+}
+
+pub fn read_part<R: std::io::Read>(r: &mut Reader<R>, part: &Part) -> Result<ReadPart> {
+    match *part {
+        Part::Head => Err(Bad::Damaged("the head read as a part")),
+        Part::Device(_) => Ok(ReadPart::Device(read_device(r)?)),
+        Part::Threads(a, b) => Ok(ReadPart::Threads(
+            (a..b).map(|_| read_thread(r)).collect::<Result<Vec<_>>>()?,
+        )),
+    }
 }
 
 fn op_kind(code: u8) -> Option<OpKind> {
@@ -165,7 +241,7 @@ fn write_device<W: Write>(w: &mut Writer<W>, d: &Device) -> std::io::Result<()> 
     Ok(())
 }
 
-fn read_device<R: Read>(r: &mut Reader<R>) -> Result<Device> {
+fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
     let id = r.u32()?;
     let name = r.str()?;
     let key: Option<String> = r.json()?;
@@ -264,13 +340,13 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.column(t.osrt_reach.block_ends())
 }
 
-fn start_end<R: Read>(r: &mut Reader<R>) -> Result<(Vec<i64>, Vec<i64>)> {
+fn start_end<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Vec<i64>, Vec<i64>)> {
     let start = r.times()?;
     let end = r.ends(&start)?;
     Ok((start, end))
 }
 
-fn read_thread<R: Read>(r: &mut Reader<R>) -> Result<Thread> {
+fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
     let (global_tid, pid, tid, name) = (r.i64()?, r.u32()?, r.u32()?, r.str()?);
     let (start, end) = start_end(r)?;
     let api = ApiCalls {

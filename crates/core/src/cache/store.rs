@@ -188,13 +188,13 @@ fn read_file<T>(
 /// Writes the entry `key` with `encode`: into a temporary file of the folder, renamed into
 /// place once whole, so a reader (or a second process writing the same entry) only ever
 /// sees a complete file. Then evicts what is past the size limit. Failures are said once
-/// and otherwise ignored: the cache only ever saves time.
+/// and otherwise ignored: the cache only ever saves time. Returns the bytes kept.
 pub fn write(
     key: &str,
     max_bytes: u64,
     encode: impl FnOnce(&mut Writer<BufWriter<File>>) -> io::Result<()>,
-) {
-    let Some(folder) = folder() else { return };
+) -> u64 {
+    let Some(folder) = folder() else { return 0 };
     let path = entry_path(&folder, key);
     let temp = folder.join(format!(
         "{}.{}-{:x}.tmp",
@@ -202,7 +202,7 @@ pub fn write(
         std::process::id(),
         fastrand::u64(..)
     ));
-    let result = (|| -> io::Result<bool> {
+    let result = (|| -> io::Result<Option<u64>> {
         fs::create_dir_all(&folder)?;
         let mut file = File::create(&temp)?;
         let placeholder = header(key, 0, 0);
@@ -211,24 +211,36 @@ pub fn write(
         encode(&mut w)?;
         let (out, len, checksum) = w.finish()?;
         if len > max_bytes {
-            return Ok(false);
+            return Ok(None);
         }
         let mut file = out.into_inner().map_err(|e| e.into_error())?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&header(key, len, checksum))?;
         drop(file);
         fs::rename(&temp, &path)?;
-        Ok(true)
+        Ok(Some(placeholder.len() as u64 + len))
     })();
     match result {
-        Ok(true) => evict(&folder, limit_bytes()),
-        Ok(false) => {
+        Ok(Some(bytes)) => {
+            evict(&folder, limit_bytes());
+            bytes
+        }
+        Ok(None) => {
             let _ = fs::remove_file(&temp);
+            0
         }
         Err(e) => {
             let _ = fs::remove_file(&temp);
             warn_once(&format!("cannot write {} ({e})", folder.display()));
+            0
         }
+    }
+}
+
+/// Deletes the entry `key`, if there is one.
+pub fn remove(key: &str) {
+    if let Some(folder) = folder() {
+        let _ = fs::remove_file(entry_path(&folder, key));
     }
 }
 
