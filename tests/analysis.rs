@@ -878,3 +878,70 @@ fn memsets_have_no_bandwidth_and_impossible_rates_are_suspect() {
         }
     }
 }
+
+/// The window's kept orders (every column sorted once) give the very rows a fresh sort
+/// gives, for every column, direction and kind of filter.
+#[test]
+fn gap_orders_kept_give_the_rows_a_fresh_sort_gives() {
+    use nsys_explorer::analysis::gaps::Cause;
+    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::ui::gap_table::{Column, Filter, GapOrders, filtered_order_with};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let o = overview(&trace, &Options::default());
+    assert!(o.gaps.len() > 1000 && !o.recurring.is_empty());
+    let orders = GapOrders::default();
+    let span = (o.gaps[100].start_ns, o.gaps[900].start_ns);
+    let filters = [
+        Filter::default(),
+        Filter {
+            cause: Some(Cause::HostBound),
+            ..Default::default()
+        },
+        Filter {
+            text: "gemm".into(),
+            min_duration_ns: 2_000,
+            ..Default::default()
+        },
+        Filter {
+            recurring: Some(0),
+            device: Some(1),
+            ..Default::default()
+        },
+        Filter {
+            window: Some(span),
+            ..Default::default()
+        },
+    ];
+    for filter in &filters {
+        for column in Column::ALL {
+            for descending in [false, true] {
+                let args = (
+                    &trace,
+                    &o.gaps[..],
+                    &o.recurring[..],
+                    filter,
+                    column,
+                    descending,
+                );
+                let fresh =
+                    filtered_order_with(args.0, args.1, args.2, args.3, args.4, args.5, None);
+                let kept = filtered_order_with(
+                    args.0,
+                    args.1,
+                    args.2,
+                    args.3,
+                    args.4,
+                    args.5,
+                    Some(&orders),
+                );
+                assert_eq!(
+                    kept, fresh,
+                    "{filter:?} by {column:?} descending {descending}"
+                );
+            }
+        }
+    }
+}

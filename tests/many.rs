@@ -22,6 +22,7 @@ fn split_ranks_are_aligned_by_their_collectives_and_analysed_as_one_job() {
         4,
         "the folder's rank files, truth.json left out"
     );
+    nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
     let (trace, reports, files) = load_many(&paths, &|_| {}, &AtomicBool::new(false)).unwrap();
     assert_eq!(reports.len(), 4);
     let mut utc_worst = 0;
@@ -151,6 +152,7 @@ fn a_folder_without_exports_and_a_bad_file_among_good_ones_say_so() {
     let real = common::real_fixtures();
     let bad = dir.path().join("bad.sqlite");
     std::fs::write(&bad, b"not a database").unwrap();
+    nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
     let e = load_many(
         &[real[0].clone(), bad.clone()],
         &|_| {},

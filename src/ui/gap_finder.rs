@@ -7,7 +7,7 @@ use std::sync::Arc;
 use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
-use super::gap_table::{Column, Filter, filtered_order, to_csv};
+use super::gap_table::{Column, Filter, GapOrders, filtered_order_with, to_csv};
 use super::job::{Job, take_answer};
 use super::timeline::{Nav, Timeline};
 use crate::analysis::gaps::{Cause, Gap};
@@ -47,6 +47,10 @@ pub struct GapFinder {
     message: Option<String>,
     /// Gaps per cause, in `CAUSES` order (counted once).
     cause_counts: Option<[usize; 4]>,
+    /// The gaps sorted by every column, for the overview they are of (its address): filled
+    /// on a worker once the analyses are in, so that a sort or filter is one pass.
+    orders: Option<(usize, Arc<GapOrders>)>,
+    filling: Option<Job<(), ()>>,
 }
 
 impl Default for GapFinder {
@@ -63,6 +67,8 @@ impl Default for GapFinder {
             min_us: 0.0,
             message: None,
             cause_counts: None,
+            orders: None,
+            filling: None,
         }
     }
 }
@@ -76,17 +82,53 @@ impl GapFinder {
         (self.filter.clone(), self.column, self.descending)
     }
 
+    /// The kept orders of `overview`'s gaps (new, empty ones for another overview).
+    fn orders_of(&mut self, overview: &Overview) -> Arc<GapOrders> {
+        let id = std::ptr::from_ref(overview) as usize;
+        match &self.orders {
+            Some((of, orders)) if *of == id => orders.clone(),
+            _ => {
+                let orders = Arc::new(GapOrders::default());
+                self.orders = Some((id, orders.clone()));
+                self.filling = None;
+                orders
+            }
+        }
+    }
+
+    /// Drops the kept orders (the overview they were of is gone).
+    pub fn forget_orders(&mut self) {
+        self.orders = None;
+        self.filling = None;
+    }
+
+    /// Starts sorting a large table by every column on a worker, once per overview.
+    pub fn prepare(&mut self, trace: &Arc<Trace>, overview: &Arc<Overview>) {
+        if overview.gaps.len() <= GAPS_SORTED_IN_FRAME {
+            return;
+        }
+        let orders = self.orders_of(overview);
+        if self.filling.is_none() {
+            let (trace, overview) = (trace.clone(), overview.clone());
+            self.filling = Some(Job::compute((), None, move |_| {
+                orders.fill(&trace.strings, &overview.gaps);
+            }));
+        }
+    }
+
     /// Recomputes the order now when the filter or sort changed.
     pub fn refresh(&mut self, trace: &Trace, overview: &Overview) {
         let key = self.key();
         if self.applied.as_ref() != Some(&key) {
-            let order = filtered_order(
+            let orders = self.orders_of(overview);
+            let order = filtered_order_with(
                 trace,
                 &overview.gaps,
                 &overview.recurring,
                 &key.0,
                 key.1,
                 key.2,
+                Some(&orders),
             );
             self.set_order(key, order);
         }
@@ -120,15 +162,17 @@ impl GapFinder {
         }
         // One order at a time: a newer filter waits for the one being computed.
         if self.pending.is_none() {
+            let orders = self.orders_of(overview);
             let (trace, overview, job) = (trace.clone(), overview.clone(), key.clone());
             self.pending = Some(Job::compute(key, Some(ctx), move |_| {
-                filtered_order(
+                filtered_order_with(
                     &trace,
                     &overview.gaps,
                     &overview.recurring,
                     &job.0,
                     job.1,
                     job.2,
+                    Some(&orders),
                 )
             }));
         }

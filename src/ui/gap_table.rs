@@ -1,6 +1,8 @@
 //! The gap finder's table, apart from its drawing: which gaps pass the filters, in which
 //! order, and the CSV export. Kept free of egui so the benchmark can time it.
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 
 use crate::analysis::gaps::{Cause, Gap};
@@ -52,6 +54,40 @@ pub struct Filter {
     pub window: Option<(i64, i64)>,
 }
 
+/// Every gap in each column's order (ascending, ties by start), each worked out once and
+/// kept: a click on a column or a filter then keeps the rows of a list already sorted,
+/// one pass instead of a sort of millions. Shared with the worker that fills it.
+#[derive(Default)]
+pub struct GapOrders {
+    by: [OnceLock<Vec<u32>>; Column::ALL.len()],
+}
+
+impl GapOrders {
+    /// The gaps in `column`'s order, sorted now if no one has yet.
+    pub fn order(&self, strings: &StringTable, gaps: &[Gap], column: Column) -> &[u32] {
+        self.by[column as usize].get_or_init(|| {
+            let mut order: Vec<u32> = (0..gaps.len() as u32).collect();
+            sort(strings, gaps, &mut order, column, false);
+            order
+        })
+    }
+
+    /// Sorts by every column (on a worker, once the analyses are in).
+    pub fn fill(&self, strings: &StringTable, gaps: &[Gap]) {
+        for column in Column::ALL {
+            self.order(strings, gaps, column);
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.by
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|o| o.capacity() * 4)
+            .sum()
+    }
+}
+
 /// Indices of the gaps that pass `filter`, sorted by `column`. Names are compared through
 /// their interned ids: each distinct name the gaps use is tested or ranked once, and the
 /// rows then test or sort integers.
@@ -62,6 +98,20 @@ pub fn filtered_order(
     filter: &Filter,
     column: Column,
     descending: bool,
+) -> Vec<u32> {
+    filtered_order_with(trace, gaps, recurring, filter, column, descending, None)
+}
+
+/// [`filtered_order`], keeping the rows of `orders`' sorted list when given one (the
+/// same rows in the same order: ties in either direction are by start, then index).
+pub fn filtered_order_with(
+    trace: &Trace,
+    gaps: &[Gap],
+    recurring: &[RecurringGap],
+    filter: &Filter,
+    column: Column,
+    descending: bool,
+    orders: Option<&GapOrders>,
 ) -> Vec<u32> {
     let strings = &trace.strings;
     let needle = filter.text.to_lowercase();
@@ -88,6 +138,53 @@ pub fn filtered_order(
                 || hit(g.after_name)
                 || g.enclosing().is_some_and(hit))
     };
+    if let Some(orders) = orders {
+        let sorted = orders.order(strings, gaps, column);
+        let take = |mut order: Vec<u32>| {
+            if descending {
+                order.reverse();
+            }
+            order
+        };
+        if *filter == Filter::default() {
+            return take(sorted.to_vec());
+        }
+        // The rows that pass, found in gap order (a pass that reads the gaps in turn)...
+        let rows: Vec<u32> = match filter.recurring {
+            Some(r) => recurring.get(r).map_or_else(Vec::new, |group| {
+                group
+                    .members
+                    .par_iter()
+                    .copied()
+                    .filter(|&i| passes(i))
+                    .collect()
+            }),
+            None => (0..gaps.len() as u32)
+                .into_par_iter()
+                .with_min_len(4096)
+                .filter(|&i| passes(i))
+                .collect(),
+        };
+        // ...then a few sorted by themselves, many kept in the sorted list's order.
+        if rows.len() < gaps.len() / 8 {
+            let mut rows = rows;
+            sort(strings, gaps, &mut rows, column, descending);
+            return rows;
+        }
+        let mut passed = vec![0u64; gaps.len().div_ceil(64)];
+        for &i in &rows {
+            passed[i as usize / 64] |= 1 << (i % 64);
+        }
+        let kept = |&i: &u32| passed[i as usize / 64] & (1 << (i % 64)) != 0;
+        return take(
+            sorted
+                .par_iter()
+                .with_min_len(4096)
+                .copied()
+                .filter(kept)
+                .collect(),
+        );
+    }
     // A recurring group's gaps are listed from its members, not found among all gaps.
     let mut order: Vec<u32> = match filter.recurring.and_then(|r| recurring.get(r)) {
         Some(group) => group

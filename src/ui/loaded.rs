@@ -183,6 +183,7 @@ pub(super) fn loaded_ui(
         l.findings
             .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
+        l.gaps.prepare(&trace, o);
     }
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;

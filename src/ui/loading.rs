@@ -219,6 +219,8 @@ impl App {
                 Message::Analysed(overview) => {
                     if let State::Loaded(l) = &mut self.state {
                         l.overview = Some(Arc::from(overview));
+                        // Orders kept for the gaps of an earlier overview are not of these.
+                        l.gaps.forget_orders();
                         l.job = None;
                         if let Some(view) = self.show_when_analysed.take() {
                             l.show(&view);

@@ -68,21 +68,44 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
         }
         Mode::Substring => {
             let needle = query.to_lowercase();
-            let ascii = needle.is_ascii() && !needle.bytes().any(|b| b.is_ascii_digit());
-            if !ascii {
+            if !needle.is_ascii() {
                 return Ok((0..strings.len() as StrId)
                     .into_par_iter()
                     .map(|id| strings.get(id).to_lowercase().contains(&needle))
                     .collect());
             }
-            // Case folded as ASCII, so a template's bytes can be tested as they are.
+            // Case folded as ASCII. A text holds the query only if its template holds each
+            // of the query's stretches between digits (the text's digits are all its
+            // numbers'): tested once per template; with no digit in the query that is all.
+            let stretches: Vec<&[u8]> = needle
+                .as_bytes()
+                .split(u8::is_ascii_digit)
+                .filter(|s| !s.is_empty())
+                .collect();
             let by_template: Vec<bool> = (0..strings.templates_len() as u32)
                 .into_par_iter()
-                .map(|t| strings.template_contains_ascii_case(t, needle.as_bytes()))
+                .map(|t| {
+                    stretches
+                        .iter()
+                        .all(|s| strings.template_contains_ascii_case(t, s))
+                })
                 .collect();
+            let has_digits = needle.bytes().any(|b| b.is_ascii_digit());
+            let finder = memchr::memmem::Finder::new(needle.as_bytes());
             Ok((0..strings.len() as StrId)
                 .into_par_iter()
-                .map(|id| by_template[strings.template_of(id) as usize])
+                .map_init(Vec::new, |text, id| {
+                    if !by_template[strings.template_of(id) as usize] {
+                        return false;
+                    }
+                    if !has_digits {
+                        return true;
+                    }
+                    text.clear();
+                    strings.text_into(id, text);
+                    text.make_ascii_lowercase();
+                    finder.find(text).is_some()
+                })
                 .collect())
         }
     }

@@ -143,37 +143,41 @@ fn take_varint(bytes: &[u8], at: &mut usize) -> u64 {
 /// The text of `template` with `numbers` put back.
 fn join(template: &[u8], numbers: &[u8]) -> String {
     let mut out = Vec::with_capacity(template.len() + numbers.len() * 2);
+    join_into(template, numbers, &mut out);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`join`] appended to `out`, allocating nothing of its own (searches join millions).
+fn join_into(template: &[u8], numbers: &[u8], out: &mut Vec<u8>) {
     let mut at = 0;
-    for &b in template {
-        if b != NUMBER {
-            out.push(b);
-            continue;
-        }
+    let mut pieces = template.split(|&b| b == NUMBER);
+    if let Some(first) = pieces.next() {
+        out.extend_from_slice(first);
+    }
+    // Each piece after the first follows a number.
+    for piece in pieces {
         let code = take_varint(numbers, &mut at);
         if code & 1 == 0 {
-            let mut digits = itoa_buffer(code >> 1);
-            out.append(&mut digits);
+            let mut digits = [0u8; 20];
+            let mut v = code >> 1;
+            let mut i = digits.len();
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            out.extend_from_slice(&digits[i..]);
         } else {
             let len = (code >> 1) as usize;
             let end = (at + len).min(numbers.len());
             out.extend_from_slice(&numbers[at..end]);
             at = end;
         }
+        out.extend_from_slice(piece);
     }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-fn itoa_buffer(mut v: u64) -> Vec<u8> {
-    let mut digits = Vec::with_capacity(20);
-    loop {
-        digits.push(b'0' + (v % 10) as u8);
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    digits.reverse();
-    digits
 }
 
 impl StringTable {
@@ -297,6 +301,17 @@ impl StringTable {
             Cow::Borrowed(std::str::from_utf8(template).unwrap_or(""))
         } else {
             Cow::Owned(join(template, numbers))
+        }
+    }
+
+    /// The text of `id` appended to `out` as bytes (nothing for an unknown id).
+    pub fn text_into(&self, id: StrId, out: &mut Vec<u8>) {
+        if let Some(&t) = self.template.get(id as usize) {
+            join_into(
+                self.templates.get(t as usize),
+                self.numbers.get(id as usize),
+                out,
+            );
         }
     }
 
