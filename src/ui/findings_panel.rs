@@ -169,10 +169,15 @@ impl FindingsPanel {
             ui.strong("What to fix first");
             if self.busy() {
                 ui.spinner();
-                ui.label(format!(
-                    "replaying each change: {} of {} done",
-                    self.progress.0, self.progress.1
-                ));
+                // Before the first findings arrive there is nothing to replay yet.
+                ui.label(if self.findings.is_empty() {
+                    "looking for what to fix…".to_string()
+                } else {
+                    format!(
+                        "replaying each change: {} of {} done",
+                        self.progress.0, self.progress.1
+                    )
+                });
             } else if self.ranked {
                 ui.label(
                     RichText::new(
