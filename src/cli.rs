@@ -358,7 +358,9 @@ pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<St
     // The model is written to the cache while the analyses run.
     let (overview, findings) = std::thread::scope(|s| {
         s.spawn(|| opened.store());
-        let overview = analysis::overview(trace, options);
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref())
+            .expect("not cancelled");
         let findings = crate::findings::findings_kept(trace, &overview, opened.key.as_ref());
         (overview, findings)
     });

@@ -177,9 +177,9 @@ fn a_damaged_or_foreign_cache_is_rebuilt_never_trusted() {
     ];
     for (what, damage) in damages {
         let kept = entries(home.path());
-        // The model's head, a part per GPU (4) and the threads', the replayed savings,
-        // the report.
-        assert_eq!(kept.len(), 8, "{what}: {kept:?}");
+        // The model's head, a part per GPU (4) and the threads', the gap findings, the
+        // replayed savings, the report.
+        assert_eq!(kept.len(), 9, "{what}: {kept:?}");
         for path in &kept {
             let mut bytes = std::fs::read(path).unwrap();
             damage(&mut bytes);
@@ -320,5 +320,43 @@ fn any_entry_evicted_alone_still_gives_the_right_answer() {
         assert_eq!(answer(&out), fresh, "without {}", gone.display());
         assert_eq!(stderr(&out), "");
         std::fs::write(gone, sound).unwrap();
+    }
+}
+
+#[test]
+fn gap_findings_read_back_are_the_ones_found() {
+    use nsys_explorer::analysis::overview::{Options, overview};
+    in_process_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![tiny(dir.path(), "gaps.sqlite", 8)];
+    files.extend(common::real_fixtures());
+    let options = Options::default();
+    for file in files {
+        let (trace, _) = load::load(&file).unwrap();
+        let found = overview(&trace, &options);
+        let key = cache::TraceKey::of(&file).unwrap();
+        cache::store_gap_findings(&key, &options, &found);
+        let back = cache::read_gap_findings(&key, &options).expect("kept");
+        let name = file.display();
+        assert_eq!(
+            format!("{:?}", back.gaps),
+            format!("{:?}", found.gaps),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:?}", back.recurring),
+            format!("{:?}", found.recurring)
+        );
+        assert_eq!(back.single_gaps, found.single_gaps, "{name}");
+        assert_eq!(
+            format!("{:?}", back.nvtx_gpu),
+            format!("{:?}", found.nvtx_gpu)
+        );
+        // Other options are another entry.
+        let other = Options {
+            min_gap_ns: options.min_gap_ns + 1,
+            ..Options::default()
+        };
+        assert!(cache::read_gap_findings(&key, &other).is_none(), "{name}");
     }
 }

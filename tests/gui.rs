@@ -681,10 +681,16 @@ fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
     let (first, _) = gui_support::loaded_tiny(dir.path());
     let first = gui_support::loaded(&first);
     let (kernels, findings) = (first.trace.kernel_count(), first.findings.findings.len());
-    // The model is written on a thread of its own once the load is done: wait for it.
+    let first_overview = first.overview.as_ref().expect("analysed");
+    let (gaps, patterns) = (first_overview.gaps.len(), first_overview.recurring.len());
+    // The model and the gap findings are written once the load and the analyses are done,
+    // on threads of their own: wait for them.
     let key = nsys_explorer::cache::TraceKey::of(&dir.path().join("tiny.sqlite")).unwrap();
     let start = std::time::Instant::now();
-    while nsys_explorer::cache::read_model(&key).is_none() {
+    let options = nsys_explorer::analysis::overview::Options::default();
+    while nsys_explorer::cache::read_model(&key).is_none()
+        || nsys_explorer::cache::read_gap_findings(&key, &options).is_none()
+    {
         assert!(start.elapsed().as_secs() < 30, "the model was never kept");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -695,7 +701,11 @@ fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
     assert_eq!(report.phases.len(), 1, "{:?}", report.phases);
     assert_eq!(report.phases[0].0, "read cache");
     assert_eq!(again.trace.kernel_count(), kernels);
-    assert!(again.overview.is_some(), "analysed");
+    let overview = again.overview.as_ref().expect("analysed");
+    assert_eq!(
+        (overview.gaps.len(), overview.recurring.len()),
+        (gaps, patterns)
+    );
     assert_eq!(again.findings.findings.len(), findings);
     h.get_by_label("What to fix first");
 }

@@ -22,7 +22,7 @@ pub enum Message {
     /// The trace with its timeline indexes, built on the worker so the UI never waits.
     Done(Box<Result<LoadedParts, LoadError>>),
     /// Every analysis of the loaded trace, for the panels.
-    Analysed(Box<Overview>),
+    Analysed(Arc<Overview>),
     /// The analyses were cancelled: the timeline stays, the panels say so.
     AnalysesCancelled,
 }
@@ -107,7 +107,7 @@ impl App {
             });
             let trace = result.as_ref().ok().map(|r| r.0.clone());
             // Kept for the next open on a thread of its own: the panels need not wait.
-            if let (Some(key), true, Ok((trace, report, ..))) = (key, store, &result) {
+            if let (Some(key), true, Ok((trace, report, ..))) = (key.clone(), store, &result) {
                 let (trace, report) = (trace.clone(), report.clone());
                 std::thread::spawn(move || crate::cache::store_model(&key, &trace, &report));
             }
@@ -119,9 +119,22 @@ impl App {
                     top: 20,
                     ..Default::default()
                 };
-                match overview::overview_cancellable(&trace, &options, cancel) {
-                    Some(o) => out.send(Message::Analysed(Box::new(o))),
-                    None => out.send(Message::AnalysesCancelled),
+                let kept = key
+                    .as_ref()
+                    .and_then(|k| crate::cache::read_gap_findings(k, &options));
+                let was_kept = kept.is_some();
+                match overview::overview_with(&trace, &options, cancel, kept) {
+                    Some(o) => {
+                        let o = Arc::new(o);
+                        out.send(Message::Analysed(o.clone()));
+                        // Kept after the panels have them.
+                        if let (Some(key), false) = (&key, was_kept) {
+                            crate::cache::store_gap_findings(key, &options, &o);
+                        }
+                    }
+                    None => {
+                        out.send(Message::AnalysesCancelled);
+                    }
                 };
             }
         });
@@ -218,7 +231,7 @@ impl App {
                 }
                 Message::Analysed(overview) => {
                     if let State::Loaded(l) = &mut self.state {
-                        l.overview = Some(Arc::from(overview));
+                        l.overview = Some(overview);
                         // Orders kept for the gaps of an earlier overview are not of these.
                         l.gaps.forget_orders();
                         l.job = None;

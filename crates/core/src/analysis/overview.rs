@@ -101,6 +101,27 @@ pub fn overview(trace: &Trace, options: &Options) -> Overview {
     overview_cancellable(trace, options, &AtomicBool::new(false)).expect("not cancelled")
 }
 
+/// The costly part of an overview, what the cache keeps between opens: every gap, their
+/// recurring patterns, and the GPU time per NVTX range.
+pub struct GapFindings {
+    pub gaps: Vec<Gap>,
+    pub recurring: Vec<RecurringGap>,
+    pub single_gaps: Vec<u32>,
+    pub nvtx_gpu: Vec<NvtxGpu>,
+}
+
+impl Overview {
+    /// The parts [`GapFindings`] holds, borrowed.
+    pub fn gap_findings(&self) -> (&[Gap], &[RecurringGap], &[u32], &[NvtxGpu]) {
+        (
+            &self.gaps,
+            &self.recurring,
+            &self.single_gaps,
+            &self.nvtx_gpu,
+        )
+    }
+}
+
 /// Like [`overview`], stopping between its steps once `cancel` is set (`None` then): the
 /// window's Cancel during "Analysing…".
 pub fn overview_cancellable(
@@ -108,10 +129,22 @@ pub fn overview_cancellable(
     options: &Options,
     cancel: &AtomicBool,
 ) -> Option<Overview> {
+    overview_with(trace, options, cancel, None)
+}
+
+/// Like [`overview_cancellable`], with the gap findings of an earlier run of the same
+/// trace and options when `kept` has them (they are not worked out again).
+pub fn overview_with(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+    kept: Option<GapFindings>,
+) -> Option<Overview> {
     crate::profile_scope!("analyses (all)");
     let cancelled = || cancel.load(Ordering::Relaxed);
     let devices = selected_devices(trace, options);
     let cpu = CpuIndex::new(trace);
+    let find_gaps = kept.is_none();
     let per_device: Vec<(DeviceSummary, Vec<Gap>)> = devices
         .par_iter()
         .filter_map(|device| {
@@ -119,7 +152,11 @@ pub fn overview_cancellable(
                 return None;
             }
             let window = options.window.or_else(|| device_window(device))?;
-            let details = gaps(trace, &cpu, device, window, options.min_gap_ns);
+            let details = if find_gaps {
+                gaps(trace, &cpu, device, window, options.min_gap_ns)
+            } else {
+                Vec::new()
+            };
             let breakdown = breakdown(device, window);
             let summary = DeviceSummary {
                 device: device.id,
@@ -140,17 +177,26 @@ pub fn overview_cancellable(
     for list in gap_lists {
         gaps.extend(list);
     }
+    let (mut kept_recurring, mut kept_nvtx) = (None, None);
+    if let Some(k) = kept {
+        gaps = k.gaps;
+        kept_recurring = Some((k.recurring, k.single_gaps));
+        kept_nvtx = Some(k.nvtx_gpu);
+    }
     let (
         ((recurring, single_gaps), (memory, (nvtx_gpu, nccl_wait))),
         (iterations, (kernels, (nccl, cpu_sync))),
     ) = rayon::join(
         || {
             rayon::join(
-                || recurring(trace, &gaps),
+                || kept_recurring.unwrap_or_else(|| recurring(trace, &gaps)),
                 || {
                     (
                         memory_by_kind(trace),
-                        rayon::join(|| nvtx_gpu(trace), || nccl_waits(trace, options.top)),
+                        rayon::join(
+                            || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace)),
+                            || nccl_waits(trace, options.top),
+                        ),
                     )
                 },
             )

@@ -14,6 +14,7 @@
 //! left in memory beside the model and no `unsafe` (a mapped file truncated by another
 //! process would fault the reader).
 
+mod analyses;
 mod codec;
 mod model;
 mod store;
@@ -27,6 +28,7 @@ use rayon::prelude::*;
 
 pub use store::{DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder};
 
+use crate::analysis::overview::{self, GapFindings, Options, Overview};
 use crate::load::{self, LoadError, LoadReport, Phase, Progress};
 use crate::trace::Trace;
 
@@ -142,6 +144,43 @@ pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
             store::remove(&key.entry(&part.name()));
         }
     }
+}
+
+/// The entry of the gap findings for `options` (what they depend on).
+fn gap_findings_entry(options: &Options) -> String {
+    format!(
+        "gap findings device={:?} window={:?} min_gap_ns={}",
+        options.device, options.window, options.min_gap_ns
+    )
+}
+
+/// The gap findings an earlier run kept for this trace and these options.
+pub fn read_gap_findings(key: &TraceKey, options: &Options) -> Option<GapFindings> {
+    store::read(&key.entry(&gap_findings_entry(options)), analyses::read)
+}
+
+/// Keeps `overview`'s gap findings (worked out with `options`) for the next open.
+pub fn store_gap_findings(key: &TraceKey, options: &Options, overview: &Overview) {
+    store::write(&key.entry(&gap_findings_entry(options)), u64::MAX, |w| {
+        analyses::write(w, overview.gap_findings())
+    });
+}
+
+/// Every analysis of `trace`, its gap findings from the cache when kept under `key` (and
+/// kept there when not); `None` when cancelled.
+pub fn overview(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+    key: Option<&TraceKey>,
+) -> Option<Overview> {
+    let kept = key.and_then(|k| read_gap_findings(k, options));
+    let was_kept = kept.is_some();
+    let overview = overview::overview_with(trace, options, cancel, kept)?;
+    if let (Some(key), false) = (key, was_kept) {
+        store_gap_findings(key, options, &overview);
+    }
+    Some(overview)
 }
 
 /// An answer kept as text (a report in one format with one set of options: `what` says
