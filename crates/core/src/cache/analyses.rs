@@ -21,10 +21,8 @@ fn cause_code(c: Cause) -> u8 {
     CAUSES.iter().position(|&k| k == c).unwrap_or(3) as u8
 }
 
-pub fn write<W: Write>(
-    w: &mut Writer<W>,
-    (gaps, recurring, single_gaps, nvtx_gpu): (&[Gap], &[RecurringGap], &[u32], &[NvtxGpu]),
-) -> std::io::Result<()> {
+/// Gaps as columns (a run of one device's, one entry each, read in parallel).
+pub fn write_gaps<W: Write>(w: &mut Writer<W>, gaps: &[Gap]) -> std::io::Result<()> {
     let column = |f: &dyn Fn(&Gap) -> u32| gaps.iter().map(f).collect::<Vec<u32>>();
     let device: Vec<u16> = gaps.iter().map(|g| g.device).collect();
     let start: Vec<i64> = gaps.iter().map(|g| g.start_ns).collect();
@@ -39,7 +37,17 @@ pub fn write<W: Write>(
     w.codes(gaps, |g| cause_code(g.cause))?;
     w.column(&column(&|g| g.before_name))?;
     w.column(&column(&|g| g.after_name))?;
-    w.column(&column(&|g| g.enclosing))?;
+    w.column(&column(&|g| g.enclosing))
+}
+
+/// The rest of the gap findings, and how many gaps each gap entry holds.
+pub fn write_rest<W: Write>(
+    w: &mut Writer<W>,
+    (recurring, single_gaps, nvtx_gpu): (&[RecurringGap], &[u32], &[NvtxGpu]),
+    part_lens: &[usize],
+) -> std::io::Result<()> {
+    let lens: Vec<u64> = part_lens.iter().map(|&n| n as u64).collect();
+    w.column(&lens)?;
     w.u64(recurring.len() as u64)?;
     for r in recurring {
         w.str(&r.signature)?;
@@ -69,38 +77,72 @@ pub fn write<W: Write>(
     Ok(())
 }
 
-pub fn read<R: Read>(r: &mut Reader<R>) -> Result<GapFindings> {
+/// A gap to be overwritten by [`read_gaps_into`].
+pub const BLANK: Gap = Gap {
+    device: 0,
+    start_ns: 0,
+    duration_ns: 0,
+    before: OpRef { stream: 0, op: 0 },
+    after: OpRef { stream: 0, op: 0 },
+    cause: Cause::Unknown,
+    before_name: 0,
+    after_name: 0,
+    enclosing: 0,
+};
+
+/// Reads a gap entry into `out`, column by column (one column in memory at a time).
+pub fn read_gaps_into<R: Read>(r: &mut Reader<R>, out: &mut [Gap]) -> Result<()> {
+    let n = out.len();
+    let same = |len: usize| {
+        if len == n {
+            Ok(())
+        } else {
+            Err(Bad::Damaged("gap columns differ in length"))
+        }
+    };
     let device: Vec<u16> = r.column()?;
+    same(device.len())?;
+    out.iter_mut().zip(device).for_each(|(g, d)| g.device = d);
     let start = r.times()?;
+    same(start.len())?;
     let end = r.ends(&start)?;
-    let columns: Vec<Vec<u32>> = (0..4).map(|_| r.column()).collect::<Result<_>>()?;
-    let cause = r.codes(|c| CAUSES.get(c as usize).copied())?;
-    let names: Vec<Vec<u32>> = (0..3).map(|_| r.column()).collect::<Result<_>>()?;
-    let n = device.len();
-    let lengths_agree =
-        start.len() == n && cause.len() == n && columns.iter().chain(&names).all(|c| c.len() == n);
-    if !lengths_agree {
-        return Err(Bad::Damaged("gap columns differ in length"));
+    for (g, (&s, &e)) in out.iter_mut().zip(start.iter().zip(&end)) {
+        g.start_ns = s;
+        g.duration_ns = e - s;
     }
-    let gaps: Vec<Gap> = (0..n)
-        .map(|i| Gap {
-            device: device[i],
-            start_ns: start[i],
-            duration_ns: end[i] - start[i],
-            before: OpRef {
-                stream: columns[0][i],
-                op: columns[1][i],
-            },
-            after: OpRef {
-                stream: columns[2][i],
-                op: columns[3][i],
-            },
-            cause: cause[i],
-            before_name: names[0][i],
-            after_name: names[1][i],
-            enclosing: names[2][i],
-        })
-        .collect();
+    let fields: [fn(&mut Gap) -> &mut u32; 4] = [
+        |g| &mut g.before.stream,
+        |g| &mut g.before.op,
+        |g| &mut g.after.stream,
+        |g| &mut g.after.op,
+    ];
+    for field in fields {
+        let column: Vec<u32> = r.column()?;
+        same(column.len())?;
+        out.iter_mut().zip(column).for_each(|(g, v)| *field(g) = v);
+    }
+    let cause = r.codes(|c| CAUSES.get(c as usize).copied())?;
+    same(cause.len())?;
+    out.iter_mut().zip(cause).for_each(|(g, c)| g.cause = c);
+    let names: [fn(&mut Gap) -> &mut u32; 3] = [
+        |g| &mut g.before_name,
+        |g| &mut g.after_name,
+        |g| &mut g.enclosing,
+    ];
+    for field in names {
+        let column: Vec<u32> = r.column()?;
+        same(column.len())?;
+        out.iter_mut().zip(column).for_each(|(g, v)| *field(g) = v);
+    }
+    Ok(())
+}
+
+/// The rest of the gap findings (with no gaps yet) and the gap entries' lengths.
+pub fn read_rest<R: Read>(r: &mut Reader<R>) -> Result<(GapFindings, Vec<usize>)> {
+    let lens: Vec<u64> = r.column()?;
+    let n: u64 = lens.iter().sum();
+    let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
+    let n = n as usize;
     let in_range = |members: &[u32]| members.iter().all(|&m| (m as usize) < n);
     let recurring = (0..r.count(40)?)
         .map(|_| {
@@ -147,10 +189,11 @@ pub fn read<R: Read>(r: &mut Reader<R>) -> Result<GapFindings> {
             Ok(n)
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(GapFindings {
-        gaps,
+    let findings = GapFindings {
+        gaps: Vec::new(),
         recurring,
         single_gaps,
         nvtx_gpu,
-    })
+    };
+    Ok((findings, lens))
 }

@@ -154,15 +154,50 @@ fn gap_findings_entry(options: &Options) -> String {
     )
 }
 
-/// The gap findings an earlier run kept for this trace and these options.
+/// The gap findings an earlier run kept for this trace and these options: the patterns
+/// and NVTX figures in one entry, the gaps in one per run of a device's, read in parallel.
 pub fn read_gap_findings(key: &TraceKey, options: &Options) -> Option<GapFindings> {
-    store::read(&key.entry(&gap_findings_entry(options)), analyses::read)
+    let entry = gap_findings_entry(options);
+    let (mut findings, lens) = store::read(&key.entry(&entry), analyses::read_rest)?;
+    // One list, each entry read straight into its stretch of it.
+    let mut gaps = vec![analyses::BLANK; lens.iter().sum()];
+    let mut parts: Vec<&mut [crate::analysis::gaps::Gap]> = Vec::with_capacity(lens.len());
+    let mut rest = &mut gaps[..];
+    for &len in &lens {
+        let (part, tail) = rest.split_at_mut(len);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .enumerate()
+        .map(|(k, part)| {
+            store::read(&key.entry(&format!("{entry} gaps {k}")), |r| {
+                analyses::read_gaps_into(r, part)
+            })
+        })
+        .collect::<Option<Vec<()>>>()?;
+    findings.gaps = gaps;
+    Some(findings)
 }
 
-/// Keeps `overview`'s gap findings (worked out with `options`) for the next open.
+/// Keeps `overview`'s gap findings (worked out with `options`) for the next open: a gap
+/// entry per run of one device's gaps (written in parallel), then the rest, which names
+/// them (a reader that finds it finds them written).
 pub fn store_gap_findings(key: &TraceKey, options: &Options, overview: &Overview) {
-    store::write(&key.entry(&gap_findings_entry(options)), u64::MAX, |w| {
-        analyses::write(w, overview.gap_findings())
+    let entry = gap_findings_entry(options);
+    let gaps = &overview.gaps;
+    let runs: Vec<&[crate::analysis::gaps::Gap]> =
+        gaps.chunk_by(|a, b| a.device == b.device).collect();
+    runs.par_iter().enumerate().for_each(|(k, run)| {
+        store::write(&key.entry(&format!("{entry} gaps {k}")), u64::MAX, |w| {
+            analyses::write_gaps(w, run)
+        });
+    });
+    let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
+    let (_, recurring, single, nvtx) = overview.gap_findings();
+    store::write(&key.entry(&entry), u64::MAX, |w| {
+        analyses::write_rest(w, (recurring, single, nvtx), &lens)
     });
 }
 
