@@ -359,7 +359,7 @@ pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<St
     let (overview, findings) = std::thread::scope(|s| {
         s.spawn(|| opened.store());
         let cancel = std::sync::atomic::AtomicBool::new(false);
-        let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref())
+        let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref(), |_| {})
             .expect("not cancelled");
         let findings = crate::findings::findings_kept(trace, &overview, opened.key.as_ref());
         (overview, findings)

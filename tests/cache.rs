@@ -65,11 +65,17 @@ fn tiny(dir: &Path, name: &str, seed: u64) -> PathBuf {
     path
 }
 
+/// A generated tiny trace, then every shared real export.
+fn tiny_and_real(dir: &Path, name: &str, seed: u64) -> Vec<PathBuf> {
+    let mut files = vec![tiny(dir, name, seed)];
+    files.extend(common::real_fixtures());
+    files
+}
+
 #[test]
 fn a_second_report_is_the_first_one_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let mut files = vec![tiny(dir.path(), "tiny.sqlite", 311)];
-    files.extend(common::real_fixtures());
+    let files = tiny_and_real(dir.path(), "tiny.sqlite", 311);
     for file in files {
         let home = tempfile::tempdir().unwrap();
         let before = common::snapshot(&file);
@@ -100,8 +106,7 @@ fn in_process_cache() {
 fn a_model_read_back_from_the_cache_is_the_model_loaded() {
     in_process_cache();
     let dir = tempfile::tempdir().unwrap();
-    let mut files = vec![tiny(dir.path(), "model.sqlite", 5)];
-    files.extend(common::real_fixtures());
+    let files = tiny_and_real(dir.path(), "model.sqlite", 5);
     for file in files {
         let (trace, report) = load::load(&file).unwrap();
         let key = cache::TraceKey::of(&file).unwrap();
@@ -328,8 +333,7 @@ fn gap_findings_read_back_are_the_ones_found() {
     use nsys_explorer::analysis::overview::{Options, overview};
     in_process_cache();
     let dir = tempfile::tempdir().unwrap();
-    let mut files = vec![tiny(dir.path(), "gaps.sqlite", 8)];
-    files.extend(common::real_fixtures());
+    let files = tiny_and_real(dir.path(), "gaps.sqlite", 8);
     let options = Options::default();
     for file in files {
         let (trace, _) = load::load(&file).unwrap();

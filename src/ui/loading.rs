@@ -119,23 +119,14 @@ impl App {
                     top: 20,
                     ..Default::default()
                 };
-                let kept = key
-                    .as_ref()
-                    .and_then(|k| crate::cache::read_gap_findings(k, &options));
-                let was_kept = kept.is_some();
-                match overview::overview_with(&trace, &options, cancel, kept) {
-                    Some(o) => {
-                        let o = Arc::new(o);
-                        out.send(Message::Analysed(o.clone()));
-                        // Kept after the panels have them.
-                        if let (Some(key), false) = (&key, was_kept) {
-                            crate::cache::store_gap_findings(key, &options, &o);
-                        }
-                    }
-                    None => {
-                        out.send(Message::AnalysesCancelled);
-                    }
+                // The panels get the analyses before their gap findings are kept.
+                let publish = |o: &Arc<Overview>| {
+                    out.send(Message::Analysed(o.clone()));
                 };
+                if crate::cache::overview(&trace, &options, cancel, key.as_ref(), publish).is_none()
+                {
+                    out.send(Message::AnalysesCancelled);
+                }
             }
         });
         let job = LoadJob {

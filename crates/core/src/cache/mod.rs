@@ -20,8 +20,8 @@ mod model;
 mod store;
 
 use std::path::Path;
-use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, UNIX_EPOCH};
 
 use rayon::prelude::*;
@@ -134,7 +134,7 @@ pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
         .collect();
     let (head, rest) = parts.split_last().expect("a head");
     let write = |part: &model::Part| {
-        store::write(&key.entry(&part.name()), u64::MAX, |w| {
+        store::write(&key.entry(&part.name()), |w| {
             model::write_part(w, trace, report, part, &thread_parts)
         })
     };
@@ -144,6 +144,7 @@ pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
             store::remove(&key.entry(&part.name()));
         }
     }
+    store::tidy();
 }
 
 /// The entry of the gap findings for `options` (what they depend on).
@@ -190,28 +191,32 @@ pub fn store_gap_findings(key: &TraceKey, options: &Options, overview: &Overview
     let runs: Vec<&[crate::analysis::gaps::Gap]> =
         gaps.chunk_by(|a, b| a.device == b.device).collect();
     runs.par_iter().enumerate().for_each(|(k, run)| {
-        store::write(&key.entry(&format!("{entry} gaps {k}")), u64::MAX, |w| {
+        store::write(&key.entry(&format!("{entry} gaps {k}")), |w| {
             analyses::write_gaps(w, run)
         });
     });
     let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
     let (_, recurring, single, nvtx) = overview.gap_findings();
-    store::write(&key.entry(&entry), u64::MAX, |w| {
+    store::write(&key.entry(&entry), |w| {
         analyses::write_rest(w, (recurring, single, nvtx), &lens)
     });
+    store::tidy();
 }
 
-/// Every analysis of `trace`, its gap findings from the cache when kept under `key` (and
-/// kept there when not); `None` when cancelled.
+/// Every analysis of `trace`, its gap findings from the cache when kept under `key`;
+/// `None` when cancelled. `publish` gets the overview first (the window shows it), then
+/// gap findings worked out afresh are kept.
 pub fn overview(
     trace: &Trace,
     options: &Options,
     cancel: &AtomicBool,
     key: Option<&TraceKey>,
-) -> Option<Overview> {
+    publish: impl FnOnce(&Arc<Overview>),
+) -> Option<Arc<Overview>> {
     let kept = key.and_then(|k| read_gap_findings(k, options));
     let was_kept = kept.is_some();
-    let overview = overview::overview_with(trace, options, cancel, kept)?;
+    let overview = Arc::new(overview::overview_with(trace, options, cancel, kept)?);
+    publish(&overview);
     if let (Some(key), false) = (key, was_kept) {
         store_gap_findings(key, options, &overview);
     }
@@ -225,7 +230,8 @@ pub fn read_text(key: &TraceKey, what: &str) -> Option<String> {
 }
 
 pub fn store_text(key: &TraceKey, what: &str, text: &str) {
-    store::write(&key.entry(what), u64::MAX, |w| w.str(text));
+    store::write(&key.entry(what), |w| w.str(text));
+    store::tidy();
 }
 
 /// A trace opened through the cache.

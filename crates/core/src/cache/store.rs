@@ -123,12 +123,11 @@ pub fn read<T>(
     let folder = folder()?;
     let path = entry_path(&folder, key);
     let file = File::open(&path).ok()?;
+    let handle = file.try_clone().ok()?;
     match read_file(file, key, decode) {
         Ok(value) => {
             // Recently used: eviction goes by modification time (atime is often off).
-            if let Ok(f) = File::open(&path) {
-                let _ = f.set_modified(SystemTime::now());
-            }
+            let _ = handle.set_modified(SystemTime::now());
             Some(value)
         }
         Err(Bad::Damaged(why)) => {
@@ -187,11 +186,11 @@ fn read_file<T>(
 
 /// Writes the entry `key` with `encode`: into a temporary file of the folder, renamed into
 /// place once whole, so a reader (or a second process writing the same entry) only ever
-/// sees a complete file. Then evicts what is past the size limit. Failures are said once
-/// and otherwise ignored: the cache only ever saves time. Returns the bytes kept.
+/// sees a complete file. Failures are said once and otherwise ignored: the cache only ever
+/// saves time. Returns the bytes kept. (Eviction is the caller's, once a whole answer is
+/// written: see [`tidy`].)
 pub fn write(
     key: &str,
-    max_bytes: u64,
     encode: impl FnOnce(&mut Writer<BufWriter<File>>) -> io::Result<()>,
 ) -> u64 {
     let Some(folder) = folder() else { return 0 };
@@ -202,7 +201,7 @@ pub fn write(
         std::process::id(),
         fastrand::u64(..)
     ));
-    let result = (|| -> io::Result<Option<u64>> {
+    let result = (|| -> io::Result<u64> {
         fs::create_dir_all(&folder)?;
         let mut file = File::create(&temp)?;
         let placeholder = header(key, 0, 0);
@@ -210,30 +209,27 @@ pub fn write(
         let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file));
         encode(&mut w)?;
         let (out, len, checksum) = w.finish()?;
-        if len > max_bytes {
-            return Ok(None);
-        }
         let mut file = out.into_inner().map_err(|e| e.into_error())?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&header(key, len, checksum))?;
         drop(file);
         fs::rename(&temp, &path)?;
-        Ok(Some(placeholder.len() as u64 + len))
+        Ok(placeholder.len() as u64 + len)
     })();
     match result {
-        Ok(Some(bytes)) => {
-            evict(&folder, limit_bytes());
-            bytes
-        }
-        Ok(None) => {
-            let _ = fs::remove_file(&temp);
-            0
-        }
+        Ok(bytes) => bytes,
         Err(e) => {
             let _ = fs::remove_file(&temp);
             warn_once(&format!("cannot write {} ({e})", folder.display()));
             0
         }
+    }
+}
+
+/// Evicts what is past the size limit ([`limit_bytes`]) from the cache folder.
+pub fn tidy() {
+    if let Some(folder) = folder() {
+        evict(&folder, limit_bytes());
     }
 }
 
