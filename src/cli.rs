@@ -135,6 +135,9 @@ pub enum Command {
     /// Time the panels' work on a click: sorting and filtering the gap table, a summary
     /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
     BenchPanels { file: PathBuf },
+    /// Time the window's re-open of FILE from the cache, step by step (best of 3), after
+    /// one cold open that fills a cache of its own.
+    BenchReopen { file: PathBuf },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]
@@ -221,6 +224,7 @@ pub fn main() -> ExitCode {
         Some(Command::BenchWhatIf { file }) => crate::bench::bench_what_if(&file),
         Some(Command::BenchFindings { file }) => crate::bench::bench_findings(&file),
         Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
+        Some(Command::BenchReopen { file }) => crate::bench::bench_reopen(&file),
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
         Some(Command::Synth {

@@ -10,4 +10,6 @@ pub use nsys_explorer_core::{
 pub mod bench;
 pub mod cli;
 pub mod desktop;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub mod huge_pages;
 pub mod ui;

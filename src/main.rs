@@ -1,3 +1,7 @@
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: nsys_explorer::huge_pages::HugePages = nsys_explorer::huge_pages::HugePages;
+
 fn main() -> std::process::ExitCode {
     // Output piped into `head` ends with the pipe closed: end quietly, as command-line
     // tools do, instead of panicking on the next print.

@@ -7,9 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use nsys_explorer::cache;
 use nsys_explorer::load;
 use nsys_explorer::synth::{self, Preset, SynthOptions};
+use nsys_explorer::{cache, findings};
 use serde_json::Value;
 
 fn report(cache_home: &Path, file: &Path, extra: &[&str]) -> Output {
@@ -183,8 +183,8 @@ fn a_damaged_or_foreign_cache_is_rebuilt_never_trusted() {
     for (what, damage) in damages {
         let kept = entries(home.path());
         // The model's head, a part per GPU (4) and the threads'; the gap findings' head
-        // and a part per GPU (4); the replayed savings; the report.
-        assert_eq!(kept.len(), 13, "{what}: {kept:?}");
+        // and a part per GPU (4); the other analyses; the replayed savings; the report.
+        assert_eq!(kept.len(), 14, "{what}: {kept:?}");
         for path in &kept {
             let mut bytes = std::fs::read(path).unwrap();
             damage(&mut bytes);
@@ -362,5 +362,59 @@ fn gap_findings_read_back_are_the_ones_found() {
             ..Options::default()
         };
         assert!(cache::read_gap_findings(&key, &other).is_none(), "{name}");
+    }
+}
+
+#[test]
+fn an_overview_from_what_the_cache_kept_is_the_one_worked_out() {
+    use nsys_explorer::analysis::overview::{Options, overview, overview_with};
+    in_process_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let files = tiny_and_real(dir.path(), "kept.sqlite", 9);
+    let options = Options {
+        top: 20,
+        ..Options::default()
+    };
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    for file in files {
+        let name = file.display();
+        let (trace, report) = load::load(&file).unwrap();
+        let found = overview(&trace, &options);
+        let key = cache::TraceKey::of(&file).unwrap();
+        assert!(cache::read_kept(&key, &options, &trace).analyses.is_none());
+        cache::store_gap_findings(&key, &options, &found);
+        cache::store_analyses(&key, &options, &found);
+        let kept = cache::read_kept(&key, &options, &trace);
+        assert!(
+            kept.gap_findings.is_some() && kept.analyses.is_some(),
+            "{name}"
+        );
+        let back = overview_with(&trace, &options, &cancel, kept).unwrap();
+        // Every field the report and the panels read, the skipped ones included.
+        let json = |o| {
+            let findings = findings::findings(&trace, o);
+            nsys_explorer::report::report_json(&trace, &report, o, &findings, &options)
+        };
+        assert_eq!(json(&back), json(&found), "{name}");
+        let parts = |o: &nsys_explorer::analysis::Overview| {
+            let it: Vec<_> = o
+                .iterations
+                .per_device
+                .iter()
+                .map(|d| (d.thread, d.cpu.clone(), d.spans.clone()))
+                .collect();
+            let threads: Vec<usize> = o.cpu_sync.iter().map(|t| t.thread).collect();
+            format!("{it:?} {threads:?} {:?}", o.devices)
+        };
+        assert_eq!(parts(&back), parts(&found), "{name}");
+        // Other options are another entry.
+        let other = Options {
+            top: 21,
+            ..options.clone()
+        };
+        assert!(
+            cache::read_kept(&key, &other, &trace).analyses.is_none(),
+            "{name}"
+        );
     }
 }

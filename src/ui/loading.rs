@@ -59,6 +59,14 @@ impl LoadJob {
     }
 }
 
+/// The analyses' options of a window's first overview.
+pub fn window_options() -> overview::Options {
+    overview::Options {
+        top: 20,
+        ..Default::default()
+    }
+}
+
 impl App {
     pub(super) fn start_load(&mut self, path: PathBuf, ctx: &egui::Context) {
         self.start_source(path.clone(), Source::One(path), ctx);
@@ -80,6 +88,7 @@ impl App {
             let cancel = out.cancel_flag();
             // The file's key in the cache, and whether its model is still to be kept.
             let (mut key, mut store) = (None, false);
+            let mut kept_analyses = crate::analysis::overview::Kept::default();
             let result = match &source {
                 Source::One(path) => {
                     crate::cache::open_staged(path, &on_progress, cancel, Some(&on_gpu)).map(
@@ -102,7 +111,16 @@ impl App {
                 }
             }
             .map(|(trace, report, files)| {
-                let timeline = Timeline::new(&trace);
+                // What the cache kept of the analyses is read while the indexes build.
+                let (timeline, kept) = rayon::join(
+                    || Timeline::new(&trace),
+                    || {
+                        key.as_ref()
+                            .map(|k| crate::cache::read_kept(k, &window_options(), &trace))
+                            .unwrap_or_default()
+                    },
+                );
+                kept_analyses = kept;
                 (Arc::new(trace), report, timeline, files, key.clone())
             });
             let trace = result.as_ref().ok().map(|r| r.0.clone());
@@ -115,16 +133,19 @@ impl App {
             if let Some(trace) = trace
                 && !out.cancelled()
             {
-                let options = overview::Options {
-                    top: 20,
-                    ..Default::default()
-                };
-                // The panels get the analyses before their gap findings are kept.
+                // The panels get the analyses before what was worked out is kept.
                 let publish = |o: &Arc<Overview>| {
                     out.send(Message::Analysed(o.clone()));
                 };
-                if crate::cache::overview(&trace, &options, cancel, key.as_ref(), publish).is_none()
-                {
+                let analysed = crate::cache::overview_kept(
+                    &trace,
+                    &window_options(),
+                    cancel,
+                    key.as_ref(),
+                    kept_analyses,
+                    publish,
+                );
+                if analysed.is_none() {
                     out.send(Message::AnalysesCancelled);
                 }
             }

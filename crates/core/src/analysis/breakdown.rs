@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::intervals::{Class, Window, boundary_events};
 use crate::trace::{Device, OpKind};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Breakdown {
     pub compute_only: i64,
     pub nccl_only: i64,
@@ -91,6 +91,7 @@ fn sweep(device: &Device, window: Window, mut visit: impl FnMut(State, i64, i64)
 }
 
 pub fn breakdown(device: &Device, window: Window) -> Breakdown {
+    crate::profile_scope!("analysis: breakdown of one GPU");
     let mut out = Breakdown::default();
     sweep(device, window, |state, s, e| {
         let slot = match state {
@@ -123,6 +124,37 @@ pub fn state_intervals(device: &Device, window: Window, wanted: State) -> (Vec<i
     (starts, ends)
 }
 
+/// The first `n` maximal intervals of `window` in which `device` is in `wanted`, swept over
+/// a doubling prefix of the window: a finding's first occurrences need not cost a sweep
+/// of the whole run.
+pub fn first_state_intervals(
+    device: &Device,
+    window: Window,
+    wanted: State,
+    n: usize,
+) -> Vec<(i64, i64)> {
+    let mut len = (window.len() / 64).max(1);
+    loop {
+        let prefix = Window::new(
+            window.start,
+            window.start.saturating_add(len).min(window.end),
+        );
+        let whole = prefix.end == window.end;
+        let (starts, ends) = state_intervals(device, prefix, wanted);
+        // One cut at the prefix's end may go on past it: not counted until it ends.
+        let done: Vec<(i64, i64)> = starts
+            .into_iter()
+            .zip(ends)
+            .filter(|&(_, e)| whole || e < prefix.end)
+            .take(n)
+            .collect();
+        if whole || done.len() >= n {
+            return done;
+        }
+        len = len.saturating_mul(2);
+    }
+}
+
 /// `part` as a percentage of `all` (0 when `all` is 0).
 pub fn pct(part: i64, all: i64) -> f64 {
     if all > 0 {
@@ -134,7 +166,7 @@ pub fn pct(part: i64, all: i64) -> f64 {
 
 /// The same-stream diagnosis: the stream with the most NCCL time, and the shares of the
 /// device's NCCL and compute time that run on it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct SameStream {
     pub stream: u32,
     pub nccl_pct: f64,
@@ -189,6 +221,7 @@ impl SameStream {
 /// `None` when the device ran no NCCL kernel in the window. Times are clipped to the window;
 /// ops of one stream never overlap, so per-stream sums are unions.
 pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
+    crate::profile_scope!("analysis: same stream of one GPU");
     let mut nccl = Vec::with_capacity(device.streams.len());
     let mut compute = Vec::with_capacity(device.streams.len());
     for stream in &device.streams {
@@ -277,6 +310,30 @@ mod tests {
         let (starts, ends) = state_intervals(&trace.devices[0], Window::new(0, 300), State::Idle);
         assert_eq!(starts, vec![150, 250]);
         assert_eq!(ends, vec![200, 299]);
+    }
+
+    #[test]
+    fn the_first_intervals_are_those_of_the_whole_sweep() {
+        // Kernels with irregular gaps, and NCCL over some of them on a second stream.
+        let mut b = TraceBuilder::new();
+        let mut t = 0;
+        for k in 0..500i64 {
+            b.kernel(0, 1, "gemm", (t, t + 10 + k % 7), None);
+            if k % 5 == 0 {
+                b.kernel(0, 2, "ncclDevKernel_AllReduce", (t + 5, t + 30), None);
+            }
+            t += 40 + (k * 37) % 23;
+        }
+        let trace = b.build();
+        let device = &trace.devices[0];
+        let window = Window::new(0, t);
+        let (starts, ends) = state_intervals(device, window, State::Idle);
+        let all: Vec<(i64, i64)> = starts.into_iter().zip(ends).collect();
+        assert!(all.len() > 100, "{} idle intervals", all.len());
+        for n in [1, 7, 100, all.len(), all.len() + 5] {
+            let first = first_state_intervals(device, window, State::Idle, n);
+            assert_eq!(first[..], all[..n.min(all.len())], "n = {n}");
+        }
     }
 
     #[test]

@@ -7,14 +7,14 @@ use serde::Serialize;
 use super::gaps::sync_call_names;
 use crate::trace::Trace;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SyncName {
     pub name: String,
     pub count: usize,
     pub total_ns: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ThreadSync {
     /// Index into `Trace::threads`.
     #[serde(skip)]
@@ -40,6 +40,7 @@ impl ThreadSync {
 
 /// Threads that made synchronising calls, the most time in them first.
 pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
+    crate::profile_scope!("analysis: CPU sync per thread");
     let is_sync = sync_call_names(trace);
     let mut out: Vec<ThreadSync> = trace
         .threads

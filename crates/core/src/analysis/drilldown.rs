@@ -254,6 +254,7 @@ pub fn drilldown(
     min_gap_ns: i64,
     top: usize,
 ) -> Drilldown {
+    crate::profile_scope!("analysis: drill-down");
     let mut devices = Vec::new();
     let mut nccl_per_rank: Vec<(u32, &Device, &DeviceIterations, Vec<Kernel>)> = Vec::new();
     for it in &iterations.per_device {

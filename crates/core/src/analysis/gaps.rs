@@ -113,6 +113,7 @@ pub struct CpuIndex {
 
 impl CpuIndex {
     pub fn new(trace: &Trace) -> Self {
+        crate::profile_scope!("analysis: CPU index");
         let sync_names = sync_call_names(trace);
         let per_thread: Vec<(Vec<i64>, Vec<u32>)> = trace
             .threads

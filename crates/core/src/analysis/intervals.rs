@@ -4,7 +4,7 @@
 use crate::trace::{Device, OpKind, Stream};
 
 /// Half-open time window `[start, end)` in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     pub start: i64,
     pub end: i64,

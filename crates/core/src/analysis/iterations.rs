@@ -27,7 +27,7 @@ pub fn numbers_to_hash(text: &str) -> String {
 }
 
 /// Where the iteration boundaries came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The NVTX group picked by auto-detection.
@@ -40,7 +40,7 @@ pub enum Source {
     None,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct DeviceIterations {
     pub device: u32,
     /// Index into `Trace::threads` of the thread whose ranges delimit the iterations.
@@ -64,7 +64,7 @@ pub struct DeviceIterations {
     pub slowest_index: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Iterations {
     /// The marker pattern (`denoising_step_#`), or a description of the heuristic.
     pub marker: Option<String>,

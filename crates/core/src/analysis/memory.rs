@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::trace::{OpKind, Trace};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MemoryStat {
     pub device: u32,
     /// `HtoD`, `DtoH`, `DtoD`, `PtoP`, … or `memset`.
@@ -44,6 +44,7 @@ impl MemoryStat {
 
 /// Per device and kind, most bytes first within a device.
 pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
+    crate::profile_scope!("analysis: memory by kind");
     let mut out = Vec::new();
     for device in &trace.devices {
         let mut by_kind: BTreeMap<String, MemoryStat> = BTreeMap::new();

@@ -11,7 +11,7 @@ use crate::trace::{OpKind, Trace};
 /// Ends closer than this are one collective's.
 const SAME_END_NS: i64 = 100_000;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct NcclWait {
     pub device: u32,
     /// Collectives found on every GPU.
@@ -23,7 +23,7 @@ pub struct NcclWait {
 }
 
 /// A collective the last rank held back longest.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LateCollective {
     /// The collective's kernel name (on the last rank).
     pub name: String,
@@ -36,7 +36,7 @@ pub struct LateCollective {
     pub last_thread_call: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct NcclWaits {
     pub per_device: Vec<NcclWait>,
     /// Largest hold-back first (at most `top`).

@@ -42,7 +42,7 @@ impl Default for Options {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
     pub device: u32,
     pub window: Window,
@@ -110,6 +110,25 @@ pub struct GapFindings {
     pub nvtx_gpu: Vec<NvtxGpu>,
 }
 
+/// The rest of an overview but its drill-down and CPU index (both cheap, built again): the
+/// analyses the cache keeps per set of options.
+pub struct Analyses {
+    pub devices: Vec<DeviceSummary>,
+    pub iterations: Iterations,
+    pub kernels: Vec<KernelStat>,
+    pub nccl: Vec<NcclStat>,
+    pub cpu_sync: Vec<ThreadSync>,
+    pub memory: Vec<MemoryStat>,
+    pub nccl_wait: NcclWaits,
+}
+
+/// What an earlier run of the same trace and options left in the cache.
+#[derive(Default)]
+pub struct Kept {
+    pub gap_findings: Option<GapFindings>,
+    pub analyses: Option<Analyses>,
+}
+
 impl Overview {
     /// The parts [`GapFindings`] holds, borrowed.
     pub fn gap_findings(&self) -> (&[Gap], &[RecurringGap], &[u32], &[NvtxGpu]) {
@@ -129,21 +148,70 @@ pub fn overview_cancellable(
     options: &Options,
     cancel: &AtomicBool,
 ) -> Option<Overview> {
-    overview_with(trace, options, cancel, None)
+    overview_with(trace, options, cancel, Kept::default())
 }
 
-/// Like [`overview_cancellable`], with the gap findings of an earlier run of the same
-/// trace and options when `kept` has them (they are not worked out again).
+/// Like [`overview_cancellable`], with what an earlier run of the same trace and options
+/// kept (not worked out again).
 pub fn overview_with(
     trace: &Trace,
     options: &Options,
     cancel: &AtomicBool,
-    kept: Option<GapFindings>,
+    kept: Kept,
 ) -> Option<Overview> {
     crate::profile_scope!("analyses (all)");
+    let cpu = CpuIndex::new(trace);
+    match (kept.gap_findings, kept.analyses) {
+        (Some(g), Some(a)) => Some(assemble(trace, options, cpu, g, a)),
+        (gap_findings, _) => work_out(trace, options, cancel, cpu, gap_findings),
+    }
+}
+
+/// An overview from kept parts: only the drill-down is worked out.
+fn assemble(
+    trace: &Trace,
+    options: &Options,
+    cpu: CpuIndex,
+    g: GapFindings,
+    a: Analyses,
+) -> Overview {
+    let drilldown = a.iterations.slowest_index.map(|k| {
+        drilldown(
+            trace,
+            &cpu,
+            &a.iterations,
+            k,
+            options.min_gap_ns,
+            options.top,
+        )
+    });
+    Overview {
+        devices: a.devices,
+        gaps: g.gaps,
+        recurring: g.recurring,
+        single_gaps: g.single_gaps,
+        iterations: a.iterations,
+        drilldown,
+        kernels: a.kernels,
+        nccl: a.nccl,
+        cpu_sync: a.cpu_sync,
+        memory: a.memory,
+        nvtx_gpu: g.nvtx_gpu,
+        nccl_wait: a.nccl_wait,
+        cpu,
+    }
+}
+
+/// Every analysis worked out (the gap findings taken from `kept` when there).
+fn work_out(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+    cpu: CpuIndex,
+    kept: Option<GapFindings>,
+) -> Option<Overview> {
     let cancelled = || cancel.load(Ordering::Relaxed);
     let devices = selected_devices(trace, options);
-    let cpu = CpuIndex::new(trace);
     let find_gaps = kept.is_none();
     let per_device: Vec<(DeviceSummary, Vec<Gap>)> = devices
         .par_iter()

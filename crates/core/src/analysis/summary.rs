@@ -9,7 +9,7 @@ use super::intervals::{Window, ops_starting_in};
 use super::iterations::median;
 use crate::trace::{Device, OpKind, StrId, Trace};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct KernelStat {
     pub name: String,
     pub count: usize,
@@ -28,6 +28,7 @@ pub fn kernels_by_name(
     devices: &[&Device],
     window: Option<Window>,
 ) -> Vec<KernelStat> {
+    crate::profile_scope!("analysis: kernels by name");
     let mut by_name: HashMap<StrId, Vec<i64>> = HashMap::default();
     for device in devices {
         for stream in &device.streams {
@@ -90,7 +91,7 @@ pub fn collective_type(name: &str) -> &'static str {
         .map_or("other NCCL", |(_, t)| t)
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NcclStat {
     pub device: u32,
     pub collective: String,
@@ -111,6 +112,7 @@ pub const OUTLIER_FACTOR: i64 = 5;
 
 /// NCCL kernels by device and collective type.
 pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) -> Vec<NcclStat> {
+    crate::profile_scope!("analysis: NCCL by type");
     let mut out = Vec::new();
     for device in devices {
         let mut by_type: HashMap<&'static str, Vec<(i64, i64)>> = HashMap::default();

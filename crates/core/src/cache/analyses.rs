@@ -1,14 +1,25 @@
-//! The gap findings of an overview (every gap, the recurring patterns, GPU time per NVTX
-//! range) as a cache entry's payload: the gaps as columns, the rest field by field. The
-//! order here is the format: change it, bump [`super::FORMAT_VERSION`].
+//! The analyses of an overview as cache entries' payloads. The gap findings (every gap, the
+//! recurring patterns, GPU time per NVTX range): the gaps as columns, the rest field by
+//! field; the order here is the format: change it, bump [`super::FORMAT_VERSION`]. The
+//! other analyses (small: a row per device, iteration, kernel name…) as JSON, with the
+//! fields the report leaves out beside them.
 
 use std::io::{Read, Write};
 
+use serde::{Deserialize, Serialize};
+
 use super::codec::{Bad, Reader, Result, Writer};
+use crate::analysis::cpu_sync::ThreadSync;
 use crate::analysis::gaps::{Cause, Gap, OpRef};
+use crate::analysis::intervals::Window;
+use crate::analysis::iterations::Iterations;
+use crate::analysis::memory::MemoryStat;
+use crate::analysis::nccl_wait::NcclWaits;
 use crate::analysis::nvtx_gpu::{NvtxGpu, NvtxGpuDevice};
 use crate::analysis::overview::GapFindings;
+use crate::analysis::overview::{Analyses, DeviceSummary, Overview};
 use crate::analysis::recurring::RecurringGap;
+use crate::analysis::summary::{KernelStat, NcclStat};
 
 const CAUSES: [Cause; 4] = [
     Cause::HostSync,
@@ -77,64 +88,69 @@ pub fn write_rest<W: Write>(
     Ok(())
 }
 
-/// A gap to be overwritten by [`read_gaps_into`].
-pub const BLANK: Gap = Gap {
-    device: 0,
-    start_ns: 0,
-    duration_ns: 0,
-    before: OpRef { stream: 0, op: 0 },
-    after: OpRef { stream: 0, op: 0 },
-    cause: Cause::Unknown,
-    before_name: 0,
-    after_name: 0,
-    enclosing: 0,
-};
+/// One gap entry's columns, as read.
+pub struct GapColumns {
+    device: Vec<u16>,
+    start: Vec<i64>,
+    end: Vec<i64>,
+    /// Stream and op before, stream and op after.
+    ops: [Vec<u32>; 4],
+    cause: Vec<Cause>,
+    /// Name before, name after, enclosing range.
+    names: [Vec<u32>; 3],
+}
 
-/// Reads a gap entry into `out`, column by column (one column in memory at a time).
-pub fn read_gaps_into<R: Read>(r: &mut Reader<R>, out: &mut [Gap]) -> Result<()> {
-    let n = out.len();
-    let same = |len: usize| {
-        if len == n {
-            Ok(())
-        } else {
-            Err(Bad::Damaged("gap columns differ in length"))
+impl GapColumns {
+    pub fn len(&self) -> usize {
+        self.device.len()
+    }
+
+    pub fn gap(&self, i: usize) -> Gap {
+        Gap {
+            device: self.device[i],
+            start_ns: self.start[i],
+            duration_ns: self.end[i] - self.start[i],
+            before: OpRef {
+                stream: self.ops[0][i],
+                op: self.ops[1][i],
+            },
+            after: OpRef {
+                stream: self.ops[2][i],
+                op: self.ops[3][i],
+            },
+            cause: self.cause[i],
+            before_name: self.names[0][i],
+            after_name: self.names[1][i],
+            enclosing: self.names[2][i],
         }
-    };
+    }
+}
+
+/// Reads a gap entry's columns (the gaps are then built in one pass: a pass per column
+/// over hundreds of MB of gaps took as long again as the reading).
+pub fn read_gap_columns<R: Read>(r: &mut Reader<R>) -> Result<GapColumns> {
     let device: Vec<u16> = r.column()?;
-    same(device.len())?;
-    out.iter_mut().zip(device).for_each(|(g, d)| g.device = d);
     let start = r.times()?;
-    same(start.len())?;
     let end = r.ends(&start)?;
-    for (g, (&s, &e)) in out.iter_mut().zip(start.iter().zip(&end)) {
-        g.start_ns = s;
-        g.duration_ns = e - s;
-    }
-    let fields: [fn(&mut Gap) -> &mut u32; 4] = [
-        |g| &mut g.before.stream,
-        |g| &mut g.before.op,
-        |g| &mut g.after.stream,
-        |g| &mut g.after.op,
-    ];
-    for field in fields {
-        let column: Vec<u32> = r.column()?;
-        same(column.len())?;
-        out.iter_mut().zip(column).for_each(|(g, v)| *field(g) = v);
-    }
+    let ops = [r.column()?, r.column()?, r.column()?, r.column()?];
     let cause = r.codes(|c| CAUSES.get(c as usize).copied())?;
-    same(cause.len())?;
-    out.iter_mut().zip(cause).for_each(|(g, c)| g.cause = c);
-    let names: [fn(&mut Gap) -> &mut u32; 3] = [
-        |g| &mut g.before_name,
-        |g| &mut g.after_name,
-        |g| &mut g.enclosing,
-    ];
-    for field in names {
-        let column: Vec<u32> = r.column()?;
-        same(column.len())?;
-        out.iter_mut().zip(column).for_each(|(g, v)| *field(g) = v);
+    let names = [r.column()?, r.column()?, r.column()?];
+    let n = device.len();
+    let same = [start.len(), end.len(), cause.len()]
+        .into_iter()
+        .chain(ops.iter().chain(&names).map(Vec::len))
+        .all(|len| len == n);
+    if !same {
+        return Err(Bad::Damaged("gap columns differ in length"));
     }
-    Ok(())
+    Ok(GapColumns {
+        device,
+        start,
+        end,
+        ops,
+        cause,
+        names,
+    })
 }
 
 /// The rest of the gap findings (with no gaps yet) and the gap entries' lengths.
@@ -196,4 +212,74 @@ pub fn read_rest<R: Read>(r: &mut Reader<R>) -> Result<(GapFindings, Vec<usize>)
         nvtx_gpu,
     };
     Ok((findings, lens))
+}
+
+/// [`Analyses`] as JSON: serde's derives (the report's), with the fields they skip beside.
+#[derive(Serialize, Deserialize)]
+struct KeptAnalyses {
+    devices: Vec<DeviceSummary>,
+    iterations: Iterations,
+    /// Per device of `iterations`: its thread, CPU ranges and GPU spans.
+    iteration_parts: Vec<(usize, Vec<Window>, Vec<Option<Window>>)>,
+    kernels: Vec<KernelStat>,
+    nccl: Vec<NcclStat>,
+    cpu_sync: Vec<ThreadSync>,
+    /// Per row of `cpu_sync`: its thread.
+    cpu_sync_threads: Vec<usize>,
+    memory: Vec<MemoryStat>,
+    nccl_wait: NcclWaits,
+}
+
+/// `overview`'s analyses as the text of an entry.
+pub fn analyses_json(overview: &Overview) -> Option<String> {
+    let kept = KeptAnalyses {
+        devices: overview.devices.clone(),
+        iterations: overview.iterations.clone(),
+        iteration_parts: overview
+            .iterations
+            .per_device
+            .iter()
+            .map(|d| (d.thread, d.cpu.clone(), d.spans.clone()))
+            .collect(),
+        kernels: overview.kernels.clone(),
+        nccl: overview.nccl.clone(),
+        cpu_sync: overview.cpu_sync.clone(),
+        cpu_sync_threads: overview.cpu_sync.iter().map(|t| t.thread).collect(),
+        memory: overview.memory.clone(),
+        nccl_wait: overview.nccl_wait.clone(),
+    };
+    serde_json::to_string(&kept).ok()
+}
+
+/// The analyses back from [`analyses_json`]'s text; `None` when it does not fit together
+/// (`threads`: how many threads the trace has).
+pub fn analyses_from_json(text: &str, threads: usize) -> Option<Analyses> {
+    let mut kept: KeptAnalyses = serde_json::from_str(text).ok()?;
+    let fits = kept.iteration_parts.len() == kept.iterations.per_device.len()
+        && kept.cpu_sync_threads.len() == kept.cpu_sync.len()
+        && kept.iteration_parts.iter().all(|p| p.0 < threads)
+        && kept.cpu_sync_threads.iter().all(|&t| t < threads);
+    if !fits {
+        return None;
+    }
+    for (d, (thread, cpu, spans)) in kept
+        .iterations
+        .per_device
+        .iter_mut()
+        .zip(kept.iteration_parts)
+    {
+        (d.thread, d.cpu, d.spans) = (thread, cpu, spans);
+    }
+    for (row, thread) in kept.cpu_sync.iter_mut().zip(kept.cpu_sync_threads) {
+        row.thread = thread;
+    }
+    Some(Analyses {
+        devices: kept.devices,
+        iterations: kept.iterations,
+        kernels: kept.kernels,
+        nccl: kept.nccl,
+        cpu_sync: kept.cpu_sync,
+        memory: kept.memory,
+        nccl_wait: kept.nccl_wait,
+    })
 }

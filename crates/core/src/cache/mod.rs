@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 pub use store::{DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder};
 
-use crate::analysis::overview::{self, GapFindings, Options, Overview};
+use crate::analysis::overview::{self, Analyses, GapFindings, Kept, Options, Overview};
 use crate::load::{self, LoadError, LoadReport, Phase, Progress};
 use crate::trace::Trace;
 
@@ -160,24 +160,27 @@ fn gap_findings_entry(options: &Options) -> String {
 pub fn read_gap_findings(key: &TraceKey, options: &Options) -> Option<GapFindings> {
     let entry = gap_findings_entry(options);
     let (mut findings, lens) = store::read(&key.entry(&entry), analyses::read_rest)?;
-    // One list, each entry read straight into its stretch of it.
-    let mut gaps = vec![analyses::BLANK; lens.iter().sum()];
-    let mut parts: Vec<&mut [crate::analysis::gaps::Gap]> = Vec::with_capacity(lens.len());
-    let mut rest = &mut gaps[..];
-    for &len in &lens {
-        let (part, tail) = rest.split_at_mut(len);
-        parts.push(part);
-        rest = tail;
-    }
-    parts
+    let parts = (0..lens.len())
         .into_par_iter()
-        .enumerate()
-        .map(|(k, part)| {
-            store::read(&key.entry(&format!("{entry} gaps {k}")), |r| {
-                analyses::read_gaps_into(r, part)
-            })
+        .map(|k| {
+            store::read(
+                &key.entry(&format!("{entry} gaps {k}")),
+                analyses::read_gap_columns,
+            )
         })
-        .collect::<Option<Vec<()>>>()?;
+        .collect::<Option<Vec<_>>>()?;
+    if parts
+        .iter()
+        .map(analyses::GapColumns::len)
+        .ne(lens.iter().copied())
+    {
+        return None;
+    }
+    // One list, written once, in parallel; each entry's columns freed once copied.
+    let mut gaps = Vec::with_capacity(lens.iter().sum());
+    for part in parts {
+        gaps.par_extend((0..part.len()).into_par_iter().map(|i| part.gap(i)));
+    }
     findings.gaps = gaps;
     Some(findings)
 }
@@ -203,9 +206,37 @@ pub fn store_gap_findings(key: &TraceKey, options: &Options, overview: &Overview
     store::tidy();
 }
 
-/// Every analysis of `trace`, its gap findings from the cache when kept under `key`;
-/// `None` when cancelled. `publish` gets the overview first (the window shows it), then
-/// gap findings worked out afresh are kept.
+fn analyses_entry(options: &Options) -> String {
+    format!("analyses {options:?}")
+}
+
+/// The other analyses an earlier run kept for this trace and these very options.
+pub fn read_analyses(key: &TraceKey, options: &Options, trace: &Trace) -> Option<Analyses> {
+    let text = read_text(key, &analyses_entry(options))?;
+    analyses::analyses_from_json(&text, trace.threads.len())
+}
+
+pub fn store_analyses(key: &TraceKey, options: &Options, overview: &Overview) {
+    if let Some(text) = analyses::analyses_json(overview) {
+        store_text(key, &analyses_entry(options), &text);
+    }
+}
+
+/// What the cache keeps of an overview of `trace` with `options`, read in parallel.
+pub fn read_kept(key: &TraceKey, options: &Options, trace: &Trace) -> Kept {
+    let (gap_findings, analyses) = rayon::join(
+        || read_gap_findings(key, options),
+        || read_analyses(key, options, trace),
+    );
+    Kept {
+        gap_findings,
+        analyses,
+    }
+}
+
+/// Every analysis of `trace`, from the cache what it kept under `key`; `None` when
+/// cancelled. `publish` gets the overview first (the window shows it), then what was
+/// worked out afresh is kept.
 pub fn overview(
     trace: &Trace,
     options: &Options,
@@ -213,12 +244,32 @@ pub fn overview(
     key: Option<&TraceKey>,
     publish: impl FnOnce(&Arc<Overview>),
 ) -> Option<Arc<Overview>> {
-    let kept = key.and_then(|k| read_gap_findings(k, options));
-    let was_kept = kept.is_some();
+    let kept = key
+        .map(|k| read_kept(k, options, trace))
+        .unwrap_or_default();
+    overview_kept(trace, options, cancel, key, kept, publish)
+}
+
+/// [`overview`] with what the cache kept already read (the window reads it while it
+/// builds the timeline's indexes).
+pub fn overview_kept(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+    key: Option<&TraceKey>,
+    kept: Kept,
+    publish: impl FnOnce(&Arc<Overview>),
+) -> Option<Arc<Overview>> {
+    let (had_gaps, had_analyses) = (kept.gap_findings.is_some(), kept.analyses.is_some());
     let overview = Arc::new(overview::overview_with(trace, options, cancel, kept)?);
     publish(&overview);
-    if let (Some(key), false) = (key, was_kept) {
-        store_gap_findings(key, options, &overview);
+    if let Some(key) = key {
+        if !had_gaps {
+            store_gap_findings(key, options, &overview);
+        }
+        if !had_analyses {
+            store_analyses(key, options, &overview);
+        }
     }
     Some(overview)
 }

@@ -1,11 +1,12 @@
 //! The detectors: each reads the analyses' evidence and proposes the change that would
 //! fix what it found (replayed later for the saving).
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::{Finding, Kind, MAX_OCCURRENCES, Severity, Where, run_span};
 use crate::analysis::Overview;
-use crate::analysis::breakdown::{State, state_intervals};
+use crate::analysis::breakdown::{State, first_state_intervals};
 use crate::analysis::gaps::{Cause, Gap, OpRef, launch_nvtx_path, sync_call_names};
 use crate::analysis::iterations::median;
 use crate::analysis::recurring::{activity, cause_text};
@@ -127,6 +128,7 @@ fn host_syncs(
     worth: &dyn Fn(i64) -> bool,
     out: &mut Vec<Finding>,
 ) {
+    crate::profile_scope!("detect: host_syncs");
     let sync_names = sync_call_names(trace);
     // (call name, steady range around it) → gap indices.
     let mut groups: FxHashMap<(StrId, StrId), Vec<u32>> = FxHashMap::default();
@@ -211,6 +213,7 @@ fn sync_call_in_gap(trace: &Trace, sync_names: &[bool], g: &Gap) -> Option<(usiz
 /// 2. NCCL and compute on one stream: the fix, NCCL on its own stream, replayed with the
 ///    data dependencies kept; the upper bound without them.
 fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: nccl_same_stream");
     let serial: Vec<_> = overview
         .devices
         .iter()
@@ -242,22 +245,21 @@ fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) 
         ),
     );
     f.devices = serial.iter().map(|(s, _)| s.device).collect();
-    for (s, _) in &serial {
-        let Some(device) = trace.device(s.device) else {
-            continue;
-        };
-        let (starts, ends) = state_intervals(device, s.window, State::NcclOnly);
-        for (a, b) in starts.into_iter().zip(ends) {
-            if f.occurrences.len() >= MAX_OCCURRENCES {
-                break;
-            }
-            f.occurrences.push(Where {
+    // Each GPU's first NCCL-only moments, an equal share of the occurrences each.
+    let per_device = MAX_OCCURRENCES / serial.len();
+    f.occurrences = serial
+        .par_iter()
+        .flat_map_iter(|(s, _)| {
+            let intervals = trace.device(s.device).map_or_else(Vec::new, |device| {
+                first_state_intervals(device, s.window, State::NcclOnly, per_device)
+            });
+            intervals.into_iter().map(|(a, b)| Where {
                 device: Some(s.device),
                 start_ns: a,
                 end_ns: b,
-            });
-        }
-    }
+            })
+        })
+        .collect();
     f.first = f.occurrences.iter().min_by_key(|w| w.start_ns).copied();
     f.upper_change = Some(Change {
         nccl_own_stream: true,
@@ -277,6 +279,7 @@ fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) 
 ///    what its thread was doing; the fix, that stall removed. Slow iterations fold into
 ///    it. Returns the stall's span (its one-off gap is this finding's, not another's).
 fn straggler(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) -> Option<HostSpan> {
+    crate::profile_scope!("detect: straggler");
     let d = overview.drilldown.as_ref()?;
     let device = d.straggler_device?;
     let activity = d.straggler_activity.as_ref()?;
@@ -361,6 +364,7 @@ fn host_bound(
     worth: &dyn Fn(i64) -> bool,
     out: &mut Vec<Finding>,
 ) {
+    crate::profile_scope!("detect: host_bound");
     let mut taken = 0;
     for p in &overview.recurring {
         if taken >= PER_KIND {
@@ -418,6 +422,7 @@ fn one_off_stalls(
     straggler: Option<HostSpan>,
     out: &mut Vec<Finding>,
 ) {
+    crate::profile_scope!("detect: one_off_stalls");
     let mut candidates: Vec<u32> = overview
         .single_gaps
         .iter()
@@ -532,6 +537,7 @@ fn longest_call_span(trace: &Trace, g: &Gap) -> Option<HostSpan> {
 ///     transfers, pageable memory), grouped by kind and the NVTX range they were
 ///     launched in; the fix, those copies off the critical path.
 fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: copies");
     #[derive(Default)]
     struct Group {
         count: usize,
@@ -646,6 +652,7 @@ fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<Finding>) {
 /// The kernel that takes the most time, if it takes much: what it would save at twice
 /// the speed (`info`: a speed-up is not a fault).
 fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: hot_kernel");
     let Some(k) = overview
         .kernels
         .iter()
