@@ -90,7 +90,10 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
                         .all(|s| strings.template_contains_ascii_case(t, s))
                 })
                 .collect();
-            let has_digits = needle.bytes().any(|b| b.is_ascii_digit());
+            // Its digits must be some number's of the text: tested on the numbers as kept,
+            // so only texts that pass are joined.
+            let runs = crate::trace::DigitRun::all_in(needle.as_bytes());
+            let has_digits = !runs.is_empty();
             let finder = memchr::memmem::Finder::new(needle.as_bytes());
             Ok((0..strings.len() as StrId)
                 .into_par_iter()
@@ -100,6 +103,9 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
                     }
                     if !has_digits {
                         return true;
+                    }
+                    if !runs.iter().all(|r| strings.numbers_can_hold(id, r)) {
+                        return false;
                     }
                     text.clear();
                     strings.text_into(id, text);

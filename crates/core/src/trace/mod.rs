@@ -15,7 +15,7 @@ pub use cpu::{
 };
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
-pub use strings::{StrId, StringTable, TemplateId};
+pub use strings::{DigitRun, StrId, StringTable, TemplateId};
 
 /// `globalTid`/`globalPid` → process id (bits 24..48).
 pub fn pid_of_global_id(global_id: i64) -> u32 {

@@ -158,18 +158,8 @@ fn join_into(template: &[u8], numbers: &[u8], out: &mut Vec<u8>) {
     for piece in pieces {
         let code = take_varint(numbers, &mut at);
         if code & 1 == 0 {
-            let mut digits = [0u8; 20];
-            let mut v = code >> 1;
-            let mut i = digits.len();
-            loop {
-                i -= 1;
-                digits[i] = b'0' + (v % 10) as u8;
-                v /= 10;
-                if v == 0 {
-                    break;
-                }
-            }
-            out.extend_from_slice(&digits[i..]);
+            let mut buf = [0u8; 20];
+            out.extend_from_slice(decimal(code >> 1, &mut buf));
         } else {
             let len = (code >> 1) as usize;
             let end = (at + len).min(numbers.len());
@@ -178,6 +168,90 @@ fn join_into(template: &[u8], numbers: &[u8], out: &mut Vec<u8>) {
         }
         out.extend_from_slice(piece);
     }
+}
+
+/// A run of digits in a search's query, and whether the query goes on past it on the left
+/// and on the right (then the text's number must end, or begin, exactly there).
+#[derive(Debug, Clone)]
+pub struct DigitRun {
+    digits: Vec<u8>,
+    /// The run's value where a number stored as a value could equal it.
+    value: Option<u64>,
+    bounded_left: bool,
+    bounded_right: bool,
+}
+
+impl DigitRun {
+    /// Every maximal run of digits in `query`.
+    pub fn all_in(query: &[u8]) -> Vec<DigitRun> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < query.len() {
+            if !query[i].is_ascii_digit() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < query.len() && query[i].is_ascii_digit() {
+                i += 1;
+            }
+            let digits = query[start..i].to_vec();
+            let as_value = digits.len() <= 18 && (digits.len() == 1 || digits[0] != b'0');
+            let value =
+                as_value.then(|| digits.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64));
+            out.push(DigitRun {
+                digits,
+                value,
+                bounded_left: start > 0,
+                bounded_right: i < query.len(),
+            });
+        }
+        out
+    }
+
+    /// Whether a number with these digits can hold the run where the query has it.
+    fn fits(&self, digits: &[u8]) -> bool {
+        match (self.bounded_left, self.bounded_right) {
+            (true, true) => digits == self.digits.as_slice(),
+            (true, false) => digits.starts_with(&self.digits),
+            (false, true) => digits.ends_with(&self.digits),
+            (false, false) => memchr::memmem::find(digits, &self.digits).is_some(),
+        }
+    }
+
+    /// [`DigitRun::fits`] for a number stored as its value, mostly without writing it out.
+    fn fits_value(&self, v: u64) -> bool {
+        match (self.bounded_left, self.bounded_right, self.value) {
+            (true, true, Some(p)) => v == p,
+            (true, true, None) => false,
+            (true, false, Some(p)) => {
+                let (d, l) = (decimal_len(v), self.digits.len() as u32);
+                d >= l && v / 10u64.pow(d - l) == p
+            }
+            _ => {
+                let mut buf = [0u8; 20];
+                self.fits(decimal(v, &mut buf))
+            }
+        }
+    }
+}
+
+fn decimal_len(v: u64) -> u32 {
+    v.checked_ilog10().unwrap_or(0) + 1
+}
+
+/// `v` in decimal, in the end of `buf`.
+fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
 }
 
 impl StringTable {
@@ -366,6 +440,28 @@ impl StringTable {
                 .any(|w| w.eq_ignore_ascii_case(needle))
     }
 
+    /// Whether one of the numbers of `id` can hold `run` where its query has it: needed for
+    /// the text to hold the query, and found without joining the text.
+    pub fn numbers_can_hold(&self, id: StrId, run: &DigitRun) -> bool {
+        let numbers = self.numbers.get(id as usize);
+        let mut at = 0;
+        while at < numbers.len() {
+            let code = take_varint(numbers, &mut at);
+            let fits = if code & 1 == 0 {
+                run.fits_value(code >> 1)
+            } else {
+                let end = (at + (code >> 1) as usize).min(numbers.len());
+                let digits = &numbers[at..end];
+                at = end;
+                run.fits(digits)
+            };
+            if fits {
+                return true;
+            }
+        }
+        false
+    }
+
     /// The table as five columns (templates' bytes and ends, each string's template, the
     /// numbers' bytes and ends), for the cache.
     pub(crate) fn columns(&self) -> StringColumns<'_> {
@@ -444,6 +540,55 @@ impl StringTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_texts_numbers_hold_a_querys_digits_whenever_the_text_holds_the_query() {
+        let texts = [
+            "aten::linear, seq = 4711, op_id = 47110",
+            "op_id = 04711, seq = 12345678901234567890123",
+            "step 7",
+            "step 70 of 100",
+            "x4711y",
+            "no numbers",
+            "14711",
+        ];
+        let queries = [
+            "op_id = 4711",
+            "= 4711,",
+            "4711",
+            "711",
+            "seq = 47",
+            "0471",
+            "71,",
+            "step 7",
+            "p 7 ",
+            "1234567890123456789012",
+            "00",
+            "7 of 1",
+            "11",
+            "x47",
+            "1y",
+        ];
+        let mut table = StringTable::new();
+        let ids: Vec<StrId> = texts.iter().map(|t| table.intern(t)).collect();
+        for q in queries {
+            let runs = DigitRun::all_in(q.as_bytes());
+            for (&id, text) in ids.iter().zip(texts) {
+                let can = runs.iter().all(|r| table.numbers_can_hold(id, r));
+                if text.contains(q) {
+                    assert!(can, "{text:?} holds {q:?}, its numbers were said not to");
+                }
+            }
+        }
+        // And it rules texts out: the point of it.
+        let runs = DigitRun::all_in(b"op_id = 4711");
+        assert!(runs.iter().all(|r| table.numbers_can_hold(ids[0], r)));
+        assert!(!runs.iter().all(|r| table.numbers_can_hold(ids[2], r)));
+        assert!(!runs.iter().all(|r| table.numbers_can_hold(ids[1], r)));
+        let exact = DigitRun::all_in(b"= 4711,");
+        assert!(exact.iter().all(|r| table.numbers_can_hold(ids[0], r)));
+        assert!(!exact.iter().all(|r| table.numbers_can_hold(ids[6], r)));
+    }
 
     #[test]
     fn every_text_comes_back_exactly_and_once() {
