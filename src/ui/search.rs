@@ -82,29 +82,37 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
                 .split(u8::is_ascii_digit)
                 .filter(|s| !s.is_empty())
                 .collect();
-            let by_template: Vec<bool> = (0..strings.templates_len() as u32)
-                .into_par_iter()
-                .map(|t| {
-                    stretches
-                        .iter()
-                        .all(|s| strings.template_contains_ascii_case(t, s))
-                })
-                .collect();
-            // Its digits must be some number's of the text: tested on the numbers as kept,
-            // so only texts that pass are joined.
+            // Its digits must be numbers of the text, in places of the template that follow
+            // the query's text before them: tested on the numbers as kept, so only texts
+            // that pass are joined.
             let runs = crate::trace::DigitRun::all_in(needle.as_bytes());
             let has_digits = !runs.is_empty();
+            // Per template: whether it can hold the query, and the places of each run.
+            let by_template: Vec<Option<Vec<u64>>> = (0..strings.templates_len() as u32)
+                .into_par_iter()
+                .map(|t| {
+                    let holds = stretches
+                        .iter()
+                        .all(|s| strings.template_contains_ascii_case(t, s));
+                    let places: Vec<u64> = runs.iter().map(|r| strings.places_for(t, r)).collect();
+                    (holds && places.iter().all(|&p| p != 0)).then_some(places)
+                })
+                .collect();
             let finder = memchr::memmem::Finder::new(needle.as_bytes());
             Ok((0..strings.len() as StrId)
                 .into_par_iter()
                 .map_init(Vec::new, |text, id| {
-                    if !by_template[strings.template_of(id) as usize] {
+                    let Some(places) = &by_template[strings.template_of(id) as usize] else {
                         return false;
-                    }
+                    };
                     if !has_digits {
                         return true;
                     }
-                    if !runs.iter().all(|r| strings.numbers_can_hold(id, r)) {
+                    let can = runs
+                        .iter()
+                        .zip(places)
+                        .all(|(r, &p)| strings.numbers_can_hold_at(id, r, p));
+                    if !can {
                         return false;
                     }
                     text.clear();
@@ -120,103 +128,130 @@ fn matching_names(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<bool>, S
 /// Every op, NVTX range and API call whose name matches `query`, by start time (the first
 /// [`MAX_MATCHES`]). An exact name (a kernel table's click) looks among ranges and calls
 /// only when no op has it. Each stream's ops and each thread's ranges and calls are in
-/// start order already: they are merged, and the merge stops at the cap, so a query that
-/// matches millions of items holds no more than the cap.
+/// start order already: their matching positions are found in parallel (at most the cap
+/// of each), then merged, and the merge stops at the cap, so a query that matches millions
+/// of items holds no more than the cap.
 pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String> {
     if query.is_empty() {
         return Ok(Vec::new());
     }
     let matching = matching_names(trace, query, mode)?;
-    let hit = |id: u32| matching.get(id as usize).copied().unwrap_or(false);
-    let mut sources: Vec<Box<dyn Iterator<Item = Match> + '_>> = Vec::new();
-    for (d, device) in trace.devices.iter().enumerate() {
-        for (s, stream) in device.streams.iter().enumerate() {
-            let ops = &stream.ops;
-            sources.push(Box::new(
-                (0..ops.len())
-                    .filter(move |&i| hit(ops.name[i]))
-                    .map(move |i| Match {
-                        start: ops.start[i],
-                        end: ops.end[i],
-                        selection: Selection::Op {
-                            device: d,
-                            op: OpRef {
-                                stream: s as u32,
-                                op: i as u32,
-                            },
-                        },
-                        row: RowKind::Stream {
-                            device: d,
-                            stream: s,
-                        },
-                    }),
-            ));
-        }
-    }
-    let ops_only = mode == Mode::Exact
-        && trace
-            .devices
-            .iter()
-            .flat_map(|d| &d.streams)
-            .any(|s| s.ops.name.iter().any(|&n| hit(n)));
-    if !ops_only {
-        for (t, thread) in trace.threads.iter().enumerate() {
-            let nvtx = &thread.nvtx;
-            sources.push(Box::new(
-                (0..nvtx.len())
-                    .filter(move |&r| hit(nvtx.text[r]))
-                    .map(move |r| Match {
-                        start: nvtx.start[r],
-                        end: nvtx.end[r],
-                        selection: Selection::Range {
-                            thread: t,
-                            range: r,
-                        },
-                        row: RowKind::Nvtx {
-                            thread: t,
-                            depth: nvtx.depth[r],
-                        },
-                    }),
-            ));
-            let api = &thread.api;
-            sources.push(Box::new(
-                (0..api.len())
-                    .filter(move |&c| hit(api.name[c]))
-                    .map(move |c| Match {
-                        start: api.start[c],
-                        end: api.end[c],
-                        selection: Selection::Call { thread: t, call: c },
-                        row: RowKind::Api { thread: t },
-                    }),
-            ));
-        }
-    }
-    Ok(merge_by_start(sources, MAX_MATCHES))
-}
-
-/// The first `cap` items of `sources` (each in start order) in (start, end, source) order.
-fn merge_by_start<'a>(
-    mut sources: Vec<Box<dyn Iterator<Item = Match> + 'a>>,
-    cap: usize,
-) -> Vec<Match> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let mut heads: Vec<Option<Match>> = sources.iter_mut().map(|s| s.next()).collect();
-    let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = heads
+    let hits_in = |names: &[StrId]| -> Vec<u32> {
+        (0..names.len() as u32)
+            .filter(|&i| {
+                matching
+                    .get(names[i as usize] as usize)
+                    .copied()
+                    .unwrap_or(false)
+            })
+            .take(MAX_MATCHES)
+            .collect()
+    };
+    let stream_ids: Vec<(usize, usize)> = trace
+        .devices
         .iter()
         .enumerate()
-        .filter_map(|(k, m)| m.map(|m| Reverse((m.start, m.end, k))))
+        .flat_map(|(d, device)| (0..device.streams.len()).map(move |s| (d, s)))
         .collect();
-    let mut out = Vec::new();
+    let stream_hits: Vec<Vec<u32>> = stream_ids
+        .par_iter()
+        .map(|&(d, s)| hits_in(&trace.devices[d].streams[s].ops.name))
+        .collect();
+    let ops_only = mode == Mode::Exact && stream_hits.iter().any(|h| !h.is_empty());
+    let thread_hits: Vec<(Vec<u32>, Vec<u32>)> = if ops_only {
+        Vec::new()
+    } else {
+        trace
+            .threads
+            .par_iter()
+            .map(|t| (hits_in(&t.nvtx.text), hits_in(&t.api.name)))
+            .collect()
+    };
+    let mut sources: Vec<Source> = Vec::new();
+    for (&(d, s), hits) in stream_ids.iter().zip(stream_hits) {
+        let ops = &trace.devices[d].streams[s].ops;
+        sources.push(Source {
+            hits,
+            make: Box::new(move |i| Match {
+                start: ops.start[i as usize],
+                end: ops.end[i as usize],
+                selection: Selection::Op {
+                    device: d,
+                    op: OpRef {
+                        stream: s as u32,
+                        op: i,
+                    },
+                },
+                row: RowKind::Stream {
+                    device: d,
+                    stream: s,
+                },
+            }),
+        });
+    }
+    for (t, (ranges, calls)) in thread_hits.into_iter().enumerate() {
+        let (nvtx, api) = (&trace.threads[t].nvtx, &trace.threads[t].api);
+        sources.push(Source {
+            hits: ranges,
+            make: Box::new(move |r| {
+                let r = r as usize;
+                Match {
+                    start: nvtx.start[r],
+                    end: nvtx.end[r],
+                    selection: Selection::Range {
+                        thread: t,
+                        range: r,
+                    },
+                    row: RowKind::Nvtx {
+                        thread: t,
+                        depth: nvtx.depth[r],
+                    },
+                }
+            }),
+        });
+        sources.push(Source {
+            hits: calls,
+            make: Box::new(move |c| {
+                let c = c as usize;
+                Match {
+                    start: api.start[c],
+                    end: api.end[c],
+                    selection: Selection::Call { thread: t, call: c },
+                    row: RowKind::Api { thread: t },
+                }
+            }),
+        });
+    }
+    Ok(first_by_start(&sources, MAX_MATCHES))
+}
+
+/// One row's matching items, by position (in start order), with their start and match.
+struct Source<'a> {
+    hits: Vec<u32>,
+    make: Box<dyn Fn(u32) -> Match + Sync + 'a>,
+}
+
+/// The first `cap` items of `sources` in (start, end, source) order: a merge of the
+/// sources' runs (each in start order), stopped at the cap.
+fn first_by_start(sources: &[Source], cap: usize) -> Vec<Match> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let head = |k: usize, at: usize| {
+        let m = (sources[k].make)(sources[k].hits[at]);
+        Reverse((m.start, m.end, k, at))
+    };
+    let mut heap: BinaryHeap<Reverse<(i64, i64, usize, usize)>> = (0..sources.len())
+        .filter(|&k| !sources[k].hits.is_empty())
+        .map(|k| head(k, 0))
+        .collect();
+    let total: usize = sources.iter().map(|s| s.hits.len()).sum();
+    let mut out = Vec::with_capacity(total.min(cap));
     while out.len() < cap
-        && let Some(Reverse((_, _, k))) = heap.pop()
+        && let Some(Reverse((_, _, k, at))) = heap.pop()
     {
-        if let Some(m) = heads[k].take() {
-            out.push(m);
-        }
-        heads[k] = sources[k].next();
-        if let Some(m) = heads[k] {
-            heap.push(Reverse((m.start, m.end, k)));
+        out.push((sources[k].make)(sources[k].hits[at]));
+        if at + 1 < sources[k].hits.len() {
+            heap.push(head(k, at + 1));
         }
     }
     out
@@ -369,4 +404,111 @@ fn rows_of(matches: &[Match]) -> Vec<RowMatches> {
         row.longest = row.longest.max(m.end - m.start);
     }
     by_row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::builder::TraceBuilder;
+
+    /// Ops, ranges and calls with texts that differ in their numbers, some at equal starts.
+    fn trace() -> Trace {
+        let mut b = TraceBuilder::new();
+        let th = b.thread(1, 1);
+        for k in 0..300i64 {
+            let t = k * 10;
+            b.range(
+                th,
+                &format!("aten::linear, seq = {k}, op_id = {}", k * 7),
+                t,
+                t + 8,
+            );
+            let call = b.call(th, "cudaLaunchKernel", t + 1, t + 2);
+            let name = if k % 3 == 0 { "gemm_47" } else { "elementwise" };
+            b.kernel(
+                0,
+                1 + (k % 2) as u32,
+                name,
+                (t + 3, t + 5 + k % 4),
+                Some(call),
+            );
+        }
+        b.build()
+    }
+
+    fn brute_force(trace: &Trace, query: &str) -> Vec<(i64, i64)> {
+        let q = query.to_lowercase();
+        let has = |id: StrId| trace.strings.get(id).to_lowercase().contains(&q);
+        let mut out = Vec::new();
+        for d in &trace.devices {
+            for s in &d.streams {
+                (0..s.ops.len())
+                    .filter(|&i| has(s.ops.name[i]))
+                    .for_each(|i| out.push((s.ops.start[i], s.ops.end[i])));
+            }
+        }
+        for t in &trace.threads {
+            (0..t.nvtx.len())
+                .filter(|&r| has(t.nvtx.text[r]))
+                .for_each(|r| out.push((t.nvtx.start[r], t.nvtx.end[r])));
+            (0..t.api.len())
+                .filter(|&c| has(t.api.name[c]))
+                .for_each(|c| out.push((t.api.start[c], t.api.end[c])));
+        }
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn a_search_finds_every_item_holding_the_query_in_time_order() {
+        let trace = trace();
+        for query in [
+            "op_id = 7",
+            "op_id = 70",
+            "= 21",
+            "seq = 1,",
+            "47",
+            "7",
+            "LINEAR, SEQ = 29",
+            "gemm",
+            "cudaLaunch",
+            "nothing like it",
+            "op_id = 2093",
+        ] {
+            let found = find(&trace, query, Mode::Substring).unwrap();
+            let spans: Vec<(i64, i64)> = found.iter().map(|m| (m.start, m.end)).collect();
+            assert!(spans.is_sorted(), "{query}: not in time order");
+            let mut sorted = spans.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, brute_force(&trace, query), "{query}");
+        }
+        assert_eq!(
+            find(&trace, "op_id = 2093", Mode::Substring).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn the_cap_keeps_the_earliest_matches() {
+        let trace = trace();
+        let mut sources = Vec::new();
+        for t in &trace.threads {
+            let nvtx = &t.nvtx;
+            sources.push(Source {
+                hits: (0..nvtx.len() as u32).collect(),
+                make: Box::new(move |r| Match {
+                    start: nvtx.start[r as usize],
+                    end: nvtx.end[r as usize],
+                    selection: Selection::Range {
+                        thread: 0,
+                        range: r as usize,
+                    },
+                    row: RowKind::Api { thread: 0 },
+                }),
+            });
+        }
+        let first = first_by_start(&sources, 5);
+        let starts: Vec<i64> = first.iter().map(|m| m.start).collect();
+        assert_eq!(starts, vec![0, 10, 20, 30, 40]);
+    }
 }

@@ -179,6 +179,9 @@ pub struct DigitRun {
     value: Option<u64>,
     bounded_left: bool,
     bounded_right: bool,
+    /// The query's text between the run before (or its start) and this one.
+    before: Vec<u8>,
+    end: usize,
 }
 
 impl DigitRun {
@@ -196,6 +199,7 @@ impl DigitRun {
                 i += 1;
             }
             let digits = query[start..i].to_vec();
+            let previous_end = out.last().map_or(0, |r: &DigitRun| r.end);
             let as_value = digits.len() <= 18 && (digits.len() == 1 || digits[0] != b'0');
             let value =
                 as_value.then(|| digits.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64));
@@ -204,6 +208,8 @@ impl DigitRun {
                 value,
                 bounded_left: start > 0,
                 bounded_right: i < query.len(),
+                before: query[previous_end..start].to_vec(),
+                end: i,
             });
         }
         out
@@ -440,20 +446,54 @@ impl StringTable {
                 .any(|w| w.eq_ignore_ascii_case(needle))
     }
 
+    /// The numbers' places of template `t` (bit k: its k-th number; bit 63: the 63rd on)
+    /// that `run` may stand in: those right after the query's text before the run.
+    pub fn places_for(&self, t: TemplateId, run: &DigitRun) -> u64 {
+        if run.before.is_empty() {
+            return u64::MAX;
+        }
+        let template = self.templates.get(t as usize);
+        let mut places = 0u64;
+        let mut k = 0u32;
+        for (pos, &b) in template.iter().enumerate() {
+            if b != NUMBER {
+                continue;
+            }
+            let text = &template[..pos];
+            if text.len() >= run.before.len()
+                && text[text.len() - run.before.len()..].eq_ignore_ascii_case(&run.before)
+            {
+                places |= 1 << k.min(63);
+            }
+            k += 1;
+        }
+        places
+    }
+
     /// Whether one of the numbers of `id` can hold `run` where its query has it: needed for
     /// the text to hold the query, and found without joining the text.
     pub fn numbers_can_hold(&self, id: StrId, run: &DigitRun) -> bool {
+        self.numbers_can_hold_at(id, run, u64::MAX)
+    }
+
+    /// [`StringTable::numbers_can_hold`], testing only the numbers in `places` (from
+    /// [`StringTable::places_for`] of the text's template).
+    pub fn numbers_can_hold_at(&self, id: StrId, run: &DigitRun, places: u64) -> bool {
         let numbers = self.numbers.get(id as usize);
         let mut at = 0;
-        while at < numbers.len() {
+        for k in 0u32.. {
+            if at >= numbers.len() || (k < 63 && places >> k == 0) {
+                break;
+            }
+            let wanted = places & (1 << k.min(63)) != 0;
             let code = take_varint(numbers, &mut at);
             let fits = if code & 1 == 0 {
-                run.fits_value(code >> 1)
+                wanted && run.fits_value(code >> 1)
             } else {
                 let end = (at + (code >> 1) as usize).min(numbers.len());
                 let digits = &numbers[at..end];
                 at = end;
-                run.fits(digits)
+                wanted && run.fits(digits)
             };
             if fits {
                 return true;
@@ -580,6 +620,27 @@ mod tests {
                 }
             }
         }
+        // Tested only where the query's text before the run stands in the template.
+        for q in queries {
+            let runs = DigitRun::all_in(q.as_bytes());
+            for (&id, text) in ids.iter().zip(texts) {
+                let t = table.template_of(id);
+                let can = runs
+                    .iter()
+                    .all(|r| table.numbers_can_hold_at(id, r, table.places_for(t, r)));
+                if text.contains(q) {
+                    assert!(
+                        can,
+                        "{text:?} holds {q:?}, its numbers' places were said not to"
+                    );
+                }
+            }
+        }
+        let run = &DigitRun::all_in(b"op_id = 4711")[0];
+        let t = table.template_of(ids[0]);
+        assert_eq!(table.places_for(t, run), 0b10, "op_id is the second number");
+        let seq = &DigitRun::all_in(b"seq = 47110")[0];
+        assert!(!table.numbers_can_hold_at(ids[0], seq, table.places_for(t, seq)));
         // And it rules texts out: the point of it.
         let runs = DigitRun::all_in(b"op_id = 4711");
         assert!(runs.iter().all(|r| table.numbers_can_hold(ids[0], r)));
