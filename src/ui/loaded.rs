@@ -183,7 +183,11 @@ pub(super) fn loaded_ui(
         l.findings
             .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
-        l.gaps.prepare(&trace, o);
+        // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
+        // first, the first thing shown, unless the gap table is wanted now.
+        if !l.findings.busy() || l.tab == Tab::Gaps {
+            l.gaps.prepare(&trace, o);
+        }
     }
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;
