@@ -568,31 +568,38 @@ fn sync_bounded(trace: &Trace, thread: &Thread) -> Vec<Window> {
 /// For each device with kernels: the thread that launched most of them among those with
 /// iteration ranges, and the iterations on it.
 fn per_device(trace: &Trace, ranges_of_thread: &[Vec<Window>]) -> Vec<DeviceIterations> {
-    let mut out = Vec::new();
-    for device in &trace.devices {
-        let mut per_thread = vec![0u64; trace.threads.len()];
-        for stream in &device.streams {
-            let ops = &stream.ops;
-            for i in 0..ops.len() {
-                if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
-                    per_thread[ops.launch_thread[i] as usize] += 1;
-                }
+    // Devices in parallel: each pass reads every op of its device, twice.
+    trace
+        .devices
+        .par_iter()
+        .filter_map(|device| device_of(trace, device, ranges_of_thread))
+        .collect()
+}
+
+/// A device's iterations, from the ranges of the thread that launched most of its kernels.
+fn device_of(
+    trace: &Trace,
+    device: &Device,
+    ranges_of_thread: &[Vec<Window>],
+) -> Option<DeviceIterations> {
+    let mut per_thread = vec![0u64; trace.threads.len()];
+    for stream in &device.streams {
+        let ops = &stream.ops;
+        for i in 0..ops.len() {
+            if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
+                per_thread[ops.launch_thread[i] as usize] += 1;
             }
         }
-        let Some(thread) = (0..trace.threads.len())
-            .filter(|&t| ranges_of_thread[t].len() >= 3 && per_thread[t] > 0)
-            .max_by_key(|&t| per_thread[t])
-        else {
-            continue;
-        };
-        out.push(device_iterations(
-            trace,
-            device,
-            thread,
-            &ranges_of_thread[thread],
-        ));
     }
-    out
+    let thread = (0..trace.threads.len())
+        .filter(|&t| ranges_of_thread[t].len() >= 3 && per_thread[t] > 0)
+        .max_by_key(|&t| per_thread[t])?;
+    Some(device_iterations(
+        trace,
+        device,
+        thread,
+        &ranges_of_thread[thread],
+    ))
 }
 
 fn device_iterations(
