@@ -308,7 +308,7 @@ fn window_reopen(file: &Path) -> Result<(), String> {
     let findings = crate::findings::findings_kept(&trace, &overview, Some(&key));
     let found = t.elapsed().as_secs_f64();
     println!(
-        "the window's re-open (in process): model {model:.3} s, timeline indexes with the analyses read {:.3} s, the rest worked out (CPU index, drill-down) {:.3} s, {} findings (detected, savings kept) {:.3} s; all {found:.3} s",
+        "the window's re-open (in process): model {model:.3} s, timeline indexes with the analyses read {:.3} s, the rest worked out (CPU index, drill-down) {:.3} s, {} findings (ranked, kept) {:.3} s; all {found:.3} s",
         read - model,
         analysed - read,
         findings.len(),

@@ -459,19 +459,6 @@ fn diff(
 }
 
 /// `--scale-kernel REGEX=F` of `what-if`.
-fn parse_scale_regex(arg: &str) -> Result<(regex::Regex, f64), String> {
-    let (re, factor) = arg
-        .rsplit_once('=')
-        .ok_or_else(|| format!("--scale-kernel wants REGEX=FACTOR, not `{arg}`"))?;
-    let factor: f64 = factor
-        .parse()
-        .ok()
-        .filter(|f: &f64| f.is_finite() && *f > 0.0)
-        .ok_or_else(|| format!("--scale-kernel: `{factor}` is not a positive number"))?;
-    let re = regex::Regex::new(re).map_err(|e| format!("--scale-kernel: {e}"))?;
-    Ok((re, factor))
-}
-
 /// The change flags of `what-if`, as given.
 #[derive(clap::Args, Debug)]
 pub struct ChangeArgs {
@@ -516,7 +503,7 @@ fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
         scale_kernels: a
             .scale_kernel
             .iter()
-            .map(|a| parse_scale_regex(a))
+            .map(|a| crate::whatif::parse_scale_kernel(a))
             .collect::<Result<_, _>>()?,
         nccl_own_stream: a.nccl_own_stream,
         nccl_no_dependencies: a.nccl_no_dependencies,

@@ -183,8 +183,9 @@ fn a_damaged_or_foreign_cache_is_rebuilt_never_trusted() {
     for (what, damage) in damages {
         let kept = entries(home.path());
         // The model's head, a part per GPU (4) and the threads'; the gap findings' head
-        // and a part per GPU (4); the other analyses; the replayed savings; the report.
-        assert_eq!(kept.len(), 14, "{what}: {kept:?}");
+        // and a part per GPU (4); the other analyses; the replayed savings; the ranked
+        // findings; the report.
+        assert_eq!(kept.len(), 15, "{what}: {kept:?}");
         for path in &kept {
             let mut bytes = std::fs::read(path).unwrap();
             damage(&mut bytes);
@@ -407,6 +408,19 @@ fn an_overview_from_what_the_cache_kept_is_the_one_worked_out() {
             format!("{it:?} {threads:?} {:?}", o.devices)
         };
         assert_eq!(parts(&back), parts(&found), "{name}");
+        // The ranked findings read back: every field, the changes replayed included.
+        let ranked = findings::findings(&trace, &found);
+        assert!(findings::read_ranked(&key, &found).is_none(), "{name}");
+        findings::store_ranked(&key, &found, &ranked);
+        let again = findings::read_ranked(&key, &back).expect("kept");
+        assert_eq!(format!("{again:?}"), format!("{ranked:?}"), "{name}");
+        for f in &ranked {
+            for c in [&f.change, &f.upper_change].into_iter().flatten() {
+                let args = c.to_args();
+                let parsed = nsys_explorer::whatif::Change::from_args(&args).unwrap();
+                assert_eq!(parsed.to_args(), args, "{name}");
+            }
+        }
         // Other options are another entry.
         let other = Options {
             top: 21,

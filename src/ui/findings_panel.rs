@@ -76,6 +76,13 @@ impl FindingsPanel {
         self.started = true;
         let (trace, overview, key) = (trace.clone(), overview.clone(), cache_key.cloned());
         self.job = Some(Job::spawn((), ctx, move |out| {
+            if let Some(ranked) = key
+                .as_ref()
+                .and_then(|k| findings::read_ranked(k, &overview))
+            {
+                out.send(Message::Ranked(ranked));
+                return;
+            }
             let found = findings::detect(&trace, &overview);
             out.send(Message::Detected(found.clone(), findings::run_span(&trace)));
             let done = |i, s| {
@@ -94,6 +101,9 @@ impl FindingsPanel {
                 return;
             };
             let found = findings::finish(&trace, &overview, found, &savings);
+            if let Some(key) = &key {
+                findings::store_ranked(key, &overview, &found);
+            }
             out.send(Message::Ranked(found));
         }));
     }

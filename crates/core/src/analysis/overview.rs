@@ -72,6 +72,8 @@ pub struct Overview {
     pub nccl_wait: NcclWaits,
     /// The CPU side as gap searches need it (drill-downs of other iterations use it too).
     pub cpu: CpuIndex,
+    /// What it was worked out with.
+    pub options: Options,
 }
 
 impl Overview {
@@ -199,6 +201,7 @@ fn assemble(
         nvtx_gpu: g.nvtx_gpu,
         nccl_wait: a.nccl_wait,
         cpu,
+        options: options.clone(),
     }
 }
 
@@ -304,5 +307,6 @@ fn work_out(
         nvtx_gpu,
         nccl_wait,
         cpu,
+        options: options.clone(),
     })
 }

@@ -4,18 +4,19 @@
 //! whose saving is small stays `info`; severity never comes from counts.
 
 mod detect;
+mod kept;
 pub mod text;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analysis::Overview;
 use crate::trace::Trace;
 use crate::whatif::{Change, Prepared, measured_spans, predicted_spans_with};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Recurring host-sync gaps: a synchronising call starves the GPU.
@@ -51,7 +52,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Info,
@@ -230,11 +231,34 @@ pub fn findings_kept(
     overview: &Overview,
     key: Option<&crate::cache::TraceKey>,
 ) -> Vec<Finding> {
+    if let Some(ranked) = key.and_then(|k| read_ranked(k, overview)) {
+        return ranked;
+    }
     let found = detect(trace, overview);
     let cancel = AtomicBool::new(false);
     let savings =
         replay_savings_kept(trace, overview, &found, &cancel, |_, _| {}, key).unwrap_or_default();
-    finish(trace, overview, found, &savings)
+    let ranked = finish(trace, overview, found, &savings);
+    if let Some(key) = key {
+        store_ranked(key, overview, &ranked);
+    }
+    ranked
+}
+
+fn ranked_entry(overview: &Overview) -> String {
+    format!("ranked findings {:?}", overview.options)
+}
+
+/// The ranked findings an earlier run kept for an overview with these options (detection
+/// and replays skipped).
+pub fn read_ranked(key: &crate::cache::TraceKey, overview: &Overview) -> Option<Vec<Finding>> {
+    kept::from_json(&crate::cache::read_text(key, &ranked_entry(overview))?)
+}
+
+pub fn store_ranked(key: &crate::cache::TraceKey, overview: &Overview, ranked: &[Finding]) {
+    if let Some(text) = kept::to_json(ranked) {
+        crate::cache::store_text(key, &ranked_entry(overview), &text);
+    }
 }
 
 /// [`replay_savings`] answered from the cache when these very changes of the trace with

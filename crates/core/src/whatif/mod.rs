@@ -98,6 +98,20 @@ impl std::fmt::Display for HostSpan {
     }
 }
 
+/// `--scale-kernel`'s `REGEX=FACTOR`.
+pub fn parse_scale_kernel(arg: &str) -> Result<(Regex, f64), String> {
+    let (re, factor) = arg
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--scale-kernel wants REGEX=FACTOR, not `{arg}`"))?;
+    let factor: f64 = factor
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0)
+        .ok_or_else(|| format!("--scale-kernel: `{factor}` is not a positive number"))?;
+    let re = Regex::new(re).map_err(|e| format!("--scale-kernel: {e}"))?;
+    Ok((re, factor))
+}
+
 impl Change {
     pub fn is_empty(&self) -> bool {
         self.remove_sync.is_empty()
@@ -141,6 +155,31 @@ impl Change {
             }
         }
         out
+    }
+
+    /// The change [`Change::to_args`] wrote (the cache keeps findings' changes so).
+    pub fn from_args(args: &[String]) -> Result<Change, String> {
+        let mut change = Change::default();
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            let mut value = || {
+                args.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{flag} wants a value"))
+            };
+            match flag.as_str() {
+                "--remove-sync" => change.remove_sync.push(value()?),
+                "--scale-kernel" => change.scale_kernels.push(parse_scale_kernel(&value()?)?),
+                "--remove-cpu" => change.remove_cpu.push(value()?),
+                "--remove-stall" => change.remove_stalls.push(HostSpan::parse(&value()?)?),
+                "--cut-host-gaps" => change.cut_host_gaps.push(value()?),
+                "--drop-copies" => change.drop_copies.push(value()?),
+                "--nccl-own-stream" => change.nccl_own_stream = true,
+                "--nccl-no-dependencies" => change.nccl_no_dependencies = true,
+                other => return Err(format!("not a change: `{other}`")),
+            }
+        }
+        Ok(change)
     }
 }
 
