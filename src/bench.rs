@@ -290,10 +290,7 @@ fn window_reopen(file: &Path) -> Result<(), String> {
     let model = t.elapsed().as_secs_f64();
     // As the window does: the indexes built while the kept analyses are read.
     let options = crate::ui::loading::window_options();
-    let (timeline, kept) = rayon::join(
-        || crate::ui::timeline::Timeline::new(&trace),
-        || crate::cache::read_kept(&key, &options, &trace),
-    );
+    let (timeline, kept) = crate::ui::loading::timeline_and_kept(&trace, Some(&key));
     std::hint::black_box(&timeline);
     let read = t.elapsed().as_secs_f64();
     let analyses_kept = kept.analyses.is_some();

@@ -67,6 +67,21 @@ pub fn window_options() -> overview::Options {
     }
 }
 
+/// The timeline's indexes, and what the cache kept of the window's analyses, read while
+/// the indexes build.
+pub fn timeline_and_kept(
+    trace: &Trace,
+    key: Option<&crate::cache::TraceKey>,
+) -> (Timeline, overview::Kept) {
+    rayon::join(
+        || Timeline::new(trace),
+        || {
+            key.map(|k| crate::cache::read_kept(k, &window_options(), trace))
+                .unwrap_or_default()
+        },
+    )
+}
+
 impl App {
     pub(super) fn start_load(&mut self, path: PathBuf, ctx: &egui::Context) {
         self.start_source(path.clone(), Source::One(path), ctx);
@@ -111,15 +126,7 @@ impl App {
                 }
             }
             .map(|(trace, report, files)| {
-                // What the cache kept of the analyses is read while the indexes build.
-                let (timeline, kept) = rayon::join(
-                    || Timeline::new(&trace),
-                    || {
-                        key.as_ref()
-                            .map(|k| crate::cache::read_kept(k, &window_options(), &trace))
-                            .unwrap_or_default()
-                    },
-                );
+                let (timeline, kept) = timeline_and_kept(&trace, key.as_ref());
                 kept_analyses = kept;
                 (Arc::new(trace), report, timeline, files, key.clone())
             });

@@ -181,14 +181,13 @@ pub struct DigitRun {
     bounded_right: bool,
     /// The query's text between the run before (or its start) and this one.
     before: Vec<u8>,
-    end: usize,
 }
 
 impl DigitRun {
     /// Every maximal run of digits in `query`.
     pub fn all_in(query: &[u8]) -> Vec<DigitRun> {
         let mut out = Vec::new();
-        let mut i = 0;
+        let (mut i, mut previous_end) = (0, 0);
         while i < query.len() {
             if !query[i].is_ascii_digit() {
                 i += 1;
@@ -199,7 +198,6 @@ impl DigitRun {
                 i += 1;
             }
             let digits = query[start..i].to_vec();
-            let previous_end = out.last().map_or(0, |r: &DigitRun| r.end);
             let as_value = digits.len() <= 18 && (digits.len() == 1 || digits[0] != b'0');
             let value =
                 as_value.then(|| digits.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64));
@@ -209,8 +207,8 @@ impl DigitRun {
                 bounded_left: start > 0,
                 bounded_right: i < query.len(),
                 before: query[previous_end..start].to_vec(),
-                end: i,
             });
+            previous_end = i;
         }
         out
     }
