@@ -1,5 +1,5 @@
-//! Benchmarks that print figures: `bench-load` (against one `sqlite3` process scanning the
-//! same columns of the three big tables) and `bench-analysis`.
+//! Benchmarks that print figures: `bench load` (against one `sqlite3` process scanning the
+//! same columns of the three big tables) and `bench analysis`.
 
 use std::path::Path;
 use std::process::Command;
@@ -257,7 +257,7 @@ fn warm_report(file: &Path) -> Result<(), String> {
     window_reopen(file)
 }
 
-/// `bench-reopen`: a cold open through a cache of its own, then the window's re-open from
+/// `bench reopen`: a cold open through a cache of its own, then the window's re-open from
 /// it three times.
 pub fn bench_reopen(file: &Path) -> Result<(), String> {
     let _dir = BenchCache::new()?;

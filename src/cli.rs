@@ -1,5 +1,5 @@
-//! Command line: `nsys-explorer [FILE]` opens the GUI; `report`, `bench-load`, `bench-analysis` and `synth`
-//! run without a window. Errors go to stderr with a non-zero exit.
+//! Command line: `nsys-explorer [FILE]` opens the GUI; `report`, `diff`, `what-if`,
+//! `bench <which>`, `synth` and `completions` run without a window. Errors go to stderr with a non-zero exit.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,7 +18,8 @@ use clap::{Parser, Subcommand};
 )]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// An `nsys export --type sqlite` file to open in the window. Without one the window
+    /// An `nsys export --type sqlite` file to open in the window, or an `.nsys-rep` (exported
+    /// with the installed `nsys` into the cache folder first). Without one the window
     /// opens on a built-in sample trace (a generated 4-GPU run); see --start-page. Several
     /// files (or a folder: every *.sqlite in it) are one job's per-rank exports, opened as
     /// one trace.
@@ -39,6 +40,9 @@ pub struct Cli {
     /// Neither read nor write the cache (`$XDG_CACHE_HOME/nsys-explorer`) for this run.
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// Never run `nsys` to export an `.nsys-rep`: say how to export it instead.
+    #[arg(long, global = true)]
+    pub no_export: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -97,31 +101,16 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
-    /// Time a full load of FILE, phase by phase, against a plain sqlite3 scan.
-    BenchLoad { file: PathBuf },
-    /// Time every analysis of FILE after loading it.
-    BenchAnalysis { file: PathBuf },
-    /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
-    /// scan, with its peak RSS.
-    BenchReport { file: PathBuf },
-    /// Time opening several per-rank files (or a folder of them) as one trace, against
-    /// each file alone, with the merged model's size and the peak RSS.
-    BenchMany {
-        #[arg(required = true, num_args = 1..)]
-        files: Vec<PathBuf>,
+    /// Benchmarks: each prints its figures and the peak RSS (see the README's figures).
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
     },
-    /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
-    BenchWhatIf { file: PathBuf },
-    /// Time what to fix first on FILE: the findings' detection and replays against one
-    /// what-if replay, with the peak RSS.
-    BenchFindings { file: PathBuf },
-    /// Time headless timeline frames of FILE at three zoom levels.
-    BenchFrame {
-        file: PathBuf,
-        /// A trace to time frame for frame alongside FILE (e.g. the `tiny` preset), and
-        /// print FILE's ratio to it.
-        #[arg(long)]
-        against: Option<PathBuf>,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `nsys-explorer completions bash > ~/.local/share/bash-completion/completions/nsys-explorer`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Install the app for the current user: desktop entry, MIME types (*.sqlite,
     /// *.nsys-rep) and icon, under XDG_DATA_HOME (~/.local/share).
@@ -132,12 +121,6 @@ pub enum Command {
     },
     /// Remove everything install-desktop wrote.
     UninstallDesktop,
-    /// Time the panels' work on a click: sorting and filtering the gap table, a summary
-    /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
-    BenchPanels { file: PathBuf },
-    /// Time the window's re-open of FILE from the cache, step by step (best of 3), after
-    /// one cold open that fills a cache of its own.
-    BenchReopen { file: PathBuf },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]
@@ -175,10 +158,64 @@ pub enum Command {
     },
 }
 
+/// The benchmarks (`nsys-explorer bench <which>`).
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Time a full load of FILE, phase by phase, against a plain sqlite3 scan.
+    Load { file: PathBuf },
+    /// Time every analysis of FILE after loading it.
+    Analysis { file: PathBuf },
+    /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
+    /// scan, with its peak RSS.
+    Report { file: PathBuf },
+    /// Time opening several per-rank files (or a folder of them) as one trace, against
+    /// each file alone, with the merged model's size and the peak RSS.
+    Many {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+    },
+    /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
+    WhatIf { file: PathBuf },
+    /// Time what to fix first on FILE: the findings' detection and replays against one
+    /// what-if replay, with the peak RSS.
+    Findings { file: PathBuf },
+    /// Time headless timeline frames of FILE at three zoom levels.
+    Frame {
+        file: PathBuf,
+        /// A trace to time frame for frame alongside FILE (e.g. the `tiny` preset), and
+        /// print FILE's ratio to it.
+        #[arg(long)]
+        against: Option<PathBuf>,
+    },
+    /// Time the panels' work on a click: sorting and filtering the gap table, a summary
+    /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
+    Panels { file: PathBuf },
+    /// Time the window's re-open of FILE from the cache, step by step (best of 3), after
+    /// one cold open that fills a cache of its own.
+    Reopen { file: PathBuf },
+}
+
+fn bench(which: Bench) -> Result<(), String> {
+    match which {
+        Bench::Load { file } => crate::bench::bench_load(&file),
+        Bench::Analysis { file } => crate::bench::bench_analysis(&file),
+        Bench::Report { file } => crate::bench::bench_report(&file),
+        Bench::Many { files } => crate::bench::bench_many(&files),
+        Bench::WhatIf { file } => crate::bench::bench_what_if(&file),
+        Bench::Findings { file } => crate::bench::bench_findings(&file),
+        Bench::Frame { file, against } => crate::bench::bench_frame(&file, against.as_deref()),
+        Bench::Panels { file } => crate::bench::bench_panels(&file),
+        Bench::Reopen { file } => crate::bench::bench_reopen(&file),
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.no_cache {
         crate::cache::disable();
+    }
+    if cli.no_export {
+        crate::export::disable();
     }
     let result = match cli.command {
         None => crate::ui::run(cli.files, cli.start_page, cli.show, cli.compare)
@@ -214,17 +251,17 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
         }) => what_if_change(change).and_then(|c| what_if(&file, c, json, iteration_marker)),
-        Some(Command::BenchLoad { file }) => crate::bench::bench_load(&file),
-        Some(Command::BenchAnalysis { file }) => crate::bench::bench_analysis(&file),
-        Some(Command::BenchReport { file }) => crate::bench::bench_report(&file),
-        Some(Command::BenchFrame { file, against }) => {
-            crate::bench::bench_frame(&file, against.as_deref())
+        Some(Command::Bench { which }) => bench(which),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "nsys-explorer",
+                &mut std::io::stdout(),
+            );
+            Ok(())
         }
-        Some(Command::BenchMany { files }) => crate::bench::bench_many(&files),
-        Some(Command::BenchWhatIf { file }) => crate::bench::bench_what_if(&file),
-        Some(Command::BenchFindings { file }) => crate::bench::bench_findings(&file),
-        Some(Command::BenchPanels { file }) => crate::bench::bench_panels(&file),
-        Some(Command::BenchReopen { file }) => crate::bench::bench_reopen(&file),
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
         Some(Command::Synth {

@@ -3,7 +3,7 @@
 //! analyses, re-exported here under their own names).
 
 pub use nsys_explorer_core::{
-    analysis, cache, compare, findings, format, load, memory, profile, report, sorted, summaries,
+    analysis, cache, compare, export, findings, format, load, memory, profile, report, sorted, summaries,
     synth, trace, whatif,
 };
 

@@ -134,7 +134,7 @@ fn a_model_read_back_from_the_cache_is_the_model_loaded() {
             format!("{:?}", back.processes),
             format!("{:?}", trace.processes)
         );
-        assert_eq!(back.launch_configs, trace.launch_configs, "{name}");
+        assert_eq!(back.sources, trace.sources, "{name}");
         assert_eq!(back.nvtx_domains, trace.nvtx_domains, "{name}");
         assert_eq!(back.capture_window, trace.capture_window, "{name}");
         assert_eq!(back.strings.len(), trace.strings.len(), "{name}");

@@ -283,11 +283,11 @@ fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no device 9"));
 }
 
-/// The `zoom=` lines of `bench-frame` as (key, value) pairs, checked to be one per level.
+/// The `zoom=` lines of `bench frame` as (key, value) pairs, checked to be one per level.
 fn bench_frame_lines(args: &[&std::ffi::OsStr]) -> Vec<Vec<(String, String)>> {
     let out = succeeded(
         bin()
-            .arg("bench-frame")
+            .args(["bench", "frame"])
             .args(args)
             .env("NSYS_BENCH_FRAMES", "6"),
     );
@@ -510,4 +510,50 @@ fn an_export_from_before_2021_says_its_version_was_not_recorded() {
     assert!(text.contains("nsys version not recorded"), "{text}");
     assert!(!text.contains("unknown (schema unknown)"), "{text}");
     assert!(text.contains("absent: no capture window"), "{text}");
+}
+
+#[test]
+fn the_top_level_help_lists_what_users_run_and_the_benchmarks_under_one_command() {
+    let out = succeeded(bin().arg("--help"));
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(!help.contains("bench-"), "{help}");
+    for command in ["report", "diff", "what-if", "bench", "completions", "synth"] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command} missing from\n{help}"
+        );
+    }
+    let out = succeeded(bin().args(["bench", "--help"]));
+    let help = String::from_utf8(out.stdout).unwrap();
+    for which in [
+        "load", "analysis", "report", "many", "what-if", "findings", "frame", "panels", "reopen",
+    ] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(which)),
+            "bench {which} missing from\n{help}"
+        );
+    }
+}
+
+#[test]
+fn a_bash_completion_script_is_printed_and_parses() {
+    let out = succeeded(bin().args(["completions", "bash"]));
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("nsys-explorer") && script.contains("complete"));
+    assert!(script.contains("what-if") && script.contains("reopen"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nsys-explorer.bash");
+    std::fs::write(&path, &script).unwrap();
+    let status = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "bash -n rejects the script");
+    for shell in ["zsh", "fish"] {
+        let out = succeeded(bin().args(["completions", shell]));
+        assert!(!out.stdout.is_empty(), "{shell}");
+    }
+    let out = bin().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
 }

@@ -480,3 +480,149 @@ fn copies_of_an_export_without_enum_tables_are_named_by_the_built_in_values() {
     );
     assert!(report.missing_effects["ENUM_CUDA_MEMCPY_OPER"].contains("values nsys uses"));
 }
+
+/// Kernels of `trace` (every `step`-th), with the launch configuration plain SQL gives for
+/// the row of that device, start and end (several rows may match: any of theirs will do).
+fn kernels_with_sql_configs(
+    trace: &Trace,
+    path: &Path,
+    step: usize,
+) -> Vec<(usize, usize, usize, Vec<String>)> {
+    let conn = open_plain(path);
+    let mut stmt = conn
+        .prepare(
+            "SELECT gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, \
+             staticSharedMemory, dynamicSharedMemory, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN StringIds s ON s.id = k.demangledName WHERE deviceId = ?1 AND start = ?2 AND end = ?3",
+        )
+        .unwrap();
+    let mut out = Vec::new();
+    for (d, dev) in trace.devices.iter().enumerate() {
+        for (s, stream) in dev.streams.iter().enumerate() {
+            let ops = &stream.ops;
+            for i in (0..ops.len()).step_by(step) {
+                if !ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let rows = stmt
+                    .query_map((dev.id, ops.start[i], ops.end[i]), |r| {
+                        Ok(format!(
+                            "grid {:?} block {:?} regs {} shared {} {} {}",
+                            [r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?],
+                            [r.get::<_, i64>(3)?, r.get(4)?, r.get(5)?],
+                            r.get::<_, i64>(6)?,
+                            r.get::<_, i64>(7)?,
+                            r.get::<_, i64>(8)?,
+                            r.get::<_, String>(9)?
+                        ))
+                    })
+                    .unwrap()
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+                out.push((d, s, i, rows));
+            }
+        }
+    }
+    out
+}
+
+fn config_text(c: &nsys_explorer::trace::LaunchConfig) -> String {
+    format!(
+        "grid {:?} block {:?} regs {} shared {} {} {}",
+        c.grid.map(i64::from),
+        c.block.map(i64::from),
+        c.registers_per_thread,
+        c.static_shared_bytes,
+        c.dynamic_shared_bytes,
+        c.demangled_name
+    )
+}
+
+#[test]
+fn a_kernels_launch_configuration_is_read_from_its_row_when_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = common::real_fixtures();
+    for flavour in [Flavour::Nsys2024, Flavour::Nsys2023] {
+        files.push(generate(dir.path(), flavour, NcclStream::Same).0);
+    }
+    for path in files {
+        let (trace, _) = load::load(&path).unwrap();
+        let before = common::snapshot(&path);
+        let step = (trace.gpu_op_count() / 300).max(1);
+        let expected = kernels_with_sql_configs(&trace, &path, step);
+        assert!(
+            expected.len() >= trace.kernel_count().min(100),
+            "{}: {} kernels sampled",
+            path.display(),
+            expected.len()
+        );
+        for (d, s, i, sql) in expected {
+            let dev = &trace.devices[d];
+            let ops = &dev.streams[s].ops;
+            let config = load::launch_config(&trace, dev, ops, i)
+                .expect("a kernel of an export has one")
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                sql.contains(&config_text(&config)),
+                "{}: kernel {i} of GPU {} read {:?}, SQL gives {sql:?}",
+                path.display(),
+                dev.id,
+                config_text(&config)
+            );
+        }
+        assert_eq!(common::snapshot(&path), before, "{} changed", path.display());
+    }
+}
+
+#[test]
+fn a_launch_configuration_of_a_file_changed_since_it_was_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let mut other = SynthOptions::new(Preset::Tiny);
+    other.seed += 1;
+    std::fs::remove_file(&path).unwrap();
+    synth::generate(&path, other).unwrap();
+    let conn = open_plain(&path);
+    let (mut refused, mut kept) = (0, 0);
+    for dev in &trace.devices {
+        for stream in &dev.streams {
+            let ops = &stream.ops;
+            for i in (0..ops.len()).step_by(13) {
+                let Some(answer) = load::launch_config(&trace, dev, ops, i) else {
+                    continue;
+                };
+                let now: Option<i64> = conn
+                    .query_row(
+                        "SELECT end - start FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = ?1",
+                        [ops.detail[i]],
+                        |r| r.get(0),
+                    )
+                    .ok();
+                match answer {
+                    Err(why) => {
+                        assert_ne!(now, Some(ops.duration(i)), "refused a row that matches");
+                        assert!(why.contains("changed"), "{why}");
+                        refused += 1;
+                    }
+                    Ok(_) => {
+                        assert_eq!(now, Some(ops.duration(i)), "answered from another kernel");
+                        kept += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(refused > 0, "{refused} refused, {kept} answered");
+    std::fs::remove_file(&path).unwrap();
+    let dev = trace.devices.iter().find(|d| d.count_of(OpKind::Compute) > 0).unwrap();
+    let (s, i) = dev
+        .streams
+        .iter()
+        .enumerate()
+        .find_map(|(s, st)| (0..st.ops.len()).find(|&i| st.ops.kind[i].is_kernel()).map(|i| (s, i)))
+        .unwrap();
+    let gone = load::launch_config(&trace, dev, &dev.streams[s].ops, i).unwrap();
+    assert!(gone.is_err(), "a deleted file gives a reason, not a configuration");
+}

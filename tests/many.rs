@@ -64,6 +64,16 @@ fn split_ranks_are_aligned_by_their_collectives_and_analysed_as_one_job() {
             "rank03.sqlite:0"
         ]
     );
+    // Each rank's kernels read their launch configuration from their own file.
+    for d in &trace.devices {
+        let source = &trace.sources[d.source as usize];
+        let file = d.key.as_deref().unwrap().split(':').next().unwrap();
+        assert_eq!(source.file_name().unwrap(), file);
+        let ops = &d.streams[0].ops;
+        let i = (0..ops.len()).find(|&i| ops.kind[i].is_kernel()).unwrap();
+        let config = nsys_explorer::load::launch_config(&trace, d, ops, i).unwrap();
+        assert!(config.is_ok(), "{file}: {config:?}");
+    }
     // The slowest iteration and the rank that held it back.
     let o = overview(&trace, &Options::default());
     assert_eq!(

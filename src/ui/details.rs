@@ -52,26 +52,29 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                     row("device", dev.label());
                     row("stream", dev.streams[op.stream as usize].id.to_string());
                     row("correlation id", ops.correlation_id[i].to_string());
-                    if ops.kind[i].is_kernel()
-                        && let Some(c) = trace.launch_configs.get(ops.detail[i] as usize)
-                    {
-                        row(
-                            "grid",
-                            format!("{} × {} × {}", c.grid[0], c.grid[1], c.grid[2]),
-                        );
-                        row(
-                            "block",
-                            format!("{} × {} × {}", c.block[0], c.block[1], c.block[2]),
-                        );
-                        row("registers/thread", c.registers_per_thread.to_string());
-                        row(
-                            "shared memory",
-                            format!(
-                                "{} B static, {} B dynamic",
-                                c.static_shared_bytes, c.dynamic_shared_bytes
-                            ),
-                        );
-                        row("demangled", trace.strings.get(c.demangled_name).to_string());
+                    if let Some(config) = nsys_explorer_core::load::launch_config(trace, dev, ops, i) {
+                        match config {
+                            Ok(c) => {
+                                row(
+                                    "grid",
+                                    format!("{} × {} × {}", c.grid[0], c.grid[1], c.grid[2]),
+                                );
+                                row(
+                                    "block",
+                                    format!("{} × {} × {}", c.block[0], c.block[1], c.block[2]),
+                                );
+                                row("registers/thread", c.registers_per_thread.to_string());
+                                row(
+                                    "shared memory",
+                                    format!(
+                                        "{} B static, {} B dynamic",
+                                        c.static_shared_bytes, c.dynamic_shared_bytes
+                                    ),
+                                );
+                                row("demangled", c.demangled_name.clone());
+                            }
+                            Err(why) => row("launch", why),
+                        }
                     }
                     let (thread, call) = (ops.launch_thread[i], ops.launch_call[i]);
                     if call != NONE {

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cache;
 pub mod compare;
+pub mod export;
 pub mod findings;
 pub mod format;
 pub mod load;

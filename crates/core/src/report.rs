@@ -186,6 +186,9 @@ pub fn report_text(
         report.file_bytes as f64 / 1e6,
         report.seconds
     );
+    if let Some(export) = &report.export {
+        let _ = writeln!(s, "  SQLite: {export}");
+    }
     s.push('\n');
     s.push_str(&findings_text(findings));
     s.push('\n');

@@ -21,7 +21,7 @@ pub(super) fn op_tooltip(
         dev.streams[stream].id
     );
     if ops.kind[i].is_kernel()
-        && let Some(c) = trace.launch_configs.get(ops.detail[i] as usize)
+        && let Some(Ok(c)) = nsys_explorer_core::load::launch_config(trace, dev, ops, i)
     {
         text += &format!("\ngrid {:?} block {:?}", c.grid, c.block);
     }

@@ -26,7 +26,9 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-pub use store::{DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder};
+pub use store::{
+    DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder, tidy,
+};
 
 use crate::analysis::overview::{self, Analyses, GapFindings, Kept, Options, Overview};
 use crate::load::{self, LoadError, LoadReport, Phase, Progress};
@@ -305,7 +307,7 @@ impl Opened {
 }
 
 /// Opens `path` from the cache when it holds this very file, else loads it as
-/// [`load::load_staged`] does (the caller stores it: see [`Opened::store`]). A hit's load
+/// [`load::load_staged`] does (an `.nsys-rep` is exported first: [`crate::export`]) (the caller stores it: see [`Opened::store`]). A hit's load
 /// report is the first load's, with this read's time.
 pub fn open_staged(
     path: &Path,
@@ -313,6 +315,13 @@ pub fn open_staged(
     cancel: &AtomicBool,
     on_gpu: Option<&dyn Fn(Trace)>,
 ) -> Result<Opened, LoadError> {
+    if crate::export::is_report(path) && crate::export::enabled() {
+        let exported = crate::export::export(path, progress, cancel)?;
+        let mut opened = open_staged(&exported.sqlite, progress, cancel, on_gpu)?;
+        opened.report.file = path.to_owned();
+        opened.report.export = Some(exported.how);
+        return Ok(opened);
+    }
     let t0 = Instant::now();
     let key = TraceKey::of(path);
     if let Some(key) = &key {

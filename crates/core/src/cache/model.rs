@@ -8,7 +8,7 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, NvtxMarks, NvtxRanges,
+    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NvtxMarks, NvtxRanges,
     OpKind, OsCalls, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable, Thread,
     Trace,
 };
@@ -20,6 +20,8 @@ struct Meta {
     processes: Vec<Process>,
     nvtx_domains: Vec<(u32, String)>,
     capture_window: Option<(i64, i64)>,
+    /// The exports read (where kernels' launch configurations stay).
+    sources: Vec<std::path::PathBuf>,
     report: LoadReport,
     devices: usize,
     /// The threads of each thread part, as index ranges.
@@ -27,7 +29,7 @@ struct Meta {
 }
 
 /// A model is kept as several entries, read and written in parallel: the head (the small
-/// parts, the strings, the launch configurations, and how many parts of each kind there
+/// parts, the strings, and how many parts of each kind there
 /// are), one per device, and one per run of threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
@@ -93,6 +95,7 @@ fn write_head<W: Write>(
         processes: trace.processes.clone(),
         nvtx_domains: trace.nvtx_domains.clone(),
         capture_window: trace.capture_window,
+        sources: trace.sources.clone(),
         report: report.clone(),
         devices: trace.devices.len(),
         thread_parts: thread_parts.to_vec(),
@@ -103,22 +106,7 @@ fn write_head<W: Write>(
     w.column(strings.template)?;
     w.column(strings.number_bytes)?;
     w.column(strings.number_ends)?;
-    let configs: Vec<u32> = trace
-        .launch_configs
-        .iter()
-        .flat_map(|c| {
-            let mut v = vec![c.demangled_name];
-            v.extend(c.grid);
-            v.extend(c.block);
-            v.extend([
-                c.registers_per_thread,
-                c.static_shared_bytes,
-                c.dynamic_shared_bytes,
-            ]);
-            v
-        })
-        .collect();
-    w.column(&configs)
+    Ok(())
 }
 
 /// The head: a trace with no devices and no threads yet, its load report, and the parts
@@ -133,21 +121,6 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         r.column()?,
     )
     .ok_or(Bad::Damaged("string table"))?;
-    let configs: Vec<u32> = r.column()?;
-    if !configs.len().is_multiple_of(10) {
-        return Err(Bad::Damaged("launch configurations"));
-    }
-    let launch_configs = configs
-        .chunks_exact(10)
-        .map(|c| LaunchConfig {
-            demangled_name: c[0],
-            grid: [c[1], c[2], c[3]],
-            block: [c[4], c[5], c[6]],
-            registers_per_thread: c[7],
-            static_shared_bytes: c[8],
-            dynamic_shared_bytes: c[9],
-        })
-        .collect();
     let contiguous = meta
         .thread_parts
         .iter()
@@ -165,7 +138,7 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         devices: Vec::new(),
         threads: Vec::new(),
         processes: meta.processes,
-        launch_configs,
+        sources: meta.sources,
         nvtx_domains: meta.nvtx_domains,
         capture_window: meta.capture_window,
     };
@@ -300,6 +273,7 @@ fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
         streams,
         mem_info,
         key,
+        source: 0,
     })
 }
 

@@ -19,7 +19,7 @@ use super::codec::{Bad, Reader, Writer};
 const MAGIC: &[u8; 8] = b"NSYSXCA\x01";
 const BYTE_ORDER: u32 = 0x0102_0304;
 /// Bump when the payload of any entry changes shape.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The default size limit of the folder (`NSYS_EXPLORER_CACHE_LIMIT` sets another).
 pub const DEFAULT_LIMIT_BYTES: u64 = 10 << 30;
 /// What an entry's file name ends with (temporary files end otherwise).
@@ -241,25 +241,29 @@ pub fn remove(key: &str) {
 }
 
 /// Deletes the least recently used entries until the folder holds at most `limit` bytes,
-/// and temporary files an interrupted write left (older than ten minutes).
+/// and temporary files an interrupted write left (untouched for ten minutes). Reports'
+/// SQLite exports (`exports/`, see `crate::export`) count and go by the same rule.
 pub fn evict(folder: &Path, limit: u64) {
-    let Ok(listing) = fs::read_dir(folder) else {
-        return;
-    };
     let now = SystemTime::now();
     let mut entries: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-    for entry in listing.flatten() {
-        let path = entry.path();
-        let Ok(meta) = entry.metadata() else { continue };
-        let modified = meta.modified().unwrap_or(now);
-        match path.extension().and_then(|e| e.to_str()) {
-            Some(EXTENSION) => entries.push((modified, meta.len(), path)),
-            Some("tmp")
-                if now.duration_since(modified).unwrap_or_default() > Duration::from_secs(600) =>
-            {
-                let _ = fs::remove_file(&path);
+    for (dir, kept) in [(folder.to_owned(), EXTENSION), (folder.join("exports"), "sqlite")] {
+        let Ok(listing) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            let modified = meta.modified().unwrap_or(now);
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let temporary = name.ends_with(".tmp") || name.ends_with(".tmp.sqlite");
+            if temporary {
+                if now.duration_since(modified).unwrap_or_default() > Duration::from_secs(600) {
+                    let _ = fs::remove_file(&path);
+                }
+            } else if path.extension().and_then(|e| e.to_str()) == Some(kept) {
+                entries.push((modified, meta.len(), path));
             }
-            _ => {}
         }
     }
     let mut total: u64 = entries.iter().map(|e| e.1).sum();

@@ -14,7 +14,7 @@ use super::scan::{RawRow, ScanContext, Skips, int, scan_range, text};
 use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
-    ApiCalls, ApiClass, GpuOps, LaunchConfig, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
+    ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
     OsCalls, RangeKind, StrId, StringTable, pid_of_global_id,
 };
 
@@ -64,8 +64,6 @@ const NULL_TIME: &str = "NULL start or end";
 #[derive(Default)]
 pub struct GpuChunk {
     pub streams: Grouped<StreamKey, GpuOps>,
-    /// Kernels: launch configurations indexed by `GpuOps::detail` (local to this chunk).
-    pub configs: Vec<LaunchConfig>,
     /// Memory ops: per device, indexed by `GpuOps::detail` (local to this chunk).
     pub mem_info: HashMap<u32, Vec<MemInfo>>,
     pub skips: Skips,
@@ -129,6 +127,7 @@ pub fn read_kernels(
     names: &Names,
     range: (i64, i64),
 ) -> Result<GpuChunk, LoadError> {
+    // Launch configurations are left in the file (`super::launch`): the rowid finds them.
     let cols = schema.select_list(
         KERNEL,
         &[
@@ -140,46 +139,27 @@ pub fn read_kernels(
             "globalPid",
             "shortName",
             "demangledName",
-            "gridX",
-            "gridY",
-            "gridZ",
-            "blockX",
-            "blockY",
-            "blockZ",
-            "registersPerThread",
-            "staticSharedMemory",
-            "dynamicSharedMemory",
         ],
     );
+    let cols = format!("{cols}, rowid");
     let mut chunk = GpuChunk::default();
-    let mut config_ids: FxHashMap<LaunchConfig, u32> = FxHashMap::default();
     chunk.rows = scan_range(ctx, conn, KERNEL, &cols, range, |r| {
         let Some((start, end)) = valid_times(int(r, 0), int(r, 1), KERNEL, &mut chunk.skips) else {
             return Ok(());
         };
         let short = names.ids.get(int(r, 6));
-        let demangled = names.ids.get(int(r, 7));
-        let name = if short != 0 { short } else { demangled };
-        let kind = if names.is_nccl(short) || names.is_nccl(demangled) {
-            OpKind::Nccl
+        // The demangled name only where the short one is missing (SQLite decodes a
+        // column when asked).
+        let (name, nccl) = if short != 0 {
+            (short, names.is_nccl(short))
         } else {
-            OpKind::Compute
+            let demangled = names.ids.get(int(r, 7));
+            (demangled, names.is_nccl(demangled))
         };
-        let u = |i: usize| int(r, i).unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
-        let config = LaunchConfig {
-            demangled_name: demangled,
-            grid: [u(8), u(9), u(10)],
-            block: [u(11), u(12), u(13)],
-            registers_per_thread: u(14),
-            static_shared_bytes: u(15),
-            dynamic_shared_bytes: u(16),
-        };
-        let next = config_ids.len() as u32;
-        let detail = *config_ids.entry(config).or_insert_with(|| {
-            chunk.configs.push(config);
-            next
-        });
+        let kind = if nccl { OpKind::Nccl } else { OpKind::Compute };
+        let rowid = int(r, 8).filter(|&id| (0..NONE as i64).contains(&id));
         let key = key_of(int(r, 2), int(r, 5), int(r, 3));
+        let detail = rowid.map_or(NONE, |id| id as u32);
         chunk.push(key, (start, end), kind, name, int(r, 4), detail);
         Ok(())
     })?;

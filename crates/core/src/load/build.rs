@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, OsrtChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
-    Device, ExportInfo, GpuOps, LaunchConfig, MemInfo, Process, StrId, Stream, StringTable, Thread,
+    Device, ExportInfo, GpuOps, MemInfo, Process, StrId, Stream, StringTable, Thread,
     Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
 };
 
@@ -22,24 +22,24 @@ pub struct Parts {
     pub thread_names: HashMap<i64, String>,
     pub gpu_names: HashMap<u32, String>,
     pub capture_window: Option<(i64, i64)>,
+    /// The export itself: where kernels' launch configurations are read when shown.
+    pub sources: Vec<std::path::PathBuf>,
 }
 
 /// The GPU tables merged and sorted: enough for a first timeline before the CPU side loads.
 #[derive(Clone)]
 pub struct GpuParts {
     streams: Vec<(StreamKey, GpuOps)>,
-    launch_configs: Vec<LaunchConfig>,
     mem_info: HashMap<u32, Vec<MemInfo>>,
 }
 
 pub fn build_gpu(gpu: Vec<GpuChunk>) -> GpuParts {
-    let (mut streams, launch_configs, mem_info) = merge_gpu(gpu);
+    let (mut streams, mem_info) = merge_gpu(gpu);
     streams
         .par_iter_mut()
         .for_each(|(_, ops)| ops.sort_by_start());
     GpuParts {
         streams,
-        launch_configs,
         mem_info,
     }
 }
@@ -56,7 +56,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         devices: devices_of(gpu.streams, gpu.mem_info, &parts.gpu_names),
         threads: Vec::new(),
         processes: parts.processes.clone(),
-        launch_configs: gpu.launch_configs,
+        sources: parts.sources.clone(),
         nvtx_domains: Vec::new(),
         capture_window: parts.capture_window,
     }
@@ -81,7 +81,6 @@ pub fn build_trace(
     let mut strings = parts.strings;
     let GpuParts {
         mut streams,
-        launch_configs,
         mem_info,
     } = gpu;
     let (mut threads, nvtx_domains) = merge_threads(cpu, &mut strings, &parts.thread_names);
@@ -109,7 +108,7 @@ pub fn build_trace(
         devices: devices_of(streams, mem_info, &parts.gpu_names),
         threads,
         processes: parts.processes,
-        launch_configs,
+        sources: parts.sources,
         nvtx_domains,
         capture_window: parts.capture_window,
     })
@@ -133,6 +132,7 @@ fn devices_of(
                 streams: Vec::new(),
                 mem_info: mem_info.remove(&device_id).unwrap_or_default(),
                 key: None,
+                source: 0,
             });
         }
         devices
@@ -151,16 +151,10 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {
     Ok(())
 }
 
-type MergedGpu = (
-    Vec<(StreamKey, GpuOps)>,
-    Vec<LaunchConfig>,
-    HashMap<u32, Vec<MemInfo>>,
-);
+type MergedGpu = (Vec<(StreamKey, GpuOps)>, HashMap<u32, Vec<MemInfo>>);
 
 fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
     let mut streams: BTreeMap<StreamKey, GpuOps> = BTreeMap::new();
-    let mut configs: Vec<LaunchConfig> = Vec::new();
-    let mut config_ids: HashMap<LaunchConfig, u32> = HashMap::new();
     let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
     let mut totals: HashMap<StreamKey, usize> = HashMap::new();
     for (key, ops) in chunks.iter().flat_map(|c| &c.streams.groups) {
@@ -170,17 +164,6 @@ fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
         reserve_ops(streams.entry(key).or_default(), n);
     }
     for chunk in chunks {
-        let config_remap: Vec<u32> = chunk
-            .configs
-            .iter()
-            .map(|c| {
-                let next = configs.len() as u32;
-                *config_ids.entry(*c).or_insert_with(|| {
-                    configs.push(*c);
-                    next
-                })
-            })
-            .collect();
         let mut mem_offset: HashMap<u32, u32> = HashMap::new();
         for (device, infos) in chunk.mem_info {
             let all = mem_info.entry(device).or_default();
@@ -189,17 +172,16 @@ fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
         }
         for (key, mut ops) in chunk.streams.groups {
             let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
+            // Kernels keep their rowid; memory ops index the device's merged infos.
             for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
-                *detail = if kind.is_kernel() {
-                    config_remap[*detail as usize]
-                } else {
-                    offset + *detail
-                };
+                if !kind.is_kernel() {
+                    *detail += offset;
+                }
             }
             append_ops(streams.entry(key).or_default(), ops);
         }
     }
-    (streams.into_iter().collect(), configs, mem_info)
+    (streams.into_iter().collect(), mem_info)
 }
 
 fn append_ops(into: &mut GpuOps, from: GpuOps) {

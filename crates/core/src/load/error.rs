@@ -22,6 +22,12 @@ pub enum LoadError {
     )]
     NsysReport(PathBuf, PathBuf),
     #[error(
+        "{report} is an Nsight Systems report, and no `nsys` was found to export it (looked at: {looked}). Install Nsight Systems, set NSYS=/path/to/nsys, or export it yourself:\n    nsys export --type sqlite --include-blobs=true {report}\nthen open the .sqlite file"
+    )]
+    NoNsys { report: PathBuf, looked: String },
+    #[error("{report}: the export to SQLite failed: {detail}")]
+    ExportFailed { report: PathBuf, detail: String },
+    #[error(
         "{0} is not an SQLite database. nsys-explorer reads the SQLite exports of Nsight Systems (`nsys export --type sqlite REPORT.nsys-rep`)"
     )]
     NotSqlite(PathBuf),

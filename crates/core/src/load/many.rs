@@ -318,10 +318,13 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         let remap = strings.absorb(&t.strings);
         let id = |s: u32| remap[s as usize];
         let thread_base = out.threads.len() as u32;
-        let config_base = out.launch_configs.len() as u32;
+        // Devices index their file among all the files read.
+        let source = out.sources.len() as u32;
+        out.sources.extend(std::mem::take(&mut t.sources));
         for mut d in std::mem::take(&mut t.devices) {
             d.key = Some(format!("{}:{}", file.name, d.id));
             d.id = next_device;
+            d.source += source;
             file.devices.push(next_device);
             next_device += 1;
             for s in &mut d.streams {
@@ -332,9 +335,6 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                     ops.name[i] = id(ops.name[i]);
                     if ops.launch_thread[i] != NONE {
                         ops.launch_thread[i] += thread_base;
-                    }
-                    if ops.kind[i].is_kernel() && ops.detail[i] != NONE {
-                        ops.detail[i] += config_base;
                     }
                 }
             }
@@ -367,10 +367,6 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
             th.index_calls();
             out.threads.push(th);
             thread_file.push(k);
-        }
-        for mut c in std::mem::take(&mut t.launch_configs) {
-            c.demangled_name = id(c.demangled_name);
-            out.launch_configs.push(c);
         }
         for mut p in std::mem::take(&mut t.processes) {
             p.name = format!("{}: {}", file.name, p.name);

@@ -7,6 +7,7 @@
 mod big_tables;
 mod build;
 mod error;
+mod launch;
 pub mod many;
 mod report;
 mod scan;
@@ -21,6 +22,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 pub use error::LoadError;
+pub use launch::launch_config;
+
+/// The error a failed read of `path` gives, naming the path.
+pub fn io_error(path: &Path, e: std::io::Error) -> LoadError {
+    sniff::io_error(path, e)
+}
 
 /// The error a failed read of `path` with `kind` gives (lets tests check messages that
 /// root, who reads anything, cannot provoke).
@@ -38,6 +45,11 @@ use crate::trace::{StringTable, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// `nsys` exporting a report to SQLite (see `crate::export`), for `seconds` so far.
+    Exporting {
+        nsys_version: &'static str,
+        seconds: u32,
+    },
     Opening,
     /// Reading the trace's model from the cache (see `crate::cache`).
     ReadingCache,
@@ -50,6 +62,7 @@ pub enum Phase {
 impl Phase {
     pub fn label(self) -> &'static str {
         match self {
+            Phase::Exporting { .. } => "Exporting with nsys",
             Phase::Opening => "Opening",
             Phase::ReadingCache => "Reading the cache",
             Phase::ReadingSmallTables => "Reading strings and metadata",
@@ -239,6 +252,7 @@ pub fn load_staged(
         thread_names,
         gpu_names,
         capture_window,
+        sources: vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())],
     };
     let (gpu_tasks, cpu_tasks): (Vec<Task>, Vec<Task>) = tasks
         .into_iter()

@@ -32,6 +32,10 @@ pub struct LoadReport {
     pub notes: Vec<String>,
     /// (phase, seconds), in order.
     pub phases: Vec<(String, f64)>,
+    /// For a report opened directly (`.nsys-rep`): which SQLite export was read, and how
+    /// it came to be (`crate::export`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<String>,
     #[serde(skip)]
     pub(super) skips: Skips,
 }

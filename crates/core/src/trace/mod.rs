@@ -78,6 +78,8 @@ pub struct Device {
     /// In a trace of several files: `FILE:ID` (the file's base name and the device's id in
     /// it), how every view and report names the device.
     pub key: Option<String>,
+    /// Index into `Trace::sources` of the export the device was read from.
+    pub source: u32,
 }
 
 impl Device {
@@ -193,7 +195,9 @@ pub struct Trace {
     /// Threads that made API calls or NVTX events, sorted by (pid, tid).
     pub threads: Vec<Thread>,
     pub processes: Vec<Process>,
-    pub launch_configs: Vec<LaunchConfig>,
+    /// The exports the trace was read from (one, or one per file of a merged job); a
+    /// device's `source` indexes it. Kernels' launch configurations are read there.
+    pub sources: Vec<std::path::PathBuf>,
     /// NVTX domain id → name (domain 0, the default, is absent).
     pub nvtx_domains: Vec<(u32, String)>,
     /// `ANALYSIS_DETAILS` start/stop, when present.

@@ -38,11 +38,12 @@ pub fn is_nccl_name(name: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(b"nccl"))
 }
 
-/// Launch configuration of a kernel, deduplicated per trace (few distinct ones exist).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+/// Launch configuration of a kernel, read when the kernel is shown
+/// (`crate::load::launch_config`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct LaunchConfig {
     /// Full (demangled) kernel name; `GpuOps::name` holds the short one.
-    pub demangled_name: StrId,
+    pub demangled_name: String,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub registers_per_thread: u32,
@@ -73,7 +74,8 @@ pub struct GpuOps {
     pub launch_thread: Vec<u32>,
     /// Index of the launching API call in that thread's `api`, or [`NONE`].
     pub launch_call: Vec<u32>,
-    /// Kernels: index into `Trace::launch_configs`; memory ops: into `Device::mem_info`.
+    /// Kernels: the row's rowid in its export's kernel table (`Trace::sources`), where the
+    /// launch configuration is read when shown; memory ops: index into `Device::mem_info`.
     pub detail: Vec<u32>,
 }
 
