@@ -1,5 +1,5 @@
 //! Command line: `nsys-explorer [FILE]` opens the GUI; `report`, `diff`, `what-if`,
-//! `bench <which>`, `synth` and `completions` run without a window. Errors go to stderr with a non-zero exit.
+//! `bench <which>`, `synth` and `completions` run without a window. Errors go to stderr with exit code 2.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -336,8 +336,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
+            // 2, as for a usage error: the input could not be read or understood.
             eprintln!("nsys-explorer: {message}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }

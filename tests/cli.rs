@@ -555,5 +555,9 @@ fn a_bash_completion_script_is_printed_and_parses() {
         assert!(!out.stdout.is_empty(), "{shell}");
     }
     let out = bin().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
 }

@@ -197,27 +197,49 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
 }
 
 #[test]
-fn an_nsys_rep_shows_the_export_command_and_opens_the_export_beside_it() {
+fn an_nsys_rep_without_nsys_shows_the_export_command_and_a_newer_export_beside_it_opens() {
     let dir = tempfile::tempdir().unwrap();
+    // No nsys here, whatever the machine has installed.
+    let no_nsys = dir.path().join("no-such-nsys");
+    nsys_explorer::export::use_nsys(&no_nsys);
     let report = dir.path().join("run.nsys-rep");
     std::fs::write(&report, b"not an export").unwrap();
     let mut h = harness(Some(&report));
     h.run_steps(2);
     h.get_by_label_contains("is an Nsight Systems report");
     h.get_by_label_contains("nsys export --type sqlite --output");
+    h.get_by_label_contains("No `nsys` was found");
+    h.get_by_label_contains(&no_nsys.display().to_string());
     h.get_by_label_contains("There is no run.sqlite beside it yet");
 
-    synth::generate(
-        &dir.path().join("run.sqlite"),
-        SynthOptions::new(Preset::Tiny),
-    )
-    .unwrap();
+    // An export older than the report: offered, not opened on its own.
+    let sqlite = dir.path().join("run.sqlite");
+    synth::generate(&sqlite, SynthOptions::new(Preset::Tiny)).unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .append(true)
+        .open(&sqlite)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
     let mut h = harness(Some(&report));
     h.run_steps(2);
     h.get_by_label("Open run.sqlite").click();
     h.run_steps(1);
     wait_for_load(&mut h);
-    assert_eq!(loaded(&h).path, dir.path().join("run.sqlite"));
+    assert_eq!(loaded(&h).path, sqlite);
+
+    // A newer one: opened at once, and the window says which file it reads.
+    std::fs::File::options()
+        .append(true)
+        .open(&sqlite)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let mut h = harness(Some(&report));
+    wait_for_load(&mut h);
+    assert_eq!(loaded(&h).path, report);
+    h.get_by_label_contains("Read as SQLite: the export beside the report");
 }
 
 #[test]

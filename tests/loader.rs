@@ -570,7 +570,12 @@ fn a_kernels_launch_configuration_is_read_from_its_row_when_shown() {
                 config_text(&config)
             );
         }
-        assert_eq!(common::snapshot(&path), before, "{} changed", path.display());
+        assert_eq!(
+            common::snapshot(&path),
+            before,
+            "{} changed",
+            path.display()
+        );
     }
 }
 
@@ -616,13 +621,24 @@ fn a_launch_configuration_of_a_file_changed_since_it_was_read_is_refused() {
     }
     assert!(refused > 0, "{refused} refused, {kept} answered");
     std::fs::remove_file(&path).unwrap();
-    let dev = trace.devices.iter().find(|d| d.count_of(OpKind::Compute) > 0).unwrap();
+    let dev = trace
+        .devices
+        .iter()
+        .find(|d| d.count_of(OpKind::Compute) > 0)
+        .unwrap();
     let (s, i) = dev
         .streams
         .iter()
         .enumerate()
-        .find_map(|(s, st)| (0..st.ops.len()).find(|&i| st.ops.kind[i].is_kernel()).map(|i| (s, i)))
+        .find_map(|(s, st)| {
+            (0..st.ops.len())
+                .find(|&i| st.ops.kind[i].is_kernel())
+                .map(|i| (s, i))
+        })
         .unwrap();
     let gone = load::launch_config(&trace, dev, &dev.streams[s].ops, i).unwrap();
-    assert!(gone.is_err(), "a deleted file gives a reason, not a configuration");
+    assert!(
+        gone.is_err(),
+        "a deleted file gives a reason, not a configuration"
+    );
 }

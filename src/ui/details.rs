@@ -52,7 +52,9 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                     row("device", dev.label());
                     row("stream", dev.streams[op.stream as usize].id.to_string());
                     row("correlation id", ops.correlation_id[i].to_string());
-                    if let Some(config) = nsys_explorer_core::load::launch_config(trace, dev, ops, i) {
+                    if let Some(config) =
+                        nsys_explorer_core::load::launch_config(trace, dev, ops, i)
+                    {
                         match config {
                             Ok(c) => {
                                 row(

@@ -200,6 +200,18 @@ pub(super) fn loaded_ui(
                     reload = files_panel(ui, &l.files, &mut l.nudges);
                     ui.separator();
                 }
+                // A report opened directly: which export is on screen.
+                if let Some(export) = l.report.as_ref().and_then(|r| r.export.as_deref()) {
+                    ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(format!("Read as SQLite: {export}"))
+                                .weak()
+                                .small(),
+                        )
+                        .wrap(),
+                    );
+                    ui.separator();
+                }
                 if l.cancelled || l.analyses_cancelled {
                     ui.heading("Where time goes");
                     ui.label(if l.cancelled {

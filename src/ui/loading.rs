@@ -271,6 +271,20 @@ pub(super) fn progress_bar(ui: &mut egui::Ui, job: &LoadJob, width: f32) {
         fraction: 0.0,
         rows_read: 0,
     });
+    if let load::Phase::Exporting {
+        nsys_version,
+        seconds,
+    } = p.phase
+    {
+        // nsys says nothing of its progress: a bar that moves, and the time so far.
+        ui.add(
+            egui::ProgressBar::new(0.0)
+                .desired_width(width)
+                .animate(true),
+        );
+        ui.label(format!("Exporting with nsys {nsys_version}… {seconds} s"));
+        return;
+    }
     ui.add(
         egui::ProgressBar::new(p.fraction)
             .desired_width(width)

@@ -54,22 +54,19 @@ pub enum State {
         path: PathBuf,
         message: String,
     },
-    /// An Nsight Systems report (`.nsys-rep`), which needs exporting first; `export` is
-    /// the SQLite export beside it, when there is one.
+    /// An Nsight Systems report (`.nsys-rep`) that cannot be exported here (no `nsys`, or
+    /// `--no-export`); `export` is the SQLite export beside it, when there is one, and
+    /// `looked` where `nsys` was looked for.
     Report {
         path: PathBuf,
         export: Option<PathBuf>,
+        looked: Vec<PathBuf>,
     },
     /// Per-rank `report --json` summaries side by side (one row per GPU).
     Summaries(Vec<crate::summaries::RankRow>),
 }
 
-/// Whether `path` is an Nsight Systems report rather than its SQLite export.
-pub fn is_report(path: &std::path::Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("nsys-rep") || e.eq_ignore_ascii_case("qdrep"))
-}
+pub use crate::export::is_report;
 
 pub struct App {
     pub state: State,
@@ -111,11 +108,26 @@ impl App {
 
     /// Starts loading `path` on a worker thread, cancelling any load in flight.
     pub fn open(&mut self, path: PathBuf, ctx: &egui::Context) {
+        // A report is exported on the worker (or its newer export beside it opened) when
+        // it can be; else the page that says how.
         if is_report(&path) {
-            self.cancel_job();
-            let export = Some(path.with_extension("sqlite")).filter(|p| p.is_file());
-            self.state = State::Report { path, export };
-            return;
+            let beside = crate::export::export_beside(&path);
+            let located = crate::export::locate();
+            if !crate::export::enabled() || (beside.is_none() && located.is_err()) {
+                self.cancel_job();
+                let export = Some(path.with_extension("sqlite")).filter(|p| p.is_file());
+                let looked = if crate::export::enabled() {
+                    located.err().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                self.state = State::Report {
+                    path,
+                    export,
+                    looked,
+                };
+                return;
+            }
         }
         self.recent.retain(|p| p != &path);
         self.recent.insert(0, path.clone());
@@ -373,9 +385,13 @@ impl App {
                     self.open_many(files, manual, &ctx);
                 }
             }
-            State::Report { path, export } => {
-                let (path, export) = (path.clone(), export.clone());
-                self.report_page(ui, &ctx, &path, export);
+            State::Report {
+                path,
+                export,
+                looked,
+            } => {
+                let (path, export, looked) = (path.clone(), export.clone(), looked.clone());
+                self.report_page(ui, &ctx, &path, export, &looked);
             }
             State::Summaries(rows) => {
                 if let Some(export) = pages::summaries_page(ui, rows) {

@@ -15,6 +15,7 @@ impl App {
         ctx: &egui::Context,
         path: &std::path::Path,
         export: Option<PathBuf>,
+        looked: &[PathBuf],
     ) {
         let sqlite = path.with_extension("sqlite");
         let command = format!(
@@ -33,6 +34,17 @@ impl App {
             ui.code(&command);
             if ui.small_button("Copy the command").clicked() {
                 ctx.copy_text(command.clone());
+            }
+            ui.add_space(8.0);
+            if looked.is_empty() {
+                ui.label("Exporting here is off (--no-export).");
+            } else {
+                ui.label(
+                    "No `nsys` was found to export it here. Looked at (set NSYS=/path/to/nsys to name one):",
+                );
+                for place in looked {
+                    ui.label(egui::RichText::new(place.display().to_string()).monospace().weak());
+                }
             }
             ui.add_space(12.0);
             match export {

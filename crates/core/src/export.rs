@@ -5,6 +5,7 @@
 //! a second open of the same report runs no export; it counts in the cache's size limit.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,12 @@ use std::time::{Duration, Instant};
 use crate::load::{LoadError, Phase, Progress};
 
 static DISABLED: AtomicBool = AtomicBool::new(false);
+static NSYS: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Use `nsys` instead of looking for one (tests; `$NSYS` does the same for a process).
+pub fn use_nsys(nsys: &Path) {
+    *NSYS.lock().unwrap_or_else(|e| e.into_inner()) = Some(nsys.to_owned());
+}
 
 /// Never run `nsys` (`--no-export`): a report gets the page that says how to export it.
 pub fn disable() {
@@ -41,6 +48,9 @@ pub fn export_beside(report: &Path) -> Option<PathBuf> {
 /// Where `nsys` was looked for, in order: `$NSYS` alone when it is set, else the PATH,
 /// then the usual install folders (newest version first).
 pub fn places_to_look() -> Vec<PathBuf> {
+    if let Some(nsys) = NSYS.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        return vec![nsys];
+    }
     if let Some(nsys) = std::env::var_os("NSYS").filter(|v| !v.is_empty()) {
         return vec![PathBuf::from(nsys)];
     }
@@ -72,7 +82,10 @@ fn newest_first(folder: &Path, keep: impl Fn(&str) -> bool, tail: &str) -> Vec<P
         .filter(|n| keep(n))
         .collect();
     names.sort_by_key(|n| std::cmp::Reverse(version_numbers(n)));
-    names.into_iter().map(|n| folder.join(n).join(tail)).collect()
+    names
+        .into_iter()
+        .map(|n| folder.join(n).join(tail))
+        .collect()
 }
 
 /// "2024.6.2" → [2024, 6, 2]: names compared as versions, not as text.
@@ -166,11 +179,17 @@ pub fn export(
             "exported with nsys {version} before, kept in {}",
             target.display()
         );
-        return Ok(Exported { sqlite: target, how });
+        return Ok(Exported {
+            sqlite: target,
+            how,
+        });
     }
     let temp = folder.join(format!(
         "{}.{}-{:x}.tmp.sqlite",
-        target.file_stem().and_then(|s| s.to_str()).unwrap_or("export"),
+        target
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("export"),
         std::process::id(),
         fastrand::u64(..)
     ));
@@ -230,6 +249,8 @@ fn run_nsys(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        // A group of its own, so that a cancel ends whatever the export started too.
+        .process_group(0)
         .spawn()
         .map_err(|e| failed(format!("cannot run {}: {e}", nsys.display())))?;
     // Read on a thread of its own: a full pipe would stop the child.
@@ -245,6 +266,7 @@ fn run_nsys(
     let t0 = Instant::now();
     let status = loop {
         if cancel.load(Ordering::Relaxed) {
+            end_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             return Err(LoadError::Cancelled);
@@ -273,6 +295,15 @@ fn run_nsys(
             last_lines(&errors, 8)
         )))
     }
+}
+
+/// Ends the process group `leader` leads (the export and any process it started).
+fn end_group(leader: u32) {
+    // `kill -KILL -- -PGID`: the group as a whole, without unsafe code for libc's kill.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{leader}")])
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// A version string that lives as long as the process, for the progress (one per version).

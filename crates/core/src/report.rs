@@ -111,6 +111,7 @@ pub fn report_json(
             "missing_effects": report.missing_effects,
             "skipped_rows": report.skipped_rows,
             "notes": report.notes,
+            "export": report.export,
         },
         "findings": findings_json(trace, findings),
         "devices": devices,

@@ -8,9 +8,8 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NvtxMarks, NvtxRanges,
-    OpKind, OsCalls, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable, Thread,
-    Trace,
+    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NvtxMarks, NvtxRanges, OpKind,
+    OsCalls, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.

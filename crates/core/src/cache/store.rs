@@ -246,7 +246,10 @@ pub fn remove(key: &str) {
 pub fn evict(folder: &Path, limit: u64) {
     let now = SystemTime::now();
     let mut entries: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-    for (dir, kept) in [(folder.to_owned(), EXTENSION), (folder.join("exports"), "sqlite")] {
+    for (dir, kept) in [
+        (folder.to_owned(), EXTENSION),
+        (folder.join("exports"), "sqlite"),
+    ] {
         let Ok(listing) = fs::read_dir(&dir) else {
             continue;
         };

@@ -14,8 +14,8 @@ use super::scan::{RawRow, ScanContext, Skips, int, scan_range, text};
 use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
-    ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind,
-    OsCalls, RangeKind, StrId, StringTable, pid_of_global_id,
+    ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind, OsCalls, RangeKind,
+    StrId, StringTable, pid_of_global_id,
 };
 
 /// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,

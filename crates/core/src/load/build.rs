@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, OsrtChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
-    Device, ExportInfo, GpuOps, MemInfo, Process, StrId, Stream, StringTable, Thread,
-    Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
+    Device, ExportInfo, GpuOps, MemInfo, Process, StrId, Stream, StringTable, Thread, Trace,
+    global_tid_sort_key, pid_of_global_id, tid_of_global_id,
 };
 
 /// What the small tables gave.
@@ -38,10 +38,7 @@ pub fn build_gpu(gpu: Vec<GpuChunk>) -> GpuParts {
     streams
         .par_iter_mut()
         .for_each(|(_, ops)| ops.sort_by_start());
-    GpuParts {
-        streams,
-        mem_info,
-    }
+    GpuParts { streams, mem_info }
 }
 
 /// A trace of the GPU side only (no threads, so no launch links): what the GUI shows while

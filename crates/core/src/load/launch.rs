@@ -57,12 +57,7 @@ const MAX_OPEN: usize = 16;
 /// The launch configuration of kernel `i` of `ops` on `device`, read from the device's
 /// export; `None` for an op that has none (not a kernel, or a trace built in memory). An
 /// error says why it cannot be shown (the file gone or changed).
-pub fn launch_config(
-    trace: &Trace,
-    device: &Device,
-    ops: &GpuOps,
-    i: usize,
-) -> Option<Answer> {
+pub fn launch_config(trace: &Trace, device: &Device, ops: &GpuOps, i: usize) -> Option<Answer> {
     let path = trace.sources.get(device.source as usize)?;
     if !ops.kind[i].is_kernel() || ops.detail[i] == NONE {
         return None;
