@@ -207,7 +207,7 @@ fn an_nsys_rep_without_nsys_shows_the_export_command_and_a_newer_export_beside_i
     let mut h = harness(Some(&report));
     h.run_steps(2);
     h.get_by_label_contains("is an Nsight Systems report");
-    h.get_by_label_contains("nsys export --type sqlite --output");
+    h.get_by_label_contains("nsys export --type sqlite --include-blobs=true --output");
     h.get_by_label_contains("No `nsys` was found");
     h.get_by_label_contains(&no_nsys.display().to_string());
     h.get_by_label_contains("There is no run.sqlite beside it yet");

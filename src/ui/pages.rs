@@ -19,7 +19,7 @@ impl App {
     ) {
         let sqlite = path.with_extension("sqlite");
         let command = format!(
-            "nsys export --type sqlite --output {} {}",
+            "nsys export --type sqlite --include-blobs=true --output {} {}",
             shell_quote(&sqlite),
             shell_quote(path)
         );

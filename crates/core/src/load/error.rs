@@ -18,7 +18,7 @@ pub enum LoadError {
     #[error("{0} is empty (0 bytes); the export may have failed or is still being written")]
     Empty(PathBuf),
     #[error(
-        "{0} is an Nsight Systems report, not an SQLite export. Export it first:\n    nsys export --type sqlite --output {1} {0}\nthen open the .sqlite file"
+        "{0} is an Nsight Systems report, not an SQLite export. Export it first:\n    nsys export --type sqlite --include-blobs=true --output {1} {0}\nthen open the .sqlite file"
     )]
     NsysReport(PathBuf, PathBuf),
     #[error(
