@@ -3,7 +3,17 @@
 //! [`ColumnPainter`] as quads from the row's bottom, tallest first, their tops held from the
 //! left neighbour's.
 
-use super::*;
+use super::Eighths;
+use super::FoldStyle;
+use super::MIN_PX;
+use super::add_rect;
+use crate::sorted::partition;
+use crate::ui::lod::Block;
+use crate::ui::lod::Level;
+use eframe::egui::Color32;
+use eframe::egui::Mesh;
+use eframe::egui::Pos2;
+use eframe::egui::Rect;
 
 /// Draws a row from one level of its detail, as it runs for every row of a zoomed-out
 /// frame. Like `fold_draw_by`, but the folded columns lie on a grid fixed in time (whole

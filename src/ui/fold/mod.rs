@@ -5,7 +5,7 @@
 
 use eframe::egui::{Color32, Mesh, Pos2, Rect};
 
-use super::lod::{Block, Level, RowLod};
+use super::lod::RowLod;
 use super::theme::{self, kind_color};
 use crate::sorted::{gallop, partition};
 use crate::trace::OpKind;

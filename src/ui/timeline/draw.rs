@@ -2,7 +2,45 @@
 //! the marks over them (overlay, search matches, the chosen gap and iteration), the
 //! window, the measured span and the selection with its launch arrow.
 
-use super::*;
+use super::ROW_H;
+use super::Timeline;
+use super::rows::RowKind;
+use super::rows::device_band;
+use super::rows::row_top;
+use super::rows::streams_band;
+use super::selection::Selection;
+use super::tooltip::item_at;
+use super::tooltip::item_at_by;
+use super::tooltip::op_tooltip;
+use crate::analysis::gaps::OpRef;
+use crate::format::format_ns;
+use crate::trace::NONE;
+use crate::trace::Trace;
+use crate::ui::fold;
+use crate::ui::fold::Fill;
+use crate::ui::fold::FoldStyle;
+use crate::ui::fold::MIN_PX;
+use crate::ui::fold::calls_fill;
+use crate::ui::fold::coverage_fill;
+use crate::ui::fold::fold_draw_by;
+use crate::ui::fold::stacked_fill;
+use crate::ui::labels::Labels;
+use crate::ui::layout_cache::LayoutCache;
+use crate::ui::layout_cache::RowMesh;
+use crate::ui::lod::RowLod;
+use crate::ui::theme;
+use crate::ui::theme::FOLDED_API;
+use crate::ui::theme::FOLDED_NVTX;
+use crate::ui::theme::kind_color;
+use crate::ui::theme::nvtx_color;
+use crate::ui::theme::state_color;
+use eframe::egui;
+use eframe::egui::Color32;
+use eframe::egui::Mesh;
+use eframe::egui::Pos2;
+use eframe::egui::Rect;
+use eframe::egui::Stroke;
+use eframe::egui::Vec2;
 
 /// What one frame draws the rows with: one mesh of their quads and labels' glyphs. It
 /// holds the timeline's layouts of zoomed-out rows while it draws.

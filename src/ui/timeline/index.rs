@@ -1,7 +1,8 @@
 //! The timeline's drawing indexes that are not levels of detail: per-stream prefix sums of
 //! busy, NCCL and memory time, kept every `PREFIX_BLOCK`-th op.
 
-use super::*;
+use crate::trace::GpuOps;
+use crate::trace::OpKind;
 
 /// Per stream: the busy time and the mix of any run of ops, from sums at every
 /// `PREFIX_BLOCK`-th op and the few ops between (a sum per op cost 24 bytes an op: a
@@ -65,7 +66,6 @@ pub(super) const PREFIX_BLOCK: usize = 64;
 #[cfg(test)]
 mod tests {
     use super::*;
-
     #[test]
     fn a_runs_sums_from_blocks_equal_its_ops_summed() {
         let mut rng = fastrand::Rng::with_seed(3);

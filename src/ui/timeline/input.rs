@@ -1,7 +1,9 @@
 //! Input on the timeline: wheel, pinch and keys zoom and pan; drags pan, zoom to a ruler
 //! range, set the current window (Shift) or measure a span (Ctrl); Escape.
 
-use super::*;
+use super::Timeline;
+use eframe::egui;
+use eframe::egui::Rect;
 
 /// What a drag on the timeline does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

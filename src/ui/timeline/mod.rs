@@ -6,22 +6,14 @@
 
 use std::sync::Arc;
 
-use eframe::egui::{self, Color32, Mesh, Pos2, Rect, Sense, Stroke, Vec2};
+use eframe::egui::{self, Mesh, Pos2, Rect, Sense, Stroke};
 use rayon::prelude::*;
 
-use super::fold::{
-    self, Fill, FoldStyle, MIN_PX, calls_fill, coverage_fill, fold_draw_by, stacked_fill,
-};
 use super::labels::{FontsKey, Labels};
 use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
-use super::search::{Match, Mode, Search};
-use super::theme::{self, FOLDED_API, FOLDED_NVTX, kind_color, nvtx_color, state_color};
-use crate::analysis::breakdown::State;
-use crate::analysis::gaps::OpRef;
-use crate::format::format_ns;
-use crate::sorted::partition;
-use crate::trace::{GpuOps, NONE, OpKind, Trace};
+use super::search::Search;
+use crate::trace::{OpKind, Trace};
 
 mod draw;
 mod index;
@@ -39,9 +31,7 @@ use index::StreamPrefix;
 use input::DragKind;
 pub use nav::{Margin, Nav};
 pub use rows::RowKind;
-use rows::{device_band, row_top, streams_band};
 pub use selection::{LISTED_INTERVALS, Overlay, Selection};
-use tooltip::{item_at, item_at_by, op_tooltip};
 
 const ROW_H: f32 = 18.0;
 const HEADER_H: f32 = 20.0;

@@ -1,7 +1,13 @@
 //! The rows in display order (GPU groups with a row per stream, then CPU threads with a
 //! row per NVTX depth and one of API calls), their labels and their vertical extents.
 
-use super::*;
+use super::HEADER_H;
+use super::ROW_H;
+use super::Timeline;
+use crate::trace::Trace;
+use eframe::egui;
+use eframe::egui::Rect;
+use eframe::egui::Vec2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RowKind {

@@ -2,7 +2,15 @@
 //! needs, so neighbouring labels never read alike. Times are relative to the trace's
 //! first event (the one time base of every view).
 
-use super::*;
+use super::LABEL_W;
+use super::TICK_GAP_PX;
+use super::Timeline;
+use crate::format::format_ns;
+use eframe::egui;
+use eframe::egui::Pos2;
+use eframe::egui::Rect;
+use eframe::egui::Stroke;
+use eframe::egui::Vec2;
 
 /// A tick step of 1, 2 or 5 × 10^k ns, the smallest leaving at least `min_gap` of
 /// `span` between ticks.
@@ -67,7 +75,7 @@ impl Timeline {
         let (from, to) = (v0 - origin, v1 - origin);
         let span = to - from;
         let x_of = |t: f64| ruler.left() + ((t - from) / span) as f32 * ruler.width();
-        let step = ruler::tick_step(span * TICK_GAP_PX / ruler.width() as f64);
+        let step = tick_step(span * TICK_GAP_PX / ruler.width() as f64);
         let scale = from.abs().max(to.abs());
         let color = ui.visuals().text_color();
         let font = egui::FontId::proportional(11.0);
@@ -75,15 +83,14 @@ impl Timeline {
         // labels it would cover are left out.
         let cursor = cursor.map(|x| {
             let t = from + ((x - ruler.left()) / ruler.width()) as f64 * span;
-            let per_px = ruler::tick_step(span / ruler.width() as f64);
-            let galley =
-                painter.layout_no_wrap(ruler::tick_label(t, per_px, scale), font.clone(), color);
+            let per_px = tick_step(span / ruler.width() as f64);
+            let galley = painter.layout_no_wrap(tick_label(t, per_px, scale), font.clone(), color);
             let w = galley.size().x + 8.0;
             let left = (x - w / 2.0).clamp(ruler.left(), ruler.right() - w);
             let r = Rect::from_min_size(Pos2::new(left, ruler.top() + 1.0), Vec2::new(w, 15.0));
             (r, galley)
         });
-        for t in ruler::ticks(from, to, step) {
+        for t in ticks(from, to, step) {
             let x = x_of(t);
             painter.line_segment(
                 [
@@ -92,8 +99,7 @@ impl Timeline {
                 ],
                 Stroke::new(1.0, color),
             );
-            let label =
-                painter.layout_no_wrap(ruler::tick_label(t, step, scale), font.clone(), color);
+            let label = painter.layout_no_wrap(tick_label(t, step, scale), font.clone(), color);
             // A label that would run past the right edge is left out, not cut.
             let at = Rect::from_min_size(Pos2::new(x + 2.0, ruler.top() + 2.0), label.size());
             let covered = cursor.as_ref().is_some_and(|(r, _)| r.intersects(at));
@@ -128,7 +134,6 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     #[test]
     fn steps_are_one_two_or_five_times_a_power_of_ten() {
         assert_eq!(tick_step(38.5e6), 50e6);

@@ -1,6 +1,10 @@
 //! The search bar (Ctrl+F): query, regex switch, match count, previous/next.
 
-use super::*;
+use super::Timeline;
+use crate::trace::Trace;
+use crate::ui::search::Mode;
+use eframe::egui;
+use std::sync::Arc;
 
 impl Timeline {
     /// The search bar (Ctrl+F): query, regex switch, match count, previous/next.

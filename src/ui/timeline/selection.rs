@@ -1,7 +1,9 @@
 //! What is chosen on the timeline: the selected item, and the overlay of a summary
 //! category's intervals.
 
-use super::*;
+use crate::analysis::breakdown::State;
+use crate::analysis::gaps::OpRef;
+use crate::trace::Trace;
 
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,6 +1,9 @@
 //! What lies under the pointer, and its tooltip.
 
-use super::*;
+use crate::analysis::gaps::OpRef;
+use crate::format::format_ns;
+use crate::sorted::partition;
+use crate::trace::Trace;
 
 pub(super) fn op_tooltip(
     trace: &Trace,

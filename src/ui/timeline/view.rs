@@ -1,7 +1,10 @@
 //! The view: which time range is shown and how it moves (fit, zoom, pan, zoom to a span,
 //! go to a match, scroll a GPU into view).
 
-use super::*;
+use super::Timeline;
+use super::rows::device_band;
+use crate::trace::Trace;
+use crate::ui::search::Match;
 
 impl Timeline {
     pub fn fit(&mut self) {
