@@ -190,6 +190,8 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
         .collect();
     assert_eq!(marks, want);
     assert_eq!(marks.len(), l.trace.devices.len());
+    // The drill-down comes from a worker, a few frames later.
+    wait_for_load(&mut h);
     h.get_by_label_contains(&format!(
         "Straggler: GPU {} — its CPU thread was in {}",
         truth.iterations.straggler_device, truth.iterations.straggler_activity

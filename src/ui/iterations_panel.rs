@@ -28,6 +28,9 @@ pub struct IterationsPanel {
     pending: Option<Job<(), Iterations>>,
     pub selected: Option<usize>,
     pub drilldown: Option<Drilldown>,
+    /// The selected iteration's drill-down, worked out on a worker (tens of ms on a large
+    /// trace: not a click's frame).
+    pending_drilldown: Option<Job<usize, Drilldown>>,
 }
 
 const TOP: usize = 8;
@@ -37,9 +40,32 @@ impl IterationsPanel {
         self.custom.as_ref().unwrap_or(&overview.iterations)
     }
 
+    /// Takes a drill-down worked out, or asks for another frame while one is (whatever tab
+    /// is open: the job was started without a context to wake).
+    pub fn poll(&mut self, ctx: &egui::Context) {
+        if let Some((k, d)) = take_answer(&mut self.pending_drilldown) {
+            if self.selected == Some(k) {
+                self.drilldown = Some(d);
+            }
+        } else if self.pending_drilldown.is_some() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(30));
+        }
+    }
+
+    /// Whether a drill-down is being worked out.
+    pub fn busy(&self) -> bool {
+        self.pending_drilldown.is_some()
+    }
+
     /// Zooms the timeline to iteration `k` on all GPUs (the union of their spans) and
-    /// opens its drill-down.
-    pub fn open(&mut self, k: usize, trace: &Trace, overview: &Overview, timeline: &mut Timeline) {
+    /// starts its drill-down on a worker.
+    pub fn open(
+        &mut self,
+        k: usize,
+        trace: &Arc<Trace>,
+        overview: &Arc<Overview>,
+        timeline: &mut Timeline,
+    ) {
         let its = self.iterations(overview);
         let spans = its
             .per_device
@@ -68,14 +94,13 @@ impl IterationsPanel {
             })
             .collect();
         timeline.apply(trace, Nav::MarkIteration(marks));
-        self.drilldown = Some(drilldown(
-            trace,
-            &overview.cpu,
-            its,
-            k,
-            DEFAULT_MIN_GAP_NS,
-            TOP,
-        ));
+        let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
+        // Without a context: `show` asks for frames while it waits.
+        self.pending_drilldown = Some(Job::compute(k, None, move |_| {
+            let its = custom.as_ref().unwrap_or(&overview.iterations);
+            drilldown(&trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, TOP)
+        }));
+        self.drilldown = None;
         self.selected = Some(k);
     }
 
@@ -83,7 +108,7 @@ impl IterationsPanel {
         &mut self,
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
-        overview: &Overview,
+        overview: &Arc<Overview>,
         timeline: &mut Timeline,
         compared: Option<&Iterations>,
     ) {
@@ -91,7 +116,9 @@ impl IterationsPanel {
             self.custom = Some(its);
             self.selected = None;
             self.drilldown = None;
+            self.pending_drilldown = None;
         }
+        self.poll(ui.ctx());
         self.marker_bar(ui, trace, overview);
         let its = self.iterations(overview);
         if its.count() == 0 {
@@ -190,6 +217,12 @@ impl IterationsPanel {
                     egui::ScrollArea::both()
                         .id_salt("drilldown")
                         .show(ui, |ui| show_drilldown(ui, trace, d, timeline));
+                }
+                None if self.pending_drilldown.is_some() => {
+                    ui.horizontal(|ui| {
+                        ui.spinner();
+                        ui.label("Comparing the iteration with the median one…");
+                    });
                 }
                 None => {
                     ui.label("Click an iteration (in the plot, or a button above) to zoom to it and see what made it differ.");

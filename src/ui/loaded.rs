@@ -112,6 +112,7 @@ impl Loaded {
             || self.compare.as_ref().is_some_and(Compare::busy)
             || self.what_if.busy()
             || self.findings.busy()
+            || self.iterations.busy()
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -183,6 +184,7 @@ pub(super) fn loaded_ui(
         l.findings
             .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
+        l.iterations.poll(ui.ctx());
         // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
         // first, the first thing shown, unless the gap table is wanted now.
         if !l.findings.busy() || l.tab == Tab::Gaps {
