@@ -8,7 +8,12 @@ use sha2_free::file_digest;
 /// Every shared real export: `real/` and `real-round3/` (older shapes: no NVTX table, no
 /// enum tables, OS runtime calls, several syncs per step).
 pub fn real_fixtures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    // From the workspace's root (the folder with Cargo.lock), for the core's tests too.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .expect("inside the workspace")
+        .join("../shared/fixtures");
     let mut files: Vec<PathBuf> = ["real", "real-round3"]
         .iter()
         .flat_map(|sub| {

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use nsys_explorer::analysis::{self, Window, gaps, iterations::Source};
-use nsys_explorer::load;
-use nsys_explorer::synth::{Flavour, empty_export, global_pid};
-use nsys_explorer::trace::{RangeKind, Trace};
+use nsys_explorer_core::analysis::{self, Window, gaps, iterations::Source};
+use nsys_explorer_core::load;
+use nsys_explorer_core::synth::{Flavour, empty_export, global_pid};
+use nsys_explorer_core::trace::{RangeKind, Trace};
 use rusqlite::{Connection, params};
 
 /// Rows of a hand-built export; strings are interned into `StringIds` on `finish`.

@@ -3,16 +3,17 @@
 //! difference of spans, the findings ranked as the true savings are; a healthy run gets
 //! no warning; the real exports give sensible findings.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;
 
-use nsys_explorer::analysis::overview::{Options, overview};
-use nsys_explorer::findings::{self, Finding, Kind, Severity};
-use nsys_explorer::load;
-use nsys_explorer::synth::{self, NcclStream, Preset, SynthOptions};
-use nsys_explorer::trace::Trace;
-use nsys_explorer::whatif::measured_spans;
+use nsys_explorer_core::analysis::overview::{Options, overview};
+use nsys_explorer_core::findings::{self, Finding, Kind, Severity};
+use nsys_explorer_core::load;
+use nsys_explorer_core::synth::{self, NcclStream, Preset, SynthOptions};
+use nsys_explorer_core::trace::Trace;
+use nsys_explorer_core::whatif::measured_spans;
 
 fn generated(dir: &Path, name: &str, options: SynthOptions) -> Trace {
     let path = dir.join(name);

@@ -2,16 +2,17 @@
 //! made (same seed), and the prediction from the unchanged run must match what the changed
 //! run measured; replaying unchanged must reproduce every trace, real exports included.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;
 
-use nsys_explorer::analysis::overview::{Options, overview};
-use nsys_explorer::load;
-use nsys_explorer::synth::{self, Preset, SynthOptions};
-use nsys_explorer::trace::Trace;
-use nsys_explorer::whatif::Change;
-use nsys_explorer::whatif::report::{Outcome, max_error, what_if};
+use nsys_explorer_core::analysis::overview::{Options, overview};
+use nsys_explorer_core::load;
+use nsys_explorer_core::synth::{self, Preset, SynthOptions};
+use nsys_explorer_core::trace::Trace;
+use nsys_explorer_core::whatif::Change;
+use nsys_explorer_core::whatif::report::{Outcome, max_error, what_if};
 
 fn generated(dir: &Path, name: &str, options: SynthOptions) -> Trace {
     let path = dir.join(name);
@@ -198,7 +199,7 @@ fn a_replay_tells_how_far_it_is() {
         remove_sync: vec!["aten::item".into()],
         ..Default::default()
     };
-    nsys_explorer::whatif::report::what_if_progress(
+    nsys_explorer_core::whatif::report::what_if_progress(
         &trace,
         &o,
         &change,

@@ -2,14 +2,15 @@
 //! schema flavours: row counts against plain SQL or the generator's truth, kernel → API
 //! links, per-device counts, and that nothing is written near the file.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use nsys_explorer::load::{self, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
-use nsys_explorer::synth::{self, Flavour, GroundTruth, NcclStream, Preset, SynthOptions};
-use nsys_explorer::trace::{NONE, OpKind, Trace, pid_of_global_id};
+use nsys_explorer_core::load::{self, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
+use nsys_explorer_core::synth::{self, Flavour, GroundTruth, NcclStream, Preset, SynthOptions};
+use nsys_explorer_core::trace::{NONE, OpKind, Trace, pid_of_global_id};
 use rusqlite::{Connection, OpenFlags};
 
 fn open_plain(path: &Path) -> Connection {
@@ -422,8 +423,8 @@ fn a_staged_load_hands_over_the_gpu_side_first() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("staged.sqlite");
     synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
-    let first: Mutex<Option<nsys_explorer::trace::Trace>> = Mutex::new(None);
-    let on_gpu = |t: nsys_explorer::trace::Trace| *first.lock().unwrap() = Some(t);
+    let first: Mutex<Option<nsys_explorer_core::trace::Trace>> = Mutex::new(None);
+    let on_gpu = |t: nsys_explorer_core::trace::Trace| *first.lock().unwrap() = Some(t);
     let (full, _) =
         load::load_staged(&path, &|_| {}, &AtomicBool::new(false), Some(&on_gpu)).unwrap();
     let gpu = first.into_inner().unwrap().expect("GPU side handed over");
@@ -445,9 +446,9 @@ fn a_staged_load_hands_over_the_gpu_side_first() {
 fn copies_of_an_export_without_enum_tables_are_named_by_the_built_in_values() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("no-enum.sqlite");
-    nsys_explorer::synth::generate(
+    nsys_explorer_core::synth::generate(
         &path,
-        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+        nsys_explorer_core::synth::SynthOptions::new(nsys_explorer_core::synth::Preset::Tiny),
     )
     .unwrap();
     {
@@ -460,7 +461,7 @@ fn copies_of_an_export_without_enum_tables_are_named_by_the_built_in_values() {
         .unwrap();
     }
     let (trace, report) = load::load(&path).unwrap();
-    let stats = nsys_explorer::analysis::memory::memory_by_kind(&trace);
+    let stats = nsys_explorer_core::analysis::memory::memory_by_kind(&trace);
     let count = |kind: &str| -> usize {
         stats
             .iter()
@@ -526,7 +527,7 @@ fn kernels_with_sql_configs(
     out
 }
 
-fn config_text(c: &nsys_explorer::trace::LaunchConfig) -> String {
+fn config_text(c: &nsys_explorer_core::trace::LaunchConfig) -> String {
     format!(
         "grid {:?} block {:?} regs {} shared {} {} {}",
         c.grid.map(i64::from),

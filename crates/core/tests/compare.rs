@@ -3,16 +3,17 @@
 //! NCCL moved to its own stream — where the truth knows every iteration's length, every
 //! kernel's total and every gap's cause.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 
-use nsys_explorer::analysis::iterations::steady_state;
-use nsys_explorer::analysis::overview::{Options, Overview, overview};
-use nsys_explorer::compare::{Comparison, Run, compare};
-use nsys_explorer::load;
-use nsys_explorer::synth::{self, GroundTruth, NcclStream, Preset, SynthOptions};
-use nsys_explorer::trace::Trace;
+use nsys_explorer_core::analysis::iterations::steady_state;
+use nsys_explorer_core::analysis::overview::{Options, Overview, overview};
+use nsys_explorer_core::compare::{Comparison, Run, compare};
+use nsys_explorer_core::load;
+use nsys_explorer_core::synth::{self, GroundTruth, NcclStream, Preset, SynthOptions};
+use nsys_explorer_core::trace::Trace;
 
 struct Side {
     path: PathBuf,
@@ -140,7 +141,7 @@ fn a_kernel_made_twice_as_fast_leads_the_kernels_with_its_true_delta() {
         true_kernel_total(at, "flash_fwd_kernel") - true_kernel_total(bt, "flash_fwd_kernel")
     );
     assert_eq!(first.before_count, first.after_count);
-    let v = nsys_explorer::compare::report::verdict(&c);
+    let v = nsys_explorer_core::compare::report::verdict(&c);
     assert!(
         v.contains("faster") && v.contains("flash_fwd_kernel"),
         "{v}"
@@ -195,7 +196,7 @@ fn removing_the_step_sync_shows_host_sync_idle_gone_and_where_the_time_went() {
             true_median(at, d.device) - true_median(bt, d.device)
         );
     }
-    let v = nsys_explorer::compare::report::verdict(&c);
+    let v = nsys_explorer_core::compare::report::verdict(&c);
     assert!(v.contains("host sync -"), "{v}");
     // The pattern that went away is the sync's.
     assert!(
