@@ -683,7 +683,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     use crate::analysis::breakdown::{State, state_intervals};
     use crate::analysis::gaps::{Cause, DEFAULT_MIN_GAP_NS};
     use crate::ui::gap_table::{Column, Filter, GapOrders, filtered_order_with};
-    use crate::ui::search::{Mode, find};
+    use crate::ui::timeline::search::{Mode, find};
 
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
     let overview = analysis::overview::overview(&trace, &Options::default());
@@ -799,7 +799,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     let on_worker = |name: &str| {
         (name.contains("gaps") && gaps.len() > crate::ui::gap_finder::GAPS_SORTED_IN_FRAME)
             || (name.starts_with("find")
-                && trace.event_count() >= crate::ui::search::ITEMS_SEARCHED_IN_FRAME)
+                && trace.event_count() >= crate::ui::timeline::search::ITEMS_SEARCHED_IN_FRAME)
     };
     for (name, action) in &actions {
         let (ms, rows) = median_of_5(action.as_ref());

@@ -10,7 +10,7 @@ use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
 
 use super::job::Job;
-use super::search::Mode;
+use super::timeline::search::Mode;
 use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::{self, Overview};
 use crate::compare::{self, Comparison, Run};

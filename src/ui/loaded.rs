@@ -9,7 +9,7 @@ use eframe::egui::{self, RichText};
 use super::compare_view::Compare;
 use super::findings_panel::{Action, FindingsPanel};
 use super::heatmap;
-use super::loading::LoadJob;
+use super::load_job::LoadJob;
 use super::split::Split;
 use super::timeline::{Nav, Timeline};
 use super::whatif_panel::WhatIfPanel;

@@ -13,11 +13,11 @@ pub mod iterations_panel;
 pub mod job;
 mod labels;
 mod layout_cache;
+pub mod load_job;
 pub mod loaded;
 pub mod loading;
 mod lod;
 mod pages;
-pub mod search;
 pub mod split;
 pub mod summary;
 pub mod tables;
@@ -32,9 +32,9 @@ use eframe::egui;
 
 use crate::format::plural;
 use crate::load;
+use load_job::{LoadJob, progress_bar};
 use loaded::loaded_ui;
 pub use loaded::{Loaded, Tab};
-use loading::{LoadJob, progress_bar};
 use pages::{help_window, pick_export, pick_exports, profile_window};
 use split::Split;
 use timeline::Nav;
@@ -172,7 +172,7 @@ impl App {
         ctx: &egui::Context,
     ) {
         let label = PathBuf::from(format!("{} files", files.len()));
-        let source = loading::Source::Many {
+        let source = load_job::Source::Many {
             paths: files,
             manual,
         };

@@ -4,7 +4,7 @@
 use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
-use super::search::Mode;
+use super::timeline::search::Mode;
 use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};

@@ -12,8 +12,8 @@ use rayon::prelude::*;
 use super::labels::{FontsKey, Labels};
 use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
-use super::search::Search;
 use crate::trace::{OpKind, Trace};
+use search::Search;
 
 mod draw;
 mod index;
@@ -21,6 +21,7 @@ mod input;
 mod nav;
 mod rows;
 mod ruler;
+pub mod search;
 mod search_bar;
 mod selection;
 mod tooltip;

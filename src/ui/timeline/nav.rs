@@ -56,7 +56,7 @@ pub enum Nav {
     /// The next match of a search for `query` in `mode`, selected and brought into view.
     Find {
         query: String,
-        mode: super::super::search::Mode,
+        mode: super::search::Mode,
     },
 }
 

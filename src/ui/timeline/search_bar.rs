@@ -2,7 +2,7 @@
 
 use super::Timeline;
 use crate::trace::Trace;
-use crate::ui::search::Mode;
+use crate::ui::timeline::search::Mode;
 use eframe::egui;
 use std::sync::Arc;
 
@@ -63,7 +63,9 @@ impl Timeline {
                         self.search.matches.len()
                     ));
                 }
-                (None, None) if self.search.matches.len() >= crate::ui::search::MAX_MATCHES => {
+                (None, None)
+                    if self.search.matches.len() >= crate::ui::timeline::search::MAX_MATCHES =>
+                {
                     ui.label(format!(
                         "the first {} matches (more not kept)",
                         self.search.matches.len()

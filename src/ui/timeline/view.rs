@@ -4,7 +4,7 @@
 use super::Timeline;
 use super::rows::device_band;
 use crate::trace::Trace;
-use crate::ui::search::Match;
+use crate::ui::timeline::search::Match;
 
 impl Timeline {
     pub fn fit(&mut self) {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use eframe::egui;
 use rayon::prelude::*;
 
-use super::job::{Job, take_answer};
-use super::timeline::{RowKind, Selection};
+use super::{RowKind, Selection};
 use crate::analysis::gaps::OpRef;
 use crate::trace::{StrId, Trace};
+use crate::ui::job::{Job, take_answer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
