@@ -42,6 +42,48 @@ pub enum Tab {
     WhatIf,
 }
 
+/// Where a loaded trace is in its life: the one owner of its load's lifecycle.
+pub enum Stage {
+    /// The GPU side is on screen; the API calls and NVTX ranges are loading.
+    LoadingCpu(LoadJob),
+    /// The whole trace is in; the analyses run on the same worker.
+    Analysing(LoadJob),
+    Analysed,
+    /// Cancelled while the CPU side loaded: the GPU side is all there is.
+    LoadCancelled,
+    /// The analyses were cancelled: the whole trace, and no panels.
+    AnalysesCancelled,
+}
+
+impl Stage {
+    pub fn job(&self) -> Option<&LoadJob> {
+        match self {
+            Stage::LoadingCpu(job) | Stage::Analysing(job) => Some(job),
+            _ => None,
+        }
+    }
+
+    pub fn job_mut(&mut self) -> Option<&mut LoadJob> {
+        match self {
+            Stage::LoadingCpu(job) | Stage::Analysing(job) => Some(job),
+            _ => None,
+        }
+    }
+
+    /// The whole trace came in: the same job goes on to the analyses.
+    pub fn loaded(&mut self) {
+        let stage = std::mem::replace(self, Stage::Analysed);
+        *self = match stage {
+            Stage::LoadingCpu(job) => Stage::Analysing(job),
+            other => other,
+        };
+    }
+
+    pub fn cancelled(&self) -> bool {
+        matches!(self, Stage::LoadCancelled | Stage::AnalysesCancelled)
+    }
+}
+
 pub struct Loaded {
     pub path: PathBuf,
     pub trace: Arc<Trace>,
@@ -55,12 +97,8 @@ pub struct Loaded {
     pub gaps: gap_finder::GapFinder,
     pub iterations: iterations_panel::IterationsPanel,
     pub tables: tables::Tables,
-    /// The rest of the load, then the analyses.
-    pub job: Option<LoadJob>,
-    /// The load was cancelled after the GPU side came in: that is all there is.
-    pub cancelled: bool,
-    /// The analyses were cancelled: the whole trace is loaded, the panels are empty.
-    pub analyses_cancelled: bool,
+    /// What is still coming (the rest of the load, then the analyses), or why it stopped.
+    pub stage: Stage,
     /// A second run shown under this one and compared with it.
     pub compare: Option<Compare>,
     /// The files of a trace opened from several, each with its clock alignment.
@@ -87,9 +125,7 @@ impl Loaded {
             gaps: Default::default(),
             iterations: Default::default(),
             tables: Default::default(),
-            job: Some(job),
-            cancelled: false,
-            analyses_cancelled: false,
+            stage: Stage::LoadingCpu(job),
             compare: None,
             files: Vec::new(),
             nudges: Vec::new(),
@@ -108,7 +144,7 @@ impl Loaded {
 
     /// Whether a load, the analyses or a compared run's load is still running.
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.stage.job().is_some()
             || self.compare.as_ref().is_some_and(Compare::busy)
             || self.what_if.busy()
             || self.findings.busy()
@@ -214,9 +250,9 @@ pub(super) fn loaded_ui(
                     );
                     ui.separator();
                 }
-                if l.cancelled || l.analyses_cancelled {
+                if l.stage.cancelled() {
                     ui.heading("Where time goes");
-                    ui.label(if l.cancelled {
+                    ui.label(if matches!(l.stage, Stage::LoadCancelled) {
                         "Not analysed: the load was cancelled."
                     } else {
                         "Not analysed: the analyses were cancelled."
@@ -268,11 +304,11 @@ pub(super) fn loaded_ui(
                 }
             });
             ui.separator();
-            let waiting = if l.cancelled {
+            let waiting = if matches!(l.stage, Stage::LoadCancelled) {
                 Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
             } else if !l.complete() {
                 Some("Waiting for the CPU side (API calls, NVTX) to load…")
-            } else if l.analyses_cancelled {
+            } else if matches!(l.stage, Stage::AnalysesCancelled) {
                 Some("The analyses were cancelled: the timeline shows the whole trace. Open the file again to analyse it.")
             } else if l.overview.is_none() {
                 Some("Analysing…")
@@ -455,4 +491,30 @@ fn fill_exactly(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
     child.shrink_clip_rect(rect);
     add(&mut child);
     ui.advance_cursor_after_rect(rect);
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::Stage;
+    use crate::ui::job::Job;
+    use crate::ui::load_job::{LoadJob, Message};
+
+    fn job() -> LoadJob {
+        LoadJob::new(Job::compute((), None, |_| Message::AnalysesCancelled))
+    }
+
+    #[test]
+    fn a_load_goes_from_its_cpu_side_to_the_analyses_with_the_same_job_and_then_ends() {
+        let mut stage = Stage::LoadingCpu(job());
+        assert!(stage.job().is_some() && !stage.cancelled());
+        stage.loaded();
+        assert!(matches!(stage, Stage::Analysing(_)));
+        assert!(stage.job_mut().is_some());
+        stage = Stage::Analysed;
+        stage.loaded();
+        assert!(matches!(stage, Stage::Analysed) && stage.job().is_none());
+        for stopped in [Stage::LoadCancelled, Stage::AnalysesCancelled] {
+            assert!(stopped.cancelled() && stopped.job().is_none());
+        }
+    }
 }

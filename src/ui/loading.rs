@@ -8,7 +8,7 @@ use eframe::egui;
 
 use super::job::Job;
 use super::load_job::{LoadJob, Message, Source};
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Stage};
 use super::timeline::Timeline;
 use super::{App, State};
 use crate::analysis::overview::{self, Overview};
@@ -121,7 +121,7 @@ impl App {
     pub(super) fn cancel_job(&mut self) {
         let job = match &self.state {
             State::Loading { job, .. } => Some(job),
-            State::Loaded(l) => l.job.as_ref(),
+            State::Loaded(l) => l.stage.job(),
             _ => None,
         };
         if let Some(job) = job {
@@ -133,7 +133,7 @@ impl App {
         loop {
             let job = match &mut self.state {
                 State::Loading { job, .. } => job,
-                State::Loaded(l) => match &mut l.job {
+                State::Loaded(l) => match l.stage.job_mut() {
                     Some(job) => job,
                     None => return,
                 },
@@ -158,6 +158,7 @@ impl App {
                         match std::mem::replace(&mut self.state, State::Start) {
                             State::Loading { path, job } => {
                                 let mut l = Loaded::new(path, trace, timeline, job);
+                                l.stage.loaded();
                                 l.report = Some(report);
                                 l.files = files;
                                 l.cache_key = cache_key;
@@ -167,6 +168,7 @@ impl App {
                                 timeline.keep_view_of(&mut l.timeline);
                                 l.timeline = timeline;
                                 l.trace = trace;
+                                l.stage.loaded();
                                 l.report = Some(report);
                                 l.files = files;
                                 l.cache_key = cache_key;
@@ -177,10 +179,7 @@ impl App {
                     }
                     // Cancelled while the CPU side loaded: keep the GPU timeline on screen.
                     Err(LoadError::Cancelled) => match &mut self.state {
-                        State::Loaded(l) => {
-                            l.job = None;
-                            l.cancelled = true;
-                        }
+                        State::Loaded(l) => l.stage = Stage::LoadCancelled,
                         _ => self.state = State::Start,
                     },
                     Err(e) => {
@@ -197,8 +196,7 @@ impl App {
                 },
                 Message::AnalysesCancelled => {
                     if let State::Loaded(l) = &mut self.state {
-                        l.job = None;
-                        l.analyses_cancelled = true;
+                        l.stage = Stage::AnalysesCancelled;
                     }
                 }
                 Message::Analysed(overview) => {
@@ -206,7 +204,7 @@ impl App {
                         l.overview = Some(overview);
                         // Orders kept for the gaps of an earlier overview are not of these.
                         l.gaps.forget_orders();
-                        l.job = None;
+                        l.stage = Stage::Analysed;
                         if let Some(view) = self.show_when_analysed.take() {
                             l.show(&view);
                         }

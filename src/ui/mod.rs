@@ -312,7 +312,7 @@ impl App {
                         plural(l.trace.api_call_count(), "API call"),
                         plural(l.trace.nvtx_range_count(), "NVTX range")
                     ));
-                    if let Some(job) = &l.job {
+                    if let Some(job) = l.stage.job() {
                         ui.separator();
                         if l.complete() {
                             ui.spinner();
