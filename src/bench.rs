@@ -661,7 +661,7 @@ pub fn bench_frame(file: &Path, against: Option<&Path>) -> Result<(), String> {
         }
         let mut line = format!("zoom={name}");
         let (drag, base_drag) = time_both(&mut bench, base.as_mut(), name, frames, dragged);
-        let quads = bench.timeline.last_quads;
+        let quads = bench.timeline.frame.last_quads;
         let (step, base_step) = time_both(&mut bench, base.as_mut(), name, frames, zoomed);
         line += &format!(" median_ms={drag:.3} quads={quads} zoom_step_ms={step:.3}");
         if let (Some(d), Some(z)) = (base_drag, base_step) {

@@ -58,7 +58,7 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
         .click();
     h.run_steps(2);
     let l = loaded(&h);
-    let o = l.timeline.overlay.as_ref().expect("overlay added");
+    let o = l.timeline.marks.overlay.as_ref().expect("overlay added");
     assert_eq!((o.device, o.state), (0, DeviceState::Idle));
     let window = l.overview.as_ref().unwrap().devices[0].window;
     let expected = state_intervals(&l.trace.devices[0], window, DeviceState::Idle);
@@ -85,7 +85,10 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
         .unwrap()
         .click();
     h.run_steps(2);
-    assert!(loaded(&h).timeline.overlay.is_none(), "second click clears");
+    assert!(
+        loaded(&h).timeline.marks.overlay.is_none(),
+        "second click clears"
+    );
 }
 
 #[test]
@@ -115,7 +118,10 @@ fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
         v1 - v0,
         end - start
     );
-    assert_eq!(l.timeline.highlight.map(|h| (h.1, h.2)), Some((start, end)));
+    assert_eq!(
+        l.timeline.marks.highlight.map(|h| (h.1, h.2)),
+        Some((start, end))
+    );
 
     // N steps to the next gap in the order (the second longest).
     h.key_press(eframe::egui::Key::N);
@@ -123,7 +129,10 @@ fn clicking_the_longest_gap_brings_it_into_view_and_highlights_it() {
     let l = loaded(&h);
     let o = l.overview.as_ref().unwrap();
     let second = &o.gaps[o.longest_gaps(2)[1]];
-    assert_eq!(l.timeline.highlight.map(|h| h.1), Some(second.start_ns));
+    assert_eq!(
+        l.timeline.marks.highlight.map(|h| h.1),
+        Some(second.start_ns)
+    );
 }
 
 #[test]
@@ -178,6 +187,7 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
     // The iteration's span is outlined on every GPU.
     let marks: Vec<(i64, i64)> = l
         .timeline
+        .marks
         .iteration_mark
         .iter()
         .map(|m| (m.1, m.2))
@@ -524,7 +534,7 @@ fn several_rank_files_open_as_one_trace_and_the_ranks_heatmap_opens_an_iteration
     assert_eq!(l.tab, Tab::Iterations);
     assert!(l.iterations.selected.is_some());
     assert_eq!(
-        l.timeline.iteration_mark.len(),
+        l.timeline.marks.iteration_mark.len(),
         4,
         "the iteration outlined on every rank"
     );
@@ -562,7 +572,12 @@ fn the_what_if_tab_replays_a_change_and_draws_the_predicted_idle_over_the_timeli
     h.get_all_by_label("predicted idle").next().unwrap().click();
     h.run_steps(2);
     let l = loaded(&h);
-    let overlay = l.timeline.overlay.as_ref().expect("the ghost is drawn");
+    let overlay = l
+        .timeline
+        .marks
+        .overlay
+        .as_ref()
+        .expect("the ghost is drawn");
     assert_eq!(overlay.device, 0);
     assert!(!overlay.starts.is_empty());
 }
@@ -643,7 +658,7 @@ fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried
         let l = loaded(&h);
         assert_eq!(l.findings.selected, Some(0));
         assert!(
-            !l.timeline.iteration_mark.is_empty(),
+            !l.timeline.marks.iteration_mark.is_empty(),
             "its occurrences outlined"
         );
         let (a, b) = l.timeline.view;
@@ -687,7 +702,7 @@ fn an_export_with_scheduling_only_shows_its_threads_on_their_cpus() {
     let l = loaded(&h);
     let rows = l.timeline.rows(&l.trace);
     for t in 0..l.trace.threads.len() {
-        assert!(!l.timeline.collapsed_threads[t], "shown unfolded");
+        assert!(!l.timeline.folds.threads[t], "shown unfolded");
         assert!(rows.contains(&RowKind::Sched { thread: t }));
     }
     let (first, last) = l.trace.time_span().unwrap();

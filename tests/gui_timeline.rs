@@ -73,7 +73,7 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
         let State::Loaded(l) = &h.state().state else {
             unreachable!()
         };
-        let plot = l.timeline.last_plot;
+        let plot = l.timeline.frame.last_plot;
         let (v0, v1) = l.timeline.view;
         let frac = (((start + end) / 2) as f64 - v0) / (v1 - v0);
         (
@@ -164,7 +164,7 @@ fn the_timeline_keeps_its_height_while_the_pointer_moves_for_many_frames() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, truth) = loaded_tiny(dir.path());
     h.run_steps(3);
-    let height = loaded(&h).timeline.last_plot.height();
+    let height = loaded(&h).timeline.frame.last_plot.height();
     assert!(height > 200.0, "timeline {height} px of 900");
     // Every tab, the slowest iteration's drill-down open, the pointer over the timeline,
     // the panels and the plots: the plot may not lose a pixel.
@@ -184,7 +184,7 @@ fn the_timeline_keeps_its_height_while_the_pointer_moves_for_many_frames() {
             let y = 60.0 + (k * 53 % 820) as f32;
             h.hover_at(eframe::egui::pos2(x, y));
             h.step();
-            let now = loaded(&h).timeline.last_plot.height();
+            let now = loaded(&h).timeline.frame.last_plot.height();
             assert!(
                 (now - height).abs() < 0.5,
                 "tab {tab}, frame {k}: the timeline went from {height} to {now} px"
@@ -199,7 +199,7 @@ fn the_tab_panel_dragged_to_the_top_leaves_the_timeline_most_of_the_window() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
     h.run_steps(2);
-    let plot = loaded(&h).timeline.last_plot;
+    let plot = loaded(&h).timeline.frame.last_plot;
     // The panel's top edge lies a few px below the timeline's bottom.
     let edge = pos2(900.0, plot.bottom() + 8.0);
     h.hover_at(edge);
@@ -221,7 +221,7 @@ fn the_tab_panel_dragged_to_the_top_leaves_the_timeline_most_of_the_window() {
         modifiers: Default::default(),
     });
     h.run_steps(3);
-    let now = loaded(&h).timeline.last_plot.height();
+    let now = loaded(&h).timeline.frame.last_plot.height();
     assert!(now >= 0.3 * 900.0, "the timeline kept {now} px of 900");
 }
 
@@ -281,7 +281,7 @@ fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
     let l = loaded(&h);
     let index = l.trace.devices.iter().position(|d| d.id == device).unwrap();
     assert_eq!(index, l.trace.devices.len() - 1);
-    assert_eq!(l.timeline.highlight, Some((index, start, end)));
+    assert_eq!(l.timeline.marks.highlight, Some((index, start, end)));
     let (v0, v1) = l.timeline.view;
     let (lo, hi) = l.timeline.full;
     assert!(
@@ -307,7 +307,7 @@ fn ctrl_drag_measures_a_span_and_escape_clears_it() {
     h.run_steps(2);
     let (plot, view) = {
         let l = loaded(&h);
-        (l.timeline.last_plot, l.timeline.view)
+        (l.timeline.frame.last_plot, l.timeline.view)
     };
     let y = plot.top() + 200.0;
     let (x0, x1) = (plot.left() + 100.0, plot.left() + 400.0);
@@ -370,7 +370,7 @@ fn a_remembered_split_too_tall_for_the_window_still_leaves_the_timeline_its_room
     h.state_mut().split.tabs_height = 5_000.0;
     h.state_mut().split.summary_width = 5_000.0;
     wait_for_load(&mut h);
-    let plot = loaded(&h).timeline.last_plot;
+    let plot = loaded(&h).timeline.frame.last_plot;
     assert!(
         plot.height() >= 0.3 * 900.0,
         "timeline {} px of 900",
@@ -413,7 +413,7 @@ fn os_runtime_calls_get_a_row_and_the_gap_finder_names_them() {
         for (t, th) in l.trace.threads.iter().enumerate() {
             if th.api.is_empty() {
                 // The event handler (poll all run long) starts folded.
-                assert!(l.timeline.collapsed_threads[t], "{} folded", th.name);
+                assert!(l.timeline.folds.threads[t], "{} folded", th.name);
             } else {
                 assert!(rows.contains(&RowKind::Osrt { thread: t }), "{}", th.name);
             }

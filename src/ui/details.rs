@@ -17,7 +17,7 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
             format_ns(b - a)
         ));
     }
-    if let Some(gap) = &timeline.selected_gap {
+    if let Some(gap) = &timeline.marks.selected_gap {
         gap_details(ui, trace, gap, timeline.full.0);
         ui.add_space(10.0);
     }

@@ -146,6 +146,7 @@ impl SummaryPanel {
             for state in State::ALL {
                 let ns = state.of(&row.breakdown);
                 let active = timeline
+                    .marks
                     .overlay
                     .as_ref()
                     .is_some_and(|o| o.device == index && o.state == state && !o.predicted);
@@ -174,6 +175,7 @@ impl SummaryPanel {
             }
             // The clicked category's intervals, right under it: longest first.
             if let Some(o) = timeline
+                .marks
                 .overlay
                 .as_ref()
                 .filter(|o| o.device == index && !o.predicted)

@@ -84,7 +84,7 @@ impl Timeline {
             RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => None,
             RowKind::Stream { device, stream } => {
                 let ops = &trace.devices[device].streams[stream].ops;
-                let prefix = &self.prefixes[device][stream];
+                let prefix = &self.index.prefixes[device][stream];
                 let items = RowItems {
                     n: ops.len(),
                     start: &|i| ops.start[i],
@@ -98,7 +98,13 @@ impl Timeline {
                     },
                     style: FoldStyle::ByKind,
                 };
-                self.draw_items(row, &items, &self.stream_lods[device][stream], inner, out);
+                self.draw_items(
+                    row,
+                    &items,
+                    &self.index.stream_lods[device][stream],
+                    inner,
+                    out,
+                );
                 let t = hover_t?;
                 let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
                 Some((
@@ -114,13 +120,13 @@ impl Timeline {
             }
             RowKind::Nvtx { thread, depth } => {
                 let t = &trace.threads[thread];
-                let idx = &self.nvtx_by_depth[thread][depth as usize];
+                let idx = &self.index.nvtx_by_depth[thread][depth as usize];
                 let range_of = |k: usize| idx[k] as usize;
                 let items = RowItems {
                     n: idx.len(),
                     start: &|k| t.nvtx.start[range_of(k)],
                     end: &|k| t.nvtx.end[range_of(k)],
-                    longest: self.longest_range[thread][depth as usize],
+                    longest: self.index.longest_range[thread][depth as usize],
                     color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
                     name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
                     folded: &|a, b, span| {
@@ -133,7 +139,7 @@ impl Timeline {
                     },
                     style: FoldStyle::Coverage(FOLDED_NVTX),
                 };
-                let lod = &self.nvtx_lods[thread][depth as usize];
+                let lod = &self.index.nvtx_lods[thread][depth as usize];
                 self.draw_items(row, &items, lod, inner, out);
                 let time = hover_t?;
                 let k = item_at_by(
@@ -189,7 +195,7 @@ impl Timeline {
                     },
                     style: FoldStyle::Calls,
                 };
-                self.draw_items(row, &items, &self.api_lods[thread], inner, out);
+                self.draw_items(row, &items, &self.index.api_lods[thread], inner, out);
                 let time = hover_t?;
                 let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
                 Some((
@@ -218,7 +224,7 @@ impl Timeline {
                     },
                     style: FoldStyle::Calls,
                 };
-                self.draw_items(row, &items, &self.sched_lods[thread], inner, out);
+                self.draw_items(row, &items, &self.index.sched_lods[thread], inner, out);
                 let time = hover_t?;
                 let i = item_at(&sc.start, &sc.end, items.longest, time, slack(time))?;
                 Some((
@@ -263,7 +269,7 @@ impl Timeline {
                     },
                     style: FoldStyle::Calls,
                 };
-                self.draw_items(row, &items, &self.osrt_lods[thread], inner, out);
+                self.draw_items(row, &items, &self.index.osrt_lods[thread], inner, out);
                 let time = hover_t?;
                 let i = item_at(&os.start, &os.end, items.longest, time, slack(time))?;
                 Some((
@@ -375,7 +381,7 @@ impl Timeline {
                 &mut 0,
             );
         };
-        if let Some(o) = &self.overlay
+        if let Some(o) = &self.marks.overlay
             && let Some(band) = device_band(rows, o.device, plot.top() - self.scroll_y)
         {
             // A folded run of short intervals is as opaque as the share of it they cover,
@@ -425,10 +431,10 @@ impl Timeline {
             }
             painter.rect_stroke(r, 0.0, Stroke::new(2.0, color), egui::StrokeKind::Inside);
         };
-        for &(device, a, b) in &self.iteration_mark {
+        for &(device, a, b) in &self.marks.iteration_mark {
             outline(device, a, b, theme::ITERATION_MARK, false);
         }
-        if let Some((device, a, b)) = self.highlight {
+        if let Some((device, a, b)) = self.marks.highlight {
             outline(device, a, b, theme::GAP_MARK, true);
         }
     }
@@ -445,6 +451,7 @@ impl Timeline {
         // The current window (or the one being dragged), a zoom being dragged on the ruler,
         // a measured span: each a band with its length.
         let window = self
+            .input
             .pending_window
             .or(self.window)
             .map(|(a, b)| (a as f64, b as f64));
@@ -455,7 +462,7 @@ impl Timeline {
                 "window",
             ),
             (
-                self.pending_zoom,
+                self.input.pending_zoom,
                 Color32::from_rgba_unmultiplied(200, 200, 200, 30),
                 "zoom to",
             ),

@@ -101,9 +101,9 @@ impl Timeline {
             } else {
                 DragKind::Pan
             };
-            self.drag = Some((p.x, kind));
+            self.input.drag = Some((p.x, kind));
         }
-        match (self.drag, response.interact_pointer_pos()) {
+        match (self.input.drag, response.interact_pointer_pos()) {
             (Some((_, DragKind::Pan)), _) if response.dragged() => {
                 let dx = response.drag_delta().x;
                 self.pan(-dx as f64 / plot.width() as f64);
@@ -113,15 +113,17 @@ impl Timeline {
                 let wide = (p.x - x0).abs() > 4.0;
                 match kind {
                     DragKind::Measure => self.measure = wide.then_some((a, b)),
-                    DragKind::Window if wide => self.pending_window = Some((a as i64, b as i64)),
-                    DragKind::Zoom if wide => self.pending_zoom = Some((a, b)),
+                    DragKind::Window if wide => {
+                        self.input.pending_window = Some((a as i64, b as i64))
+                    }
+                    DragKind::Zoom if wide => self.input.pending_zoom = Some((a, b)),
                     _ => {}
                 }
                 if response.drag_stopped() {
-                    if let Some(w) = self.pending_window.take() {
+                    if let Some(w) = self.input.pending_window.take() {
                         self.window = Some(w);
                     }
-                    if let Some(v) = self.pending_zoom.take() {
+                    if let Some(v) = self.input.pending_zoom.take() {
                         self.view = v;
                     }
                 }
@@ -129,7 +131,7 @@ impl Timeline {
             _ => {}
         }
         if response.drag_stopped() {
-            self.drag = None;
+            self.input.drag = None;
         }
     }
 }

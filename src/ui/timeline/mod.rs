@@ -44,6 +44,29 @@ const LABEL_W: f32 = 190.0;
 const ZOOM_TO_ITEM_MARGIN: f64 = 0.05;
 
 pub struct Timeline {
+    /// What is built once per trace, on the worker: prefix sums, levels of detail, NVTX
+    /// depths, which names synchronise.
+    index: TimelineIndex,
+    pub full: (i64, i64),
+    /// Visible time range (ns, the trace's clock).
+    pub view: (f64, f64),
+    pub scroll_y: f32,
+    pub folds: Folds,
+    pub selection: Option<Selection>,
+    /// The "current window" (Shift+drag), analysed by the panels.
+    pub window: Option<(i64, i64)>,
+    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
+    pub measure: Option<(f64, f64)>,
+    input: InputState,
+    /// What the panels asked to be shown over the rows.
+    pub marks: Marks,
+    pub search: Search,
+    /// What one frame leaves for the next (and for tests and the frame benchmark).
+    pub frame: FrameCaches,
+}
+
+/// The per-trace indexes the rows draw from (built with the timeline, on the worker).
+struct TimelineIndex {
     prefixes: Vec<Vec<StreamPrefix>>,
     /// Per thread, per depth: indices of its ranges at that depth, by start.
     nvtx_by_depth: Vec<Vec<Vec<u32>>>,
@@ -58,24 +81,28 @@ pub struct Timeline {
     sync_names: Vec<bool>,
     /// Per interned name: is it a blocking OS runtime call?
     blocking_os: Vec<bool>,
-    pub collapsed_gpus: Vec<bool>,
-    pub collapsed_threads: Vec<bool>,
-    /// Visible time range (ns, the trace's clock).
-    pub view: (f64, f64),
-    pub full: (i64, i64),
-    pub scroll_y: f32,
-    pub selection: Option<Selection>,
-    /// The "current window" (Shift+drag), analysed by the panels.
-    pub window: Option<(i64, i64)>,
+}
+
+/// Which GPU and thread groups are folded to their header.
+#[derive(Default)]
+pub struct Folds {
+    pub gpus: Vec<bool>,
+    pub threads: Vec<bool>,
+}
+
+/// A drag in progress.
+#[derive(Default)]
+struct InputState {
     /// Where a drag began (x) and what it does.
     drag: Option<(f32, DragKind)>,
     /// While a ruler or Shift drag runs: the range it will zoom to or make the window.
     pending_zoom: Option<(f64, f64)>,
     pending_window: Option<(i64, i64)>,
-    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
-    pub measure: Option<(f64, f64)>,
-    /// Ops drawn as quads in the last frame (for the frame benchmark).
-    pub last_quads: usize,
+}
+
+/// What the panels point at on the timeline.
+#[derive(Default)]
+pub struct Marks {
     pub overlay: Option<Overlay>,
     /// A gap to point at: (device index, start, end).
     pub highlight: Option<(usize, i64, i64)>,
@@ -83,16 +110,33 @@ pub struct Timeline {
     pub iteration_mark: Vec<(usize, i64, i64)>,
     /// The gap last chosen in a panel, for the Details tab.
     pub selected_gap: Option<crate::analysis::gaps::Gap>,
-    pub search: Search,
+}
+
+/// Frame-to-frame state: caches reused while only the view's position changes, and what
+/// the last frame measured.
+pub struct FrameCaches {
+    /// Ops drawn as quads in the last frame (for the frame benchmark).
+    pub last_quads: usize,
     /// Where the plot (right of the labels, below the ruler) was last drawn.
     pub last_plot: Rect,
-    /// Zoomed-out rows as last laid out, reused while only the view's position changes,
-    /// and the fonts their labels were baked with.
+    /// Zoomed-out rows as last laid out, and the fonts their labels were baked with.
     layouts: LayoutCache<RowKind>,
     fonts_key: FontsKey,
     /// The rows' mesh handed to egui last frame: its memory is used again (growing it anew
     /// was a tenth of a frame).
     rows_mesh: Arc<Mesh>,
+}
+
+impl Default for FrameCaches {
+    fn default() -> Self {
+        Self {
+            last_quads: 0,
+            last_plot: Rect::NOTHING,
+            layouts: LayoutCache::default(),
+            fonts_key: FontsKey::default(),
+            rows_mesh: Arc::default(),
+        }
+    }
 }
 
 impl Timeline {
@@ -215,52 +259,52 @@ impl Timeline {
             })
             .collect();
         Self {
-            prefixes,
-            nvtx_by_depth,
-            longest_range,
-            stream_lods,
-            nvtx_lods,
-            api_lods,
-            osrt_lods,
-            sched_lods,
-            sync_names,
-            blocking_os,
-            collapsed_gpus: vec![false; trace.devices.len()],
-            // Threads with OS runtime calls only (an event handler in `poll`, a data
-            // loader's workers) start folded: they launch nothing.
-            collapsed_threads: trace
-                .threads
-                .iter()
-                .map(|t| t.api.is_empty() && t.nvtx.is_empty() && t.scheduling.is_empty())
-                .collect(),
+            index: TimelineIndex {
+                prefixes,
+                nvtx_by_depth,
+                longest_range,
+                stream_lods,
+                nvtx_lods,
+                api_lods,
+                osrt_lods,
+                sched_lods,
+                sync_names,
+                blocking_os,
+            },
+            folds: Folds {
+                gpus: vec![false; trace.devices.len()],
+                // Threads with OS runtime calls only (an event handler in `poll`, a data
+                // loader's workers) start folded: they launch nothing.
+                threads: trace
+                    .threads
+                    .iter()
+                    .map(|t| t.api.is_empty() && t.nvtx.is_empty() && t.scheduling.is_empty())
+                    .collect(),
+            },
             view: (full.0 as f64, full.1 as f64),
             full,
             scroll_y: 0.0,
             selection: None,
             window: None,
-            drag: None,
-            pending_zoom: None,
-            pending_window: None,
             measure: None,
-            last_quads: 0,
-            overlay: None,
-            highlight: None,
-            iteration_mark: Vec::new(),
-            selected_gap: None,
+            input: InputState::default(),
+            marks: Marks::default(),
             search: Search::default(),
-            last_plot: Rect::NOTHING,
-            layouts: LayoutCache::default(),
-            fonts_key: FontsKey::default(),
-            rows_mesh: Arc::default(),
+            frame: FrameCaches::default(),
         }
     }
 
     fn is_sync(&self, name: u32) -> bool {
-        self.sync_names.get(name as usize).copied().unwrap_or(false)
+        self.index
+            .sync_names
+            .get(name as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn is_blocking_os(&self, name: u32) -> bool {
-        self.blocking_os
+        self.index
+            .blocking_os
             .get(name as usize)
             .copied()
             .unwrap_or(false)
@@ -269,19 +313,21 @@ impl Timeline {
     /// Memory of the drawing indexes (prefix sums and levels of detail).
     pub fn index_bytes(&self) -> usize {
         let prefixes: usize = self
+            .index
             .prefixes
             .iter()
             .flatten()
             .map(StreamPrefix::heap_bytes)
             .sum();
         let lods: usize = self
+            .index
             .stream_lods
             .iter()
-            .chain(&self.nvtx_lods)
+            .chain(&self.index.nvtx_lods)
             .flatten()
-            .chain(&self.api_lods)
-            .chain(&self.osrt_lods)
-            .chain(&self.sched_lods)
+            .chain(&self.index.api_lods)
+            .chain(&self.index.osrt_lods)
+            .chain(&self.index.sched_lods)
             .map(RowLod::heap_bytes)
             .sum();
         prefixes + lods
@@ -297,9 +343,9 @@ impl Timeline {
         }
         self.scroll_y = old.scroll_y;
         self.window = old.window;
-        self.overlay = old.overlay.take();
-        self.highlight = old.highlight;
-        self.iteration_mark = std::mem::take(&mut old.iteration_mark);
+        self.marks.overlay = old.marks.overlay.take();
+        self.marks.highlight = old.marks.highlight;
+        self.marks.iteration_mark = std::mem::take(&mut old.marks.iteration_mark);
         self.search.open = old.search.open;
         self.search.query = std::mem::take(&mut old.search.query);
         self.search.mode = old.search.mode;
@@ -325,7 +371,7 @@ impl Timeline {
             Pos2::new(rect.right(), plot.top()),
         );
         self.handle_input(ui, &response, plot, ruler);
-        self.last_plot = plot;
+        self.frame.last_plot = plot;
         let (v0, v1) = self.view;
         let x_of = |t: f64| plot.left() + ((t - v0) / (v1 - v0)) as f32 * plot.width();
         let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
@@ -340,19 +386,19 @@ impl Timeline {
         let rows = self.rows(trace);
         let plot_painter = painter.with_clip_rect(plot);
         let labels = Labels::new(&plot_painter);
-        if labels.fonts_key() != self.fonts_key {
-            self.fonts_key = labels.fonts_key();
-            self.layouts.clear();
+        if labels.fonts_key() != self.frame.fonts_key {
+            self.frame.fonts_key = labels.fonts_key();
+            self.frame.layouts.clear();
         }
         // Last frame's mesh is ours again once egui has tessellated it.
-        let mut mesh = Arc::get_mut(&mut self.rows_mesh)
+        let mut mesh = Arc::get_mut(&mut self.frame.rows_mesh)
             .map(std::mem::take)
             .unwrap_or_default();
         clear_keeping_memory(&mut mesh);
         let mut drawn = Drawn {
             rows: RowMesh { mesh, quads: 0 },
             labels,
-            layouts: std::mem::take(&mut self.layouts),
+            layouts: std::mem::take(&mut self.frame.layouts),
         };
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
@@ -382,11 +428,11 @@ impl Timeline {
             labels,
             layouts,
         } = drawn;
-        self.layouts = layouts;
+        self.frame.layouts = layouts;
         labels.follow_atlas_growth(&mut drawn_rows.mesh);
-        self.last_quads = drawn_rows.quads;
-        self.rows_mesh = Arc::new(drawn_rows.mesh);
-        plot_painter.add(egui::Shape::Mesh(self.rows_mesh.clone()));
+        self.frame.last_quads = drawn_rows.quads;
+        self.frame.rows_mesh = Arc::new(drawn_rows.mesh);
+        plot_painter.add(egui::Shape::Mesh(self.frame.rows_mesh.clone()));
         self.draw_marks(&plot_painter, &rows, plot, &x_of, &t_of);
         self.draw_overlays(&plot_painter, trace, &rows, plot, &x_of);
         if let Some(x) = cursor {

@@ -75,14 +75,14 @@ impl Timeline {
                 let end = gap.end_ns();
                 self.zoom_to(gap.start_ns, end, Margin::Wide.share());
                 if let Some(d) = trace.device_index(gap.device_id()) {
-                    self.highlight = Some((d, gap.start_ns, end));
+                    self.marks.highlight = Some((d, gap.start_ns, end));
                     self.reveal_device(trace, d);
                 }
-                self.selected_gap = Some(gap);
+                self.marks.selected_gap = Some(gap);
             }
-            Nav::Highlight(mark) => self.highlight = mark,
-            Nav::MarkIteration(marks) => self.iteration_mark = marks,
-            Nav::Overlay(o) => self.overlay = o,
+            Nav::Highlight(mark) => self.marks.highlight = mark,
+            Nav::MarkIteration(marks) => self.marks.iteration_mark = marks,
+            Nav::Overlay(o) => self.marks.overlay = o,
             Nav::Window(w) => self.window = w,
             Nav::OpenSearch => self.search.open = true,
             Nav::Find { query, mode } => {
@@ -160,6 +160,6 @@ mod tests {
         t.apply(&trace, Nav::Window(None));
         assert_eq!(t.window, None);
         t.apply(&trace, Nav::MarkIteration(vec![(0, 1, 2)]));
-        assert_eq!(t.iteration_mark, vec![(0, 1, 2)]);
+        assert_eq!(t.marks.iteration_mark, vec![(0, 1, 2)]);
     }
 }

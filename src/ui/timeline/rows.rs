@@ -99,7 +99,7 @@ impl Timeline {
         let mut rows = Vec::new();
         for (d, device) in trace.devices.iter().enumerate() {
             rows.push(RowKind::GpuHeader(d));
-            if !self.collapsed_gpus[d] {
+            if !self.folds.gpus[d] {
                 rows.extend((0..device.streams.len()).map(|s| RowKind::Stream {
                     device: d,
                     stream: s,
@@ -115,10 +115,10 @@ impl Timeline {
                 continue;
             }
             rows.push(RowKind::ThreadHeader(t));
-            if self.collapsed_threads[t] {
+            if self.folds.threads[t] {
                 continue;
             }
-            for depth in 0..self.nvtx_by_depth[t].len() as u16 {
+            for depth in 0..self.index.nvtx_by_depth[t].len() as u16 {
                 rows.push(RowKind::Nvtx { thread: t, depth });
             }
             if !thread.api.is_empty() {
@@ -145,16 +145,12 @@ impl Timeline {
         let (text, strong) = match row {
             RowKind::GpuHeader(d) => {
                 let dev = &trace.devices[d];
-                let arrow = if self.collapsed_gpus[d] { "[+]" } else { "[-]" };
+                let arrow = if self.folds.gpus[d] { "[+]" } else { "[-]" };
                 (format!("{arrow} {}", dev.label()), true)
             }
             RowKind::ThreadHeader(t) => {
                 let th = &trace.threads[t];
-                let arrow = if self.collapsed_threads[t] {
-                    "[+]"
-                } else {
-                    "[-]"
-                };
+                let arrow = if self.folds.threads[t] { "[+]" } else { "[-]" };
                 let name = if th.name.is_empty() {
                     "thread"
                 } else {
@@ -192,8 +188,8 @@ impl Timeline {
             let h = row.height();
             if y >= row_y && y < row_y + h {
                 match *row {
-                    RowKind::GpuHeader(d) => self.collapsed_gpus[d] ^= true,
-                    RowKind::ThreadHeader(t) => self.collapsed_threads[t] ^= true,
+                    RowKind::GpuHeader(d) => self.folds.gpus[d] ^= true,
+                    RowKind::ThreadHeader(t) => self.folds.threads[t] ^= true,
                     _ => {}
                 }
                 return;

@@ -53,7 +53,7 @@ impl Timeline {
 
     /// Unfolds GPU `device` (an index) and scrolls its rows into view when they are not.
     pub fn reveal_device(&mut self, trace: &Trace, device: usize) {
-        let Some(folded) = self.collapsed_gpus.get_mut(device) else {
+        let Some(folded) = self.folds.gpus.get_mut(device) else {
             return;
         };
         *folded = false;
@@ -61,7 +61,7 @@ impl Timeline {
         let Some(band) = device_band(&rows, device, 0.0) else {
             return;
         };
-        let visible = self.last_plot.height();
+        let visible = self.frame.last_plot.height();
         if !visible.is_finite() || visible <= 0.0 {
             return;
         }
