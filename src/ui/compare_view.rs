@@ -227,7 +227,7 @@ impl Compare {
         ui: &mut egui::Ui,
         first: &Trace,
         first_overview: Option<&Arc<Overview>>,
-        first_timeline: &mut Timeline,
+        first_navs: &mut Vec<Nav>,
     ) {
         let name = super::file_name(&self.path);
         match &self.state {
@@ -310,14 +310,14 @@ impl Compare {
                 query: query.to_string(),
                 mode: Mode::Exact,
             };
-            first_timeline.apply(first, nav(&name));
+            first_navs.push(nav(&name));
             let trace = other.trace.clone();
             other.timeline.apply(&trace, nav(&name));
         }
         if let Some(signature) = clicked_pattern {
             let first_gap = first_overview.and_then(|o| first_gap_of(o, &signature));
             if let Some(gap) = first_gap {
-                first_timeline.apply(first, Nav::ShowGap(gap));
+                first_navs.push(Nav::ShowGap(gap));
             }
             let trace = other.trace.clone();
             let mark = first_gap_of(&other.overview, &signature)

@@ -9,7 +9,7 @@ use crate::cache::TraceKey;
 use eframe::egui::{self, Color32, RichText};
 
 use super::job::Job;
-use super::timeline::{Margin, Nav, Timeline};
+use super::timeline::{Margin, Nav};
 use crate::analysis::overview::Overview;
 use crate::findings::{self, Finding, Saving, Severity};
 use crate::format::format_ns;
@@ -140,7 +140,7 @@ impl FindingsPanel {
     }
 
     /// Brings the timeline to finding `i`'s first occurrence and outlines every one.
-    pub fn select(&mut self, i: usize, trace: &Trace, timeline: &mut Timeline) {
+    pub fn select(&mut self, i: usize, trace: &Trace, nav: &mut Vec<Nav>) {
         self.selected = Some(i);
         let Some(f) = self.findings.get(i) else {
             return;
@@ -150,18 +150,15 @@ impl FindingsPanel {
             .iter()
             .filter_map(|w| Some((trace.device_index(w.device?)?, w.start_ns, w.end_ns)))
             .collect();
-        timeline.apply(trace, Nav::MarkIteration(marks));
+        nav.push(Nav::MarkIteration(marks));
         if let Some(w) = f.first {
-            timeline.apply(
-                trace,
-                Nav::ZoomTo {
-                    start: w.start_ns,
-                    end: w.end_ns,
-                    margin: Margin::Context,
-                },
-            );
+            nav.push(Nav::ZoomTo {
+                start: w.start_ns,
+                end: w.end_ns,
+                margin: Margin::Context,
+            });
             if let Some(d) = w.device.and_then(|d| trace.device_index(d)) {
-                timeline.apply(trace, Nav::RevealDevice(d));
+                nav.push(Nav::RevealDevice(d));
             }
         }
     }
@@ -171,7 +168,7 @@ impl FindingsPanel {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
-        timeline: &mut Timeline,
+        nav: &mut Vec<Nav>,
     ) -> Option<Action> {
         let _ = overview;
         let mut action = None;
@@ -284,7 +281,7 @@ impl FindingsPanel {
                 }
             });
         if let Some(i) = clicked {
-            self.select(i, trace, timeline);
+            self.select(i, trace, nav);
         }
         action
     }

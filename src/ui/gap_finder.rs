@@ -180,18 +180,12 @@ impl GapFinder {
     }
 
     /// Selects the gap at `pos` of the current order and shows it on the timeline.
-    pub fn select(
-        &mut self,
-        pos: usize,
-        trace: &Trace,
-        overview: &Overview,
-        timeline: &mut Timeline,
-    ) {
+    pub fn select(&mut self, pos: usize, overview: &Overview, nav: &mut Vec<Nav>) {
         let Some(&i) = self.order.get(pos) else {
             return;
         };
         self.current = Some(pos);
-        show_gap(trace, &overview.gaps[i as usize], timeline);
+        show_gap(&overview.gaps[i as usize], nav);
     }
 
     pub fn show(
@@ -199,7 +193,8 @@ impl GapFinder {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
-        timeline: &mut Timeline,
+        timeline: &Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         if trace.devices.is_empty() {
             ui.label(
@@ -227,14 +222,14 @@ impl GapFinder {
                     (Some(p), true) => (p + 1) % n,
                     (Some(p), false) => (p + n - 1) % n,
                 };
-                self.select(pos, trace, overview, timeline);
+                self.select(pos, overview, nav);
             }
         }
         ui.separator();
         if self.recurring_view {
-            self.recurring_table(ui, trace, overview, timeline);
+            self.recurring_table(ui, trace, overview, nav);
         } else {
-            self.gap_table(ui, trace, overview, timeline);
+            self.gap_table(ui, trace, overview, timeline, nav);
         }
     }
 
@@ -367,7 +362,8 @@ impl GapFinder {
         ui: &mut egui::Ui,
         trace: &Trace,
         overview: &Overview,
-        timeline: &mut Timeline,
+        timeline: &Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         let origin = timeline.full.0;
         let mut clicked = None;
@@ -436,7 +432,7 @@ impl GapFinder {
             }
         }
         if let Some(pos) = clicked {
-            self.select(pos, trace, overview, timeline);
+            self.select(pos, overview, nav);
         }
     }
 
@@ -446,7 +442,7 @@ impl GapFinder {
         ui: &mut egui::Ui,
         trace: &Trace,
         overview: &Overview,
-        timeline: &mut Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         let mut open = None;
         let mut single = None;
@@ -515,7 +511,7 @@ impl GapFinder {
             self.recurring_view = false;
         }
         if let Some(g) = single {
-            show_gap(trace, &g, timeline);
+            show_gap(&g, nav);
         }
     }
 }
@@ -525,8 +521,8 @@ const MAX_SINGLES_LISTED: usize = 200;
 
 /// Zooms the timeline to `gap` with context on both sides, outlines it, and names it in
 /// the Details tab.
-pub fn show_gap(trace: &Trace, gap: &Gap, timeline: &mut Timeline) {
-    timeline.apply(trace, Nav::ShowGap(*gap));
+pub fn show_gap(gap: &Gap, nav: &mut Vec<Nav>) {
+    nav.push(Nav::ShowGap(*gap));
 }
 
 /// A table cell's text; not selectable, so a click on it selects the row.

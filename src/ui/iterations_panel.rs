@@ -64,7 +64,7 @@ impl IterationsPanel {
         k: usize,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
-        timeline: &mut Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         let its = self.iterations(overview);
         let spans = its
@@ -75,14 +75,11 @@ impl IterationsPanel {
             (lo.min(w.start), hi.max(w.end))
         });
         if lo < hi {
-            timeline.apply(
-                trace,
-                Nav::ZoomTo {
-                    start: lo,
-                    end: hi,
-                    margin: Margin::Tight,
-                },
-            );
+            nav.push(Nav::ZoomTo {
+                start: lo,
+                end: hi,
+                margin: Margin::Tight,
+            });
         }
         let marks = its
             .per_device
@@ -93,7 +90,7 @@ impl IterationsPanel {
                 Some((index, w.start, w.end))
             })
             .collect();
-        timeline.apply(trace, Nav::MarkIteration(marks));
+        nav.push(Nav::MarkIteration(marks));
         let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
         // Without a context: `show` asks for frames while it waits.
         self.pending_drilldown = Some(Job::compute(k, None, move |_| {
@@ -109,7 +106,8 @@ impl IterationsPanel {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
-        timeline: &mut Timeline,
+        timeline: &Timeline,
+        nav: &mut Vec<Nav>,
         compared: Option<&Iterations>,
     ) {
         if let Some(((), its)) = take_answer(&mut self.pending) {
@@ -216,7 +214,7 @@ impl IterationsPanel {
                 Some(d) => {
                     egui::ScrollArea::both()
                         .id_salt("drilldown")
-                        .show(ui, |ui| show_drilldown(ui, trace, d, timeline));
+                        .show(ui, |ui| show_drilldown(ui, trace, d, timeline, nav));
                 }
                 None if self.pending_drilldown.is_some() => {
                     ui.horizontal(|ui| {
@@ -230,7 +228,7 @@ impl IterationsPanel {
             });
         });
         if let Some(k) = open {
-            self.open(k, trace, overview, timeline);
+            self.open(k, trace, overview, nav);
         }
     }
 
@@ -510,7 +508,13 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
 }
 
-fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mut Timeline) {
+fn show_drilldown(
+    ui: &mut egui::Ui,
+    trace: &Trace,
+    d: &Drilldown,
+    timeline: &Timeline,
+    nav: &mut Vec<Nav>,
+) {
     let origin = timeline.full.0;
     ui.heading(format!("Iteration {}", d.iteration));
     if let Some(rank) = d.straggler_device {
@@ -622,7 +626,7 @@ fn show_drilldown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown, timeline: &mu
         });
     }
     if let Some(g) = go {
-        super::gap_finder::show_gap(trace, &g, timeline);
+        super::gap_finder::show_gap(&g, nav);
     }
     ui.add_space(4.0);
     ui.strong("NCCL collectives: who started last");

@@ -159,21 +159,22 @@ impl Loaded {
             return;
         };
         let trace = self.trace.clone();
+        // What the panels ask of the timeline, applied once they are done.
+        let mut nav = Vec::new();
         match view {
             "idle-overlay" => {
                 let overlay = summary::overlay(&trace, overview, 0, DeviceState::Idle);
-                self.timeline.apply(&trace, Nav::Overlay(overlay));
+                nav.push(Nav::Overlay(overlay));
                 if let Some(k) = overview.iterations.slowest_index {
-                    self.iterations
-                        .open(k, &trace, overview, &mut self.timeline);
-                    self.timeline.apply(&trace, Nav::Widen);
+                    self.iterations.open(k, &trace, overview, &mut nav);
+                    nav.push(Nav::Widen);
                 }
             }
             "recurring-gap" => {
                 self.tab = Tab::Gaps;
                 self.gaps.filter.recurring = Some(0);
                 self.gaps.refresh(&trace, overview);
-                self.gaps.select(0, &trace, overview, &mut self.timeline);
+                self.gaps.select(0, overview, &mut nav);
             }
             "findings" => {
                 self.tab = Tab::Findings;
@@ -184,17 +185,17 @@ impl Loaded {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                     self.findings.poll();
                 }
-                self.findings.select(0, &trace, &mut self.timeline);
+                self.findings.select(0, &trace, &mut nav);
             }
             "slow-iteration" => {
                 self.tab = Tab::Iterations;
                 if let Some(k) = overview.iterations.slowest_index {
-                    self.iterations
-                        .open(k, &trace, overview, &mut self.timeline);
+                    self.iterations.open(k, &trace, overview, &mut nav);
                 }
             }
             _ => {}
         }
+        self.timeline.apply_all(&trace, nav);
     }
 
     /// Whether the whole trace is in (the CPU side included).
@@ -212,6 +213,9 @@ pub(super) fn loaded_ui(
 ) -> Option<Vec<Option<i64>>> {
     let mut reload = None;
     let trace = l.trace.clone();
+    // What the panels ask of the timeline: they read it, and it is changed in one place,
+    // before it is drawn.
+    let mut nav: Vec<Nav> = Vec::new();
     if let Some(c) = &mut l.compare {
         c.poll(&trace, l.overview.as_ref(), ui.ctx());
     }
@@ -266,7 +270,8 @@ pub(super) fn loaded_ui(
                         ui,
                         &trace,
                         l.overview.as_deref(),
-                        &mut l.timeline,
+                        &l.timeline,
+                        &mut nav,
                         no_kernel_table,
                     )
                 }
@@ -318,7 +323,7 @@ pub(super) fn loaded_ui(
             match (l.tab, waiting, l.overview.as_ref()) {
                 (Tab::Diff, _, _) => {
                     if let Some(c) = &mut l.compare {
-                        c.diff_tab(ui, &trace, l.overview.as_ref(), &mut l.timeline);
+                        c.diff_tab(ui, &trace, l.overview.as_ref(), &mut nav);
                     }
                 }
                 (Tab::Details, _, _) => {
@@ -331,31 +336,31 @@ pub(super) fn loaded_ui(
                 (_, None, None) => {}
                 (Tab::Findings, None, Some(o)) => {
                     if let Some(Action::TryIt(title, change)) =
-                        l.findings.show(ui, &trace, o, &mut l.timeline)
+                        l.findings.show(ui, &trace, o, &mut nav)
                     {
                         l.what_if.try_change(title, change, &trace, o, ui.ctx());
                         l.tab = Tab::WhatIf;
                     }
                 }
-                (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &mut l.timeline),
+                (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &l.timeline, &mut nav),
                 (Tab::Iterations, None, Some(o)) => {
                     let other = l
                         .compare
                         .as_ref()
                         .and_then(Compare::ready)
                         .map(|c| &c.overview.iterations);
-                    l.iterations.show(ui, &trace, o, &mut l.timeline, other)
+                    l.iterations.show(ui, &trace, o, &l.timeline, &mut nav, other)
                 }
-                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, &trace, o, &mut l.timeline),
-                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut l.timeline),
+                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, o, &mut nav),
+                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut nav),
                 (Tab::Memory, None, Some(o)) => l.tables.memory(ui, &trace, o),
-                (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, &trace, o, &mut l.timeline),
-                (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut l.timeline),
+                (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, o, &mut nav),
+                (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
                 (Tab::Ranks, None, Some(o)) => {
                     let its = l.iterations.iterations(o);
                     if let Some((k, device)) = heatmap::show(ui, &trace, its) {
-                        l.iterations.open(k, &trace, o, &mut l.timeline);
-                        l.timeline.apply(&trace, Nav::RevealDevice(device));
+                        l.iterations.open(k, &trace, o, &mut nav);
+                        nav.push(Nav::RevealDevice(device));
                         l.tab = Tab::Iterations;
                     }
                 }
@@ -364,6 +369,7 @@ pub(super) fn loaded_ui(
     if let Some(c) = &mut l.compare {
         c.follow_iteration(l.iterations.selected, &trace, l.overview.as_ref());
     }
+    l.timeline.apply_all(&trace, std::mem::take(&mut nav));
     let shown = egui::CentralPanel::default().show(ui, |ui| {
         match l.compare.as_mut().filter(|c| c.ready().is_some()) {
             None => l.timeline.show(ui, &trace).selected,

@@ -73,7 +73,8 @@ impl SummaryPanel {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: Option<&Overview>,
-        timeline: &mut Timeline,
+        timeline: &Timeline,
+        nav: &mut Vec<Nav>,
         no_kernel_table: bool,
     ) {
         ui.heading("Where time goes");
@@ -83,7 +84,7 @@ impl SummaryPanel {
                 ui.horizontal(|ui| {
                     ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
                     if ui.small_button("whole trace").clicked() {
-                        timeline.apply(trace, Nav::Window(None));
+                        nav.push(Nav::Window(None));
                     }
                 });
                 if !ready {
@@ -166,7 +167,7 @@ impl SummaryPanel {
                     {
                         let overlay =
                             (!active).then(|| overlay_of(device, index, row.window, state));
-                        timeline.apply(trace, Nav::Overlay(overlay));
+                        nav.push(Nav::Overlay(overlay));
                     }
                 });
             }
@@ -181,15 +182,12 @@ impl SummaryPanel {
                 .filter(|o| o.device == index && !o.predicted)
                 && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
             {
-                timeline.apply(
-                    trace,
-                    Nav::ZoomTo {
-                        start: a,
-                        end: b,
-                        margin: Margin::Context,
-                    },
-                );
-                timeline.apply(trace, Nav::RevealDevice(index));
+                nav.push(Nav::ZoomTo {
+                    start: a,
+                    end: b,
+                    margin: Margin::Context,
+                });
+                nav.push(Nav::RevealDevice(index));
             }
         }
         if let Some(overview) = overview {

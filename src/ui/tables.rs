@@ -4,8 +4,8 @@
 use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
+use super::timeline::Nav;
 use super::timeline::search::Mode;
-use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
 use crate::format::format_ns;
@@ -37,13 +37,7 @@ const KERNEL_COLUMNS: [&str; 8] = [
 const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
 
 impl Tables {
-    pub fn kernels(
-        &mut self,
-        ui: &mut egui::Ui,
-        trace: &Trace,
-        overview: &Overview,
-        timeline: &mut Timeline,
-    ) {
+    pub fn kernels(&mut self, ui: &mut egui::Ui, overview: &Overview, nav: &mut Vec<Nav>) {
         let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
         let (column, descending) = self.kernel_sort;
         rows.sort_by(|a, b| {
@@ -105,7 +99,7 @@ impl Tables {
             self.kernel_sort = toggle(self.kernel_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(trace, timeline, &name, Mode::Exact);
+            step_through(nav, &name, Mode::Exact);
         }
     }
 
@@ -114,7 +108,7 @@ impl Tables {
         ui: &mut egui::Ui,
         trace: &Trace,
         overview: &Overview,
-        timeline: &mut Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
         let (column, descending) = self.nccl_sort;
@@ -175,7 +169,7 @@ impl Tables {
             self.nccl_sort = toggle(self.nccl_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(trace, timeline, &name, Mode::Substring);
+            step_through(nav, &name, Mode::Substring);
         }
     }
 }
@@ -198,9 +192,9 @@ fn toggle((column, descending): (usize, bool), i: usize) -> (usize, bool) {
 
 /// Searches `name` on the timeline (unless it is already the query) and goes to the next
 /// match.
-fn step_through(trace: &Trace, timeline: &mut Timeline, name: &str, mode: Mode) {
+fn step_through(nav: &mut Vec<Nav>, name: &str, mode: Mode) {
     let query = name.to_string();
-    timeline.apply(trace, Nav::Find { query, mode });
+    nav.push(Nav::Find { query, mode });
 }
 
 /// A duration histogram drawn in a table cell: one bar per log2 bucket from the shortest
@@ -306,13 +300,7 @@ impl Tables {
     }
 
     /// GPU time per NVTX range name; a click marks its instances on the timeline.
-    pub fn nvtx(
-        &mut self,
-        ui: &mut egui::Ui,
-        trace: &Trace,
-        overview: &Overview,
-        timeline: &mut Timeline,
-    ) {
+    pub fn nvtx(&mut self, ui: &mut egui::Ui, overview: &Overview, nav: &mut Vec<Nav>) {
         let mut rows: Vec<&crate::analysis::nvtx_gpu::NvtxGpu> = overview
             .nvtx_gpu
             .iter()
@@ -377,7 +365,7 @@ impl Tables {
             self.nvtx_sort = toggle(self.nvtx_sort, i);
         }
         if let Some(name) = clicked {
-            step_through(trace, timeline, &name, Mode::Template);
+            step_through(nav, &name, Mode::Template);
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use eframe::egui::{self, RichText};
 
 use super::job::{Job, take_answer};
-use super::timeline::{Nav, Overlay, Timeline};
+use super::timeline::{Nav, Overlay};
 use crate::analysis::Window;
 use crate::analysis::breakdown::{State, state_intervals};
 use crate::analysis::overview::{Options, Overview};
@@ -145,7 +145,7 @@ impl WhatIfPanel {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: &Arc<Overview>,
-        timeline: &mut Timeline,
+        nav: &mut Vec<Nav>,
     ) {
         if let Some(((), answer)) = take_answer(&mut self.pending) {
             match answer {
@@ -261,7 +261,7 @@ impl WhatIfPanel {
                             o.predicted = true;
                             Some(o)
                         });
-                        timeline.apply(trace, Nav::Overlay(overlay));
+                        nav.push(Nav::Overlay(overlay));
                     }
                     ui.end_row();
                 }

@@ -61,6 +61,13 @@ pub enum Nav {
 }
 
 impl Timeline {
+    /// Applies the panels' commands of a frame, in the order they were given.
+    pub fn apply_all(&mut self, trace: &Trace, navs: Vec<Nav>) {
+        for nav in navs {
+            self.apply(trace, nav);
+        }
+    }
+
     /// Applies `nav`: the one place the view and the marks change from outside the timeline.
     pub fn apply(&mut self, trace: &Trace, nav: Nav) {
         match nav {
