@@ -161,7 +161,7 @@ fn a_report_opens_through_nsys_with_the_answer_of_its_export_and_once_exported_r
     // --no-export: today's advice, no nsys run.
     let off = s
         .cli(&s.dir.path().join("third-cache"))
-        .args(["report", "--no-export"])
+        .args(["--no-export", "report"])
         .arg(&report)
         .output()
         .unwrap();
