@@ -16,7 +16,6 @@ use clap::{Parser, Subcommand};
     version,
     about = "Explore Nsight Systems SQLite exports"
 )]
-
 pub struct Cli {
     /// An `nsys export --type sqlite` file to open in the window, or an `.nsys-rep` (exported
     /// with the installed `nsys` into the cache folder first). Without one the window
