@@ -325,3 +325,44 @@ fn several_reports_are_exported_and_opened_as_one_job() {
         2 * one.devices.len()
     );
 }
+
+#[test]
+fn the_windows_cancel_ends_a_hanging_export() {
+    let s = shared();
+    let report = s.report("window-hang.nsys-rep");
+    let mut h = gui_support::harness(Some(&report));
+    let t0 = Instant::now();
+    while h
+        .query_by_label_contains("Exporting with nsys 2099.1.0-standin")
+        .is_none()
+        && t0.elapsed() < Duration::from_secs(20)
+    {
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids: Vec<String> = std::fs::read_to_string(&s.log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("window-hang"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(pids.len(), 1, "nsys started once");
+    h.get_by_label("Cancel").click();
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{}", pids[0])).exists()
+        && t0.elapsed() < Duration::from_secs(10)
+    {
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !Path::new(&format!("/proc/{}", pids[0])).exists(),
+        "nsys still runs after Cancel"
+    );
+    h.run_steps(3);
+    assert!(
+        !matches!(h.state().state, nsys_explorer::ui::State::Loading { .. }),
+        "the window still loads"
+    );
+    assert_eq!(files_in(report.parent().unwrap()), ["window-hang.nsys-rep"]);
+}
