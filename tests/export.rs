@@ -73,6 +73,22 @@ cp '{trace}' "$out"
         std::fs::read_to_string(&self.log).map_or(0, |t| t.lines().count())
     }
 
+    /// `report --json FILES` with the cache at `cache`, which must succeed: its stdout.
+    fn report_json(&self, cache: &Path, files: &[&Path]) -> Vec<u8> {
+        let out = self
+            .cli(cache)
+            .args(["report", "--json"])
+            .args(files)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
     fn cli(&self, cache: &Path) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_nsys-explorer"));
         cmd.env("XDG_CACHE_HOME", cache).env("NSYS", &self.nsys);
@@ -117,19 +133,9 @@ fn a_report_opens_through_nsys_with_the_answer_of_its_export_and_once_exported_r
     let s = StandIn::new();
     let report = s.report("run.nsys-rep");
     let cache = s.dir.path().join("cache");
-    let out = s
-        .cli(&cache)
-        .args(["report", "--json"])
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.report_json(&cache, &[&report]);
     assert_eq!(s.calls(), 1);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(json["file"], report.display().to_string());
     let how = json["load"]["export"].as_str().unwrap();
     assert!(how.contains("exported with nsys 2099.1.0-standin"), "{how}");
@@ -139,14 +145,8 @@ fn a_report_opens_through_nsys_with_the_answer_of_its_export_and_once_exported_r
     assert_eq!(exports.len(), 1, "{exports:?}");
     assert!(exports[0].starts_with("run-") && exports[0].ends_with(".sqlite"));
 
-    let direct = s
-        .cli(&s.dir.path().join("other-cache"))
-        .args(["report", "--json"])
-        .arg(&s.trace)
-        .output()
-        .unwrap();
-    assert!(direct.status.success());
-    assert_eq!(comparable(&out.stdout), comparable(&direct.stdout));
+    let direct = s.report_json(&s.dir.path().join("other-cache"), &[&s.trace]);
+    assert_eq!(comparable(&out), comparable(&direct));
 
     // Again: the kept export, no second run of nsys; and in text, the export is named.
     let again = s.cli(&cache).arg("report").arg(&report).output().unwrap();
@@ -204,19 +204,9 @@ fn an_export_beside_the_report_and_newer_is_opened_without_nsys() {
     let report = s.report("beside.nsys-rep");
     std::thread::sleep(Duration::from_millis(20));
     std::fs::copy(&s.trace, report.with_extension("sqlite")).unwrap();
-    let out = s
-        .cli(&s.dir.path().join("cache"))
-        .args(["report", "--json"])
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.report_json(&s.dir.path().join("cache"), &[&report]);
     assert_eq!(s.calls(), 0);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert!(
         json["load"]["export"]
             .as_str()
@@ -306,19 +296,9 @@ fn the_window_opens_a_report_through_nsys_and_shows_its_trace() {
 fn several_reports_are_exported_and_opened_as_one_job() {
     let s = StandIn::new();
     let (a, b) = (s.report("rank0.nsys-rep"), s.report("rank1.nsys-rep"));
-    let out = s
-        .cli(&s.dir.path().join("cache"))
-        .args(["report", "--json"])
-        .args([&a, &b])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.report_json(&s.dir.path().join("cache"), &[&a, &b]);
     assert_eq!(s.calls(), 2);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let (one, _) = nsys_explorer::load::load(&s.trace).unwrap();
     assert_eq!(
         json["devices"].as_array().unwrap().len(),

@@ -92,7 +92,7 @@ impl IterationsPanel {
             .collect();
         nav.push(Nav::MarkIteration(marks));
         let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
-        // Without a context: `show` asks for frames while it waits.
+        // Without a context: `poll`, called every frame, asks for frames while it waits.
         self.pending_drilldown = Some(Job::compute(k, None, move |_| {
             let its = custom.as_ref().unwrap_or(&overview.iterations);
             drilldown(&trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, TOP)
@@ -116,7 +116,6 @@ impl IterationsPanel {
             self.drilldown = None;
             self.pending_drilldown = None;
         }
-        self.poll(ui.ctx());
         self.marker_bar(ui, trace, overview);
         let its = self.iterations(overview);
         if its.count() == 0 {

@@ -84,7 +84,7 @@ pub(super) fn progress_bar(ui: &mut egui::Ui, job: &LoadJob, width: f32) {
                 .desired_width(width)
                 .animate(true),
         );
-        ui.label(format!("Exporting with nsys {nsys_version}… {seconds} s"));
+        ui.label(format!("{} {nsys_version}… {seconds} s", p.phase.label()));
         return;
     }
     ui.add(

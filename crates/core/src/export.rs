@@ -159,10 +159,7 @@ pub fn export(
             .collect::<Vec<_>>()
             .join(", "),
     })?;
-    let failed = |detail: String| LoadError::ExportFailed {
-        report: report.to_owned(),
-        detail,
-    };
+    let failed = |detail| export_failed(report, detail);
     let version = version_of(&nsys).map_err(failed)?;
     let meta = std::fs::metadata(report).map_err(|e| crate::load::io_error(report, e))?;
     let folder = exports_folder();
@@ -231,10 +228,7 @@ fn run_nsys(
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(), LoadError> {
-    let failed = |detail: String| LoadError::ExportFailed {
-        report: report.to_owned(),
-        detail,
-    };
+    let failed = |detail| export_failed(report, detail);
     let mut child = Command::new(nsys)
         .args([
             "export",
@@ -297,6 +291,13 @@ fn run_nsys(
     }
 }
 
+fn export_failed(report: &Path, detail: String) -> LoadError {
+    LoadError::ExportFailed {
+        report: report.to_owned(),
+        detail,
+    }
+}
+
 /// Ends the process group `leader` leads (the export and any process it started).
 fn end_group(leader: u32) {
     // `kill -KILL -- -PGID`: the group as a whole, without unsafe code for libc's kill.
@@ -342,20 +343,18 @@ fn user_id() -> u32 {
 fn key_of(report: &Path, meta: &std::fs::Metadata, version: &str) -> String {
     use std::os::unix::fs::MetadataExt;
     let canonical = std::fs::canonicalize(report).unwrap_or_else(|_| report.to_owned());
-    // FNV-1a over a text of the parts: stable across runs and builds (std's hasher is not).
-    let text = format!(
-        "{}\0{}\0{}.{}\0{}\0{}",
-        canonical.display(),
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ino(),
-        version
+    let h = xxhash_rust::xxh3::xxh3_64(
+        format!(
+            "{}\0{}\0{}.{}\0{}\0{}",
+            canonical.display(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ino(),
+            version
+        )
+        .as_bytes(),
     );
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
     let stem = report
         .file_stem()
         .and_then(|s| s.to_str())

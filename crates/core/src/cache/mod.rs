@@ -307,8 +307,9 @@ impl Opened {
 }
 
 /// Opens `path` from the cache when it holds this very file, else loads it as
-/// [`load::load_staged`] does (an `.nsys-rep` is exported first: [`crate::export`]) (the caller stores it: see [`Opened::store`]). A hit's load
-/// report is the first load's, with this read's time.
+/// [`load::load_staged`] does (the caller stores it: see [`Opened::store`]). A hit's load
+/// report is the first load's, with this read's time. An `.nsys-rep` is exported first
+/// ([`crate::export`]) and its export opened.
 pub fn open_staged(
     path: &Path,
     progress: &(dyn Fn(Progress) + Sync),

@@ -86,8 +86,11 @@ pub fn corrupt(path: &Path, detail: String) -> LoadError {
 }
 
 fn is_nsys_report_name(path: &Path) -> bool {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    name.ends_with(".nsys-rep") || name.ends_with(".qdrep") || name.ends_with(".qdstrm")
+    // A raw `.qdstrm` stream is a report too, though `nsys export` cannot read it.
+    crate::export::is_report(path)
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))
 }
 
 /// `run.nsys-rep` → `run.sqlite`, for the export command we suggest.
