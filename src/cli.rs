@@ -151,6 +151,10 @@ pub enum Command {
         /// Without the straggler's stall in the slow step (the "after" of fixing it).
         #[arg(long)]
         no_straggler: bool,
+        /// NCCL's NVTX ranges without their payloads (an export made without
+        /// `--include-blobs=true`).
+        #[arg(long)]
+        no_nccl_blobs: bool,
         /// Ranks (GPUs) instead of the preset's 4 (at least 3).
         #[arg(long)]
         ranks: Option<u32>,
@@ -273,6 +277,7 @@ pub fn main() -> ExitCode {
             scale_kernel,
             no_step_sync,
             no_straggler,
+            no_nccl_blobs,
             split_ranks,
             ranks,
         }) => {
@@ -293,6 +298,7 @@ pub fn main() -> ExitCode {
                     no_step_sync,
                     ranks,
                     no_straggler,
+                    nccl_calls: Some(!no_nccl_blobs),
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

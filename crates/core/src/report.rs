@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::analysis::breakdown::pct;
+use crate::analysis::nccl_payload::NcclPayload;
 use crate::analysis::overview::{Overview, selected_devices};
 use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
@@ -137,6 +138,7 @@ pub fn report_json(
         "memory": overview.memory,
         "nvtx_gpu": overview.nvtx_gpu,
         "nccl_wait": overview.nccl_wait,
+        "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload),
     })
 }
 
@@ -317,6 +319,7 @@ pub fn report_text(
                 .map_or(String::new(), |c| format!(" (its thread was in {c})"))
         );
     }
+    communication_text(&mut s, trace, &overview.nccl_payload, origin);
     let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
         s,
@@ -657,6 +660,122 @@ pub fn many_text(
         options,
     ));
     s
+}
+
+/// A device as the JSON names it: its id, or `FILE:ID` in a trace of several files.
+fn device_json(trace: &Trace, id: u32) -> Value {
+    match trace.device(id).and_then(|d| d.key.clone()) {
+        Some(key) => Value::String(key),
+        None => json!(id),
+    }
+}
+
+fn nccl_payload_json(trace: &Trace, p: &NcclPayload) -> Value {
+    let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+    let rename = |v: &mut Value| {
+        if let Some(d) = v.get("device").and_then(Value::as_u64) {
+            v["device"] = device_json(trace, d as u32);
+        }
+    };
+    for key in ["per_device", "slowest"] {
+        if let Some(list) = v.get_mut(key).and_then(Value::as_array_mut) {
+            list.iter_mut().for_each(rename);
+        }
+    }
+    if let Some(list) = v.get_mut("communicators").and_then(Value::as_array_mut) {
+        for c in list {
+            let devices: Vec<Value> = c["devices"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|d| device_json(trace, d.as_u64().unwrap_or(0) as u32))
+                        .collect()
+                })
+                .unwrap_or_default();
+            c["devices"] = Value::Array(devices);
+        }
+    }
+    v
+}
+
+fn gib(bytes: u64) -> String {
+    crate::format::format_bytes(bytes)
+}
+
+fn gbps(v: Option<f64>) -> String {
+    v.map_or("–".to_string(), |v| format!("{v:.1} GB/s"))
+}
+
+/// The report's Communication section: bytes and bandwidth from NCCL's payloads.
+fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i64) {
+    if p.per_device.is_empty() && p.note.is_none() {
+        return;
+    }
+    let _ = writeln!(s, "\nCommunication");
+    if let Some(note) = &p.note {
+        let _ = writeln!(s, "  {note}");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  Total NCCL payload {} (every call's message size, sends and receives alike){}",
+        gib(p.total_message_bytes),
+        if p.skipped_blobs > 0 {
+            format!("; {} payloads could not be read", p.skipped_blobs)
+        } else {
+            String::new()
+        }
+    );
+    for d in &p.per_device {
+        let _ = writeln!(
+            s,
+            "  {}: {} calls, messages p50 {} / p99 {}; {} collectives, bus bandwidth median {}",
+            trace.gpu_name(d.device),
+            d.calls,
+            gib(d.message_bytes_p50),
+            gib(d.message_bytes_p99),
+            d.collectives,
+            gbps(d.busbw_gbps_median)
+        );
+        for c in &d.by_collective {
+            let _ = writeln!(
+                s,
+                "    {}: {} × p50 {} / p99 {}, bus bandwidth median {}",
+                c.collective,
+                c.count,
+                gib(c.bytes_p50),
+                gib(c.bytes_p99),
+                gbps(c.busbw_gbps_median)
+            );
+        }
+    }
+    for c in &p.communicators {
+        let devices: Vec<String> = c.devices.iter().map(|&d| trace.gpu_name(d)).collect();
+        let _ = writeln!(
+            s,
+            "  Communicator {} ({} ranks: {}): {} collectives, {}, bus bandwidth p50 {} / p99 {}",
+            c.id,
+            c.size,
+            devices.join(", "),
+            c.collectives,
+            gib(c.bytes),
+            gbps(c.busbw_gbps_median),
+            gbps(c.busbw_gbps_p99)
+        );
+    }
+    for t in p.slowest.iter().take(3) {
+        let _ = writeln!(
+            s,
+            "  Slow transfer: {} of {} on {} at {}, moved in {}: {} ({:.0} % of the best of its size)",
+            t.kind.label(),
+            gib(t.bytes),
+            trace.gpu_name(t.device),
+            format_ns(t.start_ns - origin),
+            format_ns(t.transfer_ns),
+            gbps(Some(t.busbw_gbps)),
+            100.0 * t.of_best
+        );
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, gaps};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
 use super::memory::{MemoryStat, memory_by_kind};
+use super::nccl_payload::{NcclPayload, nccl_payload};
 use super::nccl_wait::{NcclWaits, nccl_waits};
 use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
@@ -70,6 +71,8 @@ pub struct Overview {
     pub nvtx_gpu: Vec<NvtxGpu>,
     /// Each GPU's NCCL time: waiting for the last rank, and transfer.
     pub nccl_wait: NcclWaits,
+    /// NCCL's bytes and bandwidth, from its NVTX payloads.
+    pub nccl_payload: NcclPayload,
     /// The CPU side as gap searches need it (drill-downs of other iterations use it too).
     pub cpu: CpuIndex,
     /// What it was worked out with.
@@ -122,6 +125,7 @@ pub struct Analyses {
     pub cpu_sync: Vec<ThreadSync>,
     pub memory: Vec<MemoryStat>,
     pub nccl_wait: NcclWaits,
+    pub nccl_payload: NcclPayload,
 }
 
 /// What an earlier run of the same trace and options left in the cache.
@@ -200,6 +204,7 @@ fn assemble(
         memory: a.memory,
         nvtx_gpu: g.nvtx_gpu,
         nccl_wait: a.nccl_wait,
+        nccl_payload: a.nccl_payload,
         cpu,
         options: options.clone(),
     }
@@ -255,7 +260,7 @@ fn work_out(
         kept_nvtx = Some(k.nvtx_gpu);
     }
     let (
-        ((recurring, single_gaps), (memory, (nvtx_gpu, nccl_wait))),
+        ((recurring, single_gaps), (memory, (nvtx_gpu, (nccl_wait, nccl_payload)))),
         (iterations, (kernels, (nccl, cpu_sync))),
     ) = rayon::join(
         || {
@@ -266,7 +271,12 @@ fn work_out(
                         memory_by_kind(trace),
                         rayon::join(
                             || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace)),
-                            || nccl_waits(trace, options.top),
+                            || {
+                                rayon::join(
+                                    || nccl_waits(trace, options.top),
+                                    || nccl_payload(trace, options.top),
+                                )
+                            },
                         ),
                     )
                 },
@@ -306,6 +316,7 @@ fn work_out(
         memory,
         nvtx_gpu,
         nccl_wait,
+        nccl_payload,
         cpu,
         options: options.clone(),
     })

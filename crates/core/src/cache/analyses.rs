@@ -14,6 +14,7 @@ use crate::analysis::gaps::{Cause, Gap, OpRef};
 use crate::analysis::intervals::Window;
 use crate::analysis::iterations::Iterations;
 use crate::analysis::memory::MemoryStat;
+use crate::analysis::nccl_payload::NcclPayload;
 use crate::analysis::nccl_wait::NcclWaits;
 use crate::analysis::nvtx_gpu::{NvtxGpu, NvtxGpuDevice};
 use crate::analysis::overview::GapFindings;
@@ -228,6 +229,7 @@ struct KeptAnalyses {
     cpu_sync_threads: Vec<usize>,
     memory: Vec<MemoryStat>,
     nccl_wait: NcclWaits,
+    nccl_payload: NcclPayload,
 }
 
 /// `overview`'s analyses as the text of an entry.
@@ -247,6 +249,7 @@ pub fn analyses_json(overview: &Overview) -> Option<String> {
         cpu_sync_threads: overview.cpu_sync.iter().map(|t| t.thread).collect(),
         memory: overview.memory.clone(),
         nccl_wait: overview.nccl_wait.clone(),
+        nccl_payload: overview.nccl_payload.clone(),
     };
     serde_json::to_string(&kept).ok()
 }
@@ -281,5 +284,6 @@ pub fn analyses_from_json(text: &str, threads: usize) -> Option<Analyses> {
         cpu_sync: kept.cpu_sync,
         memory: kept.memory,
         nccl_wait: kept.nccl_wait,
+        nccl_payload: kept.nccl_payload,
     })
 }

@@ -8,8 +8,9 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NvtxMarks, NvtxRanges, OpKind,
-    OsCalls, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable, Thread, Trace,
+    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NcclCalls, NvtxMarks, NvtxRanges,
+    OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable,
+    Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -19,6 +20,7 @@ struct Meta {
     processes: Vec<Process>,
     nvtx_domains: Vec<(u32, String)>,
     capture_window: Option<(i64, i64)>,
+    nccl_payloads: PayloadStats,
     /// The exports read (where kernels' launch configurations stay).
     sources: Vec<std::path::PathBuf>,
     report: LoadReport,
@@ -94,6 +96,7 @@ fn write_head<W: Write>(
         processes: trace.processes.clone(),
         nvtx_domains: trace.nvtx_domains.clone(),
         capture_window: trace.capture_window,
+        nccl_payloads: trace.nccl_payloads,
         sources: trace.sources.clone(),
         report: report.clone(),
         devices: trace.devices.len(),
@@ -140,6 +143,7 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         sources: meta.sources,
         nvtx_domains: meta.nvtx_domains,
         capture_window: meta.capture_window,
+        nccl_payloads: meta.nccl_payloads,
     };
     Ok((trace, meta.report, parts))
 }
@@ -307,6 +311,16 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.times(&s.start)?;
     w.ends(&s.start, &s.end)?;
     w.column(&s.cpu)?;
+    let c = &t.nccl;
+    w.times(&c.start)?;
+    w.ends(&c.start, &c.end)?;
+    w.column(&c.name)?;
+    w.column(&c.comm)?;
+    w.column(&c.bytes)?;
+    w.column(&c.peer)?;
+    w.column(&c.nranks)?;
+    w.column(&c.rank)?;
+    w.column(&c.cuda_device)?;
     w.i64(t.longest_call_ns)?;
     w.column(t.api_reach.block_ends())?;
     w.i64(t.longest_osrt_ns)?;
@@ -357,6 +371,21 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         end,
         cpu: r.column()?,
     };
+    let (start, end) = start_end(r)?;
+    let nccl = NcclCalls {
+        start,
+        end,
+        name: r.column()?,
+        comm: r.column()?,
+        bytes: r.column()?,
+        peer: r.column()?,
+        nranks: r.column()?,
+        rank: r.column()?,
+        cuda_device: r.column()?,
+    };
+    if !nccl.consistent() {
+        return Err(Bad::Damaged("a thread's NCCL calls differ in length"));
+    }
     let same = |lens: &[usize]| lens.windows(2).all(|w| w[0] == w[1]);
     let ok = same(&[
         api.len(),
@@ -397,6 +426,7 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         nvtx,
         marks,
         osrt,
+        nccl,
         scheduling,
         longest_call_ns,
         api_reach,

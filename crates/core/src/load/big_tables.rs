@@ -10,12 +10,13 @@ use rustc_hash::FxHashMap;
 use rusqlite::Connection;
 
 use super::error::LoadError;
-use super::scan::{RawRow, ScanContext, Skips, int, scan_range, text};
+use super::payload::PayloadSchemas;
+use super::scan::{RawRow, ScanContext, Skips, blob, int, scan_range, text};
 use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME, Schema};
 use super::small_tables::Names;
 use crate::trace::{
-    ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NvtxMarks, NvtxRanges, OpKind, OsCalls, RangeKind,
-    StrId, StringTable, pid_of_global_id,
+    ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls,
+    PayloadStats, RangeKind, StrId, StringTable, pid_of_global_id,
 };
 
 /// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,
@@ -332,6 +333,9 @@ pub struct NvtxChunk {
     pub domains: Vec<(u32, String)>,
     /// Inline texts of this chunk; `LOCAL_TEXT | i` refers to text `i` here.
     pub texts: StringTable,
+    /// NCCL's calls with a decoded payload, per `globalTid`.
+    pub nccl: Grouped<i64, NcclCalls>,
+    pub payloads: PayloadStats,
     pub skips: Skips,
     pub rows: u64,
 }
@@ -341,8 +345,15 @@ pub fn read_nvtx(
     conn: &Connection,
     schema: &Schema,
     names: &Names,
+    payloads: &PayloadSchemas,
     range: (i64, i64),
 ) -> Result<NvtxChunk, LoadError> {
+    // Blobs only when some domain declared NCCL's schemas: a trace without pays nothing.
+    let blob_column = if payloads.is_empty() {
+        "NULL"
+    } else {
+        "binaryData"
+    };
     let cols = schema.select_list(
         NVTX,
         &[
@@ -354,6 +365,7 @@ pub fn read_nvtx(
             "globalTid",
             "color",
             "domainId",
+            blob_column,
         ],
     );
     let mut chunk = NvtxChunk::default();
@@ -402,13 +414,27 @@ pub fn read_nvtx(
             }
         };
         let id = text_id(r, names, &mut chunk.texts);
+        let domain = int(r, 7).unwrap_or(0) as u32;
+        if domain != 0 && payloads.is_nccl_domain(domain) {
+            chunk.payloads.nccl_ranges += 1;
+            if let Some(bytes) = blob(r, 8) {
+                chunk.payloads.blobs += 1;
+                match payloads.decode(domain, bytes) {
+                    Ok(fields) => chunk
+                        .nccl
+                        .get_mut(int(r, 5).unwrap_or(0))
+                        .push(start, end, id, fields),
+                    Err(_) => chunk.payloads.skipped_blobs += 1,
+                }
+            }
+        }
         let ranges = chunk.ranges.get_mut(int(r, 5).unwrap_or(0));
         ranges.start.push(start);
         ranges.end.push(end);
         ranges.text.push(id);
         ranges.kind.push(kind);
         ranges.color.push(int(r, 6).unwrap_or(0) as u32);
-        ranges.domain.push(int(r, 7).unwrap_or(0) as u32);
+        ranges.domain.push(domain);
         Ok(())
     })?;
     Ok(chunk)

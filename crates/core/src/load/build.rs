@@ -56,6 +56,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         sources: parts.sources.clone(),
         nvtx_domains: Vec::new(),
         capture_window: parts.capture_window,
+        nccl_payloads: Default::default(),
     }
 }
 
@@ -80,7 +81,8 @@ pub fn build_trace(
         mut streams,
         mem_info,
     } = gpu;
-    let (mut threads, nvtx_domains) = merge_threads(cpu, &mut strings, &parts.thread_names);
+    let (mut threads, nvtx_domains, nccl_payloads) =
+        merge_threads(cpu, &mut strings, &parts.thread_names);
     check_cancel(cancel)?;
     report.phase_done("  merge threads, strings", t);
     let t = std::time::Instant::now();
@@ -90,6 +92,7 @@ pub fn build_trace(
         t.osrt.sort_by_start();
         t.index_calls();
         t.nvtx.sort_and_nest();
+        t.nccl.sort_by_start();
         sort_marks(t);
     });
     check_cancel(cancel)?;
@@ -108,6 +111,7 @@ pub fn build_trace(
         sources: parts.sources,
         nvtx_domains,
         capture_window: parts.capture_window,
+        nccl_payloads,
     })
 }
 
@@ -196,7 +200,7 @@ fn merge_threads(
     cpu: CpuChunks,
     strings: &mut StringTable,
     thread_names: &HashMap<i64, String>,
-) -> (Vec<Thread>, Vec<(u32, String)>) {
+) -> (Vec<Thread>, Vec<(u32, String)>, crate::trace::PayloadStats) {
     let CpuChunks {
         api,
         nvtx,
@@ -246,6 +250,7 @@ fn merge_threads(
         },
     );
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
+    let mut payloads = crate::trace::PayloadStats::default();
     for (chunk, remap) in nvtx.into_iter().zip(remaps) {
         let resolve = |id: StrId| {
             if id & LOCAL_TEXT != 0 {
@@ -268,6 +273,13 @@ fn merge_threads(
             t.time.extend(marks.time);
             t.text.extend(marks.text.into_iter().map(resolve));
         }
+        payloads.add(chunk.payloads);
+        for (gtid, mut calls) in chunk.nccl.groups {
+            calls.name.iter_mut().for_each(|id| *id = resolve(*id));
+            thread_entry(&mut threads, gtid, thread_names)
+                .nccl
+                .append(calls);
+        }
         domains.extend(chunk.domains);
     }
     for (gtid, sched) in scheduling {
@@ -285,6 +297,7 @@ fn merge_threads(
     (
         threads.into_values().collect(),
         domains.into_iter().collect(),
+        payloads,
     )
 }
 

@@ -355,6 +355,11 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                 th.marks.time[i] += dt;
                 th.marks.text[i] = id(th.marks.text[i]);
             }
+            for i in 0..th.nccl.len() {
+                th.nccl.start[i] += dt;
+                th.nccl.end[i] += dt;
+                th.nccl.name[i] = id(th.nccl.name[i]);
+            }
             for i in 0..th.osrt.len() {
                 th.osrt.start[i] += dt;
                 th.osrt.end[i] += dt;
@@ -372,6 +377,7 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
             p.name = format!("{}: {}", file.name, p.name);
             out.processes.push(p);
         }
+        out.nccl_payloads.add(t.nccl_payloads);
         for d in std::mem::take(&mut t.nvtx_domains) {
             if !out.nvtx_domains.contains(&d) {
                 out.nvtx_domains.push(d);

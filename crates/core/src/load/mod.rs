@@ -9,6 +9,7 @@ mod build;
 mod error;
 mod launch;
 pub mod many;
+pub mod payload;
 mod report;
 mod scan;
 mod schema;
@@ -100,7 +101,7 @@ enum Task {
 enum ChunkOut {
     Gpu(GpuChunk, &'static str),
     Api(ApiChunk),
-    Nvtx(NvtxChunk),
+    Nvtx(Box<NvtxChunk>),
     Osrt(OsrtChunk),
 }
 
@@ -150,6 +151,7 @@ pub fn load_staged(
     let thread_names = small_tables::read_thread_names(&conn, path, &schema, &names, &strings)?;
     let gpu_names = small_tables::read_gpu_names(&conn, path, &schema)?;
     let capture_window = small_tables::read_capture_window(&conn, path, &schema)?;
+    let payloads = payload::PayloadSchemas::read(&conn);
     // Scheduling only where nothing else shows the threads (real exports hold millions of
     // its rows beside the CUDA ones).
     let scheduling_only = [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
@@ -235,9 +237,9 @@ pub fn load_staged(
                     Task::Api(r) => {
                         ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?)
                     }
-                    Task::Nvtx(r) => {
-                        ChunkOut::Nvtx(big_tables::read_nvtx(&ctx, &conn, &schema, &names, r)?)
-                    }
+                    Task::Nvtx(r) => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
+                        &ctx, &conn, &schema, &names, &payloads, r,
+                    )?)),
                     Task::Osrt(r) => ChunkOut::Osrt(big_tables::read_osrt_calls(
                         &ctx, &conn, &schema, &names, r,
                     )?),
@@ -275,7 +277,7 @@ pub fn load_staged(
                 ChunkOut::Nvtx(mut chunk) => {
                     *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
                     report.skips.merge(std::mem::take(&mut chunk.skips));
-                    nvtx.push(chunk);
+                    nvtx.push(*chunk);
                 }
                 ChunkOut::Osrt(mut chunk) => {
                     *report.tables.entry(OSRT.to_string()).or_default() += chunk.rows;

@@ -204,6 +204,21 @@ pub fn int(row: &RawRow, i: usize) -> Option<i64> {
 }
 
 /// Column `i` as text, if it is valid UTF-8 text.
+/// A BLOB (or TEXT) value's bytes; `None` for NULL and numbers.
+pub fn blob<'r>(row: &'r RawRow, i: usize) -> Option<&'r [u8]> {
+    if !matches!(row.column_type(i), ffi::SQLITE_BLOB | ffi::SQLITE_TEXT) {
+        return None;
+    }
+    unsafe {
+        let ptr = ffi::sqlite3_column_blob(row.stmt.stmt, i as std::ffi::c_int);
+        let len = ffi::sqlite3_column_bytes(row.stmt.stmt, i as std::ffi::c_int);
+        if ptr.is_null() || len <= 0 {
+            return Some(&[]);
+        }
+        Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize))
+    }
+}
+
 pub fn text<'r>(row: &'r RawRow, i: usize) -> Option<&'r str> {
     if row.column_type(i) != ffi::SQLITE_TEXT {
         return None;

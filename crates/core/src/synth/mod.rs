@@ -13,7 +13,9 @@ mod writer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use truth::{Breakdown, DeviceTruth, GapSummary, GapTruth, GroundTruth, IterationTruth};
+pub use truth::{
+    Breakdown, DeviceTruth, GapSummary, GapTruth, GroundTruth, IterationTruth, NcclPayloadTruth,
+};
 pub use writer::{Flavour, empty_export, global_pid};
 
 use program::{KERNELS, SEND_RECV, StepShape};
@@ -61,6 +63,9 @@ pub struct SynthOptions {
     /// Without the straggler's stall (its `cudaDeviceSynchronize` and slow `cudaMalloc`
     /// in the slow step): the "after" of fixing the straggler.
     pub no_straggler: bool,
+    /// NCCL's calls as NVTX ranges in its domain (2024 flavour only): `Some(true)` with
+    /// their payloads (`--include-blobs=true`), `Some(false)` without, `None` none at all.
+    pub nccl_calls: Option<bool>,
 }
 
 impl SynthOptions {
@@ -75,6 +80,7 @@ impl SynthOptions {
             no_step_sync: false,
             ranks: None,
             no_straggler: false,
+            nccl_calls: Some(true),
         }
     }
 }
@@ -266,6 +272,9 @@ fn generate_into(
     let file_of = |r: usize| if split { r } else { 0 };
     let device_of = |r: usize| if split { 0 } else { r as u32 };
 
+    let nccl_calls = options
+        .nccl_calls
+        .filter(|_| options.flavour == Flavour::Nsys2024);
     let mut ranks: Vec<RankSim> = (0..shape.ranks)
         .map(|r| {
             RankSim::new(
@@ -276,6 +285,7 @@ fn generate_into(
                 !options.clean,
             )
             .with_kernel_factor(options.scale_kernel)
+            .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
         })
         .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
@@ -285,8 +295,20 @@ fn generate_into(
         w.thread_name(pid, pid + 2, "cuda-EvtHandlr").map_err(sql)?;
         w.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500 - shifts[file_of(r)])
             .map_err(sql)?;
+        if let Some(blobs) = nccl_calls {
+            w.nccl_domain(
+                pid,
+                rank.cpu + 200 - shifts[file_of(r)],
+                r as u32,
+                shape.ranks,
+                blobs,
+            )
+            .map_err(sql)?;
+        }
         rank.warm_up_copies(4);
     }
+    // Each all-to-all's message per peer and transfer time: the payload truth.
+    let mut transfers: Vec<(u64, i64)> = Vec::new();
 
     let nominal_step_ns: i64 = 2
         * shape.blocks as i64
@@ -354,6 +376,8 @@ fn generate_into(
             let transfer =
                 KERNELS[SEND_RECV].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
             let end = starts.iter().max().unwrap() + transfer as i64;
+            let k = ranks[0].collectives_launched.saturating_sub(1);
+            transfers.push((sim::MESSAGE_BYTES[(k % 2) as usize], transfer as i64));
             for rank in ranks.iter_mut() {
                 rank.finish_collective(SEND_RECV, end);
             }
@@ -431,7 +455,9 @@ fn generate_into(
                 .map(|g| truth::describe_gap(rank, r as u32, g)),
         );
     }
-    let nvtx_ranges = tables.get("NVTX_EVENTS").copied().unwrap_or(0) - 2 * shape.ranks as u64;
+    let not_ranges = if nccl_calls.is_some() { 3 } else { 2 };
+    let nvtx_ranges =
+        tables.get("NVTX_EVENTS").copied().unwrap_or(0) - not_ranges * shape.ranks as u64;
     let truth = GroundTruth {
         preset: format!("{:?}", options.preset).to_lowercase(),
         flavour: match options.flavour {
@@ -446,6 +472,8 @@ fn generate_into(
         nvtx_ranges,
         kernels: truth::kernel_totals(&ranks),
         nccl_wait: truth::nccl_wait_truth(&ranks),
+        nccl_payload: (nccl_calls == Some(true))
+            .then(|| truth::nccl_payload_truth(&transfers, shape.ranks)),
         devices,
         gap_summary,
         gaps_listed_from_ns,

@@ -115,6 +115,36 @@ pub struct NvtxRow {
     pub end: i64,
     pub text: String,
     pub color: Option<u32>,
+    /// NCCL's calls: their payload (see [`nccl_payload`]); `None` for the program's ranges.
+    pub nccl: Option<Vec<u8>>,
+}
+
+/// NCCL's NVTX domain in generated exports, its communicator, and the schemas of its calls
+/// (ids as NCCL declares them: the static start 1 << 24 plus NCCL's schema number).
+pub const NCCL_DOMAIN: u32 = 7;
+pub const NCCL_COMM: u64 = 0x5EED_C0FF_EE00_0001;
+pub const SCHEMA_COMM_INIT: u32 = (1 << 24) + 11;
+pub const SCHEMA_SEND: u32 = (1 << 24) + 9;
+pub const SCHEMA_RECV: u32 = (1 << 24) + 10;
+/// The two message sizes of the run's all-to-alls (per peer), alternating.
+pub const MESSAGE_BYTES: [u64; 2] = [13_819_904, 41_472_000];
+
+/// A payload of NCCL's (comm, u64, u32) shape: send/recv (size, peer) or init (ranks, rank,
+/// device as three u32 after the comm).
+pub fn nccl_payload(schema: u32, comm: u64, a: u64, b: u32, c: u32) -> Vec<u8> {
+    let mut p = Vec::with_capacity(24);
+    p.extend_from_slice(&comm.to_le_bytes());
+    if schema == SCHEMA_COMM_INIT {
+        p.extend_from_slice(&(a as u32).to_le_bytes());
+        p.extend_from_slice(&b.to_le_bytes());
+        p.extend_from_slice(&c.to_le_bytes());
+        p.extend_from_slice(&[0; 4]);
+    } else {
+        p.extend_from_slice(&a.to_le_bytes());
+        p.extend_from_slice(&b.to_le_bytes());
+        p.extend_from_slice(&[0; 4]);
+    }
+    crate::load::payload::encode_blob(NCCL_DOMAIN, schema, &p)
 }
 
 /// Rows produced since the last flush.
@@ -158,6 +188,9 @@ pub struct RankSim {
     realistic: bool,
     /// The rank's aten op counter, for `seq =` / `op_id =` in record_shapes texts.
     op_id: u64,
+    /// With NCCL's NVTX payloads: the job's ranks, this rank, and its collectives so far.
+    pub nccl_calls: Option<(u32, u32, bool)>,
+    pub collectives_launched: u64,
 }
 
 impl Rows {
@@ -220,7 +253,47 @@ impl RankSim {
             // Ranks' op counters do not line up in real runs (data loading, warm-up differ):
             // each rank's texts are its own.
             op_id: rank as u64 * 1_000_003,
+            nccl_calls: None,
+            collectives_launched: 0,
         }
+    }
+
+    /// NCCL's calls written as NVTX ranges: (this rank, ranks in the job, with payloads).
+    pub fn with_nccl_calls(mut self, calls: Option<(u32, u32, bool)>) -> Self {
+        self.nccl_calls = calls;
+        self
+    }
+
+    /// An all-to-all's NCCL calls before its launch, as PyTorch makes them: a group of a
+    /// send and a receive to every rank, itself included. (NCCL launches inside
+    /// `ncclGroupEnd`; here the group closes just before the launch, so the program's NVTX
+    /// ranges stay the innermost around it.)
+    fn nccl_group(&mut self) {
+        let Some((_, ranks, blobs)) = self.nccl_calls else {
+            return;
+        };
+        let bytes = MESSAGE_BYTES[(self.collectives_launched % 2) as usize];
+        self.collectives_launched += 1;
+        let range = |sim: &mut Self, text: &str, nccl: Option<Vec<u8>>| {
+            let start = sim.cpu;
+            sim.cpu += 800;
+            sim.rows.nvtx.push(NvtxRow {
+                start,
+                end: sim.cpu,
+                text: text.to_string(),
+                color: None,
+                nccl: Some(nccl.filter(|_| blobs).unwrap_or_default()),
+            });
+        };
+        range(self, "ncclGroupStart", None);
+        for peer in 0..ranks {
+            let send = nccl_payload(SCHEMA_SEND, NCCL_COMM, bytes, peer, 0);
+            range(self, "ncclSend", Some(send));
+            let recv = nccl_payload(SCHEMA_RECV, NCCL_COMM, bytes, peer, 0);
+            range(self, "ncclRecv", Some(recv));
+        }
+        range(self, "ncclGroupEnd", None);
+        self.cpu += 500; // an end is inside a range: the launch comes after it
     }
 
     pub fn with_kernel_factor(mut self, factor: Option<(usize, f64)>) -> Self {
@@ -367,6 +440,7 @@ impl RankSim {
                         end: self.cpu,
                         text,
                         color,
+                        nccl: None,
                     });
                 }
                 Instr::HostWork(ns) => {
@@ -402,6 +476,9 @@ impl RankSim {
                     self.pending_extra_wait = *extra_ns;
                 }
                 Instr::Launch { kernel } => {
+                    if KERNELS[*kernel].nccl {
+                        self.nccl_group();
+                    }
                     let corr = self.next_corr();
                     let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
                     let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);

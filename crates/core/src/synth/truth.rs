@@ -167,6 +167,8 @@ pub struct GroundTruth {
     pub kernels: Vec<KernelTruth>,
     /// Each rank's NCCL time split into waiting for the last rank and transfer.
     pub nccl_wait: Vec<NcclWaitTruth>,
+    /// What NCCL's payloads say, when the export carries them.
+    pub nccl_payload: Option<NcclPayloadTruth>,
     pub devices: Vec<DeviceTruth>,
     /// Every gap counted per device and cause.
     pub gap_summary: Vec<GapSummary>,
@@ -403,4 +405,63 @@ pub fn step_spans(rank: &RankSim, steps: u32) -> Vec<i64> {
         s.1 = s.1.max(op.end);
     }
     spans.into_iter().map(|(a, b)| b - a).collect()
+}
+
+/// NCCL's bytes and bandwidth as the generator wrote them: every rank makes the same
+/// all-to-alls (a send and a receive of the message to each rank, itself included).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct NcclPayloadTruth {
+    pub ranks: u32,
+    pub communicator: String,
+    pub collectives_per_device: usize,
+    pub calls_per_device: usize,
+    pub message_bytes_per_device: u64,
+    pub total_message_bytes: u64,
+    pub message_bytes_p50: u64,
+    pub message_bytes_p99: u64,
+    pub busbw_gbps_median: f64,
+}
+
+/// `transfers`: each collective's message per peer and transfer time.
+pub fn nccl_payload_truth(transfers: &[(u64, i64)], ranks: u32) -> NcclPayloadTruth {
+    let n = ranks as u64;
+    let nearest = |sorted: &[u64], p: f64| {
+        let rank = (p * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    };
+    let mut messages: Vec<u64> = transfers
+        .iter()
+        .flat_map(|&(m, _)| std::iter::repeat_n(m, 2 * ranks as usize))
+        .collect();
+    messages.sort_unstable();
+    let factor = (n as f64 - 1.0) / n as f64;
+    let mut busbw: Vec<f64> = transfers
+        .iter()
+        .map(|&(m, t)| (m * n) as f64 / t as f64 * factor)
+        .collect();
+    busbw.sort_by(f64::total_cmp);
+    let per_device: u64 = messages.iter().sum();
+    NcclPayloadTruth {
+        ranks,
+        communicator: format!("{:016x}", super::sim::NCCL_COMM),
+        collectives_per_device: transfers.len(),
+        calls_per_device: messages.len(),
+        message_bytes_per_device: per_device,
+        total_message_bytes: per_device * n,
+        message_bytes_p50: if messages.is_empty() {
+            0
+        } else {
+            nearest(&messages, 0.5)
+        },
+        message_bytes_p99: if messages.is_empty() {
+            0
+        } else {
+            nearest(&messages, 0.99)
+        },
+        busbw_gbps_median: if busbw.is_empty() {
+            0.0
+        } else {
+            busbw[((0.5 * busbw.len() as f64).ceil() as usize).clamp(1, busbw.len()) - 1]
+        },
+    }
 }

@@ -10,6 +10,9 @@ use rusqlite::{Connection, params};
 use super::program::KERNELS;
 use super::sim::{ApiRow, KernelRow, MemRow, NvtxRow, OsrtRow};
 
+/// A payload schema's entry: (type, name, offset).
+type SchemaEntry = (i64, &'static str, Option<i64>);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 pub enum Flavour {
     /// nsys 2024.x and later.
@@ -299,6 +302,24 @@ impl Writer {
 
     pub fn nvtx_range(&mut self, pid: u32, row: &NvtxRow) -> rusqlite::Result<()> {
         let tid = global_pid(pid) | pid as i64;
+        if let Some(blob) = &row.nccl {
+            // NCCL's ranges: registered strings (`textId`), its domain, a blob when any.
+            let text_id = self.string_id(&row.text);
+            let blob = (!blob.is_empty()).then_some(blob);
+            let mut stmt = self.conn.prepare_cached(
+                "INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid, domainId, binaryData) VALUES (?1, ?2, 59, ?3, ?4, ?5, ?6)",
+            )?;
+            stmt.execute(params![
+                row.start,
+                row.end,
+                text_id,
+                tid,
+                super::sim::NCCL_DOMAIN,
+                blob
+            ])?;
+            *self.rows.entry("NVTX_EVENTS").or_default() += 1;
+            return Ok(());
+        }
         match self.flavour {
             Flavour::Nsys2024 => {
                 let mut stmt = self.conn.prepare_cached(
@@ -316,6 +337,77 @@ impl Writer {
         }
         *self.rows.entry("NVTX_EVENTS").or_default() += 1;
         Ok(())
+    }
+
+    /// NCCL's domain, its payload schemas (as nsys 2026.2 declares them) and the rank's
+    /// `ncclCommInitRankConfig` call, at `at`.
+    pub fn nccl_domain(
+        &mut self,
+        pid: u32,
+        at: i64,
+        rank: u32,
+        ranks: u32,
+        with_blobs: bool,
+    ) -> rusqlite::Result<()> {
+        use super::sim::{NCCL_COMM, NCCL_DOMAIN, SCHEMA_COMM_INIT, SCHEMA_RECV, SCHEMA_SEND};
+        let tid = global_pid(pid) | pid as i64;
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS NVTX_PAYLOAD_SCHEMAS (domainId INTEGER, schemaId INTEGER, name TEXT, type INTEGER, flags INTEGER, numEntries INTEGER, payloadSize INTEGER, alignTo INTEGER);
+             CREATE TABLE IF NOT EXISTS NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId INTEGER, schemaId INTEGER, idx INTEGER, flags INTEGER, type INTEGER, name TEXT, description TEXT, arrayOrUnionDetail INTEGER, offset INTEGER);",
+        )?;
+        let entries: [(u32, &[SchemaEntry]); 3] = [
+            (
+                SCHEMA_COMM_INIT,
+                &[
+                    (18, "NCCL communicator ID", None),
+                    (5, "No. of ranks", Some(8)),
+                    (5, "Rank", Some(12)),
+                    (5, "CUDA device", Some(16)),
+                ],
+            ),
+            (
+                SCHEMA_SEND,
+                &[
+                    (18, "NCCL communicator ID", None),
+                    (22, "Message size [bytes]", Some(8)),
+                    (5, "Peer rank", Some(16)),
+                ],
+            ),
+            (
+                SCHEMA_RECV,
+                &[
+                    (18, "NCCL communicator ID", None),
+                    (22, "Message size [bytes]", Some(8)),
+                    (5, "Peer rank", Some(16)),
+                ],
+            ),
+        ];
+        for (schema, fields) in entries {
+            self.conn.execute(
+                "INSERT INTO NVTX_PAYLOAD_SCHEMAS VALUES (?1, ?2, NULL, 1, NULL, ?3, 24, NULL)",
+                params![NCCL_DOMAIN, schema, fields.len() as i64],
+            )?;
+            for (idx, (ty, name, offset)) in fields.iter().enumerate() {
+                self.conn.execute(
+                    "INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES VALUES (?1, ?2, ?3, NULL, ?4, ?5, NULL, NULL, ?6)",
+                    params![NCCL_DOMAIN, schema, idx as i64, ty, name, offset],
+                )?;
+            }
+        }
+        self.conn.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 75, 'NCCL', ?2, ?3)",
+            params![at - 2_000, tid, NCCL_DOMAIN],
+        )?;
+        let init = super::sim::nccl_payload(SCHEMA_COMM_INIT, NCCL_COMM, ranks as u64, rank, rank);
+        let row = NvtxRow {
+            start: at,
+            end: at + 50_000,
+            text: "ncclCommInitRankConfig".into(),
+            color: None,
+            nccl: Some(if with_blobs { init } else { Vec::new() }),
+        };
+        *self.rows.entry("NVTX_EVENTS").or_default() += 1;
+        self.nvtx_range(pid, &row)
     }
 
     /// A domain-create row and a mark: NVTX events that are not ranges.

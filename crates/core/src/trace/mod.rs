@@ -6,6 +6,7 @@
 
 pub mod builder;
 mod cpu;
+mod nccl_calls;
 mod ops;
 mod reach;
 mod strings;
@@ -13,6 +14,7 @@ mod strings;
 pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
+pub use nccl_calls::{NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
 pub use strings::{DigitRun, StrId, StringTable, TemplateId};
@@ -135,6 +137,8 @@ pub struct Thread {
     pub marks: NvtxMarks,
     /// OS runtime calls (empty unless the capture traced `osrt`).
     pub osrt: OsCalls,
+    /// NCCL calls with their payloads (empty unless exported with blobs).
+    pub nccl: NcclCalls,
     /// When the thread ran on a CPU, from `SCHED_EVENTS` (read only from exports that hold
     /// nothing else of the thread: otherwise millions of rows for a picture CUDA rows give).
     pub scheduling: Scheduling,
@@ -202,6 +206,8 @@ pub struct Trace {
     pub nvtx_domains: Vec<(u32, String)>,
     /// `ANALYSIS_DETAILS` start/stop, when present.
     pub capture_window: Option<(i64, i64)>,
+    /// How NCCL's NVTX payloads read (see [`Thread::nccl`]).
+    pub nccl_payloads: PayloadStats,
 }
 
 impl Trace {
