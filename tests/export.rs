@@ -311,21 +311,27 @@ fn the_windows_cancel_ends_a_hanging_export() {
     let s = shared();
     let report = s.report("window-hang.nsys-rep");
     let mut h = gui_support::harness(Some(&report));
+    // The label shows once nsys is spawned; the stand-in logs its pid a moment later,
+    // so wait for both (on a busy CI machine the gap is visible).
+    let hang_pids = || -> Vec<String> {
+        std::fs::read_to_string(&s.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("window-hang"))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
     let t0 = Instant::now();
-    while h
+    while (h
         .query_by_label_contains("Exporting with nsys 2099.1.0-standin")
         .is_none()
+        || hang_pids().is_empty())
         && t0.elapsed() < Duration::from_secs(20)
     {
         h.step();
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pids: Vec<String> = std::fs::read_to_string(&s.log)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("window-hang"))
-        .map(|l| l.split_whitespace().next().unwrap().to_string())
-        .collect();
+    let pids = hang_pids();
     assert_eq!(pids.len(), 1, "nsys started once");
     h.get_by_label("Cancel").click();
     let t0 = Instant::now();

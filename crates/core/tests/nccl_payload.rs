@@ -8,7 +8,8 @@ mod common;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use nsys_explorer_core::analysis::nccl_payload::{NcclPayload, nccl_payload};
+use nsys_explorer_core::analysis::nccl_payload::{NcclPayload, kernel_transfers, nccl_payload};
+use nsys_explorer_core::analysis::nccl_sizes::{SizeClass, size_groups};
 use nsys_explorer_core::load::{self, many::load_many};
 use nsys_explorer_core::synth::{self, NcclPayloadTruth, Preset, SynthOptions};
 
@@ -52,6 +53,59 @@ fn bytes_calls_and_bus_bandwidth_match_the_generator() {
         &nccl_payload(&trace, 10),
         truth.nccl_payload.as_ref().unwrap(),
     );
+}
+
+#[test]
+fn each_kernel_has_its_transfer_and_the_table_splits_by_message_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let truth = truth.nccl_payload.unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let transfers = kernel_transfers(&trace);
+    assert_eq!(
+        transfers.len(),
+        truth.collectives_per_device * truth.ranks as usize
+    );
+    // Found again by place, each one on an NCCL kernel.
+    for k in transfers.iter() {
+        let (d, s, i) = (k.at.0 as usize, k.at.1 as usize, k.at.2 as usize);
+        let ops = &trace.devices[d].streams[s].ops;
+        assert_eq!(ops.kind[i], nsys_explorer_core::trace::OpKind::Nccl);
+        assert_eq!(transfers.get(d, s, i).unwrap().bytes, k.bytes);
+        assert!(k.transfer_ns > 0 && k.transfer_ns <= ops.duration(i));
+        assert_eq!(
+            k.peers.len(),
+            truth.ranks as usize,
+            "an all-to-all sends to all"
+        );
+    }
+    let groups = size_groups(&trace, &transfers);
+    for device in &trace.devices {
+        let mine: Vec<_> = groups.iter().filter(|g| g.device == device.id).collect();
+        let all: Vec<_> = mine.iter().filter(|g| g.class == SizeClass::All).collect();
+        let nccl_kernels = device.count_of(nsys_explorer_core::trace::OpKind::Nccl);
+        assert_eq!(all.iter().map(|g| g.count).sum::<usize>(), nccl_kernels);
+        // One class per size the generator sent, each holding just that size.
+        let mut by_bytes = std::collections::BTreeMap::new();
+        for g in mine
+            .iter()
+            .filter(|g| matches!(g.class, SizeClass::Bytes { .. }))
+        {
+            assert_eq!(g.bytes_min, g.bytes_max, "one size per class here");
+            assert_eq!(g.transfers, g.count);
+            assert_eq!(g.bytes_total, g.bytes_min * g.count as u64);
+            assert!(g.busbw_gbps_median.unwrap() > 0.0);
+            *by_bytes.entry(g.bytes_min).or_insert(0) += g.count;
+        }
+        assert_eq!(by_bytes, truth.collectives_by_bytes, "{}", device.id);
+        let unknown: usize = mine
+            .iter()
+            .filter(|g| g.class == SizeClass::Unknown)
+            .map(|g| g.count)
+            .sum();
+        assert_eq!(unknown + truth.collectives_per_device, nccl_kernels);
+    }
 }
 
 #[test]

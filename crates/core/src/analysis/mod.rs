@@ -9,6 +9,7 @@ pub mod intervals;
 pub mod iterations;
 pub mod memory;
 pub mod nccl_payload;
+pub mod nccl_sizes;
 pub mod nccl_wait;
 pub mod nvtx_gpu;
 pub mod overview;

@@ -199,34 +199,85 @@ struct Call {
     peer: u32,
 }
 
-pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
-    crate::profile_scope!("analysis: NCCL payload");
-    let mut out = NcclPayload {
-        skipped_blobs: trace.nccl_payloads.skipped_blobs,
-        ..Default::default()
-    };
-    let nccl_kernels: usize = trace.devices.iter().map(|d| d.count_of(OpKind::Nccl)).sum();
-    let stats = trace.nccl_payloads;
-    if stats.blobs == 0 {
-        if nccl_kernels > 0 {
-            out.note = Some(if stats.nccl_ranges > 0 {
-                "NCCL's NVTX ranges carry no payloads: this export was made without blobs. For \
-                 bytes and bandwidth export again with `nsys export --type sqlite \
-                 --include-blobs=true REPORT.nsys-rep`."
-                    .to_string()
-            } else {
-                "No NCCL NVTX ranges with payloads in this export (NCCL 2.19 or later annotates \
-                 its calls unless NCCL_NVTX_DISABLE=1; nsys must trace NVTX)."
-                    .to_string()
-            });
-        }
-        return out;
+/// One NCCL kernel's transfer, found by its place in the trace.
+#[derive(Debug, Clone)]
+pub struct KernelTransfer {
+    /// (device index, stream index, op index).
+    pub at: (u32, u32, u32),
+    pub kind: CollectiveKind,
+    /// The communicator (NCCL's `commHash`).
+    pub comm: u64,
+    pub ranks: u32,
+    /// Bytes as nccl-tests counts them (see the module's comment).
+    pub bytes: u64,
+    /// Send/recv and all-to-all: the peers sent to.
+    pub peers: Vec<u32>,
+    /// The kernel's time after the last rank's kernel started (the whole kernel when the
+    /// collective is not found on every GPU).
+    pub transfer_ns: i64,
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+}
+
+/// Every NCCL kernel whose calls carry a message size, by place, for the window's table,
+/// tooltip and details.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTransfers {
+    list: Vec<KernelTransfer>,
+}
+
+impl KernelTransfers {
+    pub fn get(&self, device: usize, stream: usize, op: usize) -> Option<&KernelTransfer> {
+        let key = (device as u32, stream as u32, op as u32);
+        let i = self.list.binary_search_by_key(&key, |k| k.at).ok()?;
+        Some(&self.list[i])
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &KernelTransfer> {
+        self.list.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// Each NCCL kernel's transfer (empty for an export without payloads).
+pub fn kernel_transfers(trace: &Trace) -> KernelTransfers {
+    crate::profile_scope!("analysis: NCCL transfers by kernel");
+    if trace.nccl_payloads.blobs == 0 {
+        return KernelTransfers::default();
+    }
+    KernelTransfers {
+        list: attribute(trace).kernels,
+    }
+}
+
+/// The calls of every NCCL kernel, made into transfers, with what the communicators'
+/// calls say of them.
+struct Attributed {
+    /// Sorted by place.
+    kernels: Vec<KernelTransfer>,
+    /// Per device index: the message size of every call of its kernels.
+    messages: Vec<Vec<u64>>,
+    comm_size: HashMap<u64, u32>,
+    comm_ranks: HashMap<u64, Vec<u32>>,
+    comm_bytes: HashMap<u64, u64>,
+    /// Device ids that used each communicator.
+    comm_devices: BTreeMap<u64, Vec<u32>>,
+    total_message_bytes: u64,
+}
+
+fn attribute(trace: &Trace) -> Attributed {
     // Communicators' sizes and ranks from their creation calls; message sizes of all calls.
     let mut comm_size: HashMap<u64, u32> = HashMap::new();
     let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::new();
     let mut comm_bytes: HashMap<u64, u64> = HashMap::new();
+    let mut total_message_bytes = 0;
     for t in &trace.threads {
         let c = &t.nccl;
         for i in 0..c.len() {
@@ -237,7 +288,7 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
                 }
             }
             if c.bytes[i] != NO_VALUE {
-                out.total_message_bytes += c.bytes[i];
+                total_message_bytes += c.bytes[i];
                 *comm_bytes.entry(c.comm[i]).or_default() += c.bytes[i];
             }
         }
@@ -263,7 +314,7 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
         }
     }
     // Kernel (device, stream, op) → its calls.
-    let mut kernel_calls: HashMap<(usize, usize, usize), Vec<Call>> = HashMap::new();
+    let mut kernel_calls: Vec<((usize, usize, usize), Vec<Call>)> = Vec::new();
     for (t, mut list) in launches {
         list.sort_unstable_by_key(|l| l.0);
         let c = &trace.threads[t as usize].nccl;
@@ -283,17 +334,18 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
                 j += 1;
             }
             if !calls.is_empty() {
-                kernel_calls.insert((d, s, i), calls);
+                kernel_calls.push(((d, s, i), calls));
             }
         }
     }
+    kernel_calls.sort_unstable_by_key(|k| k.0);
 
     // Devices that used each communicator: its size when no creation call says.
     let mut comm_devices: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
-    for (&(d, _, _), calls) in &kernel_calls {
+    for ((d, _, _), calls) in &kernel_calls {
         let list = comm_devices.entry(calls[0].comm).or_default();
-        if !list.contains(&trace.devices[d].id) {
-            list.push(trace.devices[d].id);
+        if !list.contains(&trace.devices[*d].id) {
+            list.push(trace.devices[*d].id);
         }
     }
 
@@ -310,8 +362,9 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
         }
     }
 
-    let mut transfers: Vec<(Transfer, Vec<u64>)> = Vec::new();
-    for (&(d, s, i), calls) in &kernel_calls {
+    let mut messages = vec![Vec::new(); trace.devices.len()];
+    let mut kernels = Vec::with_capacity(kernel_calls.len());
+    for ((d, s, i), calls) in kernel_calls {
         let ops = &trace.devices[d].streams[s].ops;
         let comm = calls[0].comm;
         let n = comm_size
@@ -354,41 +407,89 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
             .map_or(start, |&l| l.clamp(start, end));
         let transfer_ns = (end - from).max(1);
         let algbw = bytes as f64 / transfer_ns as f64; // bytes per ns = GB/s
-        let messages = calls.iter().map(|c| c.bytes).collect();
-        transfers.push((
-            Transfer {
-                device: trace.devices[d].id,
-                start_ns: start,
-                end_ns: end,
-                kind,
-                comm: format!("{comm:016x}"),
-                ranks: n,
-                bytes,
-                peers,
-                transfer_ns,
-                algbw_gbps: algbw,
-                busbw_gbps: algbw * kind.bus_factor(n),
-                of_best: 1.0,
-            },
-            messages,
-        ));
+        messages[d].extend(calls.iter().map(|c| c.bytes));
+        kernels.push(KernelTransfer {
+            at: (d as u32, s as u32, i as u32),
+            kind,
+            comm,
+            ranks: n,
+            bytes,
+            peers,
+            transfer_ns,
+            algbw_gbps: algbw,
+            busbw_gbps: algbw * kind.bus_factor(n),
+        });
     }
-    transfers.sort_by_key(|(t, _)| (t.device, t.start_ns));
+    Attributed {
+        kernels,
+        messages,
+        comm_size,
+        comm_ranks,
+        comm_bytes,
+        comm_devices,
+        total_message_bytes,
+    }
+}
+
+impl KernelTransfer {
+    fn transfer(&self, trace: &Trace) -> Transfer {
+        let (d, s, i) = (self.at.0 as usize, self.at.1 as usize, self.at.2 as usize);
+        let ops = &trace.devices[d].streams[s].ops;
+        Transfer {
+            device: trace.devices[d].id,
+            start_ns: ops.start[i],
+            end_ns: ops.end[i],
+            kind: self.kind,
+            comm: format!("{:016x}", self.comm),
+            ranks: self.ranks,
+            bytes: self.bytes,
+            peers: self.peers.clone(),
+            transfer_ns: self.transfer_ns,
+            algbw_gbps: self.algbw_gbps,
+            busbw_gbps: self.busbw_gbps,
+            of_best: 1.0,
+        }
+    }
+}
+
+pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
+    crate::profile_scope!("analysis: NCCL payload");
+    let mut out = NcclPayload {
+        skipped_blobs: trace.nccl_payloads.skipped_blobs,
+        ..Default::default()
+    };
+    let nccl_kernels: usize = trace.devices.iter().map(|d| d.count_of(OpKind::Nccl)).sum();
+    let stats = trace.nccl_payloads;
+    if stats.blobs == 0 {
+        if nccl_kernels > 0 {
+            out.note = Some(if stats.nccl_ranges > 0 {
+                "NCCL's NVTX ranges carry no payloads: this export was made without blobs. For \
+                 bytes and bandwidth export again with `nsys export --type sqlite \
+                 --include-blobs=true REPORT.nsys-rep`."
+                    .to_string()
+            } else {
+                "No NCCL NVTX ranges with payloads in this export (NCCL 2.19 or later annotates \
+                 its calls unless NCCL_NVTX_DISABLE=1; nsys must trace NVTX)."
+                    .to_string()
+            });
+        }
+        return out;
+    }
+    let a = attribute(trace);
+    out.total_message_bytes = a.total_message_bytes;
+    let transfers: Vec<Transfer> = a.kernels.iter().map(|k| k.transfer(trace)).collect();
 
     // Per device.
-    for device in &trace.devices {
-        let mine: Vec<&(Transfer, Vec<u64>)> = transfers
-            .iter()
-            .filter(|t| t.0.device == device.id)
-            .collect();
+    for (d, device) in trace.devices.iter().enumerate() {
+        let mine: Vec<&Transfer> = transfers.iter().filter(|t| t.device == device.id).collect();
         if mine.is_empty() {
             continue;
         }
-        let mut messages: Vec<u64> = mine.iter().flat_map(|t| t.1.iter().copied()).collect();
+        let mut messages = a.messages[d].clone();
         messages.sort_unstable();
         let mut by: BTreeMap<CollectiveKind, Vec<&Transfer>> = BTreeMap::new();
         for t in &mine {
-            by.entry(t.0.kind).or_default().push(&t.0);
+            by.entry(t.kind).or_default().push(t);
         }
         out.per_device.push(DevicePayload {
             device: device.id,
@@ -397,8 +498,8 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
             message_bytes_p50: percentile(&messages, 0.5).unwrap_or(0),
             message_bytes_p99: percentile(&messages, 0.99).unwrap_or(0),
             collectives: mine.len(),
-            algbw_gbps_median: median_f(mine.iter().map(|t| t.0.algbw_gbps).collect()),
-            busbw_gbps_median: median_f(mine.iter().map(|t| t.0.busbw_gbps).collect()),
+            algbw_gbps_median: median_f(mine.iter().map(|t| t.algbw_gbps).collect()),
+            busbw_gbps_median: median_f(mine.iter().map(|t| t.busbw_gbps).collect()),
             by_collective: by
                 .into_iter()
                 .map(|(kind, list)| {
@@ -418,34 +519,35 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
     }
 
     // Per communicator.
-    for (&comm, devices) in &comm_devices {
+    for (&comm, devices) in &a.comm_devices {
         let id = format!("{comm:016x}");
         let mut bw: Vec<f64> = transfers
             .iter()
-            .filter(|t| t.0.comm == id)
-            .map(|t| t.0.busbw_gbps)
+            .filter(|t| t.comm == id)
+            .map(|t| t.busbw_gbps)
             .collect();
         bw.sort_by(f64::total_cmp);
         let per_device_counts = devices.iter().map(|&d| {
             transfers
                 .iter()
-                .filter(|t| t.0.comm == id && t.0.device == d)
+                .filter(|t| t.comm == id && t.device == d)
                 .count()
         });
-        let mut ranks = comm_ranks.get(&comm).cloned().unwrap_or_default();
+        let mut ranks = a.comm_ranks.get(&comm).cloned().unwrap_or_default();
         ranks.sort_unstable();
         ranks.dedup();
         let mut devices = devices.clone();
         devices.sort_unstable();
         out.communicators.push(Communicator {
-            size: comm_size
+            size: a
+                .comm_size
                 .get(&comm)
                 .copied()
                 .unwrap_or(devices.len() as u32),
             ranks,
             collectives: per_device_counts.max().unwrap_or(0),
             devices,
-            bytes: comm_bytes.get(&comm).copied().unwrap_or(0),
+            bytes: a.comm_bytes.get(&comm).copied().unwrap_or(0),
             busbw_gbps_median: percentile(&bw, 0.5),
             busbw_gbps_p99: percentile(&bw, 0.99),
             busbw_gbps_best: bw.last().copied(),
@@ -457,15 +559,15 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
     // size (to a power of two; bandwidth grows with size). Only the clearly slow.
     let key = |t: &Transfer| (t.comm.clone(), t.kind, t.bytes.next_power_of_two());
     let mut best: HashMap<(String, CollectiveKind, u64), f64> = HashMap::new();
-    for (t, _) in &transfers {
+    for t in &transfers {
         let b = best.entry(key(t)).or_insert(0.0);
         *b = b.max(t.busbw_gbps);
     }
     let share = |t: &Transfer| t.busbw_gbps / best.get(&key(t)).copied().unwrap_or(f64::MAX);
     let mut slow: Vec<Transfer> = transfers
         .iter()
-        .filter(|(t, _)| share(t) < SLOW_SHARE)
-        .map(|(t, _)| Transfer {
+        .filter(|t| share(t) < SLOW_SHARE)
+        .map(|t| Transfer {
             of_best: share(t),
             ..t.clone()
         })

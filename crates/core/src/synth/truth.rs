@@ -420,15 +420,23 @@ pub struct NcclPayloadTruth {
     pub message_bytes_p50: u64,
     pub message_bytes_p99: u64,
     pub busbw_gbps_median: f64,
+    /// Per device: how many collectives moved each number of bytes (as nccl-tests counts
+    /// them: the sends summed).
+    pub collectives_by_bytes: std::collections::BTreeMap<u64, usize>,
+}
+
+/// Nearest-rank percentile of sorted values (0 for none).
+fn nearest<T: Copy + Default>(sorted: &[T], p: f64) -> T {
+    if sorted.is_empty() {
+        return T::default();
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// `transfers`: each collective's message per peer and transfer time.
 pub fn nccl_payload_truth(transfers: &[(u64, i64)], ranks: u32) -> NcclPayloadTruth {
     let n = ranks as u64;
-    let nearest = |sorted: &[u64], p: f64| {
-        let rank = (p * sorted.len() as f64).ceil() as usize;
-        sorted[rank.clamp(1, sorted.len()) - 1]
-    };
     let mut messages: Vec<u64> = transfers
         .iter()
         .flat_map(|&(m, _)| std::iter::repeat_n(m, 2 * ranks as usize))
@@ -448,20 +456,12 @@ pub fn nccl_payload_truth(transfers: &[(u64, i64)], ranks: u32) -> NcclPayloadTr
         calls_per_device: messages.len(),
         message_bytes_per_device: per_device,
         total_message_bytes: per_device * n,
-        message_bytes_p50: if messages.is_empty() {
-            0
-        } else {
-            nearest(&messages, 0.5)
-        },
-        message_bytes_p99: if messages.is_empty() {
-            0
-        } else {
-            nearest(&messages, 0.99)
-        },
-        busbw_gbps_median: if busbw.is_empty() {
-            0.0
-        } else {
-            busbw[((0.5 * busbw.len() as f64).ceil() as usize).clamp(1, busbw.len()) - 1]
-        },
+        message_bytes_p50: nearest(&messages, 0.5),
+        message_bytes_p99: nearest(&messages, 0.99),
+        busbw_gbps_median: nearest(&busbw, 0.5),
+        collectives_by_bytes: transfers.iter().fold(Default::default(), |mut m, &(b, _)| {
+            *m.entry(b * n).or_default() += 1;
+            m
+        }),
     }
 }
