@@ -410,7 +410,7 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         .zip(&windows)
         .flat_map(|(d, w)| analysis::gaps::gaps(&trace, &cpu, d, *w, options.min_gap_ns))
         .collect();
-    let rows: [(&str, f64); 12] = [
+    let rows: [(&str, f64); 14] = [
         (
             "GPU time per NVTX range",
             best_of_3(&|| {
@@ -509,6 +509,19 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
             best_of_3(&|| {
                 std::hint::black_box(analysis::summary::kernels_by_name(&trace, &devices, None));
                 std::hint::black_box(analysis::summary::nccl_by_type(&trace, &devices, None));
+            }),
+        ),
+        (
+            "NCCL bytes and bandwidth (report)",
+            best_of_3(&|| {
+                std::hint::black_box(analysis::nccl_payload::nccl_payload(&trace, options.top));
+            }),
+        ),
+        (
+            "NCCL per kernel + by size (window's worker)",
+            best_of_3(&|| {
+                let transfers = analysis::nccl_payload::kernel_transfers(&trace);
+                std::hint::black_box(analysis::nccl_sizes::size_groups(&trace, &transfers));
             }),
         ),
         (

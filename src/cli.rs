@@ -100,6 +100,28 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
+    /// Write the five figures people draw to discuss a trace, as PNG and SVG, and the
+    /// numbers drawn (figures.json): iteration duration over time, its histogram, one
+    /// iteration stream by stream, where each GPU's time goes, NCCL kernel durations.
+    Figures {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder to write into (default: STEM-figures in the current folder).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Formats, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "png,svg")]
+        format: Vec<String>,
+        /// The iteration the streams figure draws (default: the median one).
+        #[arg(long)]
+        iteration: Option<usize>,
+        /// The GPU (deviceId) the streams figure draws (default: the first).
+        #[arg(long)]
+        device: Option<u32>,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
     /// Benchmarks: each prints its figures and the peak RSS (see the README's figures).
     Bench {
         #[command(subcommand)]
@@ -254,6 +276,14 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
         }) => what_if_change(change).and_then(|c| what_if(&file, c, json, iteration_marker)),
+        Some(Command::Figures {
+            files,
+            out,
+            format,
+            iteration,
+            device,
+            iteration_marker,
+        }) => figures(&files, out, &format, iteration, device, iteration_marker),
         Some(Command::Bench { which }) => bench(which),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
@@ -346,6 +376,74 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn figures(
+    files: &[PathBuf],
+    out: Option<PathBuf>,
+    formats: &[String],
+    iteration: Option<usize>,
+    device: Option<u32>,
+    iteration_marker: Option<String>,
+) -> Result<(), String> {
+    use crate::figures::{Format, figure_data, write_figures};
+    let formats: Vec<Format> = formats
+        .iter()
+        .map(|f| Format::parse(f).ok_or_else(|| format!("unknown format {f:?} (png, svg)")))
+        .collect::<Result<_, _>>()?;
+    let paths = load::many::expand_paths(files)?;
+    let options = Options {
+        iteration_marker,
+        ..Options::default()
+    };
+    let (trace, overview) = trace_and_overview(&paths, &options)?;
+    if let Some(id) = device
+        && trace.device(id).is_none()
+    {
+        let ids: Vec<String> = trace.devices.iter().map(|d| d.id.to_string()).collect();
+        return Err(format!("no device {id} (devices: {})", ids.join(", ")));
+    }
+    let stem = paths[0]
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    // In the current folder, never beside the trace.
+    let dir = out.unwrap_or_else(|| PathBuf::from(format!("{stem}-figures")));
+    let data = figure_data(&trace, &overview, iteration, device);
+    let written = write_figures(&data, &dir, &formats)?;
+    for (name, why) in &written.skipped {
+        println!("skipped {name}: {why}");
+    }
+    println!("wrote {} files into {}", written.files.len(), dir.display());
+    Ok(())
+}
+
+/// The trace and its analyses as `report` works them out (from the cache when it has them).
+fn trace_and_overview(
+    paths: &[PathBuf],
+    options: &Options,
+) -> Result<
+    (
+        crate::trace::Trace,
+        std::sync::Arc<crate::analysis::Overview>,
+    ),
+    String,
+> {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    if paths.len() > 1 {
+        let (trace, _, _) =
+            load::many::load_many(paths, &|_| {}, &cancel).map_err(|e| e.to_string())?;
+        let overview = analysis::overview(&trace, options);
+        return Ok((trace, std::sync::Arc::new(overview)));
+    }
+    let opened =
+        crate::cache::open_staged(&paths[0], &|_| {}, &cancel, None).map_err(|e| e.to_string())?;
+    let overview = std::thread::scope(|s| {
+        s.spawn(|| opened.store());
+        crate::cache::overview(&opened.trace, options, &cancel, opened.key.as_ref(), |_| {})
+            .expect("not cancelled")
+    });
+    Ok((opened.trace, overview))
 }
 
 fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), String> {

@@ -748,3 +748,56 @@ fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
     assert_eq!(again.findings.findings.len(), findings);
     h.get_by_label("What to fix first");
 }
+
+#[test]
+fn the_nccl_tab_shows_bytes_and_bus_bandwidth_splits_by_size_and_details_name_the_transfer() {
+    use nsys_explorer::format::format_bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    let payload = truth.nccl_payload.expect("tiny writes NCCL's payloads");
+    let devices = loaded(&h).trace.devices.len();
+    open_tab(&mut h, "NCCL");
+    wait_for_load(&mut h);
+    // One row per GPU (one collective type), each with both bandwidths and its bytes.
+    let bandwidths = |h: &egui_kittest::Harness<_>| h.query_all_by_label_contains(" GB/s").count();
+    assert_eq!(bandwidths(&h), 2 * devices, "algbw and busbw per row");
+    let bytes: u64 = payload
+        .collectives_by_bytes
+        .iter()
+        .map(|(b, n)| b * *n as u64)
+        .sum();
+    assert_eq!(
+        h.query_all_by_label(&format_bytes(bytes)).count(),
+        devices,
+        "each GPU's bytes, as the generator wrote them"
+    );
+    // Split: a row per power-of-two size class.
+    let classes: std::collections::BTreeSet<u32> = payload
+        .collectives_by_bytes
+        .keys()
+        .map(|b| 63 - b.leading_zeros())
+        .collect();
+    assert!(classes.len() >= 2, "the generator writes several sizes");
+    h.get_by_label("split by message size").click();
+    h.run_steps(2);
+    assert_eq!(bandwidths(&h), 2 * devices * classes.len());
+    // A collective clicked: its first kernel selected; Details tell what it moved.
+    h.query_all_by_label("SendRecv")
+        .next()
+        .expect("a row")
+        .click();
+    h.run_steps(3);
+    assert!(matches!(
+        loaded(&h).timeline.selection,
+        Some(Selection::Op { .. })
+    ));
+    open_tab(&mut h, "Details");
+    assert!(
+        h.query_by_label_contains("GB/s bus").is_some(),
+        "the bandwidth"
+    );
+    assert!(
+        h.query_by_label_contains("ranks)").is_some(),
+        "the communicator"
+    );
+}

@@ -2,14 +2,22 @@
 
 use eframe::egui;
 
+use super::nccl_bytes::transfer_lines;
 use super::timeline::{Selection, Timeline};
 use crate::analysis::Window;
 use crate::analysis::gaps::launch_nvtx_path;
 use crate::analysis::intervals::ops_touching;
+use crate::analysis::nccl_payload::KernelTransfers;
 use crate::format::format_ns;
-use crate::trace::{Device, NONE, Trace};
+use crate::trace::{Device, NONE, OpKind, Trace};
 
-pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
+/// `transfers`: what NCCL kernels moved, once worked out.
+pub fn show(
+    ui: &mut egui::Ui,
+    trace: &Trace,
+    timeline: &Timeline,
+    transfers: Option<&KernelTransfers>,
+) {
     ui.heading("Details");
     if let Some((a, b)) = timeline.window {
         ui.label(format!(
@@ -52,6 +60,19 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, timeline: &Timeline) {
                     row("device", dev.label());
                     row("stream", dev.streams[op.stream as usize].id.to_string());
                     row("correlation id", ops.correlation_id[i].to_string());
+                    let transfer = transfers.and_then(|t| t.get(device, op.stream as usize, i));
+                    for (name, value) in transfer.map(transfer_lines).unwrap_or_default() {
+                        row(name, value);
+                    }
+                    if transfer.is_none()
+                        && ops.kind[i] == OpKind::Nccl
+                        && transfers.is_some_and(|t| !t.is_empty())
+                    {
+                        row(
+                            "bytes",
+                            "unknown: no NCCL call with a size found for it".into(),
+                        );
+                    }
                     if let Some(config) =
                         nsys_explorer_core::load::launch_config(trace, dev, ops, i)
                     {

@@ -10,11 +10,13 @@ use super::compare_view::Compare;
 use super::findings_panel::{Action, FindingsPanel};
 use super::heatmap;
 use super::load_job::LoadJob;
+use super::nccl_bytes::NcclBytes;
 use super::split::Split;
 use super::timeline::{Nav, Timeline};
 use super::whatif_panel::WhatIfPanel;
 use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
+use crate::analysis::nccl_payload::KernelTransfers;
 use crate::analysis::overview::Overview;
 use crate::format::format_ns;
 use crate::format::signed_ns;
@@ -107,6 +109,8 @@ pub struct Loaded {
     pub nudges: Vec<Option<i64>>,
     pub what_if: WhatIfPanel,
     pub findings: FindingsPanel,
+    /// What each NCCL kernel moved (worked out once the whole trace is in).
+    pub nccl_bytes: NcclBytes,
     /// The file's key in the cache, from its load (`None`: several files, or no cache):
     /// what the replayed savings are kept under.
     pub cache_key: Option<crate::cache::TraceKey>,
@@ -131,6 +135,7 @@ impl Loaded {
             nudges: Vec::new(),
             what_if: Default::default(),
             findings: Default::default(),
+            nccl_bytes: Default::default(),
             cache_key: None,
         }
     }
@@ -149,6 +154,7 @@ impl Loaded {
             || self.what_if.busy()
             || self.findings.busy()
             || self.iterations.busy()
+            || self.nccl_bytes.busy()
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -230,7 +236,11 @@ pub(super) fn loaded_ui(
         if !l.findings.busy() || l.tab == Tab::Gaps {
             l.gaps.prepare(&trace, o);
         }
+        l.nccl_bytes.start(&trace, Some(ui.ctx()));
+        l.nccl_bytes.poll();
     }
+    let sizes = l.nccl_bytes.ready(&trace).cloned();
+    let transfers = sizes.as_ref().map(|s| &s.transfers);
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;
     }
@@ -328,7 +338,7 @@ pub(super) fn loaded_ui(
                 }
                 (Tab::Details, _, _) => {
                     egui::ScrollArea::vertical()
-                        .show(ui, |ui| details::show(ui, &trace, &l.timeline));
+                        .show(ui, |ui| details::show(ui, &trace, &l.timeline, transfers));
                 }
                 (_, Some(note), _) => {
                     ui.label(note);
@@ -352,7 +362,9 @@ pub(super) fn loaded_ui(
                     l.iterations.show(ui, &trace, o, &l.timeline, &mut nav, other)
                 }
                 (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, o, &mut nav),
-                (Tab::Nccl, None, Some(o)) => l.tables.nccl(ui, &trace, o, &mut nav),
+                (Tab::Nccl, None, Some(o)) => {
+                    l.tables.nccl(ui, &trace, o, sizes.as_deref(), &mut nav)
+                }
                 (Tab::Memory, None, Some(o)) => l.tables.memory(ui, &trace, o),
                 (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, o, &mut nav),
                 (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
@@ -372,8 +384,8 @@ pub(super) fn loaded_ui(
     l.timeline.apply_all(&trace, std::mem::take(&mut nav));
     let shown = egui::CentralPanel::default().show(ui, |ui| {
         match l.compare.as_mut().filter(|c| c.ready().is_some()) {
-            None => l.timeline.show(ui, &trace).selected,
-            Some(c) => two_timelines(ui, &trace, &l.path, &mut l.timeline, c),
+            None => l.timeline.show_with(ui, &trace, transfers).selected,
+            Some(c) => two_timelines(ui, &trace, &l.path, &mut l.timeline, c, transfers),
         }
     });
     // The edges are dragged last, so that they lie on top of the panels beside them.
@@ -448,6 +460,7 @@ fn two_timelines(
     path: &std::path::Path,
     first: &mut Timeline,
     c: &mut Compare,
+    transfers: Option<&KernelTransfers>,
 ) -> bool {
     let rect = ui.available_rect_before_wrap();
     let half = rect.height() / 2.0;
@@ -459,7 +472,7 @@ fn two_timelines(
     let offset = c.offset_ns;
     in_rect(ui, top, "before timeline", |ui| {
         ui.label(RichText::new(format!("before: {before}")).strong());
-        selected |= first.show(ui, trace).selected;
+        selected |= first.show_with(ui, trace, transfers).selected;
     });
     in_rect(ui, bottom, "after timeline", |ui| {
         ui.label(

@@ -17,6 +17,7 @@ pub mod load_job;
 pub mod loaded;
 pub mod loading;
 mod lod;
+pub mod nccl_bytes;
 mod pages;
 pub mod split;
 pub mod summary;

@@ -4,12 +4,14 @@
 use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
+use super::nccl_bytes::NcclSizes;
 use super::timeline::Nav;
 use super::timeline::search::Mode;
+use crate::analysis::nccl_sizes::{SizeClass, SizeGroup};
 use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
-use crate::format::format_ns;
 use crate::format::shorten;
+use crate::format::{format_bytes, format_ns};
 use crate::trace::Trace;
 
 pub struct Tables {
@@ -17,6 +19,8 @@ pub struct Tables {
     nccl_sort: (usize, bool),
     memory_sort: (usize, bool),
     nvtx_sort: (usize, bool),
+    /// The NCCL table: a row per message size class rather than per type.
+    pub nccl_split_by_size: bool,
 }
 
 impl Default for Tables {
@@ -24,9 +28,10 @@ impl Default for Tables {
     fn default() -> Self {
         Self {
             kernel_sort: (2, true),
-            nccl_sort: (3, true),
+            nccl_sort: (4, true),
             memory_sort: (3, true),
             nvtx_sort: (2, true),
+            nccl_split_by_size: false,
         }
     }
 }
@@ -34,7 +39,17 @@ impl Default for Tables {
 const KERNEL_COLUMNS: [&str; 8] = [
     "kernel", "count", "total", "share", "mean", "median", "min", "max",
 ];
-const NCCL_COLUMNS: [&str; 5] = ["GPU", "collective", "count", "total", "median"];
+const NCCL_COLUMNS: [&str; 9] = [
+    "GPU",
+    "collective",
+    "size",
+    "count",
+    "total",
+    "median",
+    "bytes",
+    "algbw",
+    "busbw",
+];
 
 impl Tables {
     pub fn kernels(&mut self, ui: &mut egui::Ui, overview: &Overview, nav: &mut Vec<Nav>) {
@@ -108,27 +123,61 @@ impl Tables {
         ui: &mut egui::Ui,
         trace: &Trace,
         overview: &Overview,
+        sizes: Option<&NcclSizes>,
         nav: &mut Vec<Nav>,
     ) {
-        let mut rows: Vec<&NcclStat> = overview.nccl.iter().collect();
+        // With payloads, rows come from the groups by size (bytes and bandwidth beside the
+        // durations); without, from the overview's NCCL table.
+        let with_bytes = sizes.filter(|s| !s.transfers.is_empty());
+        let mut rows: Vec<NcclRow> = match with_bytes {
+            Some(s) => s
+                .groups
+                .iter()
+                .filter(|g| (g.class == SizeClass::All) != self.nccl_split_by_size)
+                .map(NcclRow::of_group)
+                .collect(),
+            None => overview.nccl.iter().map(NcclRow::of_stat).collect(),
+        };
         let (column, descending) = self.nccl_sort;
         rows.sort_by(|a, b| {
             let ord = match column {
                 0 => a.device.cmp(&b.device),
-                1 => a.collective.cmp(&b.collective),
-                2 => a.count.cmp(&b.count),
-                3 => a.total_ns.cmp(&b.total_ns),
-                _ => a.median_ns.cmp(&b.median_ns),
+                1 => a.collective.cmp(b.collective),
+                2 => a.bytes_max.cmp(&b.bytes_max),
+                3 => a.count.cmp(&b.count),
+                4 => a.total_ns.cmp(&b.total_ns),
+                5 => a.median_ns.cmp(&b.median_ns),
+                6 => a.bytes_total.cmp(&b.bytes_total),
+                7 => a.algbw.unwrap_or(-1.0).total_cmp(&b.algbw.unwrap_or(-1.0)),
+                _ => a.busbw.unwrap_or(-1.0).total_cmp(&b.busbw.unwrap_or(-1.0)),
             };
             if descending { ord.reverse() } else { ord }
         });
         let mut clicked: Option<String> = None;
         let mut sort = None;
-        ui.label("Click a collective to mark its kernels on the timeline and step through them.");
+        ui.horizontal(|ui| {
+            ui.label(
+                "Click a collective to mark its kernels on the timeline and step through them.",
+            );
+            match (sizes, with_bytes) {
+                (None, _) => {
+                    ui.weak("Reading NCCL's payloads…");
+                }
+                (Some(_), None) => {
+                    ui.weak(no_bytes_note(overview));
+                }
+                (Some(_), Some(_)) => {
+                    ui.checkbox(&mut self.nccl_split_by_size, "split by message size")
+                        .on_hover_text(
+                            "One row per power-of-two size class: a type whose durations \
+                             show two humps often moves two sizes.",
+                        );
+                }
+            }
+        });
         TableBuilder::new(ui)
             .striped(true)
-            .columns(Column::auto(), 4)
-            .column(Column::auto())
+            .columns(Column::auto(), NCCL_COLUMNS.len())
             .column(Column::remainder())
             .header(20.0, |mut header| {
                 for (i, name) in NCCL_COLUMNS.iter().enumerate() {
@@ -144,25 +193,30 @@ impl Tables {
             })
             .body(|body| {
                 body.rows(18.0, rows.len(), |mut row| {
-                    let n = rows[row.index()];
+                    let n = &rows[row.index()];
                     row.col(|ui| {
                         ui.label(trace.gpu_name(n.device));
                     });
                     row.col(|ui| {
-                        if ui.link(&n.collective).clicked() {
-                            clicked = Some(n.collective.clone());
+                        if ui.link(n.collective).clicked() {
+                            clicked = Some(n.collective.to_string());
                         }
                     });
+                    let gbps = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1} GB/s"));
                     for text in [
+                        n.size_text(),
                         n.count.to_string(),
                         format_ns(n.total_ns),
                         format_ns(n.median_ns),
+                        n.bytes_text(),
+                        gbps(n.algbw),
+                        gbps(n.busbw),
                     ] {
                         row.col(|ui| {
                             ui.label(text);
                         });
                     }
-                    row.col(|ui| mini_histogram(ui, &n.histogram));
+                    row.col(|ui| mini_histogram(ui, n.histogram));
                 });
             });
         if let Some(i) = sort {
@@ -170,6 +224,92 @@ impl Tables {
         }
         if let Some(name) = clicked {
             step_through(nav, &name, Mode::Substring);
+        }
+    }
+}
+
+/// Why the NCCL table has no bytes.
+fn no_bytes_note(overview: &Overview) -> String {
+    match &overview.nccl_payload.note {
+        Some(note) => format!("No bytes: {note}"),
+        None => "No bytes: the export has no NCCL payloads.".into(),
+    }
+}
+
+/// A row of the NCCL table: a (GPU, type) or, split, a (GPU, type, size class).
+struct NcclRow<'a> {
+    device: u32,
+    collective: &'a str,
+    class: SizeClass,
+    count: usize,
+    total_ns: i64,
+    median_ns: i64,
+    histogram: &'a [(i64, usize)],
+    /// Bytes per kernel, smallest and largest, and summed (0: none known).
+    bytes_min: u64,
+    bytes_max: u64,
+    bytes_total: u64,
+    algbw: Option<f64>,
+    busbw: Option<f64>,
+}
+
+impl<'a> NcclRow<'a> {
+    fn of_stat(n: &'a NcclStat) -> Self {
+        Self {
+            device: n.device,
+            collective: &n.collective,
+            class: SizeClass::All,
+            count: n.count,
+            total_ns: n.total_ns,
+            median_ns: n.median_ns,
+            histogram: &n.histogram,
+            bytes_min: 0,
+            bytes_max: 0,
+            bytes_total: 0,
+            algbw: None,
+            busbw: None,
+        }
+    }
+
+    fn of_group(g: &'a SizeGroup) -> Self {
+        Self {
+            device: g.device,
+            collective: g.collective,
+            class: g.class,
+            count: g.count,
+            total_ns: g.total_ns,
+            median_ns: g.median_ns,
+            histogram: &g.histogram,
+            bytes_min: g.bytes_min,
+            bytes_max: g.bytes_max,
+            bytes_total: g.bytes_total,
+            algbw: g.algbw_gbps_median,
+            busbw: g.busbw_gbps_median,
+        }
+    }
+
+    /// Bytes per kernel: one size, or the smallest and largest.
+    fn size_text(&self) -> String {
+        if self.class == SizeClass::Unknown {
+            "unknown".into()
+        } else if self.bytes_max == 0 {
+            "–".into()
+        } else if self.bytes_min == self.bytes_max {
+            format_bytes(self.bytes_max)
+        } else {
+            format!(
+                "{}–{}",
+                format_bytes(self.bytes_min),
+                format_bytes(self.bytes_max)
+            )
+        }
+    }
+
+    fn bytes_text(&self) -> String {
+        if self.bytes_total == 0 {
+            "–".into()
+        } else {
+            format_bytes(self.bytes_total)
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod cache;
 pub mod compare;
 pub mod export;
+pub mod figures;
 pub mod findings;
 pub mod format;
 pub mod load;

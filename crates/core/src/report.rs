@@ -12,7 +12,7 @@ use crate::analysis::recurring::{activity, cause_text, describe};
 use crate::analysis::{Options, iterations::Iterations};
 use crate::findings::Finding;
 use crate::findings::text::{findings_json, findings_text};
-use crate::format::{format_ns, plural, signed_ns};
+use crate::format::{format_bytes, format_ns, plural, signed_ns};
 use crate::load::LoadReport;
 use crate::load::many::FileInfo;
 use crate::trace::{OpKind, Trace};
@@ -698,10 +698,6 @@ fn nccl_payload_json(trace: &Trace, p: &NcclPayload) -> Value {
     v
 }
 
-fn gib(bytes: u64) -> String {
-    crate::format::format_bytes(bytes)
-}
-
 fn gbps(v: Option<f64>) -> String {
     v.map_or("–".to_string(), |v| format!("{v:.1} GB/s"))
 }
@@ -719,7 +715,7 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
     let _ = writeln!(
         s,
         "  Total NCCL payload {} (every call's message size, sends and receives alike){}",
-        gib(p.total_message_bytes),
+        format_bytes(p.total_message_bytes),
         if p.skipped_blobs > 0 {
             format!("; {} payloads could not be read", p.skipped_blobs)
         } else {
@@ -732,8 +728,8 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
             "  {}: {} calls, messages p50 {} / p99 {}; {} collectives, bus bandwidth median {}",
             trace.gpu_name(d.device),
             d.calls,
-            gib(d.message_bytes_p50),
-            gib(d.message_bytes_p99),
+            format_bytes(d.message_bytes_p50),
+            format_bytes(d.message_bytes_p99),
             d.collectives,
             gbps(d.busbw_gbps_median)
         );
@@ -743,8 +739,8 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
                 "    {}: {} × p50 {} / p99 {}, bus bandwidth median {}",
                 c.collective,
                 c.count,
-                gib(c.bytes_p50),
-                gib(c.bytes_p99),
+                format_bytes(c.bytes_p50),
+                format_bytes(c.bytes_p99),
                 gbps(c.busbw_gbps_median)
             );
         }
@@ -758,7 +754,7 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
             c.size,
             devices.join(", "),
             c.collectives,
-            gib(c.bytes),
+            format_bytes(c.bytes),
             gbps(c.busbw_gbps_median),
             gbps(c.busbw_gbps_p99)
         );
@@ -768,7 +764,7 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
             s,
             "  Slow transfer: {} of {} on {} at {}, moved in {}: {} ({:.0} % of the best of its size)",
             t.kind.label(),
-            gib(t.bytes),
+            format_bytes(t.bytes),
             trace.gpu_name(t.device),
             format_ns(t.start_ns - origin),
             format_ns(t.transfer_ns),

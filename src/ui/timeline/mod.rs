@@ -12,6 +12,8 @@ use rayon::prelude::*;
 use super::labels::{FontsKey, Labels};
 use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
+use super::nccl_bytes::transfer_tooltip;
+use crate::analysis::nccl_payload::KernelTransfers;
 use crate::trace::{OpKind, Trace};
 use search::Search;
 
@@ -356,6 +358,16 @@ impl Timeline {
 
     /// Draws the timeline in the whole of `ui` and handles its input.
     pub fn show(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>) -> TimelineResponse {
+        self.show_with(ui, trace, None)
+    }
+
+    /// Like [`Timeline::show`], NCCL kernels' tooltips telling what they moved.
+    pub fn show_with(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Arc<Trace>,
+        transfers: Option<&KernelTransfers>,
+    ) -> TimelineResponse {
         nsys_explorer_core::profile_scope!("timeline frame");
         let mut out = TimelineResponse::default();
         self.search_bar(ui, trace);
@@ -461,7 +473,13 @@ impl Timeline {
             let (start, end) = item.span(trace);
             self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
         }
-        if let Some((_, text)) = hovered {
+        if let Some((item, mut text)) = hovered {
+            if let Selection::Op { device, op } = item
+                && let Some(k) =
+                    transfers.and_then(|t| t.get(device, op.stream as usize, op.op as usize))
+            {
+                text += &transfer_tooltip(k);
+            }
             response.on_hover_text_at_pointer(text);
         }
         out

@@ -323,8 +323,13 @@ impl Trace {
             .iter()
             .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL)
             .sum();
+        let nccl: usize = self
+            .threads
+            .iter()
+            .map(|t| t.nccl.len() * NcclCalls::BYTES_PER_CALL)
+            .sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
-        ops + api + nvtx + marks + osrt + mem + self.strings.heap_bytes()
+        ops + api + nvtx + marks + osrt + nccl + mem + self.strings.heap_bytes()
     }
 }
 

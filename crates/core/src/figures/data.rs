@@ -1,0 +1,353 @@
+//! The numbers each figure draws, taken from the overview (those of `report --json`), and
+//! written beside the images as `figures.json`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::breakdown::pct;
+use crate::analysis::iterations::DeviceIterations;
+use crate::analysis::overview::Overview;
+use crate::trace::{Device, OpKind, Trace};
+
+/// What the five figures draw; `None` for a figure the trace has nothing for, with why in
+/// `skipped`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureData {
+    pub per_device_walltime: BTreeMap<String, Walltime>,
+    pub iter_duration_over_time: Option<IterationsOverTime>,
+    pub iter_duration_histogram: Option<IterationHistogram>,
+    pub nccl_kernel_duration_hist: Option<NcclHistogram>,
+    pub streams_one_iter: Option<StreamsOneIteration>,
+    /// Figure name → why it was not drawn.
+    pub skipped: BTreeMap<&'static str, String>,
+}
+
+/// A GPU's analysed window in shares (they sum to 100).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Walltime {
+    pub compute_only_pct: f64,
+    pub nccl_only_pct: f64,
+    pub overlap_pct: f64,
+    pub memory_only_pct: f64,
+    pub idle_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationsOverTime {
+    /// Per GPU: each iteration's GPU start (ns from the trace's origin) and duration.
+    pub series: BTreeMap<String, Vec<[i64; 2]>>,
+    /// Per GPU: where its warm-up ends (the start of its first steady iteration).
+    pub warmup_end_ns: BTreeMap<String, i64>,
+}
+
+/// A bin of a histogram: `[from, to)` and how many fell in it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Bin {
+    pub from_ns: i64,
+    pub to_ns: i64,
+    pub count: usize,
+}
+
+/// The steady-state iterations' durations, every GPU's together.
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationHistogram {
+    pub count: usize,
+    pub median_ns: i64,
+    /// Standard deviation, and as a share of the mean.
+    pub sigma_ns: f64,
+    pub sigma_pct: f64,
+    pub bins: Vec<Bin>,
+}
+
+/// Every NCCL kernel's duration, every GPU's together.
+#[derive(Debug, Clone, Serialize)]
+pub struct NcclHistogram {
+    pub count: usize,
+    pub bins: Vec<Bin>,
+    /// Peaks: the middle of each bin above both neighbours holding at least 5 % of the
+    /// kernels, largest first (two all-to-all sizes read as two modes).
+    pub modes_ns: Vec<i64>,
+}
+
+/// One iteration of one GPU, stream by stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamsOneIteration {
+    pub iteration: usize,
+    pub device: String,
+    /// The iteration's GPU span (ns from the trace's origin).
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Per stream (by id): its ops in the span, `[start, end]` from the trace's origin, and
+    /// what they are.
+    pub spans: BTreeMap<u32, Vec<OpSpan>>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct OpSpan {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub kind: &'static str,
+}
+
+/// How many bins the linear histograms have.
+const BINS: usize = 40;
+/// A mode holds at least this share of the kernels.
+const MODE_SHARE: f64 = 0.05;
+
+/// What `device` is called in the figures: `FILE:ID` in a trace of several files.
+pub fn device_key(d: &Device) -> String {
+    d.key.clone().unwrap_or_else(|| d.id.to_string())
+}
+
+/// The figures' numbers. `iteration`: the one `streams_one_iter` draws (default: the
+/// median one of the GPU); `device`: its GPU (default: the first).
+pub fn figure_data(
+    trace: &Trace,
+    overview: &Overview,
+    iteration: Option<usize>,
+    device: Option<u32>,
+) -> FigureData {
+    let origin = trace.time_origin().unwrap_or(0);
+    let key_of = |id: u32| {
+        trace
+            .device(id)
+            .map(device_key)
+            .unwrap_or_else(|| id.to_string())
+    };
+    let mut skipped = BTreeMap::new();
+    let per_device_walltime = overview
+        .devices
+        .iter()
+        .map(|s| {
+            let b = s.breakdown;
+            let all = b.total();
+            let w = Walltime {
+                compute_only_pct: pct(b.compute_only, all),
+                nccl_only_pct: pct(b.nccl_only, all),
+                overlap_pct: pct(b.overlap, all),
+                memory_only_pct: pct(b.memory_only, all),
+                idle_pct: pct(b.idle, all),
+            };
+            (key_of(s.device), w)
+        })
+        .collect();
+    let its = &overview.iterations.per_device;
+    let with_iterations = its.iter().any(|d| !d.durations_ns.is_empty());
+    let (over_time, histogram, streams) = if with_iterations {
+        (
+            Some(over_time(its, origin, &key_of)),
+            iteration_histogram(its),
+            streams_one_iter(trace, its, iteration, device, origin, &mut skipped),
+        )
+    } else {
+        let why = "no iterations: no iteration marker found".to_string();
+        for name in [OVER_TIME, HISTOGRAM, STREAMS] {
+            skipped.insert(name, why.clone());
+        }
+        (None, None, None)
+    };
+    if with_iterations && histogram.is_none() {
+        skipped.insert(HISTOGRAM, "no steady-state iterations".into());
+    }
+    let nccl = nccl_histogram(trace);
+    if nccl.is_none() {
+        skipped.insert(NCCL, "no NCCL kernels".into());
+    }
+    FigureData {
+        per_device_walltime,
+        iter_duration_over_time: over_time,
+        iter_duration_histogram: histogram,
+        nccl_kernel_duration_hist: nccl,
+        streams_one_iter: streams,
+        skipped,
+    }
+}
+
+pub const WALLTIME: &str = "4_per_device_walltime";
+pub const OVER_TIME: &str = "1_iter_duration_over_time";
+pub const HISTOGRAM: &str = "2_iter_duration_histogram";
+pub const STREAMS: &str = "3_streams_one_iter";
+pub const NCCL: &str = "5_nccl_kernel_duration_hist";
+
+/// An iteration's GPU start: its span's, or (no kernel of it on this GPU) its CPU range's.
+fn start_of(d: &DeviceIterations, k: usize) -> Option<i64> {
+    d.spans
+        .get(k)
+        .copied()
+        .flatten()
+        .map(|w| w.start)
+        .or_else(|| d.cpu.get(k).map(|w| w.start))
+}
+
+fn over_time(
+    its: &[DeviceIterations],
+    origin: i64,
+    key_of: &dyn Fn(u32) -> String,
+) -> IterationsOverTime {
+    let mut series = BTreeMap::new();
+    let mut warmup_end_ns = BTreeMap::new();
+    for d in its.iter().filter(|d| !d.durations_ns.is_empty()) {
+        let points: Vec<[i64; 2]> = d
+            .durations_ns
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &dur)| Some([start_of(d, k)? - origin, dur]))
+            .collect();
+        if let Some(t) = start_of(d, d.warmup) {
+            warmup_end_ns.insert(key_of(d.device), t - origin);
+        }
+        series.insert(key_of(d.device), points);
+    }
+    IterationsOverTime {
+        series,
+        warmup_end_ns,
+    }
+}
+
+fn iteration_histogram(its: &[DeviceIterations]) -> Option<IterationHistogram> {
+    let mut steady: Vec<i64> = its
+        .iter()
+        .flat_map(|d| d.durations_ns.iter().skip(d.warmup).copied())
+        .filter(|&d| d > 0)
+        .collect();
+    if steady.is_empty() {
+        return None;
+    }
+    steady.sort_unstable();
+    let n = steady.len() as f64;
+    let mean = steady.iter().map(|&d| d as f64).sum::<f64>() / n;
+    let var = steady
+        .iter()
+        .map(|&d| (d as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let sigma_ns = var.sqrt();
+    Some(IterationHistogram {
+        count: steady.len(),
+        median_ns: steady[(steady.len() - 1) / 2],
+        sigma_ns,
+        sigma_pct: if mean > 0.0 {
+            100.0 * sigma_ns / mean
+        } else {
+            0.0
+        },
+        bins: linear_bins(&steady),
+    })
+}
+
+/// `BINS` equal bins from the smallest of `sorted` to the largest.
+pub fn linear_bins(sorted: &[i64]) -> Vec<Bin> {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
+        return Vec::new();
+    };
+    let width = ((hi - lo) / BINS as i64 + 1).max(1);
+    let mut bins: Vec<Bin> = (0..BINS as i64)
+        .map(|k| Bin {
+            from_ns: lo + k * width,
+            to_ns: lo + (k + 1) * width,
+            count: 0,
+        })
+        .collect();
+    for &v in sorted {
+        let k = (((v - lo) / width) as usize).min(BINS - 1);
+        bins[k].count += 1;
+    }
+    bins
+}
+
+fn nccl_histogram(trace: &Trace) -> Option<NcclHistogram> {
+    let mut durations: Vec<i64> = trace
+        .devices
+        .iter()
+        .flat_map(|d| &d.streams)
+        .flat_map(|s| {
+            let ops = &s.ops;
+            (0..ops.len())
+                .filter(|&i| ops.kind[i] == OpKind::Nccl)
+                .map(|i| ops.duration(i))
+        })
+        .collect();
+    if durations.is_empty() {
+        return None;
+    }
+    durations.sort_unstable();
+    let bins = linear_bins(&durations);
+    let count = durations.len();
+    Some(NcclHistogram {
+        count,
+        modes_ns: modes(&bins, count),
+        bins,
+    })
+}
+
+/// Bins above both neighbours (a plateau counts once, at its first bin) holding at least
+/// [`MODE_SHARE`] of `count`, largest first.
+fn modes(bins: &[Bin], count: usize) -> Vec<i64> {
+    let at = |k: usize| bins.get(k).map_or(0, |b| b.count);
+    let mut peaks: Vec<&Bin> = (0..bins.len())
+        .filter(|&k| {
+            let before = if k == 0 { 0 } else { at(k - 1) };
+            let c = at(k);
+            c > before && c >= at(k + 1) && c as f64 >= MODE_SHARE * count as f64
+        })
+        .map(|k| &bins[k])
+        .collect();
+    peaks.sort_by_key(|b| std::cmp::Reverse(b.count));
+    peaks.iter().map(|b| (b.from_ns + b.to_ns) / 2).collect()
+}
+
+fn streams_one_iter(
+    trace: &Trace,
+    its: &[DeviceIterations],
+    iteration: Option<usize>,
+    device: Option<u32>,
+    origin: i64,
+    skipped: &mut BTreeMap<&'static str, String>,
+) -> Option<StreamsOneIteration> {
+    let d = match device {
+        Some(id) => its.iter().find(|d| d.device == id),
+        None => its.iter().find(|d| !d.durations_ns.is_empty()),
+    };
+    let Some(d) = d else {
+        skipped.insert(STREAMS, "no iterations on that GPU".into());
+        return None;
+    };
+    let k = iteration.or(d.median_index).unwrap_or(0);
+    let Some(span) = d.spans.get(k).copied().flatten() else {
+        let why = if k >= d.durations_ns.len() {
+            format!(
+                "iteration {k} is not in the trace ({} iterations)",
+                d.durations_ns.len()
+            )
+        } else {
+            format!("iteration {k} launched no kernel on that GPU")
+        };
+        skipped.insert(STREAMS, why);
+        return None;
+    };
+    let dev = trace.device(d.device)?;
+    let mut spans = BTreeMap::new();
+    for stream in &dev.streams {
+        let ops = &stream.ops;
+        let first = ops.start.partition_point(|&s| s < span.start);
+        let list: Vec<OpSpan> = (first..ops.len())
+            .take_while(|&i| ops.start[i] < span.end)
+            .map(|i| OpSpan {
+                start_ns: ops.start[i] - origin,
+                end_ns: ops.end[i] - origin,
+                kind: ops.kind[i].label(),
+            })
+            .collect();
+        if !list.is_empty() {
+            spans.insert(stream.id, list);
+        }
+    }
+    Some(StreamsOneIteration {
+        iteration: k,
+        device: device_key(dev),
+        start_ns: span.start - origin,
+        end_ns: span.end - origin,
+        spans,
+    })
+}
