@@ -410,7 +410,7 @@ fn figures(
     // In the current folder, never beside the trace.
     let dir = out.unwrap_or_else(|| PathBuf::from(format!("{stem}-figures")));
     let data = figure_data(&trace, &overview, iteration, device);
-    let written = write_figures(&data, &dir, &formats)?;
+    let written = write_figures(&data, &dir, &formats, &crate::figures::NAMES)?;
     for (name, why) in &written.skipped {
         println!("skipped {name}: {why}");
     }

@@ -561,3 +561,52 @@ fn a_bash_completion_script_is_printed_and_parses() {
         "an unknown shell is a usage error"
     );
 }
+
+#[test]
+fn figures_are_written_into_the_current_folder_never_beside_the_trace() {
+    let traces = tempfile::tempdir().unwrap();
+    let trace = traces.path().join("run.sqlite");
+    succeeded(
+        bin()
+            .args(["synth", "--preset", "tiny", "--out"])
+            .arg(&trace),
+    );
+    let beside = common::snapshot(&trace);
+    let cwd = tempfile::tempdir().unwrap();
+    let out = succeeded(bin().current_dir(cwd.path()).arg("figures").arg(&trace));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("wrote 11 files"), "{text}");
+    let dir = cwd.path().join("run-figures");
+    for name in [
+        "1_iter_duration_over_time",
+        "3_streams_one_iter",
+        "5_nccl_kernel_duration_hist",
+    ] {
+        assert!(dir.join(format!("{name}.png")).exists(), "{name}.png");
+        assert!(dir.join(format!("{name}.svg")).exists(), "{name}.svg");
+    }
+    assert_eq!(
+        common::snapshot(&trace),
+        beside,
+        "nothing written beside the trace"
+    );
+    // --format and --iteration are followed; a wrong value is a clear error.
+    let only = cwd.path().join("only");
+    succeeded(
+        bin()
+            .args(["figures", "--format", "svg", "--iteration", "5", "--out"])
+            .arg(&only)
+            .arg(&trace),
+    );
+    assert!(!only.join("4_per_device_walltime.png").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(only.join("figures.json")).unwrap()).unwrap();
+    assert_eq!(json["streams_one_iter"]["iteration"], 5);
+    let bad = bin()
+        .args(["figures", "--format", "gif"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown format"));
+}

@@ -801,3 +801,31 @@ fn the_nccl_tab_shows_bytes_and_bus_bandwidth_splits_by_size_and_details_name_th
         "the communicator"
     );
 }
+
+#[test]
+fn file_export_figures_writes_the_five_figures_from_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("Export figures…").click();
+    h.run_steps(2);
+    assert!(loaded(&h).figures.open, "the window opened");
+    let out = dir.path().join("figures");
+    if let State::Loaded(l) = &mut h.state_mut().state {
+        // What a person types into the Folder field.
+        l.figures.folder = out.display().to_string();
+    }
+    h.run_steps(1);
+    h.get_by_label("Write").click();
+    h.run_steps(1);
+    wait_for_load(&mut h);
+    assert!(
+        h.query_by_label_contains("Wrote 11 files").is_some(),
+        "{:?}",
+        loaded(&h).figures.outcome
+    );
+    for name in nsys_explorer::figures::NAMES {
+        assert!(out.join(format!("{name}.png")).exists(), "{name}");
+    }
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
 
+use super::figures_window::save_menu;
 use super::job::{Job, take_answer};
 use super::theme::{self, device_color};
 use super::timeline::{Margin, Nav, Timeline};
@@ -16,6 +17,7 @@ use crate::analysis::drilldown::{Drilldown, drilldown};
 use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
 use crate::analysis::iterations::{HEURISTIC_MARKER, Iterations, Source, iterations};
 use crate::analysis::overview::Overview;
+use crate::figures;
 use crate::format::format_ns;
 use crate::format::shorten;
 use crate::trace::Trace;
@@ -393,6 +395,7 @@ fn duration_plot(
                 plot.vline(VLine::new("", k as f64).color(theme::SELECTION));
             }
         });
+    save_menu(&response.response, figures::data::OVER_TIME);
     if response.response.clicked()
         && let Some(pos) = response.response.interact_pointer_pos()
     {
@@ -495,7 +498,7 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
                 .name(format!("{c} iterations"))
         })
         .collect();
-    Plot::new("iteration histogram")
+    let response = Plot::new("iteration histogram")
         .height(height)
         .x_axis_label(format!("steady-state iteration time ({unit})"))
         .y_axis_label("iterations (log)")
@@ -505,6 +508,7 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .y_axis_formatter(|mark, _| format!("{:.0}", 10f64.powf(mark.value) - 1.0))
         .allow_scroll(false)
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
+    save_menu(&response.response, figures::data::HISTOGRAM);
 }
 
 fn show_drilldown(

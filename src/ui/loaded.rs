@@ -7,6 +7,7 @@ use std::sync::Arc;
 use eframe::egui::{self, RichText};
 
 use super::compare_view::Compare;
+use super::figures_window::FiguresWindow;
 use super::findings_panel::{Action, FindingsPanel};
 use super::heatmap;
 use super::load_job::LoadJob;
@@ -109,6 +110,8 @@ pub struct Loaded {
     pub nudges: Vec<Option<i64>>,
     pub what_if: WhatIfPanel,
     pub findings: FindingsPanel,
+    /// File ▸ Export figures… and the plots' Save as….
+    pub figures: FiguresWindow,
     /// What each NCCL kernel moved (worked out once the whole trace is in).
     pub nccl_bytes: NcclBytes,
     /// The file's key in the cache, from its load (`None`: several files, or no cache):
@@ -136,6 +139,7 @@ impl Loaded {
             what_if: Default::default(),
             findings: Default::default(),
             nccl_bytes: Default::default(),
+            figures: Default::default(),
             cache_key: None,
         }
     }
@@ -155,6 +159,7 @@ impl Loaded {
             || self.findings.busy()
             || self.iterations.busy()
             || self.nccl_bytes.busy()
+            || self.figures.busy()
     }
 
     /// Opens a view the way its clicks would: `idle-overlay` (GPU 0's idle intervals around
@@ -238,6 +243,8 @@ pub(super) fn loaded_ui(
         }
         l.nccl_bytes.start(&trace, Some(ui.ctx()));
         l.nccl_bytes.poll();
+        l.figures.take_request(ui.ctx(), &l.path);
+        l.figures.show(ui.ctx(), &trace, o);
     }
     let sizes = l.nccl_bytes.ready(&trace).cloned();
     let transfers = sizes.as_ref().map(|s| &s.transfers);

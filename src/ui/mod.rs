@@ -4,6 +4,7 @@
 
 pub mod compare_view;
 pub mod details;
+pub mod figures_window;
 pub mod findings_panel;
 mod fold;
 pub mod gap_finder;
@@ -274,6 +275,16 @@ impl App {
                         && let Some(path) = pick_export()
                     {
                         self.compare_with(path);
+                    }
+                    let analysed =
+                        matches!(&self.state, State::Loaded(l) if l.overview.is_some());
+                    if ui
+                        .add_enabled(analysed, egui::Button::new("Export figures…"))
+                        .on_hover_text("The five figures people draw to discuss a trace, as PNG and SVG, and their numbers (also: right-click a plot)")
+                        .clicked()
+                        && let State::Loaded(l) = &mut self.state
+                    {
+                        l.figures.open_for(&l.path.clone(), None);
                     }
                     if ui.button("Close").clicked() {
                         self.state = State::Start;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use eframe::egui::{self, Sense};
 use rayon::prelude::*;
 
+use super::figures_window::save_menu;
 use super::job::{Job, take_answer};
 use super::theme::state_color;
 use super::timeline::{Margin, Nav, Overlay, Timeline};
@@ -211,7 +212,8 @@ pub fn overlay(trace: &Trace, overview: &Overview, index: usize, state: State) -
 /// One bar split by state, widths by share of the window.
 fn stacked_bar(ui: &mut egui::Ui, b: &Breakdown) {
     let width = ui.available_width().min(300.0);
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, 14.0), Sense::hover());
+    let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 14.0), Sense::click());
+    save_menu(&response, crate::figures::data::WALLTIME);
     let total = b.total().max(1) as f32;
     let mut x = rect.left();
     for state in State::ALL {

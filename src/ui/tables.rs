@@ -4,6 +4,7 @@
 use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
+use super::figures_window::save_menu;
 use super::nccl_bytes::NcclSizes;
 use super::timeline::Nav;
 use super::timeline::search::Mode;
@@ -213,10 +214,13 @@ impl Tables {
                         gbps(n.busbw),
                     ] {
                         row.col(|ui| {
-                            ui.label(text);
+                            ui.add(egui::Label::new(text).extend());
                         });
                     }
-                    row.col(|ui| mini_histogram(ui, n.histogram));
+                    row.col(|ui| {
+                        let response = mini_histogram(ui, n.histogram);
+                        save_menu(&response, crate::figures::data::NCCL);
+                    });
                 });
             });
         if let Some(i) = sort {
@@ -340,11 +344,11 @@ fn step_through(nav: &mut Vec<Nav>, name: &str, mode: Mode) {
 /// A duration histogram drawn in a table cell: one bar per log2 bucket from the shortest
 /// to the longest, heights by log count, so one slow collective shows beside thousands;
 /// the numbers on hover.
-fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) {
+fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) -> egui::Response {
     let size = egui::vec2(ui.available_width().clamp(120.0, 320.0), 16.0);
-    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::hover());
+    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::click());
     let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
-        return;
+        return response;
     };
     // Buckets are powers of two: position by log2 of their lower bound.
     let slot = |from: i64| (from.max(1) as f64).log2().round();
@@ -369,7 +373,7 @@ fn mini_histogram(ui: &mut egui::Ui, buckets: &[(i64, usize)]) {
             .map(|(from, c)| format!("from {}: {c}", format_ns(*from)))
             .collect::<Vec<_>>()
             .join("\n"),
-    );
+    )
 }
 
 const MEMORY_COLUMNS: [&str; 7] = ["GPU", "kind", "count", "bytes", "time", "rate", "pageable"];

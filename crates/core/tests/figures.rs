@@ -32,7 +32,7 @@ fn the_five_figures_of_a_generated_run_are_written_with_their_true_numbers() {
     let overview = analysis::overview(&trace, &options);
     let data = figure_data(&trace, &overview, None, None);
     let out = dir.path().join("figures");
-    let written = write_figures(&data, &out, &[Format::Png, Format::Svg]).unwrap();
+    let written = write_figures(&data, &out, &[Format::Png, Format::Svg], &NAMES).unwrap();
     assert!(written.skipped.is_empty(), "{:?}", written.skipped);
     assert_eq!(written.files.len(), 2 * NAMES.len() + 1);
     for name in NAMES {
@@ -112,7 +112,8 @@ fn the_five_figures_of_a_generated_run_are_written_with_their_true_numbers() {
     assert_eq!(n["count"].as_u64().unwrap(), nccl);
     let bins = n["bins"].as_array().unwrap();
     let binned: u64 = bins.iter().map(|b| b["count"].as_u64().unwrap()).sum();
-    assert_eq!(binned, nccl);
+    let outside = n["below"].as_u64().unwrap() + n["above"].as_u64().unwrap();
+    assert_eq!(binned + outside, nccl);
     let tallest = bins
         .iter()
         .max_by_key(|b| b["count"].as_u64().unwrap())
@@ -199,7 +200,7 @@ fn a_trace_without_iterations_or_nccl_skips_those_figures_and_says_why() {
     let overview = analysis::overview(&trace, &Options::default());
     let data = figure_data(&trace, &overview, None, None);
     let out = dir.path().join("figures");
-    let written = write_figures(&data, &out, &[Format::Png]).unwrap();
+    let written = write_figures(&data, &out, &[Format::Png], &NAMES).unwrap();
     let skipped: Vec<&str> = written.skipped.iter().map(|s| s.0).collect();
     assert!(
         skipped.contains(&"5_nccl_kernel_duration_hist"),

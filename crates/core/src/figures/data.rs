@@ -58,6 +58,10 @@ pub struct IterationHistogram {
     pub sigma_ns: f64,
     pub sigma_pct: f64,
     pub bins: Vec<Bin>,
+    /// Durations outside the bins (below the 1st percentile, above the 99th): a few
+    /// outliers would otherwise squash every bar into one.
+    pub below: usize,
+    pub above: usize,
 }
 
 /// Every NCCL kernel's duration, every GPU's together.
@@ -65,8 +69,11 @@ pub struct IterationHistogram {
 pub struct NcclHistogram {
     pub count: usize,
     pub bins: Vec<Bin>,
-    /// Peaks: the middle of each bin above both neighbours holding at least 5 % of the
-    /// kernels, largest first (two all-to-all sizes read as two modes).
+    /// Kernels outside the bins (below the 1st percentile, above the 99th).
+    pub below: usize,
+    pub above: usize,
+    /// Peaks: the middle of each bin above both neighbours and at least a quarter as tall
+    /// as the tallest, largest first (two all-to-all sizes read as two modes).
     pub modes_ns: Vec<i64>,
 }
 
@@ -92,8 +99,8 @@ pub struct OpSpan {
 
 /// How many bins the linear histograms have.
 const BINS: usize = 40;
-/// A mode holds at least this share of the kernels.
-const MODE_SHARE: f64 = 0.05;
+/// A mode is at least this share of the tallest bin.
+const MODE_SHARE: f64 = 0.25;
 
 /// What `device` is called in the figures: `FILE:ID` in a trace of several files.
 pub fn device_key(d: &Device) -> String {
@@ -223,6 +230,7 @@ fn iteration_histogram(its: &[DeviceIterations]) -> Option<IterationHistogram> {
         .sum::<f64>()
         / n;
     let sigma_ns = var.sqrt();
+    let (bins, below, above) = central_bins(&steady);
     Some(IterationHistogram {
         count: steady.len(),
         median_ns: steady[(steady.len() - 1) / 2],
@@ -232,15 +240,21 @@ fn iteration_histogram(its: &[DeviceIterations]) -> Option<IterationHistogram> {
         } else {
             0.0
         },
-        bins: linear_bins(&steady),
+        bins,
+        below,
+        above,
     })
 }
 
-/// `BINS` equal bins from the smallest of `sorted` to the largest.
-pub fn linear_bins(sorted: &[i64]) -> Vec<Bin> {
-    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
-        return Vec::new();
-    };
+/// `BINS` equal bins from the 1st percentile of `sorted` to its 99th, and how many values
+/// fell below and above them.
+pub fn central_bins(sorted: &[i64]) -> (Vec<Bin>, usize, usize) {
+    if sorted.is_empty() {
+        return (Vec::new(), 0, 0);
+    }
+    let at =
+        |p: f64| sorted[((p * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)];
+    let (lo, hi) = (at(0.01), at(0.99));
     let width = ((hi - lo) / BINS as i64 + 1).max(1);
     let mut bins: Vec<Bin> = (0..BINS as i64)
         .map(|k| Bin {
@@ -249,11 +263,18 @@ pub fn linear_bins(sorted: &[i64]) -> Vec<Bin> {
             count: 0,
         })
         .collect();
+    let (mut below, mut above) = (0, 0);
     for &v in sorted {
-        let k = (((v - lo) / width) as usize).min(BINS - 1);
-        bins[k].count += 1;
+        if v < lo {
+            below += 1;
+        } else if v > hi {
+            above += 1;
+        } else {
+            let k = (((v - lo) / width) as usize).min(BINS - 1);
+            bins[k].count += 1;
+        }
     }
-    bins
+    (bins, below, above)
 }
 
 fn nccl_histogram(trace: &Trace) -> Option<NcclHistogram> {
@@ -272,24 +293,27 @@ fn nccl_histogram(trace: &Trace) -> Option<NcclHistogram> {
         return None;
     }
     durations.sort_unstable();
-    let bins = linear_bins(&durations);
+    let (bins, below, above) = central_bins(&durations);
     let count = durations.len();
     Some(NcclHistogram {
         count,
-        modes_ns: modes(&bins, count),
+        modes_ns: modes(&bins),
         bins,
+        below,
+        above,
     })
 }
 
-/// Bins above both neighbours (a plateau counts once, at its first bin) holding at least
-/// [`MODE_SHARE`] of `count`, largest first.
-fn modes(bins: &[Bin], count: usize) -> Vec<i64> {
+/// Bins above both neighbours (a plateau counts once, at its first bin) at least
+/// [`MODE_SHARE`] as tall as the tallest, largest first.
+fn modes(bins: &[Bin]) -> Vec<i64> {
     let at = |k: usize| bins.get(k).map_or(0, |b| b.count);
+    let tallest = bins.iter().map(|b| b.count).max().unwrap_or(0);
     let mut peaks: Vec<&Bin> = (0..bins.len())
         .filter(|&k| {
             let before = if k == 0 { 0 } else { at(k - 1) };
             let c = at(k);
-            c > before && c >= at(k + 1) && c as f64 >= MODE_SHARE * count as f64
+            c > before && c >= at(k + 1) && c as f64 >= MODE_SHARE * tallest as f64
         })
         .map(|k| &bins[k])
         .collect();
@@ -350,4 +374,36 @@ fn streams_one_iter(
         end_ns: span.end - origin,
         spans,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_sizes_read_as_two_modes_and_outliers_stay_outside_the_bins() {
+        // Durations around 13 ms and 33 ms (the card's two all-to-all sizes), the second
+        // half as common, and a few stalls of a second.
+        let mut d: Vec<i64> = Vec::new();
+        for k in 0..2000 {
+            d.push(13_000_000 + (k % 41 - 20) * 20_000);
+        }
+        for k in 0..1000 {
+            d.push(33_000_000 + (k % 41 - 20) * 20_000);
+        }
+        d.extend([900_000_000, 1_000_000_000, 1_100_000_000]);
+        d.sort_unstable();
+        let (bins, below, above) = central_bins(&d);
+        let binned: usize = bins.iter().map(|b| b.count).sum();
+        assert_eq!(below + binned + above, d.len());
+        assert!(above >= 3, "the stalls are left out");
+        assert!(
+            bins.last().unwrap().to_ns < 100_000_000,
+            "the bins end near 33 ms"
+        );
+        let m = modes(&bins);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!((m[0] - 13_000_000).abs() < 1_000_000, "{m:?}");
+        assert!((m[1] - 33_000_000).abs() < 1_000_000, "{m:?}");
+    }
 }

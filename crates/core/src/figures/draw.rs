@@ -296,17 +296,26 @@ where
     Ok(())
 }
 
+/// What a histogram leaves out, for its caption.
+fn outside(below: usize, above: usize) -> String {
+    match (below, above) {
+        (0, 0) => String::new(),
+        (b, a) => format!(" ({b} below, {a} above the bins)"),
+    }
+}
+
 fn iteration_histogram<DB>(h: &IterationHistogram, area: &DrawingArea<DB, Shift>) -> DrawResult
 where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
     let caption = format!(
-        "Steady-state iteration durations: {} iterations, median {:.1} ms, σ {:.1} ms ({:.2} %)",
+        "Steady-state iteration durations: {} iterations, median {:.1} ms, σ {:.1} ms ({:.2} %){}",
         h.count,
         ms(h.median_ns),
         h.sigma_ns / 1e6,
-        h.sigma_pct
+        h.sigma_pct,
+        outside(h.below, h.above)
     );
     let marks = [(h.median_ns, "median".to_string())];
     bars(

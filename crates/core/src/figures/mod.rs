@@ -66,12 +66,18 @@ fn has(data: &FigureData, name: &str) -> bool {
     }
 }
 
-/// Writes each figure of `data` in each format into `dir` (made if missing), and
-/// `figures.json`. Each file is written whole under a temporary name, then renamed.
-pub fn write_figures(data: &FigureData, dir: &Path, formats: &[Format]) -> Result<Written, String> {
+/// Writes the figures `names` (of [`NAMES`]) of `data` in each format into `dir` (made if
+/// missing), and `figures.json`. Each file is written whole under a temporary name, then
+/// renamed.
+pub fn write_figures(
+    data: &FigureData,
+    dir: &Path,
+    formats: &[Format],
+    names: &[&str],
+) -> Result<Written, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut written = Written::default();
-    for name in NAMES {
+    for name in NAMES.into_iter().filter(|n| names.contains(n)) {
         if !has(data, name) {
             let why = data
                 .skipped
