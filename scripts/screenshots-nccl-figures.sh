@@ -39,4 +39,11 @@ click 19 12 1; shot figure-file-menu
 click "${EXPORT_X:-64}" "${EXPORT_Y:-154}" 1
 click 47 164 4; park; shot figure-export-all
 ls "$DIR/saved"
+# Right-click the timeline ▸ Save view as…: the view as a figure.
+click 518 34 1
+xdotool mousemove 900 200; sleep 0.5; xdotool click 3; sleep 1; shot figure-view-menu
+xdotool mousemove 940 212; sleep 0.5; xdotool click 1; sleep 1; park; shot figure-view-dialog
+click 47 "${VIEW_WRITE_Y:-147}" 3; park; shot figure-view-saved
+ls "$DIR/saved"
+cp "$DIR/saved/timeline_view.png" "$OUT/figures/timeline_view.png"
 quit

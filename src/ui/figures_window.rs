@@ -9,11 +9,26 @@ use eframe::egui;
 
 use super::job::{Job, take_answer};
 use crate::analysis::Overview;
-use crate::figures::{Format, NAMES, Written, figure_data, write_figures};
+use crate::figures::data::timeline_view;
+use crate::figures::{Format, NAMES, Written, figure_data, write_figures, write_view};
 use crate::trace::Trace;
 
-/// Where a panel's right-click asks for one figure; read by the window once a frame.
+/// Where a panel's right-click asks for one figure, or the timeline's for its view; read
+/// by the window once a frame.
 const REQUEST: &str = "save figure";
+const VIEW_REQUEST: &str = "save timeline view";
+
+/// Adds right-click ▸ Save view as… to the timeline's `response`: `view` (ns, the trace's
+/// clock) as a figure.
+pub fn save_view_menu(response: &egui::Response, view: (i64, i64)) {
+    response.context_menu(|ui| {
+        if ui.button("Save view as PNG or SVG…").clicked() {
+            ui.ctx()
+                .data_mut(|d| d.insert_temp(egui::Id::unique(VIEW_REQUEST), view));
+            ui.close();
+        }
+    });
+}
 
 /// Adds right-click ▸ Save as… to a plot's `response`, for the figure `name`.
 pub fn save_menu(response: &egui::Response, name: &'static str) {
@@ -34,6 +49,8 @@ pub struct FiguresWindow {
     pub svg: bool,
     /// One figure (a plot's Save as…), or all five.
     pub only: Option<&'static str>,
+    /// The timeline's view to save instead (ns, the trace's clock).
+    pub view: Option<(i64, i64)>,
     job: Option<Job<(), Result<Written, String>>>,
     /// What the last write did, in words.
     pub outcome: Option<String>,
@@ -56,6 +73,7 @@ impl FiguresWindow {
             self.svg = true;
         }
         self.only = only;
+        self.view = None;
         self.outcome = None;
         self.open = true;
     }
@@ -65,6 +83,11 @@ impl FiguresWindow {
         let asked = ctx.data_mut(|d| d.remove_temp::<&'static str>(egui::Id::unique(REQUEST)));
         if let Some(name) = asked {
             self.open_for(trace_path, Some(name));
+        }
+        let view = ctx.data_mut(|d| d.remove_temp::<(i64, i64)>(egui::Id::unique(VIEW_REQUEST)));
+        if let Some(view) = view {
+            self.open_for(trace_path, None);
+            self.view = Some(view);
         }
     }
 
@@ -83,10 +106,14 @@ impl FiguresWindow {
             Some(name) => vec![name],
             None => NAMES.to_vec(),
         };
+        let view = self.view;
         self.outcome = None;
-        self.job = Some(Job::compute((), Some(ctx), move |_| {
-            let data = figure_data(&trace, &overview, None, None);
-            write_figures(&data, &dir, &formats, &names)
+        self.job = Some(Job::compute((), Some(ctx), move |_| match view {
+            Some(range) => write_view(&timeline_view(&trace, range), &dir, &formats),
+            None => {
+                let data = figure_data(&trace, &overview, None, None);
+                write_figures(&data, &dir, &formats, &names)
+            }
         }));
     }
 
@@ -105,17 +132,19 @@ impl FiguresWindow {
             });
         }
         let mut open = self.open;
-        let title = match self.only {
-            Some(_) => "Save figure",
-            None => "Export figures",
+        let title = match (self.view, self.only) {
+            (Some(_), _) => "Save timeline view",
+            (None, Some(_)) => "Save figure",
+            (None, None) => "Export figures",
         };
         egui::Window::new(title)
             .open(&mut open)
             .default_width(520.0)
             .show(ctx, |ui| {
-                ui.label(match self.only {
-                    Some(name) => format!("The figure {name}, and figures.json with its numbers."),
-                    None => "The five figures (iteration duration over time, its histogram, one iteration stream by stream, where each GPU's time goes, NCCL kernel durations), 1600×900, and figures.json with the numbers drawn.".into(),
+                ui.label(match (self.view, self.only) {
+                    (Some(_), _) => "The timeline's view, a row per GPU stream, as timeline_view (1600×900), and timeline_view.json with its spans.".into(),
+                    (None, Some(name)) => format!("The figure {name}, and figures.json with its numbers."),
+                    (None, None) => "The five figures (iteration duration over time, its histogram, one iteration stream by stream, where each GPU's time goes, NCCL kernel durations), 1600×900, and figures.json with the numbers drawn.".into(),
                 });
                 ui.horizontal(|ui| {
                     ui.label("Folder");

@@ -250,3 +250,61 @@ fn the_walltime_figure_of_tiny_matches_its_snapshot() {
         got.display()
     );
 }
+
+#[test]
+fn a_timeline_view_keeps_its_ops_joins_those_under_a_pixel_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let origin = trace.time_origin().unwrap();
+    let (_, end) = trace.time_span().unwrap();
+    // The whole trace: far more ops than pixels, joined.
+    let whole = figures::data::timeline_view(&trace, (origin, end));
+    let streams: usize = trace.devices.iter().map(|d| d.streams.len()).sum();
+    assert_eq!(whole.rows.len(), streams);
+    let ops: usize = trace
+        .devices
+        .iter()
+        .flat_map(|d| &d.streams)
+        .map(|s| s.ops.len())
+        .sum();
+    let spans: usize = whole.rows.iter().map(|r| r.spans.len()).sum();
+    assert!(spans < ops, "{spans} spans for {ops} ops");
+    assert!(whole.rows.iter().all(|r| r.spans.len() <= 2 * 1600));
+    // 1 ms around GPU 0's first kernel: every op there, one span each.
+    let first = trace.devices[0].streams[0].ops.start[0];
+    let near = figures::data::timeline_view(&trace, (first, first + 1_000_000));
+    let in_view = trace.devices[0].streams[0]
+        .ops
+        .start
+        .iter()
+        .filter(|&&s| s >= first && s <= first + 1_000_000)
+        .count();
+    let row = &near.rows[0];
+    assert!(row.name.starts_with("GPU 0 · stream"), "{}", row.name);
+    assert_eq!(row.spans[0].start_ns, first - origin);
+    assert!(row.spans.len() <= in_view && !row.spans.is_empty());
+    let written =
+        figures::write_view(&whole, &dir.path().join("v"), &[Format::Png, Format::Svg]).unwrap();
+    assert_eq!(written.files.len(), 3);
+    let (w, h, _) = decode_png(&dir.path().join("v/timeline_view.png"));
+    assert_eq!((w, h), figures::SIZE);
+}
+
+#[test]
+fn figures_of_one_job_in_several_files_have_a_series_per_file_and_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    synth::generate_split(&ranks, SynthOptions::new(Preset::Tiny)).unwrap();
+    let paths = load::many::expand_paths(&[ranks]).unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let (trace, _, _) = load::many::load_many(&paths, &|_| {}, &cancel).unwrap();
+    let overview = analysis::overview(&trace, &Options::default());
+    let data = figure_data(&trace, &overview, None, None);
+    let keys: Vec<&String> = data.per_device_walltime.keys().collect();
+    assert_eq!(keys.len(), paths.len());
+    assert!(keys.iter().all(|k| k.contains(".sqlite:")), "{keys:?}");
+    let series = &data.iter_duration_over_time.as_ref().unwrap().series;
+    assert_eq!(series.keys().collect::<Vec<_>>(), keys);
+}

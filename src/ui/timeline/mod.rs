@@ -9,6 +9,7 @@ use std::sync::Arc;
 use eframe::egui::{self, Mesh, Pos2, Rect, Sense, Stroke};
 use rayon::prelude::*;
 
+use super::figures_window::save_view_menu;
 use super::labels::{FontsKey, Labels};
 use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
@@ -473,6 +474,8 @@ impl Timeline {
             let (start, end) = item.span(trace);
             self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
         }
+        let view = (self.view.0 as i64, self.view.1 as i64);
+        save_view_menu(&response, view);
         if let Some((item, mut text)) = hovered {
             if let Selection::Op { device, op } = item
                 && let Some(k) =

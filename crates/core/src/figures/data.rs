@@ -97,6 +97,72 @@ pub struct OpSpan {
     pub kind: &'static str,
 }
 
+/// The timeline's view as a figure: a row per GPU stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineView {
+    /// The view (ns from the trace's first event, as every time here).
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub rows: Vec<ViewRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ViewRow {
+    /// `GPU 0 · stream 7`.
+    pub name: String,
+    /// Its ops in the view; ops of a kind closer than a pixel of a 1600-pixel-wide figure
+    /// are joined, so a zoomed-out view stays a few thousand spans a row.
+    pub spans: Vec<OpSpan>,
+}
+
+/// The ops of every GPU stream within `[start, end]` (ns, the trace's clock).
+pub fn timeline_view(trace: &Trace, (start, end): (i64, i64)) -> TimelineView {
+    let origin = trace.time_origin().unwrap_or(0);
+    let pixel = ((end - start) / 1600).max(1);
+    let rows = trace
+        .devices
+        .iter()
+        .flat_map(|d| d.streams.iter().map(move |s| (d, s)))
+        .filter_map(|(d, stream)| {
+            let ops = &stream.ops;
+            // Ops start in order; the longest bounds how early one may start and reach in.
+            let first = ops
+                .start
+                .partition_point(|&s| s < start - stream.longest_op_ns);
+            let mut spans: Vec<OpSpan> = Vec::new();
+            for i in (first..ops.len()).take_while(|&i| ops.start[i] <= end) {
+                if ops.end[i] < start {
+                    continue;
+                }
+                let kind = ops.kind[i].label();
+                match spans.last_mut() {
+                    Some(last) if last.kind == kind && ops.start[i] - last.end_ns < pixel => {
+                        last.end_ns = last.end_ns.max(ops.end[i]);
+                    }
+                    _ => spans.push(OpSpan {
+                        start_ns: ops.start[i],
+                        end_ns: ops.end[i],
+                        kind,
+                    }),
+                }
+            }
+            for s in &mut spans {
+                s.start_ns -= origin;
+                s.end_ns -= origin;
+            }
+            (!spans.is_empty()).then(|| ViewRow {
+                name: format!("{} · stream {}", trace.gpu_name(d.id), stream.id),
+                spans,
+            })
+        })
+        .collect();
+    TimelineView {
+        start_ns: start - origin,
+        end_ns: end - origin,
+        rows,
+    }
+}
+
 /// How many bins the linear histograms have.
 const BINS: usize = 40;
 /// A mode is at least this share of the tallest bin.

@@ -10,7 +10,9 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::data::{Bin, FigureData, IterationHistogram, NcclHistogram, StreamsOneIteration};
+use super::data::{
+    Bin, FigureData, IterationHistogram, NcclHistogram, OpSpan, StreamsOneIteration, TimelineView,
+};
 
 pub type DrawResult = Result<(), Box<dyn Error>>;
 
@@ -368,30 +370,74 @@ where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
-    let rows: Vec<(&u32, &Vec<super::data::OpSpan>)> = s.spans.iter().rev().collect();
+    let rows: Vec<(String, &[OpSpan])> = s
+        .spans
+        .iter()
+        .map(|(id, ops)| (format!("stream {id}"), ops.as_slice()))
+        .collect();
+    let title = format!(
+        "GPU {}, iteration {}: {:.1} ms, stream by stream",
+        s.device,
+        s.iteration,
+        ms(s.end_ns - s.start_ns)
+    );
+    let x_desc = "time since the iteration's start (ms)";
+    rows_chart(area, &title, x_desc, (s.start_ns, s.end_ns), &rows)
+}
+
+/// The timeline's view: a row per GPU stream.
+pub fn timeline_view<DB>(v: &TimelineView, area: &DrawingArea<DB, Shift>) -> DrawResult
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let rows: Vec<(String, &[OpSpan])> = v
+        .rows
+        .iter()
+        .map(|r| (r.name.clone(), r.spans.as_slice()))
+        .collect();
+    let title = format!(
+        "The timeline from {:.3} s to {:.3} s ({:.1} ms)",
+        v.start_ns as f64 / 1e9,
+        v.end_ns as f64 / 1e9,
+        ms(v.end_ns - v.start_ns)
+    );
+    let x_desc = format!("time since {:.3} s (ms)", v.start_ns as f64 / 1e9);
+    rows_chart(area, &title, &x_desc, (v.start_ns, v.end_ns), &rows)
+}
+
+/// Rows of ops over `[start, end]` (ns), the first row on top, coloured by kind.
+fn rows_chart<DB>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    (start, end): (i64, i64),
+    rows: &[(String, &[OpSpan])],
+) -> DrawResult
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    let rows: Vec<&(String, &[OpSpan])> = rows.iter().rev().collect();
     let n = rows.len().max(1);
-    let length = ms(s.end_ns - s.start_ns).max(1e-3);
+    let length = ms(end - start).max(1e-3);
     let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!(
-                "GPU {}, iteration {}: {:.1} ms, stream by stream",
-                s.device, s.iteration, length
-            ),
-            title_font(),
-        )
+        .caption(title, title_font())
         .margin(30)
         .x_label_area_size(60)
-        .y_label_area_size(160)
+        .y_label_area_size(220)
         .build_cartesian_2d(0.0..length, 0.0..n as f64 + 0.6)?;
-    let names: Vec<String> = rows.iter().map(|r| format!("stream {}", r.0)).collect();
+    let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .x_desc("time since the iteration's start (ms)")
+        .x_desc(x_desc)
         .label_style(label_font())
         .y_labels(0)
         .draw()?;
     row_names(area, &chart, &names)?;
+    let x = |t: i64| ms(t.clamp(start, end) - start);
     for (kind, color) in [
         ("compute", COMPUTE),
         ("NCCL", NCCL),
@@ -402,10 +448,7 @@ where
             ops.iter().filter(move |o| o.kind == kind).map(move |o| {
                 let y = k as f64;
                 Rectangle::new(
-                    [
-                        (ms(o.start_ns - s.start_ns), y + 0.15),
-                        (ms(o.end_ns - s.start_ns), y + 0.85),
-                    ],
+                    [(x(o.start_ns), y + 0.15), (x(o.end_ns), y + 0.85)],
                     color.filled(),
                 )
             })

@@ -139,6 +139,58 @@ pub fn render(
     }
 }
 
+/// The timeline's view as a PNG or SVG file's bytes.
+pub fn render_view(
+    view: &data::TimelineView,
+    format: Format,
+    size: (u32, u32),
+) -> Result<Vec<u8>, String> {
+    draw::register_font();
+    let failed = |e: Box<dyn std::error::Error>| format!("drawing the view: {e}");
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+                draw::timeline_view(view, &area).map_err(failed)?;
+                area.present().map_err(|e| failed(e.into()))?;
+            }
+            Ok(svg.into_bytes())
+        }
+        Format::Png => {
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+            {
+                let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                draw::timeline_view(view, &area).map_err(failed)?;
+                area.present().map_err(|e| failed(e.into()))?;
+            }
+            encode_png(&rgb, size).map_err(|e| format!("encoding the view: {e}"))
+        }
+    }
+}
+
+/// Writes the timeline's view as `timeline_view.{png,svg}` and `timeline_view.json` into
+/// `dir`.
+pub fn write_view(
+    view: &data::TimelineView,
+    dir: &Path,
+    formats: &[Format],
+) -> Result<Written, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut written = Written::default();
+    for &format in formats {
+        let bytes = render_view(view, format, SIZE)?;
+        let path = dir.join(format!("timeline_view.{}", format.extension()));
+        write_whole(&path, &bytes)?;
+        written.files.push(path);
+    }
+    let json = serde_json::to_vec_pretty(view).map_err(|e| e.to_string())?;
+    let path = dir.join("timeline_view.json");
+    write_whole(&path, &json)?;
+    written.files.push(path);
+    Ok(written)
+}
+
 /// RGB pixels as a PNG file.
 pub fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, png::EncodingError> {
     let mut out = Vec::new();
