@@ -25,6 +25,8 @@ click $NCCL_TAB $TABS_Y 2; park; shot nccl-bytes
 click 787 564 2; park; shot nccl-split-by-size
 # The first row's collective: its first kernel selected and brought into view.
 click 414 608 2
+# Its tooltip: what it moved.
+xdotool mousemove 950 165; sleep 0.5; xdotool mousemove 959 166; sleep 2; shot nccl-kernel-tooltip
 click $DETAILS_TAB $TABS_Y 2; park; shot nccl-kernel-details
 # Right-click the iteration plot, Save as…, a folder typed, Write.
 click $ITERATIONS_TAB $TABS_Y 2; park
