@@ -7,7 +7,7 @@ use std::sync::Arc;
 use eframe::egui;
 
 use super::job::{Job, take_answer};
-use crate::analysis::nccl_payload::{KernelTransfer, KernelTransfers, kernel_transfers};
+use crate::analysis::nccl_payload::{KernelTransfer, KernelTransfers, comm_id, kernel_transfers};
 use crate::analysis::nccl_sizes::{SizeGroup, size_groups};
 use crate::format::{format_bytes, format_ns};
 use crate::trace::Trace;
@@ -77,7 +77,7 @@ pub fn transfer_lines(k: &KernelTransfer) -> Vec<(&'static str, String)> {
         ("bytes", format_bytes(k.bytes)),
         (
             "communicator",
-            format!("{:#018x} ({} ranks)", k.comm, k.ranks),
+            format!("{} ({} ranks)", comm_id(k.comm), k.ranks),
         ),
     ];
     if !k.peers.is_empty() {

@@ -199,6 +199,11 @@ struct Call {
     peer: u32,
 }
 
+/// A communicator's id as the report and the window spell it (NCCL's `commHash` in hex).
+pub fn comm_id(comm: u64) -> String {
+    format!("{comm:016x}")
+}
+
 /// One NCCL kernel's transfer, found by its place in the trace.
 #[derive(Debug, Clone)]
 pub struct KernelTransfer {
@@ -440,7 +445,7 @@ impl KernelTransfer {
             start_ns: ops.start[i],
             end_ns: ops.end[i],
             kind: self.kind,
-            comm: format!("{:016x}", self.comm),
+            comm: comm_id(self.comm),
             ranks: self.ranks,
             bytes: self.bytes,
             peers: self.peers.clone(),
@@ -520,7 +525,7 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
 
     // Per communicator.
     for (&comm, devices) in &a.comm_devices {
-        let id = format!("{comm:016x}");
+        let id = comm_id(comm);
         let mut bw: Vec<f64> = transfers
             .iter()
             .filter(|t| t.comm == id)

@@ -10,6 +10,8 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::format::format_ns;
+
 use super::data::{
     Bin, FigureData, IterationHistogram, NcclHistogram, OpSpan, StreamsOneIteration, TimelineView,
 };
@@ -59,14 +61,43 @@ fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Draws the figure called `name` (one of [`super::data`]'s names) of `data` on `area`.
-pub fn draw<DB>(name: &str, data: &FigureData, area: &DrawingArea<DB, Shift>) -> DrawResult
+/// What is drawn: one of the five figures, or the timeline's view.
+#[derive(Clone, Copy)]
+pub enum Figure<'a> {
+    /// The figure called `name` (one of [`super::data`]'s names) of the data.
+    Named(&'a str, &'a FigureData),
+    View(&'a TimelineView),
+}
+
+impl Figure<'_> {
+    /// What error messages call it.
+    pub fn name(&self) -> &str {
+        match self {
+            Figure::Named(name, _) => name,
+            Figure::View(_) => "the timeline's view",
+        }
+    }
+}
+
+/// Draws `figure` on `area`, on a white ground.
+pub fn draw<DB>(figure: Figure, area: &DrawingArea<DB, Shift>) -> DrawResult
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    match figure {
+        Figure::Named(name, data) => named(name, data, area),
+        Figure::View(view) => timeline_view(view, area),
+    }
+}
+
+fn named<DB>(name: &str, data: &FigureData, area: &DrawingArea<DB, Shift>) -> DrawResult
 where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
     use super::data::*;
-    area.fill(&WHITE)?;
     match name {
         WALLTIME => walltime(data, area),
         OVER_TIME => over_time(data, area),
@@ -312,10 +343,10 @@ where
     DB::ErrorType: 'static,
 {
     let caption = format!(
-        "Steady-state iteration durations: {} iterations, median {:.1} ms, σ {:.1} ms ({:.2} %){}",
+        "Steady-state iteration durations: {} iterations, median {}, σ {} ({:.2} %){}",
         h.count,
-        ms(h.median_ns),
-        h.sigma_ns / 1e6,
+        format_ns(h.median_ns),
+        format_ns(h.sigma_ns.round() as i64),
         h.sigma_pct,
         outside(h.below, h.above)
     );
@@ -335,11 +366,7 @@ where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
-    let modes: Vec<String> = h
-        .modes_ns
-        .iter()
-        .map(|&m| format!("{:.1} ms", ms(m)))
-        .collect();
+    let modes: Vec<String> = h.modes_ns.iter().map(|&m| format_ns(m)).collect();
     let caption = format!(
         "NCCL kernel durations: {} kernels, modes {}",
         h.count,
@@ -349,11 +376,7 @@ where
             modes.join(", ")
         }
     );
-    let marks: Vec<(i64, String)> = h
-        .modes_ns
-        .iter()
-        .map(|&m| (m, format!("{:.1} ms", ms(m))))
-        .collect();
+    let marks: Vec<(i64, String)> = h.modes_ns.iter().map(|&m| (m, format_ns(m))).collect();
     bars(
         area,
         &caption,
@@ -376,32 +399,31 @@ where
         .map(|(id, ops)| (format!("stream {id}"), ops.as_slice()))
         .collect();
     let title = format!(
-        "GPU {}, iteration {}: {:.1} ms, stream by stream",
+        "GPU {}, iteration {}: {}, stream by stream",
         s.device,
         s.iteration,
-        ms(s.end_ns - s.start_ns)
+        format_ns(s.end_ns - s.start_ns)
     );
     let x_desc = "time since the iteration's start (ms)";
     rows_chart(area, &title, x_desc, (s.start_ns, s.end_ns), &rows)
 }
 
 /// The timeline's view: a row per GPU stream.
-pub fn timeline_view<DB>(v: &TimelineView, area: &DrawingArea<DB, Shift>) -> DrawResult
+fn timeline_view<DB>(v: &TimelineView, area: &DrawingArea<DB, Shift>) -> DrawResult
 where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let rows: Vec<(String, &[OpSpan])> = v
         .rows
         .iter()
         .map(|r| (r.name.clone(), r.spans.as_slice()))
         .collect();
     let title = format!(
-        "The timeline from {:.3} s to {:.3} s ({:.1} ms)",
+        "The timeline from {:.3} s to {:.3} s ({})",
         v.start_ns as f64 / 1e9,
         v.end_ns as f64 / 1e9,
-        ms(v.end_ns - v.start_ns)
+        format_ns(v.end_ns - v.start_ns)
     );
     let x_desc = format!("time since {:.3} s (ms)", v.start_ns as f64 / 1e9);
     rows_chart(area, &title, &x_desc, (v.start_ns, v.end_ns), &rows)

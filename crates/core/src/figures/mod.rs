@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 pub use data::{FigureData, figure_data};
+use draw::Figure;
 
 /// Every figure's name, in the order they are numbered.
 pub const NAMES: [&str; 5] = [
@@ -115,44 +116,19 @@ pub fn render(
     format: Format,
     size: (u32, u32),
 ) -> Result<Vec<u8>, String> {
-    draw::register_font();
-    let failed = |e: Box<dyn std::error::Error>| format!("drawing {name}: {e}");
-    match format {
-        Format::Svg => {
-            let mut svg = String::new();
-            {
-                let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                draw::draw(name, data, &area).map_err(failed)?;
-                area.present().map_err(|e| failed(e.into()))?;
-            }
-            Ok(svg.into_bytes())
-        }
-        Format::Png => {
-            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
-            {
-                let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
-                draw::draw(name, data, &area).map_err(failed)?;
-                area.present().map_err(|e| failed(e.into()))?;
-            }
-            encode_png(&rgb, size).map_err(|e| format!("encoding {name}: {e}"))
-        }
-    }
+    render_figure(Figure::Named(name, data), format, size)
 }
 
-/// The timeline's view as a PNG or SVG file's bytes.
-pub fn render_view(
-    view: &data::TimelineView,
-    format: Format,
-    size: (u32, u32),
-) -> Result<Vec<u8>, String> {
+/// `figure` drawn on the back end of `format`, as that file's bytes.
+fn render_figure(figure: Figure, format: Format, size: (u32, u32)) -> Result<Vec<u8>, String> {
     draw::register_font();
-    let failed = |e: Box<dyn std::error::Error>| format!("drawing the view: {e}");
+    let failed = |e: Box<dyn std::error::Error>| format!("drawing {}: {e}", figure.name());
     match format {
         Format::Svg => {
             let mut svg = String::new();
             {
                 let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                draw::timeline_view(view, &area).map_err(failed)?;
+                draw::draw(figure, &area).map_err(failed)?;
                 area.present().map_err(|e| failed(e.into()))?;
             }
             Ok(svg.into_bytes())
@@ -161,10 +137,10 @@ pub fn render_view(
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
             {
                 let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
-                draw::timeline_view(view, &area).map_err(failed)?;
+                draw::draw(figure, &area).map_err(failed)?;
                 area.present().map_err(|e| failed(e.into()))?;
             }
-            encode_png(&rgb, size).map_err(|e| format!("encoding the view: {e}"))
+            encode_png(&rgb, size).map_err(|e| format!("encoding {}: {e}", figure.name()))
         }
     }
 }
@@ -179,7 +155,7 @@ pub fn write_view(
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut written = Written::default();
     for &format in formats {
-        let bytes = render_view(view, format, SIZE)?;
+        let bytes = render_figure(Figure::View(view), format, SIZE)?;
         let path = dir.join(format!("timeline_view.{}", format.extension()));
         write_whole(&path, &bytes)?;
         written.files.push(path);
