@@ -164,9 +164,8 @@ impl Tables {
                 (None, _) => {
                     ui.weak("Reading NCCL's payloads…");
                 }
-                (Some(_), None) => {
-                    ui.weak(no_bytes_note(overview));
-                }
+                // Said below, where it can wrap.
+                (Some(_), None) => {}
                 (Some(_), Some(_)) => {
                     ui.checkbox(&mut self.nccl_split_by_size, "split by message size")
                         .on_hover_text(
@@ -176,6 +175,9 @@ impl Tables {
                 }
             }
         });
+        if sizes.is_some() && with_bytes.is_none() {
+            ui.add(egui::Label::new(egui::RichText::new(no_bytes_note(overview)).weak()).wrap());
+        }
         TableBuilder::new(ui)
             .striped(true)
             .columns(Column::auto(), NCCL_COLUMNS.len())
