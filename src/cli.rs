@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::analysis::{self, Options, Window};
 use crate::load;
 use crate::synth::{self, Flavour, NcclStream, Preset, SynthOptions};
+use crate::trace::DeviceId;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -255,7 +256,7 @@ pub fn main() -> ExitCode {
             top,
         }) => {
             let options = Options {
-                device,
+                device: device.map(DeviceId),
                 window: window.map(|w| Window::new(w[0], w[1])),
                 iteration_marker,
                 min_gap_ns: min_gap_ns.max(0),
@@ -283,7 +284,14 @@ pub fn main() -> ExitCode {
             iteration,
             device,
             iteration_marker,
-        }) => figures(&files, out, &format, iteration, device, iteration_marker),
+        }) => figures(
+            &files,
+            out,
+            &format,
+            iteration,
+            device.map(DeviceId),
+            iteration_marker,
+        ),
         Some(Command::Bench { which }) => bench(which),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
@@ -383,7 +391,7 @@ fn figures(
     out: Option<PathBuf>,
     formats: &[String],
     iteration: Option<usize>,
-    device: Option<u32>,
+    device: Option<DeviceId>,
     iteration_marker: Option<String>,
 ) -> Result<(), String> {
     use crate::figures::{Format, figure_data, write_figures};

@@ -6,6 +6,7 @@ mod common;
 use nsys_explorer::analysis::{self, Window, intervals::device_window};
 use nsys_explorer::load;
 use nsys_explorer::synth::{self, NcclStream, Preset, SynthOptions};
+use nsys_explorer::trace::DeviceId;
 
 #[test]
 fn breakdown_matches_the_generators_truth_for_same_and_separate_nccl_streams() {
@@ -82,7 +83,7 @@ fn real_exports_kernel_busy_time_matches_sql_and_a_simple_union() {
                 .prepare("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?1 AND end >= start ORDER BY start")
                 .unwrap();
             let intervals: Vec<(i64, i64)> = stmt
-                .query_map([device.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map([device.id.0], |r| Ok((r.get(0)?, r.get(1)?)))
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
@@ -166,7 +167,7 @@ fn every_injected_gap_is_found_with_neighbours_nvtx_and_cause() {
             .iter()
             .map(|g| {
                 (
-                    g.device,
+                    DeviceId(g.device),
                     g.start_ns,
                     g.duration_ns,
                     g.before.clone(),
@@ -211,7 +212,7 @@ fn iterations_slowest_step_and_straggler_match_the_truth() {
         );
         assert_eq!(it.per_device.len(), t.per_device.len());
         for (d, e) in it.per_device.iter().zip(&t.per_device) {
-            assert_eq!(d.device, e.device);
+            assert_eq!(d.device, DeviceId(e.device));
             assert_eq!(
                 d.durations_ns, e.durations_ns,
                 "GPU spans of device {}",
@@ -238,7 +239,7 @@ fn iterations_slowest_step_and_straggler_match_the_truth() {
         );
         assert_eq!(
             drill.straggler_device,
-            Some(t.straggler_device),
+            Some(DeviceId(t.straggler_device)),
             "{flavour:?} {nccl:?}"
         );
         let activity = drill.straggler_activity.unwrap();
@@ -360,7 +361,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     let expected = truth
         .gaps
         .iter()
-        .filter(|g| g.device == device && g.duration_ns >= 10_000)
+        .filter(|g| DeviceId(g.device) == device && g.duration_ns >= 10_000)
         .count();
     let rows = filtered_order(
         &trace,
@@ -447,7 +448,7 @@ fn the_truths_gap_summary_matches_the_gaps_found_per_device_and_cause() {
         let mine: Vec<_> = o
             .gaps
             .iter()
-            .filter(|g| g.device_id() == s.device)
+            .filter(|g| g.device_id() == DeviceId(s.device))
             .collect();
         assert_eq!(mine.len() as u64, s.count, "device {}", s.device);
         assert_eq!(mine.iter().map(|g| g.duration_ns).sum::<i64>(), s.total_ns);
@@ -582,7 +583,7 @@ fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
                 .replace("TO", "to");
             let mine = stats
                 .iter()
-                .find(|s| s.device == device && s.kind.replace(' ', "_") == short)
+                .find(|s| s.device == DeviceId(device) && s.kind.replace(' ', "_") == short)
                 .unwrap_or_else(|| panic!("{}: no {short} on {device}: {stats:?}", path.display()));
             assert_eq!(
                 (mine.count, mine.bytes),
@@ -623,7 +624,7 @@ fn the_drilldown_leads_with_what_made_the_slowest_step_slow() {
     let pause = t.straggler_pause_ns as f64;
     for d in &drill.devices {
         let lead = &d.contributors[0];
-        if d.device == t.straggler_device {
+        if d.device == DeviceId(t.straggler_device) {
             assert_eq!(lead.kind, "gap", "{lead:?}");
             assert!(lead.description.contains(&t.straggler_activity), "{lead:?}");
         } else {
@@ -666,7 +667,7 @@ fn nvtx_gpu_time_of_the_step_ranges_is_the_truths_step_spans() {
         let mine = steps
             .per_device
             .iter()
-            .find(|p| p.device == d.device)
+            .find(|p| p.device == DeviceId(d.device))
             .unwrap();
         assert_eq!(
             mine.gpu_span_ns,
@@ -700,7 +701,7 @@ fn a_jit_stall_gap_names_the_compilation_range() {
         let g = o
             .gaps
             .iter()
-            .find(|g| g.start_ns == t.start_ns && g.device_id() == t.device)
+            .find(|g| g.start_ns == t.start_ns && g.device_id() == DeviceId(t.device))
             .unwrap();
         assert_eq!(g.cause.label(), t.cause);
         let text = cause_text(&trace, g);
@@ -907,7 +908,7 @@ fn gap_orders_kept_give_the_rows_a_fresh_sort_gives() {
         },
         Filter {
             recurring: Some(0),
-            device: Some(1),
+            device: Some(DeviceId(1)),
             ..Default::default()
         },
         Filter {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::kittest::Queryable;
 use nsys_explorer::synth::{self, Preset, SynthOptions};
+use nsys_explorer::trace::DeviceIndex;
 use nsys_explorer::ui::State;
 use nsys_explorer::ui::timeline::Selection;
 
@@ -59,7 +60,7 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
     h.run_steps(2);
     let l = loaded(&h);
     let o = l.timeline.marks.overlay.as_ref().expect("overlay added");
-    assert_eq!((o.device, o.state), (0, DeviceState::Idle));
+    assert_eq!((o.device, o.state), (DeviceIndex(0), DeviceState::Idle));
     let window = l.overview.as_ref().unwrap().devices[0].window;
     let expected = state_intervals(&l.trace.devices[0], window, DeviceState::Idle);
     assert!(!expected.0.is_empty());
@@ -578,7 +579,7 @@ fn the_what_if_tab_replays_a_change_and_draws_the_predicted_idle_over_the_timeli
         .overlay
         .as_ref()
         .expect("the ghost is drawn");
-    assert_eq!(overlay.device, 0);
+    assert_eq!(overlay.device, DeviceIndex(0));
     assert!(!overlay.starts.is_empty());
 }
 

@@ -4,6 +4,7 @@
 
 use egui_kittest::kittest::Queryable;
 use nsys_explorer::synth::{self, Preset, SynthOptions};
+use nsys_explorer::trace::DeviceIndex;
 use nsys_explorer::ui::State;
 use nsys_explorer::ui::timeline::Selection;
 
@@ -90,7 +91,13 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
         unreachable!()
     };
     assert!(
-        matches!(l.timeline.selection, Some(Selection::Op { device: 0, .. })),
+        matches!(
+            l.timeline.selection,
+            Some(Selection::Op {
+                device: DeviceIndex(0),
+                ..
+            })
+        ),
         "{:?}",
         l.timeline.selection
     );
@@ -279,8 +286,8 @@ fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
     h.key_press(eframe::egui::Key::N);
     h.run_steps(2);
     let l = loaded(&h);
-    let index = l.trace.devices.iter().position(|d| d.id == device).unwrap();
-    assert_eq!(index, l.trace.devices.len() - 1);
+    let index = l.trace.device_index(device).unwrap();
+    assert_eq!(index.0, l.trace.devices.len() - 1);
     assert_eq!(l.timeline.marks.highlight, Some((index, start, end)));
     let (v0, v1) = l.timeline.view;
     let (lo, hi) = l.timeline.full;
@@ -292,7 +299,7 @@ fn zooming_to_a_gap_stays_inside_the_trace_and_scrolls_its_gpu_into_view() {
     let rows = l.timeline.rows(&l.trace);
     let above: f32 = rows
         .iter()
-        .take_while(|r| **r != nsys_explorer::ui::timeline::RowKind::GpuHeader(index))
+        .take_while(|r| **r != nsys_explorer::ui::timeline::RowKind::GpuHeader(index.0))
         .map(|r| r.height())
         .sum();
     assert!(above > 0.0);

@@ -13,7 +13,7 @@ use egui_kittest::Harness;
 use nsys_explorer::analysis::gaps::OpRef;
 use nsys_explorer::analysis::iterations::iterations;
 use nsys_explorer::synth::{self, Preset, SynthOptions};
-use nsys_explorer::trace::Trace;
+use nsys_explorer::trace::{DeviceIndex, Trace};
 use nsys_explorer::ui::timeline::{Selection, Timeline};
 
 struct Shown {
@@ -64,7 +64,7 @@ fn one_iteration_zoomed_and_marked_on_every_gpu() {
     let its = iterations(&trace, None);
     // The fourth step: past the warm-up, as the drill-down opens a steady one.
     let k = 3;
-    let marks: Vec<(usize, i64, i64)> = its
+    let marks: Vec<(DeviceIndex, i64, i64)> = its
         .per_device
         .iter()
         .filter_map(|d| {
@@ -94,7 +94,7 @@ fn a_selected_kernel_and_its_neighbours() {
         let span = (end - start).max(1_000);
         t.zoom_to(start - 4 * span, end + 4 * span, 0.0);
         t.selection = Some(Selection::Op {
-            device: 0,
+            device: DeviceIndex(0),
             op: OpRef {
                 stream: 0,
                 op: i as u32,

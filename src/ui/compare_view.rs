@@ -15,7 +15,7 @@ use super::timeline::{Nav, Timeline};
 use crate::analysis::overview::{self, Overview};
 use crate::compare::{self, Comparison, Run};
 use crate::format::{format_ns, shorten_middle, signed_ns};
-use crate::trace::Trace;
+use crate::trace::{DeviceId, Trace};
 
 /// The run compared with, once loaded and analysed, and the comparison of the two.
 pub struct Other {
@@ -141,7 +141,7 @@ impl Compare {
         let Some(pair) = other.comparison.devices.first() else {
             return;
         };
-        let start_of = |o: &Overview, device: u32, k: Option<usize>| {
+        let start_of = |o: &Overview, device: DeviceId, k: Option<usize>| {
             let d = o
                 .iterations
                 .per_device

@@ -13,7 +13,7 @@ use super::timeline::{Margin, Nav};
 use crate::analysis::overview::Overview;
 use crate::findings::{self, Finding, Saving, Severity};
 use crate::format::format_ns;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 use crate::whatif::Change;
 
 /// What the worker sends: the findings as detected, then each saving as its replay ends.
@@ -145,7 +145,7 @@ impl FindingsPanel {
         let Some(f) = self.findings.get(i) else {
             return;
         };
-        let marks: Vec<(usize, i64, i64)> = f
+        let marks: Vec<(DeviceIndex, i64, i64)> = f
             .occurrences
             .iter()
             .filter_map(|w| Some((trace.device_index(w.device?)?, w.start_ns, w.end_ns)))

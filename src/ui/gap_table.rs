@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::recurring::{RecurringGap, signature};
-use crate::trace::{StrId, StringTable, Trace};
+use crate::trace::{DeviceId, StrId, StringTable, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -44,7 +44,7 @@ impl Column {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     pub min_duration_ns: i64,
-    pub device: Option<u32>,
+    pub device: Option<DeviceId>,
     pub cause: Option<Cause>,
     /// Case-insensitive substring of the kernel names or the enclosing NVTX range.
     pub text: String,

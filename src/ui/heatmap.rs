@@ -6,7 +6,7 @@ use eframe::egui::{self, Color32, Rect, Sense, Vec2};
 use super::theme;
 use crate::analysis::iterations::Iterations;
 use crate::format::format_ns;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 
 /// Width of the GPU names left of the cells.
 const LABEL_W: f32 = 170.0;
@@ -30,7 +30,7 @@ pub fn heat(duration: i64, median: i64) -> Color32 {
 }
 
 /// Draws the grid; returns the (iteration, device index) clicked.
-pub fn show(ui: &mut egui::Ui, trace: &Trace, its: &Iterations) -> Option<(usize, usize)> {
+pub fn show(ui: &mut egui::Ui, trace: &Trace, its: &Iterations) -> Option<(usize, DeviceIndex)> {
     let n = its.count();
     if n == 0 || its.per_device.is_empty() {
         ui.label("No iterations found: nothing to map.");

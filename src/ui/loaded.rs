@@ -23,7 +23,7 @@ use crate::format::format_ns;
 use crate::format::signed_ns;
 use crate::load::many::{Alignment, FileInfo};
 use crate::load::{self, LoadReport};
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 
 /// The bottom panel's tabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl Loaded {
         let mut nav = Vec::new();
         match view {
             "idle-overlay" => {
-                let overlay = summary::overlay(&trace, overview, 0, DeviceState::Idle);
+                let overlay = summary::overlay(&trace, overview, DeviceIndex(0), DeviceState::Idle);
                 nav.push(Nav::Overlay(overlay));
                 if let Some(k) = overview.iterations.slowest_index {
                     self.iterations.open(k, &trace, overview, &mut nav);

@@ -17,7 +17,7 @@ use crate::analysis::breakdown::{
 use crate::analysis::intervals::Window;
 use crate::analysis::overview::Overview;
 use crate::format::format_ns;
-use crate::trace::{Device, Trace};
+use crate::trace::{Device, DeviceIndex, Trace};
 
 #[derive(Default)]
 pub struct SummaryPanel {
@@ -137,6 +137,7 @@ impl SummaryPanel {
             });
         }
         for (index, (device, row)) in trace.devices.iter().zip(rows).enumerate() {
+            let index = DeviceIndex(index);
             ui.add_space(8.0);
             ui.strong(device.label());
             let Some(row) = row else {
@@ -197,14 +198,19 @@ impl SummaryPanel {
     }
 }
 
-fn overlay_of(device: &Device, index: usize, window: Window, state: State) -> Overlay {
+fn overlay_of(device: &Device, index: DeviceIndex, window: Window, state: State) -> Overlay {
     let (starts, ends) = state_intervals(device, window, state);
     Overlay::new(index, state, starts, ends)
 }
 
 /// The overlay a click on `state` of device `index` adds, over the whole trace.
-pub fn overlay(trace: &Trace, overview: &Overview, index: usize, state: State) -> Option<Overlay> {
-    let device = trace.devices.get(index)?;
+pub fn overlay(
+    trace: &Trace,
+    overview: &Overview,
+    index: DeviceIndex,
+    state: State,
+) -> Option<Overlay> {
+    let device = trace.devices.get(index.0)?;
     let summary = overview.devices.iter().find(|s| s.device == device.id)?;
     Some(overlay_of(device, index, summary.window, state))
 }

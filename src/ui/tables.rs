@@ -13,7 +13,7 @@ use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
 use crate::format::shorten;
 use crate::format::{format_bytes, format_ns};
-use crate::trace::Trace;
+use crate::trace::{DeviceId, Trace};
 
 pub struct Tables {
     kernel_sort: (usize, bool),
@@ -244,7 +244,7 @@ fn no_bytes_note(overview: &Overview) -> String {
 
 /// A row of the NCCL table: a (GPU, type) or, split, a (GPU, type, size class).
 struct NcclRow<'a> {
-    device: u32,
+    device: DeviceId,
     collective: &'a str,
     class: SizeClass,
     count: usize,

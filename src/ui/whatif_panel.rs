@@ -14,7 +14,7 @@ use crate::analysis::Window;
 use crate::analysis::breakdown::{State, state_intervals};
 use crate::analysis::overview::{Options, Overview};
 use crate::format::{format_ns, signed_ns};
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 use crate::whatif::Change;
 use crate::whatif::report::{WhatIf, max_error, what_if_progress};
 
@@ -257,7 +257,7 @@ impl WhatIfPanel {
                         self.ghost = (!on).then_some(k);
                         let overlay = self.ghost.and_then(|k| {
                             let (s, e) = answer.predicted_idle.get(k)?.clone();
-                            let mut o = Overlay::new(k, State::Idle, s, e);
+                            let mut o = Overlay::new(DeviceIndex(k), State::Idle, s, e);
                             o.predicted = true;
                             Some(o)
                         });

@@ -1,6 +1,7 @@
 //! The `report` command's output: the load report, per-device counts and every analysis,
 //! as JSON (keys documented in the README) or as a short diagnosis in words.
 
+use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -583,7 +584,7 @@ pub fn many_json(
 }
 
 /// The device's `FILE:ID` in a trace of several files, else its id.
-pub fn device_name(trace: &Trace, id: u32) -> Value {
+pub fn device_name(trace: &Trace, id: DeviceId) -> Value {
     match trace.device(id).and_then(|d| d.key.as_ref()) {
         Some(key) => json!(key),
         None => json!(id),
@@ -599,7 +600,7 @@ fn name_devices(v: &mut Value, trace: &Trace, in_devices: bool) {
             for (k, x) in map.iter_mut() {
                 let is_id = KEYS.contains(&k.as_str()) || (in_devices && k == "id");
                 match x.as_u64() {
-                    Some(id) if is_id => *x = device_name(trace, id as u32),
+                    Some(id) if is_id => *x = device_name(trace, DeviceId(id as u32)),
                     _ => name_devices(x, trace, k == "devices"),
                 }
             }
@@ -663,7 +664,7 @@ pub fn many_text(
 }
 
 /// A device as the JSON names it: its id, or `FILE:ID` in a trace of several files.
-fn device_json(trace: &Trace, id: u32) -> Value {
+fn device_json(trace: &Trace, id: DeviceId) -> Value {
     match trace.device(id).and_then(|d| d.key.clone()) {
         Some(key) => Value::String(key),
         None => json!(id),
@@ -674,7 +675,7 @@ fn nccl_payload_json(trace: &Trace, p: &NcclPayload) -> Value {
     let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
     let rename = |v: &mut Value| {
         if let Some(d) = v.get("device").and_then(Value::as_u64) {
-            v["device"] = device_json(trace, d as u32);
+            v["device"] = device_json(trace, DeviceId(d as u32));
         }
     };
     for key in ["per_device", "slowest"] {
@@ -688,7 +689,7 @@ fn nccl_payload_json(trace: &Trace, p: &NcclPayload) -> Value {
                 .as_array()
                 .map(|a| {
                     a.iter()
-                        .map(|d| device_json(trace, d.as_u64().unwrap_or(0) as u32))
+                        .map(|d| device_json(trace, DeviceId(d.as_u64().unwrap_or(0) as u32)))
                         .collect()
                 })
                 .unwrap_or_default();

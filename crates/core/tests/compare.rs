@@ -13,7 +13,7 @@ use nsys_explorer_core::analysis::overview::{Options, Overview, overview};
 use nsys_explorer_core::compare::{Comparison, Run, compare};
 use nsys_explorer_core::load;
 use nsys_explorer_core::synth::{self, GroundTruth, NcclStream, Preset, SynthOptions};
-use nsys_explorer_core::trace::Trace;
+use nsys_explorer_core::trace::{DeviceId, Trace};
 
 struct Side {
     path: PathBuf,
@@ -82,12 +82,12 @@ fn assert_parts_add_up(c: &Comparison) {
 }
 
 /// The truth's steady-state median iteration of `device`.
-fn true_median(truth: &GroundTruth, device: u32) -> i64 {
+fn true_median(truth: &GroundTruth, device: DeviceId) -> i64 {
     let d = truth
         .iterations
         .per_device
         .iter()
-        .find(|d| d.device == device)
+        .find(|d| d.device == device.0)
         .unwrap();
     steady_state(&d.durations_ns).median_ns
 }
@@ -166,8 +166,8 @@ fn removing_the_step_sync_shows_host_sync_idle_gone_and_where_the_time_went() {
         before.truth.as_ref().unwrap(),
         after.truth.as_ref().unwrap(),
     );
-    let true_total = |t: &GroundTruth, device: u32, cause: &str| {
-        let s = t.gap_summary.iter().find(|s| s.device == device).unwrap();
+    let true_total = |t: &GroundTruth, device: DeviceId, cause: &str| {
+        let s = t.gap_summary.iter().find(|s| s.device == device.0).unwrap();
         s.by_cause.get(cause).map_or(0, |c| c.1)
     };
     for d in &c.devices {

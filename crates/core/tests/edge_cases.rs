@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use nsys_explorer_core::analysis::{self, Window, gaps, iterations::Source};
 use nsys_explorer_core::load;
 use nsys_explorer_core::synth::{Flavour, empty_export, global_pid};
-use nsys_explorer_core::trace::{RangeKind, Trace};
+use nsys_explorer_core::trace::{DeviceId, RangeKind, Trace};
 use rusqlite::{Connection, params};
 
 /// Rows of a hand-built export; strings are interned into `StringIds` on `finish`.
@@ -174,7 +174,7 @@ fn streams_trace(b: &mut Builder) {
 fn concurrent_streams_and_a_memcpy_under_a_kernel_break_down_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let (_, trace) = built(dir.path(), "streams.sqlite", streams_trace);
-    let device = trace.device(0).unwrap();
+    let device = trace.device(DeviceId(0)).unwrap();
     let window = analysis::intervals::device_window(device).unwrap();
     assert_eq!(window, Window::new(0, 400));
     let b = analysis::breakdown(device, window);
@@ -207,7 +207,7 @@ fn concurrent_streams_and_a_memcpy_under_a_kernel_break_down_by_hand() {
 fn a_window_cutting_through_kernels_counts_only_the_inside() {
     let dir = tempfile::tempdir().unwrap();
     let (_, trace) = built(dir.path(), "cut.sqlite", streams_trace);
-    let device = trace.device(0).unwrap();
+    let device = trace.device(DeviceId(0)).unwrap();
     // [50, 130): compute only [50,120) = 70, overlap [120,130) = 10.
     let b = analysis::breakdown(device, Window::new(50, 130));
     assert_eq!(
@@ -236,7 +236,7 @@ fn a_window_cutting_through_kernels_counts_only_the_inside() {
 fn nested_and_start_end_ranges_give_the_launch_path() {
     let dir = tempfile::tempdir().unwrap();
     let (_, trace) = built(dir.path(), "nvtx.sqlite", streams_trace);
-    let device = trace.device(0).unwrap();
+    let device = trace.device(DeviceId(0)).unwrap();
     let thread = &trace.threads[trace.thread_index(Builder::tid(100, 100)).unwrap()];
     let kinds: Vec<RangeKind> = thread.nvtx.kind.clone();
     assert_eq!(
@@ -267,11 +267,11 @@ fn nested_and_start_end_ranges_give_the_launch_path() {
 fn a_device_with_no_kernels_is_listed_but_not_analysed() {
     let dir = tempfile::tempdir().unwrap();
     let (_, trace) = built(dir.path(), "nokernels.sqlite", streams_trace);
-    let device = trace.device(2).expect("device 2 has a memset");
+    let device = trace.device(DeviceId(2)).expect("device 2 has a memset");
     assert!(analysis::intervals::device_window(device).is_none());
     let overview = analysis::overview(&trace, &analysis::Options::default());
-    assert!(overview.devices.iter().all(|d| d.device != 2));
-    assert!(overview.devices.iter().any(|d| d.device == 0));
+    assert!(overview.devices.iter().all(|d| d.device != DeviceId(2)));
+    assert!(overview.devices.iter().any(|d| d.device == DeviceId(0)));
 }
 
 #[test]
@@ -283,7 +283,7 @@ fn correlation_ids_repeated_across_processes_link_to_their_own_process() {
         b.kernel_with_corr(200, 1, 7, "gemm", 12, (22, 52), 7, "cuLaunchKernelEx");
     });
     for (device, expected) in [(0, "cudaLaunchKernel_v7000"), (1, "cuLaunchKernelEx")] {
-        let ops = &trace.device(device).unwrap().streams[0].ops;
+        let ops = &trace.device(DeviceId(device)).unwrap().streams[0].ops;
         let thread = &trace.threads[ops.launch_thread[0] as usize];
         assert_eq!(thread.pid, if device == 0 { 100 } else { 200 });
         assert_eq!(

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use nsys_explorer_core::load::{self, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
 use nsys_explorer_core::synth::{self, Flavour, GroundTruth, NcclStream, Preset, SynthOptions};
-use nsys_explorer_core::trace::{NONE, OpKind, Trace, pid_of_global_id};
+use nsys_explorer_core::trace::{DeviceId, NONE, OpKind, Trace, pid_of_global_id};
 use rusqlite::{Connection, OpenFlags};
 
 fn open_plain(path: &Path) -> Connection {
@@ -148,7 +148,7 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
         }
         for (device, n) in &per_device {
             let d = trace
-                .device(*device)
+                .device(DeviceId(*device))
                 .unwrap_or_else(|| panic!("{name}: device {device}"));
             assert_eq!(
                 (d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64,
@@ -216,7 +216,7 @@ fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
             .sum();
         assert_eq!(linked, expected.len(), "{name}: number of linked kernels");
         for (start, device, stream, api_name, api_start) in expected {
-            let d = trace.device(device).unwrap();
+            let d = trace.device(DeviceId(device)).unwrap();
             let (s, i) = d
                 .streams
                 .iter()
@@ -293,7 +293,7 @@ fn check_against_truth(trace: &Trace, report: &load::LoadReport, truth: &GroundT
         "only the GPUs in use, not all 8 of TARGET_INFO_GPU"
     );
     for (d, t) in trace.devices.iter().zip(&truth.devices) {
-        assert_eq!(d.id, t.id);
+        assert_eq!(d.id, DeviceId(t.id));
         assert_eq!(d.name, "NVIDIA H100 80GB HBM3");
         assert_eq!(
             (d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl)) as u64,
@@ -511,7 +511,7 @@ fn kernels_with_sql_configs(
                     continue;
                 }
                 let rows = stmt
-                    .query_map((dev.id, ops.start[i], ops.end[i]), |r| {
+                    .query_map((dev.id.0, ops.start[i], ops.end[i]), |r| {
                         Ok(format!(
                             "grid {:?} block {:?} regs {} shared {} {} {}",
                             [r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?],

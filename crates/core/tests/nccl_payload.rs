@@ -72,7 +72,13 @@ fn each_kernel_has_its_transfer_and_the_table_splits_by_message_size() {
         let (d, s, i) = (k.at.0 as usize, k.at.1 as usize, k.at.2 as usize);
         let ops = &trace.devices[d].streams[s].ops;
         assert_eq!(ops.kind[i], nsys_explorer_core::trace::OpKind::Nccl);
-        assert_eq!(transfers.get(d, s, i).unwrap().bytes, k.bytes);
+        assert_eq!(
+            transfers
+                .get(nsys_explorer_core::trace::DeviceIndex(d), s, i)
+                .unwrap()
+                .bytes,
+            k.bytes
+        );
         assert!(k.transfer_ns > 0 && k.transfer_ns <= ops.duration(i));
         assert_eq!(
             k.peers.len(),

@@ -15,7 +15,7 @@ use super::tooltip::op_tooltip;
 use crate::analysis::gaps::OpRef;
 use crate::format::format_ns;
 use crate::trace::NONE;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 use crate::ui::fold;
 use crate::ui::fold::Fill;
 use crate::ui::fold::FoldStyle;
@@ -109,7 +109,7 @@ impl Timeline {
                 let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
                 Some((
                     Selection::Op {
-                        device,
+                        device: DeviceIndex(device),
                         op: OpRef {
                             stream: stream as u32,
                             op: i as u32,
@@ -382,7 +382,7 @@ impl Timeline {
             );
         };
         if let Some(o) = &self.marks.overlay
-            && let Some(band) = device_band(rows, o.device, plot.top() - self.scroll_y)
+            && let Some(band) = device_band(rows, o.device.0, plot.top() - self.scroll_y)
         {
             // A folded run of short intervals is as opaque as the share of it they cover,
             // so a band of many tiny idle moments does not read as one long one.
@@ -432,10 +432,10 @@ impl Timeline {
             painter.rect_stroke(r, 0.0, Stroke::new(2.0, color), egui::StrokeKind::Inside);
         };
         for &(device, a, b) in &self.marks.iteration_mark {
-            outline(device, a, b, theme::ITERATION_MARK, false);
+            outline(device.0, a, b, theme::ITERATION_MARK, false);
         }
         if let Some((device, a, b)) = self.marks.highlight {
-            outline(device, a, b, theme::GAP_MARK, true);
+            outline(device.0, a, b, theme::GAP_MARK, true);
         }
     }
 
@@ -496,7 +496,7 @@ impl Timeline {
                 let ops = &trace.devices[device].streams[op.stream as usize].ops;
                 let i = op.op as usize;
                 if let Some(y) = row_y(RowKind::Stream {
-                    device,
+                    device: device.0,
                     stream: op.stream as usize,
                 }) {
                     let r = Rect::from_min_max(

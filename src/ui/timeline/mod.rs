@@ -15,7 +15,7 @@ use super::layout_cache::{LayoutCache, RowMesh, clear_keeping_memory};
 use super::lod::RowLod;
 use super::nccl_bytes::transfer_tooltip;
 use crate::analysis::nccl_payload::KernelTransfers;
-use crate::trace::{OpKind, Trace};
+use crate::trace::{DeviceIndex, OpKind, Trace};
 use search::Search;
 
 mod draw;
@@ -108,9 +108,9 @@ struct InputState {
 pub struct Marks {
     pub overlay: Option<Overlay>,
     /// A gap to point at: (device index, start, end).
-    pub highlight: Option<(usize, i64, i64)>,
+    pub highlight: Option<(DeviceIndex, i64, i64)>,
     /// The chosen iteration's span on each GPU: (device index, start, end).
-    pub iteration_mark: Vec<(usize, i64, i64)>,
+    pub iteration_mark: Vec<(DeviceIndex, i64, i64)>,
     /// The gap last chosen in a panel, for the Details tab.
     pub selected_gap: Option<crate::analysis::gaps::Gap>,
 }

@@ -4,7 +4,7 @@
 
 use super::{Overlay, Timeline};
 use crate::analysis::gaps::Gap;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 
 /// How much room to leave around a span zoomed to, as a share of its length on each side.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,13 +40,13 @@ pub enum Nav {
     /// Widens the view by its length on both sides (keeping its middle).
     Widen,
     /// GPU `device` (an index) unfolded and scrolled into view.
-    RevealDevice(usize),
+    RevealDevice(DeviceIndex),
     /// A gap zoomed to with its neighbours, outlined on its GPU's rows and named in Details.
     ShowGap(Gap),
     /// A span of one GPU outlined (device index, start, end), or none; the view stays.
-    Highlight(Option<(usize, i64, i64)>),
+    Highlight(Option<(DeviceIndex, i64, i64)>),
     /// An iteration's span on each GPU outlined: (device index, start, end).
-    MarkIteration(Vec<(usize, i64, i64)>),
+    MarkIteration(Vec<(DeviceIndex, i64, i64)>),
     /// Intervals of one GPU state shown over the rows (or none).
     Overlay(Option<Overlay>),
     /// The current window the panels analyse (or the whole trace).
@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(t.window, Some((5, 10)));
         t.apply(&trace, Nav::Window(None));
         assert_eq!(t.window, None);
-        t.apply(&trace, Nav::MarkIteration(vec![(0, 1, 2)]));
-        assert_eq!(t.marks.iteration_mark, vec![(0, 1, 2)]);
+        t.apply(&trace, Nav::MarkIteration(vec![(DeviceIndex(0), 1, 2)]));
+        assert_eq!(t.marks.iteration_mark, vec![(DeviceIndex(0), 1, 2)]);
     }
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{RowKind, Selection};
 use crate::analysis::gaps::OpRef;
-use crate::trace::{StrId, Trace};
+use crate::trace::{DeviceIndex, StrId, Trace};
 use crate::ui::job::{Job, take_answer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,7 +176,7 @@ pub fn find(trace: &Trace, query: &str, mode: Mode) -> Result<Vec<Match>, String
                 start: ops.start[i as usize],
                 end: ops.end[i as usize],
                 selection: Selection::Op {
-                    device: d,
+                    device: DeviceIndex(d),
                     op: OpRef {
                         stream: s as u32,
                         op: i,

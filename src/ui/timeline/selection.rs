@@ -3,7 +3,7 @@
 
 use crate::analysis::breakdown::State;
 use crate::analysis::gaps::OpRef;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 
 /// The selected item.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -14,7 +14,7 @@ pub enum Selection {
         slice: usize,
     },
     Op {
-        device: usize,
+        device: DeviceIndex,
         op: OpRef,
     },
     Range {
@@ -63,7 +63,7 @@ impl Selection {
 /// Intervals of one device's state (a clicked summary category), drawn as a band over
 /// the device's rows.
 pub struct Overlay {
-    pub device: usize,
+    pub device: DeviceIndex,
     pub state: State,
     pub starts: Vec<i64>,
     pub ends: Vec<i64>,
@@ -77,7 +77,7 @@ pub struct Overlay {
 }
 
 impl Overlay {
-    pub fn new(device: usize, state: State, starts: Vec<i64>, ends: Vec<i64>) -> Self {
+    pub fn new(device: DeviceIndex, state: State, starts: Vec<i64>, ends: Vec<i64>) -> Self {
         let mut covered = Vec::with_capacity(starts.len() + 1);
         covered.push(0);
         let mut longest = 0;

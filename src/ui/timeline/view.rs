@@ -3,7 +3,7 @@
 
 use super::Timeline;
 use super::rows::device_band;
-use crate::trace::Trace;
+use crate::trace::{DeviceIndex, Trace};
 use crate::ui::timeline::search::Match;
 
 impl Timeline {
@@ -52,13 +52,13 @@ impl Timeline {
     }
 
     /// Unfolds GPU `device` (an index) and scrolls its rows into view when they are not.
-    pub fn reveal_device(&mut self, trace: &Trace, device: usize) {
-        let Some(folded) = self.folds.gpus.get_mut(device) else {
+    pub fn reveal_device(&mut self, trace: &Trace, device: DeviceIndex) {
+        let Some(folded) = self.folds.gpus.get_mut(device.0) else {
             return;
         };
         *folded = false;
         let rows = self.rows(trace);
-        let Some(band) = device_band(&rows, device, 0.0) else {
+        let Some(band) = device_band(&rows, device.0, 0.0) else {
             return;
         };
         let visible = self.frame.last_plot.height();

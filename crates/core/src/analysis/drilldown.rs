@@ -2,6 +2,7 @@
 //! grew most, its gaps, and per NCCL collective the rank that started last (the straggler)
 //! with what its launching thread was doing instead.
 
+use crate::trace::DeviceId;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -26,7 +27,7 @@ pub struct KernelGrowth {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceDrilldown {
-    pub device: u32,
+    pub device: DeviceId,
     pub span: Window,
     pub reference_index: usize,
     pub reference_span: Window,
@@ -47,7 +48,7 @@ pub struct DeviceDrilldown {
 /// memory ops.
 #[derive(Debug, Clone, Serialize)]
 pub struct Contributor {
-    pub device: u32,
+    pub device: DeviceId,
     /// `gap`, `kernel`, `nccl_wait` or `memory`.
     pub kind: &'static str,
     pub delta_ns: i64,
@@ -78,8 +79,8 @@ pub struct Collective {
     pub index: usize,
     pub name: String,
     /// (device, start) on every rank that ran it.
-    pub starts_ns: Vec<(u32, i64)>,
-    pub straggler_device: u32,
+    pub starts_ns: Vec<(DeviceId, i64)>,
+    pub straggler_device: DeviceId,
     /// Last start minus first start.
     pub lateness_ns: i64,
     pub activity: Activity,
@@ -92,7 +93,7 @@ pub struct Drilldown {
     /// Collectives, latest straggler first.
     pub collectives: Vec<Collective>,
     /// The straggler of the collective with the largest lateness.
-    pub straggler_device: Option<u32>,
+    pub straggler_device: Option<DeviceId>,
     pub straggler_activity: Option<Activity>,
     /// Every device's contributors together, largest |delta| first.
     pub contributors: Vec<Contributor>,
@@ -256,7 +257,7 @@ pub fn drilldown(
 ) -> Drilldown {
     crate::profile_scope!("analysis: drill-down");
     let mut devices = Vec::new();
-    let mut nccl_per_rank: Vec<(u32, &Device, &DeviceIterations, Vec<Kernel>)> = Vec::new();
+    let mut nccl_per_rank: Vec<(DeviceId, &Device, &DeviceIterations, Vec<Kernel>)> = Vec::new();
     for it in &iterations.per_device {
         let Some(device) = trace.device(it.device) else {
             continue;
@@ -300,7 +301,7 @@ pub fn drilldown(
     let count = nccl_per_rank.iter().map(|r| r.3.len()).min().unwrap_or(0);
     let mut collectives: Vec<Collective> = (0..count)
         .map(|j| {
-            let starts: Vec<(u32, i64)> = nccl_per_rank
+            let starts: Vec<(DeviceId, i64)> = nccl_per_rank
                 .iter()
                 .map(|(id, device, _, ks)| (*id, device.streams[ks[j].0].ops.start[ks[j].1]))
                 .collect();
@@ -403,7 +404,7 @@ type Sides<T> = ([i64; 2], [usize; 2], T);
 /// Gaps of an iteration against the reference one's, grouped by neighbours and cause.
 fn gap_contributors(
     trace: &Trace,
-    device: u32,
+    device: DeviceId,
     this: &[Gap],
     reference: &[Gap],
 ) -> Vec<Contributor> {
@@ -506,8 +507,8 @@ fn op_contributors(
 /// Per device, the NCCL time of iteration `k` spent waiting for the last rank (the k-th
 /// collective's kernel time before the last rank's kernel started), and which device
 /// started last most often.
-fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<u32, NcclTime> {
-    let ranks: Vec<(u32, Vec<(i64, i64)>)> = iterations
+fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<DeviceId, NcclTime> {
+    let ranks: Vec<(DeviceId, Vec<(i64, i64)>)> = iterations
         .per_device
         .iter()
         .filter_map(|it| {
@@ -521,7 +522,7 @@ fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<u32, 
         })
         .collect();
     let count = ranks.iter().map(|r| r.1.len()).min().unwrap_or(0);
-    let mut out: HashMap<u32, NcclTime> = ranks
+    let mut out: HashMap<DeviceId, NcclTime> = ranks
         .iter()
         .map(|r| {
             (
@@ -535,7 +536,7 @@ fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<u32, 
         })
         .collect();
     // The rank named is the last one of the collective that waited longest.
-    let mut latest: Option<(i64, u32)> = None;
+    let mut latest: Option<(i64, DeviceId)> = None;
     for j in 0..count {
         let (last_device, last_start) = ranks
             .iter()
@@ -564,5 +565,5 @@ struct NcclTime {
     waiting: i64,
     total: i64,
     /// The device that started last in the collective that waited longest.
-    last: Option<u32>,
+    last: Option<DeviceId>,
 }

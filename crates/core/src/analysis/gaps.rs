@@ -2,6 +2,7 @@
 //! memcpy or memset on any stream), at least `min_gap_ns` long; each with its neighbours,
 //! their NVTX context, and why the GPU waited.
 
+use crate::trace::DeviceId;
 use serde::Serialize;
 
 use rayon::prelude::*;
@@ -89,8 +90,8 @@ pub struct Gap {
 
 impl Gap {
     /// The device's id.
-    pub fn device_id(&self) -> u32 {
-        self.device as u32
+    pub fn device_id(&self) -> DeviceId {
+        DeviceId(self.device as u32)
     }
 
     pub fn end_ns(&self) -> i64 {
@@ -290,7 +291,7 @@ pub fn gaps(
             cpu.launch_path(trace, device, after, &mut after_path);
             after_of_last = Some(after);
             Gap {
-                device: device.id as u16,
+                device: device.id.0 as u16,
                 start_ns: gs,
                 duration_ns: ge - gs,
                 before,

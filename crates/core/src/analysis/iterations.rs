@@ -1,6 +1,7 @@
 //! Iterations: the NVTX marker that delimits them (auto-detected or given), per-device GPU
 //! spans and CPU lengths, warm-up, slow iterations and the slowest one.
 
+use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
@@ -42,7 +43,7 @@ pub enum Source {
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct DeviceIterations {
-    pub device: u32,
+    pub device: DeviceId,
     /// Index into `Trace::threads` of the thread whose ranges delimit the iterations.
     #[serde(skip)]
     pub thread: usize,

@@ -2,6 +2,7 @@
 //! time, bandwidth, and how many came from or went to pageable host memory — what a
 //! trace that is mostly "memory only" is doing.
 
+use crate::trace::DeviceId;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -10,7 +11,7 @@ use crate::trace::{OpKind, Trace};
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MemoryStat {
-    pub device: u32,
+    pub device: DeviceId,
     /// `HtoD`, `DtoH`, `DtoD`, `PtoP`, … or `memset`.
     pub kind: String,
     pub count: usize,
@@ -115,13 +116,13 @@ mod tests {
         let trace = b.build();
         let stats = memory_by_kind(&trace);
         let htod = &stats[0];
-        assert_eq!((htod.device, htod.kind.as_str()), (0, "HtoD"));
+        assert_eq!((htod.device, htod.kind.as_str()), (DeviceId(0), "HtoD"));
         assert_eq!(
             (htod.count, htod.bytes, htod.total_ns, htod.pageable),
             (2, 8_000, 200, 1)
         );
         assert_eq!(htod.gbps, 40.0);
         assert_eq!(stats.len(), 3);
-        assert_eq!(stats[2].device, 1);
+        assert_eq!(stats[2].device, DeviceId(1));
     }
 }

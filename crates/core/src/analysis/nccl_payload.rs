@@ -14,6 +14,7 @@
 //! - Bus bandwidth = bytes / transfer × nccl-tests' factor: all-reduce 2(n−1)/n; all-gather,
 //!   reduce-scatter, all-to-all (n−1)/n; the rest 1.
 
+use crate::trace::{DeviceId, DeviceIndex};
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -98,7 +99,7 @@ fn call_kind(name: &str) -> CallKind {
 /// One NCCL kernel with the calls that made it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Transfer {
-    pub device: u32,
+    pub device: DeviceId,
     pub start_ns: i64,
     pub end_ns: i64,
     pub kind: CollectiveKind,
@@ -131,7 +132,7 @@ pub struct ByCollective {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DevicePayload {
-    pub device: u32,
+    pub device: DeviceId,
     /// Calls that carry a message size (sends and receives alike).
     pub calls: usize,
     pub message_bytes_total: u64,
@@ -151,7 +152,7 @@ pub struct Communicator {
     /// Ranks, from `ncclCommInitRank`'s payload (else the GPUs that used it).
     pub size: u32,
     pub ranks: Vec<u32>,
-    pub devices: Vec<u32>,
+    pub devices: Vec<DeviceId>,
     /// Collectives (each counted once, not once per rank).
     pub collectives: usize,
     /// Message bytes of its calls on every rank.
@@ -232,8 +233,8 @@ pub struct KernelTransfers {
 }
 
 impl KernelTransfers {
-    pub fn get(&self, device: usize, stream: usize, op: usize) -> Option<&KernelTransfer> {
-        let key = (device as u32, stream as u32, op as u32);
+    pub fn get(&self, device: DeviceIndex, stream: usize, op: usize) -> Option<&KernelTransfer> {
+        let key = (device.0 as u32, stream as u32, op as u32);
         let i = self.list.binary_search_by_key(&key, |k| k.at).ok()?;
         Some(&self.list[i])
     }
@@ -273,7 +274,7 @@ struct Attributed {
     comm_ranks: HashMap<u64, Vec<u32>>,
     comm_bytes: HashMap<u64, u64>,
     /// Device ids that used each communicator.
-    comm_devices: BTreeMap<u64, Vec<u32>>,
+    comm_devices: BTreeMap<u64, Vec<DeviceId>>,
     total_message_bytes: u64,
 }
 
@@ -346,7 +347,7 @@ fn attribute(trace: &Trace) -> Attributed {
     kernel_calls.sort_unstable_by_key(|k| k.0);
 
     // Devices that used each communicator: its size when no creation call says.
-    let mut comm_devices: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let mut comm_devices: BTreeMap<u64, Vec<DeviceId>> = BTreeMap::new();
     for ((d, _, _), calls) in &kernel_calls {
         let list = comm_devices.entry(calls[0].comm).or_default();
         if !list.contains(&trace.devices[*d].id) {

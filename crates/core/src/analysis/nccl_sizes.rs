@@ -1,6 +1,7 @@
 //! NCCL kernels by GPU, collective type and message size: the window's NCCL table, where
 //! a type's duration histogram splits by size (two all-to-all sizes read as two humps).
 
+use crate::trace::{DeviceId, DeviceIndex};
 use std::collections::{BTreeMap, HashMap};
 
 use super::iterations::median;
@@ -23,7 +24,7 @@ pub enum SizeClass {
 /// class: durations as the NCCL table shows them, and what their transfers moved.
 #[derive(Debug, Clone)]
 pub struct SizeGroup {
-    pub device: u32,
+    pub device: DeviceId,
     pub collective: &'static str,
     pub class: SizeClass,
     pub count: usize,
@@ -52,7 +53,7 @@ struct Acc {
 /// by GPU, type and class.
 pub fn size_groups(trace: &Trace, transfers: &KernelTransfers) -> Vec<SizeGroup> {
     crate::profile_scope!("analysis: NCCL by message size");
-    let mut acc: BTreeMap<(u32, &'static str, SizeClass), Acc> = BTreeMap::new();
+    let mut acc: BTreeMap<(DeviceId, &'static str, SizeClass), Acc> = BTreeMap::new();
     let mut type_of: HashMap<StrId, &'static str> = HashMap::new();
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
@@ -64,7 +65,7 @@ pub fn size_groups(trace: &Trace, transfers: &KernelTransfers) -> Vec<SizeGroup>
                 let t = *type_of
                     .entry(ops.name[i])
                     .or_insert_with(|| collective_type(&trace.strings.get(ops.name[i])));
-                let transfer = transfers.get(d, s, i);
+                let transfer = transfers.get(DeviceIndex(d), s, i);
                 let class = transfer.map_or(SizeClass::Unknown, |k| SizeClass::Bytes {
                     from: 1 << (63 - k.bytes.max(1).leading_zeros()),
                 });

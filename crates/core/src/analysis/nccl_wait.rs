@@ -4,6 +4,7 @@
 //! Collectives are matched across GPUs by their ends (equal to microseconds, on one clock:
 //! after the files' alignment when the ranks come from several files).
 
+use crate::trace::DeviceId;
 use serde::Serialize;
 
 use crate::trace::{OpKind, Trace};
@@ -13,7 +14,7 @@ const SAME_END_NS: i64 = 100_000;
 
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct NcclWait {
-    pub device: u32,
+    pub device: DeviceId,
     /// Collectives found on every GPU.
     pub collectives: usize,
     pub wait_ns: i64,
@@ -30,7 +31,7 @@ pub struct LateCollective {
     /// When the last rank's kernel started, and how long after the median rank's.
     pub start_ns: i64,
     pub held_back_ns: i64,
-    pub last_device: u32,
+    pub last_device: DeviceId,
     /// What the last rank's launching thread was doing meanwhile: the API call that filled
     /// most of that time, when there is one.
     pub last_thread_call: Option<String>,
@@ -202,7 +203,13 @@ mod tests {
         }
         let trace = b.build();
         let w = nccl_waits(&trace, 10);
-        let by = |d: u32| w.per_device.iter().find(|x| x.device == d).unwrap().clone();
+        let by = |d: u32| {
+            w.per_device
+                .iter()
+                .find(|x| x.device == DeviceId(d))
+                .unwrap()
+                .clone()
+        };
         assert_eq!(by(0).wait_ns, 800); // 100 → 900, then last itself
         assert_eq!(by(0).transfer_ns, 100 + 400);
         assert_eq!(by(1).wait_ns, 750 + 400);
@@ -211,7 +218,7 @@ mod tests {
         assert_eq!(by(0).last_arrivals, 1);
         assert!(w.per_device.iter().all(|x| x.collectives == 2));
         // The most held-back collective first: GPU 2, 750 ns after the median start.
-        assert_eq!(w.late[0].last_device, 2);
+        assert_eq!(w.late[0].last_device, DeviceId(2));
         assert_eq!(w.late[0].held_back_ns, 750);
     }
 }

@@ -4,6 +4,7 @@
 //! the devices' kernel time. One sweep per thread over its kernels in launch order with a
 //! stack of the ranges open at each launch: no per-range table of millions of entries.
 
+use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -12,7 +13,7 @@ use crate::trace::{NONE, RangeKind, TemplateId, Trace};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NvtxGpuDevice {
-    pub device: u32,
+    pub device: DeviceId,
     pub gpu_span_ns: i64,
     pub kernel_ns: i64,
     pub share_pct: f64,
@@ -38,7 +39,7 @@ pub struct NvtxGpu {
 /// Span and kernel time of one range instance on one device.
 #[derive(Clone, Copy)]
 struct Open {
-    device: u32,
+    device: DeviceId,
     first_start: i64,
     last_end: i64,
     kernel_ns: i64,
@@ -54,7 +55,7 @@ struct Opens {
 }
 
 impl Opens {
-    fn add(&mut self, device: u32, start: i64, end: i64) {
+    fn add(&mut self, device: DeviceId, start: i64, end: i64) {
         let open = Open {
             device,
             first_start: start,
@@ -108,7 +109,7 @@ pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
         .into_par_iter()
         .map(|t| thread_totals(trace, t, launches_from[t]))
         .collect();
-    let mut totals: FxHashMap<(TemplateId, u32), Totals> = FxHashMap::default();
+    let mut totals: FxHashMap<(TemplateId, DeviceId), Totals> = FxHashMap::default();
     let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
     for (by_device, by_count) in per_thread {
         for (k, v) in by_device {
@@ -121,7 +122,7 @@ pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
             *counts.entry(k).or_default() += n;
         }
     }
-    let device_kernel_ns: FxHashMap<u32, i64> = trace
+    let device_kernel_ns: FxHashMap<DeviceId, i64> = trace
         .devices
         .iter()
         .map(|d| {
@@ -189,7 +190,7 @@ pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
 }
 
 type ThreadTotals = (
-    FxHashMap<(TemplateId, u32), Totals>,
+    FxHashMap<(TemplateId, DeviceId), Totals>,
     FxHashMap<TemplateId, u64>,
 );
 
@@ -203,12 +204,12 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
             *counts.entry(strings.template_of(nvtx.text[r])).or_default() += 1;
         }
     }
-    let mut totals: FxHashMap<(TemplateId, u32), Totals> = FxHashMap::default();
+    let mut totals: FxHashMap<(TemplateId, DeviceId), Totals> = FxHashMap::default();
     if !launches || nvtx.is_empty() {
         return (totals, counts);
     }
     // This thread's kernels, in launch order: (launch call, device, start, end).
-    let mut kernels: Vec<(u32, u32, i64, i64)> = Vec::new();
+    let mut kernels: Vec<(u32, DeviceId, i64, i64)> = Vec::new();
     for d in &trace.devices {
         for s in &d.streams {
             let ops = &s.ops;
@@ -225,15 +226,16 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
     if !kernels.is_sorted() {
         kernels.sort_unstable();
     }
-    let close = |range: u32, opens: Opens, totals: &mut FxHashMap<(TemplateId, u32), Totals>| {
-        let template = strings.template_of(nvtx.text[range as usize]);
-        for o in opens.first.into_iter().chain(opens.more) {
-            let e = totals.entry((template, o.device)).or_default();
-            e.instances += 1;
-            e.span_ns += o.last_end - o.first_start;
-            e.kernel_ns += o.kernel_ns;
-        }
-    };
+    let close =
+        |range: u32, opens: Opens, totals: &mut FxHashMap<(TemplateId, DeviceId), Totals>| {
+            let template = strings.template_of(nvtx.text[range as usize]);
+            for o in opens.first.into_iter().chain(opens.more) {
+                let e = totals.entry((template, o.device)).or_default();
+                e.instances += 1;
+                e.span_ns += o.last_end - o.first_start;
+                e.kernel_ns += o.kernel_ns;
+            }
+        };
     // The ranges open at the current launch, outermost first, with what they hold so far.
     let mut stack: Vec<(u32, Opens)> = Vec::new();
     let mut next = 0;

@@ -1,6 +1,7 @@
 //! Every analysis of a trace at once, for the `report` command and the GUI's panels:
 //! devices in parallel, each over its own window (or the one given).
 
+use crate::trace::DeviceId;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -22,7 +23,7 @@ use crate::trace::{Device, Trace};
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Only this device (all when `None`).
-    pub device: Option<u32>,
+    pub device: Option<DeviceId>,
     /// This window on every device instead of each device's own.
     pub window: Option<Window>,
     pub iteration_marker: Option<String>,
@@ -45,7 +46,7 @@ impl Default for Options {
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
-    pub device: u32,
+    pub device: DeviceId,
     pub window: Window,
     pub breakdown: Breakdown,
     pub same_stream: Option<SameStream>,

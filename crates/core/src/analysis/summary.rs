@@ -1,6 +1,7 @@
 //! Summaries: kernels by name, and NCCL kernels by collective type with a duration
 //! histogram. (The health report is the loader's `LoadReport`.)
 
+use crate::trace::DeviceId;
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
@@ -93,7 +94,7 @@ pub fn collective_type(name: &str) -> &'static str {
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NcclStat {
-    pub device: u32,
+    pub device: DeviceId,
     pub collective: String,
     pub count: usize,
     pub total_ns: i64,

@@ -4,6 +4,7 @@
 //! other analyses (small: a row per device, iteration, kernel name…) as JSON, with the
 //! fields the report leaves out beside them.
 
+use crate::trace::DeviceId;
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
@@ -80,7 +81,7 @@ pub fn write_rest<W: Write>(
         w.u32(n.template)?;
         w.u64(n.per_device.len() as u64)?;
         for d in &n.per_device {
-            w.u32(d.device)?;
+            w.u32(d.device.0)?;
             w.i64(d.gpu_span_ns)?;
             w.i64(d.kernel_ns)?;
             w.u64(d.share_pct.to_bits())?;
@@ -196,7 +197,7 @@ pub fn read_rest<R: Read>(r: &mut Reader<R>) -> Result<(GapFindings, Vec<usize>)
             n.per_device = (0..r.count(28)?)
                 .map(|_| {
                     Ok(NvtxGpuDevice {
-                        device: r.u32()?,
+                        device: DeviceId(r.u32()?),
                         gpu_span_ns: r.i64()?,
                         kernel_ns: r.i64()?,
                         share_pct: f64::from_bits(r.u64()?),

@@ -3,6 +3,7 @@
 //! nested parts as JSON. The order here is the format: change it, bump
 //! [`super::FORMAT_VERSION`].
 
+use crate::trace::DeviceId;
 use std::io::Write;
 
 use super::codec::{Bad, Reader, Result, Writer};
@@ -192,7 +193,7 @@ fn flag(code: u8) -> Option<bool> {
 }
 
 fn write_device<W: Write>(w: &mut Writer<W>, d: &Device) -> std::io::Result<()> {
-    w.u32(d.id)?;
+    w.u32(d.id.0)?;
     w.str(&d.name)?;
     w.json(&d.key)?;
     let bytes: Vec<u64> = d.mem_info.iter().map(|m| m.bytes).collect();
@@ -271,7 +272,7 @@ fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Device {
-        id,
+        id: DeviceId(id),
         name,
         streams,
         mem_info,

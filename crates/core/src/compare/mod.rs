@@ -5,6 +5,7 @@
 
 pub mod report;
 
+use crate::trace::DeviceId;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -85,9 +86,9 @@ pub fn breakdown_delta(before: &Stretch, after: &Stretch) -> [(&'static str, i64
 /// One GPU in both runs.
 #[derive(Debug, Clone)]
 pub struct DeviceDiff {
-    pub device: u32,
+    pub device: DeviceId,
     /// The device it is paired with in the after run (the same id, or the same position).
-    pub after_device: u32,
+    pub after_device: DeviceId,
     /// The median steady-state iteration in each run.
     pub before: Option<Stretch>,
     pub after: Option<Stretch>,
@@ -201,7 +202,7 @@ pub fn compare(before: &Run, after: &Run) -> Comparison {
         bt.devices
             .iter()
             .enumerate()
-            .filter_map(|(i, d)| Some((i, at.device_index(d.id)?)))
+            .filter_map(|(i, d)| Some((i, at.device_index(d.id)?.0)))
             .collect()
     } else {
         warnings.push("the runs' GPU ids differ: GPUs are paired in order".to_string());
@@ -249,7 +250,7 @@ pub fn compare(before: &Run, after: &Run) -> Comparison {
 }
 
 /// The median steady-state iteration of GPU `device`: its span, breakdown and idle by cause.
-pub fn median_iteration(run: &Run, device: u32) -> Option<Stretch> {
+pub fn median_iteration(run: &Run, device: DeviceId) -> Option<Stretch> {
     let its = run
         .overview
         .iterations
@@ -270,7 +271,7 @@ pub fn median_iteration(run: &Run, device: u32) -> Option<Stretch> {
 }
 
 /// GPU `device`'s whole run as the analyses saw it (its window, breakdown and gaps).
-pub fn whole_run(run: &Run, device: u32) -> Option<Stretch> {
+pub fn whole_run(run: &Run, device: DeviceId) -> Option<Stretch> {
     let summary = run.overview.devices.iter().find(|d| d.device == device)?;
     let idle = idle_by_cause(
         &run.overview.gaps,
@@ -288,7 +289,7 @@ pub fn whole_run(run: &Run, device: u32) -> Option<Stretch> {
 
 /// The idle time of `window` on GPU `device` split by the cause of the gaps it lies in;
 /// what no gap covers (stretches shorter than the minimum gap) apart.
-pub fn idle_by_cause(gaps: &[Gap], device: u32, window: Window, idle_ns: i64) -> IdleByCause {
+pub fn idle_by_cause(gaps: &[Gap], device: DeviceId, window: Window, idle_ns: i64) -> IdleByCause {
     let mut out = IdleByCause::default();
     for g in gaps.iter().filter(|g| g.device_id() == device) {
         let overlap = g.end_ns().min(window.end) - g.start_ns.max(window.start);

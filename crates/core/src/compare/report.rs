@@ -1,6 +1,7 @@
 //! The `diff` command's output: the comparison as JSON (keys documented in the README) or
 //! as tables and a verdict in words.
 
+use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -238,7 +239,7 @@ pub fn diff_json(before: &Run, after: &Run, c: &Comparison) -> Value {
 /// and idle by cause.
 fn delta_row(
     s: &mut String,
-    device: u32,
+    device: DeviceId,
     (before, after, delta): (i64, i64, i64),
     parts: &[(&str, i64)],
     idle: &super::IdleByCause,

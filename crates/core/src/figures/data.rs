@@ -1,6 +1,7 @@
 //! The numbers each figure draws, taken from the overview (those of `report --json`), and
 //! written beside the images as `figures.json`.
 
+use crate::trace::DeviceId;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -179,10 +180,10 @@ pub fn figure_data(
     trace: &Trace,
     overview: &Overview,
     iteration: Option<usize>,
-    device: Option<u32>,
+    device: Option<DeviceId>,
 ) -> FigureData {
     let origin = trace.time_origin().unwrap_or(0);
-    let key_of = |id: u32| {
+    let key_of = |id: DeviceId| {
         trace
             .device(id)
             .map(device_key)
@@ -256,7 +257,7 @@ fn start_of(d: &DeviceIterations, k: usize) -> Option<i64> {
 fn over_time(
     its: &[DeviceIterations],
     origin: i64,
-    key_of: &dyn Fn(u32) -> String,
+    key_of: &dyn Fn(DeviceId) -> String,
 ) -> IterationsOverTime {
     let mut series = BTreeMap::new();
     let mut warmup_end_ns = BTreeMap::new();
@@ -391,7 +392,7 @@ fn streams_one_iter(
     trace: &Trace,
     its: &[DeviceIterations],
     iteration: Option<usize>,
-    device: Option<u32>,
+    device: Option<DeviceId>,
     origin: i64,
     skipped: &mut BTreeMap<&'static str, String>,
 ) -> Option<StreamsOneIteration> {

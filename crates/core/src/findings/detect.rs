@@ -1,6 +1,7 @@
 //! The detectors: each reads the analyses' evidence and proposes the change that would
 //! fix what it found (replayed later for the saving).
 
+use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -76,7 +77,7 @@ fn gap_where(g: &Gap) -> Where {
 
 /// Devices, occurrences, first occurrence and idle explained, from a set of gaps.
 fn from_gaps(f: &mut Finding, gaps: &mut dyn Iterator<Item = &Gap>) {
-    let mut per_device: FxHashMap<u32, i64> = FxHashMap::default();
+    let mut per_device: FxHashMap<DeviceId, i64> = FxHashMap::default();
     for g in gaps {
         *per_device.entry(g.device_id()).or_default() += g.duration_ns;
         if f.occurrences.len() < MAX_OCCURRENCES {
@@ -85,7 +86,7 @@ fn from_gaps(f: &mut Finding, gaps: &mut dyn Iterator<Item = &Gap>) {
     }
     f.occurrences.sort_by_key(|w| w.start_ns);
     f.first = f.occurrences.first().copied();
-    let mut devices: Vec<(u32, i64)> = per_device.into_iter().collect();
+    let mut devices: Vec<(DeviceId, i64)> = per_device.into_iter().collect();
     devices.sort_unstable();
     f.devices = devices.iter().map(|d| d.0).collect();
     f.explains_idle = devices;
@@ -102,7 +103,7 @@ fn gap_finding(kind: Kind, overview: &Overview, members: &[u32]) -> Finding {
     f
 }
 
-fn on_gpus(trace: &Trace, devices: &[u32]) -> String {
+fn on_gpus(trace: &Trace, devices: &[DeviceId]) -> String {
     match devices {
         [one] => trace.gpu_name(*one),
         _ => format!("{} GPUs", devices.len()),
@@ -543,7 +544,7 @@ fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<Finding>) {
         count: usize,
         bytes: u64,
         pageable: usize,
-        per_device: FxHashMap<u32, i64>,
+        per_device: FxHashMap<DeviceId, i64>,
         occurrences: Vec<Where>,
     }
     let mut groups: FxHashMap<(StrId, StrId), Group> = FxHashMap::default();
@@ -606,7 +607,7 @@ fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<Finding>) {
         let place = range_text
             .as_ref()
             .map_or(String::new(), |r| format!(" in {r}"));
-        let mut devices: Vec<u32> = g.per_device.keys().copied().collect();
+        let mut devices: Vec<DeviceId> = g.per_device.keys().copied().collect();
         devices.sort_unstable();
         g.occurrences.sort_by_key(|w| w.start_ns);
         let mut f = finding(
@@ -717,7 +718,7 @@ pub(super) fn add_unexplained_idle(trace: &Trace, overview: &Overview, found: &m
     if span <= 0 {
         return;
     }
-    let mut explained: FxHashMap<u32, i64> = FxHashMap::default();
+    let mut explained: FxHashMap<DeviceId, i64> = FxHashMap::default();
     for f in found.iter() {
         for &(d, ns) in &f.explains_idle {
             *explained.entry(d).or_default() += ns;

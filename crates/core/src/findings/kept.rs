@@ -1,6 +1,7 @@
 //! Ranked findings as the cache keeps them: every field, the skipped-by-the-report ones
 //! included, with each change as its `what-if` arguments.
 
+use crate::trace::DeviceId;
 use serde::{Deserialize, Serialize};
 
 use super::{Finding, Kind, Severity, Where};
@@ -12,24 +13,24 @@ struct KeptFinding {
     severity: Severity,
     title: String,
     detail: String,
-    devices: Vec<u32>,
+    devices: Vec<DeviceId>,
     saving_ns: Option<i64>,
     saving_pct: Option<f64>,
     upper_bound_ns: Option<i64>,
     what_if: Vec<String>,
-    first: Option<(Option<u32>, i64, i64)>,
-    occurrences: Vec<(Option<u32>, i64, i64)>,
+    first: Option<(Option<DeviceId>, i64, i64)>,
+    occurrences: Vec<(Option<DeviceId>, i64, i64)>,
     change: Option<Vec<String>>,
     upper_change: Option<Vec<String>>,
-    explains_idle: Vec<(u32, i64)>,
+    explains_idle: Vec<(DeviceId, i64)>,
     info_only: bool,
 }
 
-fn place(w: &Where) -> (Option<u32>, i64, i64) {
+fn place(w: &Where) -> (Option<DeviceId>, i64, i64) {
     (w.device, w.start_ns, w.end_ns)
 }
 
-fn unplace((device, start_ns, end_ns): (Option<u32>, i64, i64)) -> Where {
+fn unplace((device, start_ns, end_ns): (Option<DeviceId>, i64, i64)) -> Where {
     Where {
         device,
         start_ns,

@@ -7,6 +7,7 @@ mod detect;
 mod kept;
 pub mod text;
 
+use crate::trace::DeviceId;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -91,7 +92,7 @@ pub const MAX_FINDINGS: usize = 15;
 pub struct Where {
     /// The device's id (its index in the trace is looked up where needed).
     #[serde(skip)]
-    pub device: Option<u32>,
+    pub device: Option<DeviceId>,
     pub start_ns: i64,
     pub end_ns: i64,
 }
@@ -106,7 +107,7 @@ pub struct Finding {
     pub detail: String,
     /// The GPUs it concerns (`FILE:ID` in merged traces): filled by the report.
     #[serde(skip)]
-    pub devices: Vec<u32>,
+    pub devices: Vec<DeviceId>,
     /// Predicted reduction of the run's span (the largest over the GPUs); `None` until the
     /// replay ends, and for facts that no change is proposed for.
     pub saving_ns: Option<i64>,
@@ -129,7 +130,7 @@ pub struct Finding {
     /// Idle time of each device (id, ns) this finding accounts for: what is left is
     /// "unexplained".
     #[serde(skip)]
-    pub explains_idle: Vec<(u32, i64)>,
+    pub explains_idle: Vec<(DeviceId, i64)>,
     /// Never above `info` (an opportunity or a fact, not a fault).
     #[serde(skip)]
     pub info_only: bool,

@@ -2,6 +2,7 @@
 //! chunk-local ids, sorts by start, nests NVTX ranges, and links each GPU op to the API call
 //! that launched it by (pid, correlationId) — correlationIds restart in every process.
 
+use crate::trace::DeviceId;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 
@@ -123,9 +124,9 @@ fn devices_of(
 ) -> Vec<Device> {
     let mut devices: Vec<Device> = Vec::new();
     for ((device_id, pid, stream_id), ops) in streams {
-        if devices.last().map(|d| d.id) != Some(device_id) {
+        if devices.last().map(|d| d.id) != Some(DeviceId(device_id)) {
             devices.push(Device {
-                id: device_id,
+                id: DeviceId(device_id),
                 name: gpu_names
                     .get(&device_id)
                     .cloned()

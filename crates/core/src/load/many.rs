@@ -5,6 +5,7 @@
 //! every rank — and merged: devices renamed `FILE:ID`, threads, strings and launch
 //! configurations joined.
 
+use crate::trace::DeviceId;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -57,7 +58,7 @@ pub struct FileInfo {
     /// Collectives lined up.
     pub collectives: usize,
     /// Ids of its devices in the merged trace.
-    pub devices: Vec<u32>,
+    pub devices: Vec<DeviceId>,
 }
 
 /// Every `*.sqlite` in `dir`, sorted by name.
@@ -323,9 +324,9 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         out.sources.extend(std::mem::take(&mut t.sources));
         for mut d in std::mem::take(&mut t.devices) {
             d.key = Some(format!("{}:{}", file.name, d.id));
-            d.id = next_device;
+            d.id = DeviceId(next_device);
             d.source += source;
-            file.devices.push(next_device);
+            file.devices.push(DeviceId(next_device));
             next_device += 1;
             for s in &mut d.streams {
                 let ops = &mut s.ops;

@@ -6,6 +6,7 @@
 //! Calls are added in start order per thread (a kernel names the call that launched it
 //! by the index `call` returned); ops in start order per stream.
 
+use super::DeviceId;
 use super::{
     ApiClass, Device, GpuOps, MemInfo, NONE, OpKind, RangeKind, Stream, Thread, Trace, is_nccl_name,
 };
@@ -75,11 +76,11 @@ impl TraceBuilder {
 
     fn stream_ops(&mut self, device: u32, stream: u32) -> (&mut GpuOps, &mut Vec<MemInfo>) {
         let devices = &mut self.trace.devices;
-        let d = match devices.iter().position(|d| d.id == device) {
+        let d = match devices.iter().position(|d| d.id == DeviceId(device)) {
             Some(d) => d,
             None => {
                 devices.push(Device {
-                    id: device,
+                    id: DeviceId(device),
                     name: format!("GPU {device}"),
                     ..Default::default()
                 });

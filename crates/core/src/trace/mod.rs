@@ -6,6 +6,7 @@
 
 pub mod builder;
 mod cpu;
+mod device_id;
 mod nccl_calls;
 mod ops;
 mod reach;
@@ -14,6 +15,7 @@ mod strings;
 pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
+pub use device_id::{DeviceId, DeviceIndex};
 pub use nccl_calls::{NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
@@ -71,7 +73,7 @@ impl Stream {
 #[derive(Debug, Default, Clone)]
 pub struct Device {
     /// nsys `deviceId`.
-    pub id: u32,
+    pub id: DeviceId,
     /// From `TARGET_INFO_GPU` when the export has it, else "GPU <id>".
     pub name: String,
     /// Sorted by (pid, stream id).
@@ -211,7 +213,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn device(&self, id: u32) -> Option<&Device> {
+    pub fn device(&self, id: DeviceId) -> Option<&Device> {
         self.devices.iter().find(|d| d.id == id)
     }
 
@@ -254,7 +256,7 @@ impl Trace {
     }
 
     /// How a GPU is named in words: `GPU 3`, or `rank2.sqlite:0` in a trace of several files.
-    pub fn gpu_name(&self, id: u32) -> String {
+    pub fn gpu_name(&self, id: DeviceId) -> String {
         match self.device(id).and_then(|d| d.key.as_ref()) {
             Some(key) => key.clone(),
             None => format!("GPU {id}"),
@@ -262,8 +264,11 @@ impl Trace {
     }
 
     /// The index in `devices` of the GPU nsys calls `id`.
-    pub fn device_index(&self, id: u32) -> Option<usize> {
-        self.devices.iter().position(|d| d.id == id)
+    pub fn device_index(&self, id: DeviceId) -> Option<DeviceIndex> {
+        self.devices
+            .iter()
+            .position(|d| d.id == id)
+            .map(DeviceIndex)
     }
 
     /// The first instant of anything recorded (GPU ops, API calls, NVTX ranges, marks):

@@ -2,6 +2,7 @@
 //! the replay with the change predicts, what the change moved (idle by cause, kernel time),
 //! and how well the replay reproduces the trace unchanged.
 
+use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -17,7 +18,7 @@ use crate::trace::{OpKind, Trace};
 /// One GPU in one version of the run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Outcome {
-    pub device: u32,
+    pub device: DeviceId,
     pub iteration_median_ns: Option<i64>,
     /// First kernel start to last kernel end.
     pub total_ns: i64,
@@ -30,7 +31,7 @@ pub struct WhatIf {
     pub predicted: Vec<Outcome>,
     /// Replayed unchanged: each GPU's (iteration median, span) error against the measured,
     /// in percent.
-    pub unchanged_error_pct: Vec<(u32, Option<f64>, f64)>,
+    pub unchanged_error_pct: Vec<(DeviceId, Option<f64>, f64)>,
     pub assumptions: Vec<String>,
 }
 
