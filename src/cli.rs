@@ -510,6 +510,8 @@ pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<St
     }
     // The model is written to the cache while the analyses run.
     let (overview, findings) = std::thread::scope(|s| {
+        // No frames to draw: freed temporaries go back to the system (see the guard).
+        let _memory = crate::memory::LoadMemoryGuard::hold();
         s.spawn(|| opened.store());
         let cancel = std::sync::atomic::AtomicBool::new(false);
         let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref(), |_| {})

@@ -14,7 +14,8 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// While alive, keeps glibc's threshold for serving large blocks by `mmap` at its default
-/// (128 KiB); loads hold one. glibc raises the threshold whenever a large block is freed —
+/// (128 KiB); loads hold one, and so does the command line's `report` while it analyses
+/// (it draws no frames), so that the analyses' and replays' freed temporaries go back. glibc raises the threshold whenever a large block is freed —
 /// after a load stage frees its per-range columns, later multi-MB columns then come from
 /// the heap, between long-lived ones, and are never given back: the two-stage load peaked
 /// at 804–872 MB instead of 626 MB on `large` (see README).

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::nccl_wait::collectives;
-use crate::trace::{NO_VALUE, NONE, OpKind, Trace};
+use crate::trace::{NONE, OpKind, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum CollectiveKind {
@@ -286,17 +286,15 @@ fn attribute(trace: &Trace) -> Attributed {
     let mut total_message_bytes = 0;
     for t in &trace.threads {
         let c = &t.nccl;
+        for k in &c.creations {
+            comm_size.insert(k.comm, k.nranks);
+            if k.rank != NONE {
+                comm_ranks.entry(k.comm).or_default().push(k.rank);
+            }
+        }
         for i in 0..c.len() {
-            if c.nranks[i] != NONE && c.comm[i] != NO_VALUE {
-                comm_size.insert(c.comm[i], c.nranks[i]);
-                if c.rank[i] != NONE {
-                    comm_ranks.entry(c.comm[i]).or_default().push(c.rank[i]);
-                }
-            }
-            if c.bytes[i] != NO_VALUE {
-                total_message_bytes += c.bytes[i];
-                *comm_bytes.entry(c.comm[i]).or_default() += c.bytes[i];
-            }
+            total_message_bytes += c.bytes[i];
+            *comm_bytes.entry(c.comm[i]).or_default() += c.bytes[i];
         }
     }
 
@@ -329,7 +327,7 @@ fn attribute(trace: &Trace) -> Attributed {
             let mut calls = Vec::new();
             while j < c.len() && c.start[j] < at {
                 let kind = call_kind(&trace.strings.get(c.name[j]));
-                if c.bytes[j] != NO_VALUE && kind != CallKind::Other {
+                if kind != CallKind::Other {
                     calls.push(Call {
                         kind,
                         comm: c.comm[j],

@@ -9,9 +9,9 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, Device, ExportInfo, GpuOps, MemInfo, NcclCalls, NvtxMarks, NvtxRanges,
-    OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stream, StringTable,
-    Thread, Trace,
+    ApiCalls, ApiClass, CommCreation, Device, ExportInfo, GpuOps, MemInfo, NcclCalls, NvtxMarks,
+    NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stream,
+    StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -300,7 +300,6 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.column(&n.depth)?;
     w.column(&n.parent)?;
     w.column(&n.color)?;
-    w.column(&n.domain)?;
     w.times(&t.marks.time)?;
     w.column(&t.marks.text)?;
     let o = &t.osrt;
@@ -314,14 +313,18 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.column(&s.cpu)?;
     let c = &t.nccl;
     w.times(&c.start)?;
-    w.ends(&c.start, &c.end)?;
     w.column(&c.name)?;
     w.column(&c.comm)?;
     w.column(&c.bytes)?;
     w.column(&c.peer)?;
-    w.column(&c.nranks)?;
-    w.column(&c.rank)?;
-    w.column(&c.cuda_device)?;
+    w.u64(c.creations.len() as u64)?;
+    for k in &c.creations {
+        w.i64(k.start)?;
+        w.u64(k.comm)?;
+        w.u32(k.nranks)?;
+        w.u32(k.rank)?;
+        w.u32(k.cuda_device)?;
+    }
     w.i64(t.longest_call_ns)?;
     w.column(t.api_reach.block_ends())?;
     w.i64(t.longest_osrt_ns)?;
@@ -353,7 +356,6 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         depth: r.column()?,
         parent: r.column()?,
         color: r.column()?,
-        domain: r.column()?,
     };
     let marks = NvtxMarks {
         time: r.times()?,
@@ -372,17 +374,26 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         end,
         cpu: r.column()?,
     };
-    let (start, end) = start_end(r)?;
+    let start = r.times()?;
+    let (names, comm, bytes, peer) = (r.column()?, r.column()?, r.column()?, r.column()?);
+    let creations = (0..r.count(28)?)
+        .map(|_| {
+            Ok(CommCreation {
+                start: r.i64()?,
+                comm: r.u64()?,
+                nranks: r.u32()?,
+                rank: r.u32()?,
+                cuda_device: r.u32()?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let nccl = NcclCalls {
         start,
-        end,
-        name: r.column()?,
-        comm: r.column()?,
-        bytes: r.column()?,
-        peer: r.column()?,
-        nranks: r.column()?,
-        rank: r.column()?,
-        cuda_device: r.column()?,
+        name: names,
+        comm,
+        bytes,
+        peer,
+        creations,
     };
     if !nccl.consistent() {
         return Err(Bad::Damaged("a thread's NCCL calls differ in length"));
@@ -402,7 +413,6 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         nvtx.depth.len(),
         nvtx.parent.len(),
         nvtx.color.len(),
-        nvtx.domain.len(),
     ]) && same(&[marks.time.len(), marks.text.len()])
         && same(&[
             osrt.len(),

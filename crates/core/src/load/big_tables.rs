@@ -423,7 +423,7 @@ pub fn read_nvtx(
                     Ok(fields) => chunk
                         .nccl
                         .get_mut(int(r, 5).unwrap_or(0))
-                        .push(start, end, id, fields),
+                        .push(start, id, fields),
                     Err(_) => chunk.payloads.skipped_blobs += 1,
                 }
             }
@@ -434,7 +434,6 @@ pub fn read_nvtx(
         ranges.text.push(id);
         ranges.kind.push(kind);
         ranges.color.push(int(r, 6).unwrap_or(0) as u32);
-        ranges.domain.push(domain);
         Ok(())
     })?;
     Ok(chunk)

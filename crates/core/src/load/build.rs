@@ -267,7 +267,6 @@ fn merge_threads(
             t.text.extend(ranges.text.into_iter().map(resolve));
             t.kind.extend(ranges.kind);
             t.color.extend(ranges.color);
-            t.domain.extend(ranges.domain);
         }
         for (gtid, marks) in chunk.marks {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).marks;
@@ -316,7 +315,6 @@ fn reserve_nvtx(ranges: &mut crate::trace::NvtxRanges, n: usize) {
     ranges.text.reserve_exact(n);
     ranges.kind.reserve_exact(n);
     ranges.color.reserve_exact(n);
-    ranges.domain.reserve_exact(n);
 }
 
 fn reserve_ops(ops: &mut GpuOps, n: usize) {

@@ -356,10 +356,9 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                 th.marks.time[i] += dt;
                 th.marks.text[i] = id(th.marks.text[i]);
             }
-            for i in 0..th.nccl.len() {
-                th.nccl.start[i] += dt;
-                th.nccl.end[i] += dt;
-                th.nccl.name[i] = id(th.nccl.name[i]);
+            th.nccl.shift(dt);
+            for name in &mut th.nccl.name {
+                *name = id(*name);
             }
             for i in 0..th.osrt.len() {
                 th.osrt.start[i] += dt;

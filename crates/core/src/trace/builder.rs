@@ -71,7 +71,6 @@ impl TraceBuilder {
         nvtx.text.push(text);
         nvtx.kind.push(RangeKind::PushPop);
         nvtx.color.push(0);
-        nvtx.domain.push(0);
     }
 
     fn stream_ops(&mut self, device: u32, stream: u32) -> (&mut GpuOps, &mut Vec<MemInfo>) {

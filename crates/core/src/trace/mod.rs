@@ -16,7 +16,7 @@ pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
 pub use device_id::{DeviceId, DeviceIndex};
-pub use nccl_calls::{NO_VALUE, NcclCalls, NcclFields, PayloadStats};
+pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
 pub use strings::{DigitRun, StrId, StringTable, TemplateId};
@@ -328,11 +328,7 @@ impl Trace {
             .iter()
             .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL)
             .sum();
-        let nccl: usize = self
-            .threads
-            .iter()
-            .map(|t| t.nccl.len() * NcclCalls::BYTES_PER_CALL)
-            .sum();
+        let nccl: usize = self.threads.iter().map(|t| t.nccl.heap_bytes()).sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
         ops + api + nvtx + marks + osrt + nccl + mem + self.strings.heap_bytes()
     }
