@@ -185,10 +185,26 @@ impl Change {
 
 /// New times of every op and call, indexed like the trace.
 struct Times {
-    op_start: Vec<Vec<Vec<i64>>>,
+    /// Every op's replayed start: kept only when the trace is rebuilt (a replay for spans
+    /// alone needs the two below, and two replays at once held 70 MB each of starts on
+    /// the realistic large trace).
+    op_start: Option<Vec<Vec<Vec<i64>>>>,
     op_end: Vec<Vec<Vec<i64>>>,
     call_start: Vec<Vec<i64>>,
     call_end: Vec<Vec<i64>>,
+    /// Per device, the earliest replayed kernel start (`i64::MAX` before any).
+    first_kernel_start: Vec<i64>,
+    /// Per collective, the latest replayed start of its kernels so far.
+    latest_start: Vec<i64>,
+}
+
+/// What a replay keeps of every op.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Starts and ends: the trace is rebuilt from them.
+    Starts,
+    /// Ends only: the spans are all that is wanted.
+    Ends,
 }
 
 const UNSET: i64 = i64::MIN;
@@ -308,7 +324,14 @@ pub fn replay_with_progress(
     progress: &dyn Fn(f32),
 ) -> Trace {
     crate::profile_scope!("what-if replay");
-    let times = replay_times(trace, &Prepared::new(trace), change, gaps, progress);
+    let times = replay_times(
+        trace,
+        &Prepared::new(trace),
+        change,
+        gaps,
+        Keep::Starts,
+        progress,
+    );
     rebuild(trace, &times, change)
 }
 
@@ -327,12 +350,14 @@ pub fn predicted_spans_with(
     gaps: Option<&[Gap]>,
 ) -> Vec<i64> {
     crate::profile_scope!("what-if replay (spans)");
-    let t = replay_times(trace, prepared, change, gaps, &|_| {});
+    let t = replay_times(trace, prepared, change, gaps, Keep::Ends, &|_| {});
     trace
         .devices
         .iter()
         .enumerate()
         .map(|(d, device)| {
+            // A replayed op ends at or after its start; one the replay never reached keeps
+            // its recorded times.
             let mut window: Option<(i64, i64)> = None;
             for (s, stream) in device.streams.iter().enumerate() {
                 let ops = &stream.ops;
@@ -340,9 +365,9 @@ pub fn predicted_spans_with(
                     if !ops.kind[i].is_kernel() {
                         continue;
                     }
-                    let (a, b) = match t.op_start[d][s][i] {
+                    let (a, b) = match t.op_end[d][s][i] {
                         UNSET => (ops.start[i], ops.end[i]),
-                        a => (a, t.op_end[d][s][i].max(a)),
+                        b => (t.first_kernel_start[d], b),
                     };
                     window = Some(window.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
                 }
@@ -366,6 +391,7 @@ fn replay_times(
     prep: &Prepared,
     change: &Change,
     gaps: Option<&[Gap]>,
+    keep: Keep,
     progress: &dyn Fn(f32),
 ) -> Times {
     let sync_names = &prep.sync_names;
@@ -374,9 +400,11 @@ fn replay_times(
     let dropped = dropped_copies(trace, &change.drop_copies);
     let nccl_deps =
         (change.nccl_own_stream && !change.nccl_no_dependencies).then(|| nccl_dependencies(trace));
-    // Kernel names only (a trace has millions of other strings): each tested once.
-    let mut scale = vec![1.0f64; trace.strings.len()];
+    // Kernel names only (a trace has millions of other strings): each tested once. Held
+    // only when a kernel is scaled (a factor per string of the trace).
+    let mut scale: Vec<f64> = Vec::new();
     if !change.scale_kernels.is_empty() {
+        scale = vec![1.0f64; trace.strings.len()];
         let mut seen = vec![false; trace.strings.len()];
         for s in trace.devices.iter().flat_map(|d| &d.streams) {
             for i in 0..s.ops.len() {
@@ -394,8 +422,10 @@ fn replay_times(
         }
     }
     let mut t = Times {
-        op_start: shape_of_ops(trace),
+        op_start: (keep == Keep::Starts).then(|| shape_of_ops(trace)),
         op_end: shape_of_ops(trace),
+        first_kernel_start: vec![i64::MAX; trace.devices.len()],
+        latest_start: vec![i64::MIN; prep.groups.len()],
         call_start: trace
             .threads
             .iter()
@@ -483,18 +513,27 @@ fn replay_times(
                 }
                 let mut duration = ops.end[i] - ops.start[i];
                 if ops.kind[i].is_kernel() {
-                    duration = (duration as f64 * scale[ops.name[i] as usize]).round() as i64;
+                    if let Some(&factor) = scale.get(ops.name[i] as usize) {
+                        duration = (duration as f64 * factor).round() as i64;
+                    }
                 } else if dropped.contains(&(d as u32, s as u32, i as u32)) {
                     duration = 0;
                 }
-                t.op_start[d][s][i] = start;
+                if let Some(starts) = &mut t.op_start {
+                    starts[d][s][i] = start;
+                }
                 t.op_end[d][s][i] = start + duration;
+                if ops.kind[i].is_kernel() {
+                    t.first_kernel_start[d] = t.first_kernel_start[d].min(start);
+                }
                 let g = member[d][s][i];
                 if g != NONE {
                     let g = g as usize;
+                    t.latest_start[g] = t.latest_start[g].max(start);
                     arrived[g] += 1;
                     if arrived[g] == groups[g].len() {
-                        finish_collective(trace, &mut t, &groups[g]);
+                        let last = t.latest_start[g];
+                        finish_collective(trace, &mut t, &groups[g], last);
                     }
                 }
             }
@@ -960,15 +999,15 @@ const MIN_LAUNCH_LATENCY_NS: i64 = 5_000;
 
 /// Once every rank's kernel of a collective has started: they end together, the transfer
 /// time observed after the last start.
-fn finish_collective(trace: &Trace, t: &mut Times, group: &[(usize, usize, usize)]) {
+fn finish_collective(
+    trace: &Trace,
+    t: &mut Times,
+    group: &[(usize, usize, usize)],
+    replayed_last: i64,
+) {
     let observed_last = group
         .iter()
         .map(|&(d, s, i)| trace.devices[d].streams[s].ops.start[i])
-        .max()
-        .unwrap_or(0);
-    let replayed_last = group
-        .iter()
-        .map(|&(d, s, i)| t.op_start[d][s][i])
         .max()
         .unwrap_or(0);
     for &(d, s, i) in group {
@@ -979,12 +1018,13 @@ fn finish_collective(trace: &Trace, t: &mut Times, group: &[(usize, usize, usize
 
 /// A copy of the trace with the replayed times.
 fn rebuild(trace: &Trace, t: &Times, change: &Change) -> Trace {
+    let starts = t.op_start.as_ref().expect("a rebuild keeps the starts");
     let mut out = trace.clone();
     for (di, d) in out.devices.iter_mut().enumerate() {
         let mut extra: Vec<Stream> = Vec::new();
         for (si, s) in d.streams.iter_mut().enumerate() {
             for i in 0..s.ops.len() {
-                let (a, b) = (t.op_start[di][si][i], t.op_end[di][si][i]);
+                let (a, b) = (starts[di][si][i], t.op_end[di][si][i]);
                 if a != UNSET {
                     s.ops.start[i] = a;
                     s.ops.end[i] = b.max(a);
