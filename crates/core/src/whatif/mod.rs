@@ -1023,8 +1023,8 @@ fn rebuild(trace: &Trace, t: &Times, change: &Change) -> Trace {
     for (di, d) in out.devices.iter_mut().enumerate() {
         let mut extra: Vec<Stream> = Vec::new();
         for (si, s) in d.streams.iter_mut().enumerate() {
-            for i in 0..s.ops.len() {
-                let (a, b) = (starts[di][si][i], t.op_end[di][si][i]);
+            let replayed = starts[di][si].iter().zip(&t.op_end[di][si]);
+            for (i, (&a, &b)) in replayed.enumerate() {
                 if a != UNSET {
                     s.ops.start[i] = a;
                     s.ops.end[i] = b.max(a);
