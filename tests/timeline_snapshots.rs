@@ -64,14 +64,7 @@ fn one_iteration_zoomed_and_marked_on_every_gpu() {
     let its = iterations(&trace, None);
     // The fourth step: past the warm-up, as the drill-down opens a steady one.
     let k = 3;
-    let marks: Vec<(DeviceIndex, i64, i64)> = its
-        .per_device
-        .iter()
-        .filter_map(|d| {
-            let w = d.spans.get(k).copied().flatten()?;
-            Some((trace.device_index(d.device)?, w.start, w.end))
-        })
-        .collect();
+    let marks = its.spans_of(&trace, k);
     assert_eq!(marks.len(), trace.devices.len(), "step {k} on every GPU");
     let start = marks.iter().map(|m| m.1).min().unwrap();
     let end = marks.iter().map(|m| m.2).max().unwrap();

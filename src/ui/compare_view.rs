@@ -110,16 +110,7 @@ impl Compare {
             // The same iteration outlined in the second run.
             if let (Some(k), Some(other)) = (k, self.ready_mut()) {
                 let trace = other.trace.clone();
-                let marks = other
-                    .overview
-                    .iterations
-                    .per_device
-                    .iter()
-                    .filter_map(|d| {
-                        let w = d.spans.get(k).copied().flatten()?;
-                        Some((trace.device_index(d.device)?, w.start, w.end))
-                    })
-                    .collect();
+                let marks = other.overview.iterations.spans_of(&trace, k);
                 other.timeline.apply(&trace, Nav::MarkIteration(marks));
             }
         }

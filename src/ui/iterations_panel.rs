@@ -69,13 +69,12 @@ impl IterationsPanel {
         nav: &mut Vec<Nav>,
     ) {
         let its = self.iterations(overview);
-        let spans = its
-            .per_device
+        let marks = its.spans_of(trace, k);
+        let (lo, hi) = marks
             .iter()
-            .filter_map(|d| d.spans.get(k).copied().flatten());
-        let (lo, hi) = spans.fold((i64::MAX, i64::MIN), |(lo, hi), w| {
-            (lo.min(w.start), hi.max(w.end))
-        });
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &(_, a, b)| {
+                (lo.min(a), hi.max(b))
+            });
         if lo < hi {
             nav.push(Nav::ZoomTo {
                 start: lo,
@@ -83,15 +82,6 @@ impl IterationsPanel {
                 margin: Margin::Tight,
             });
         }
-        let marks = its
-            .per_device
-            .iter()
-            .filter_map(|d| {
-                let w = d.spans.get(k).copied().flatten()?;
-                let index = trace.device_index(d.device)?;
-                Some((index, w.start, w.end))
-            })
-            .collect();
         nav.push(Nav::MarkIteration(marks));
         let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
         // Without a context: `poll`, called every frame, asks for frames while it waits.

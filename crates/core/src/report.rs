@@ -1,7 +1,6 @@
 //! The `report` command's output: the load report, per-device counts and every analysis,
 //! as JSON (keys documented in the README) or as a short diagnosis in words.
 
-use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -16,7 +15,7 @@ use crate::findings::text::{findings_json, findings_text};
 use crate::format::{format_bytes, format_ns, plural, signed_ns};
 use crate::load::LoadReport;
 use crate::load::many::FileInfo;
-use crate::trace::{OpKind, Trace};
+use crate::trace::{DeviceId, OpKind, Trace};
 
 pub fn report_json(
     trace: &Trace,

@@ -2,7 +2,6 @@
 //! grew most, its gaps, and per NCCL collective the rank that started last (the straggler)
 //! with what its launching thread was doing instead.
 
-use crate::trace::DeviceId;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -13,7 +12,7 @@ use super::intervals::{Window, ops_touching};
 use super::iterations::{DeviceIterations, Iterations};
 use super::recurring::{GapDetail, describe, os_call_name};
 use crate::format::format_ns;
-use crate::trace::{Device, NONE, OpKind, StrId, Trace};
+use crate::trace::{Device, DeviceId, NONE, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelGrowth {

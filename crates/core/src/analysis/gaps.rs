@@ -2,13 +2,12 @@
 //! memcpy or memset on any stream), at least `min_gap_ns` long; each with its neighbours,
 //! their NVTX context, and why the GPU waited.
 
-use crate::trace::DeviceId;
 use serde::Serialize;
 
 use rayon::prelude::*;
 
 use super::intervals::{Window, ops_touching};
-use crate::trace::{Device, NONE, RangeKind, StrId, Thread, Trace};
+use crate::trace::{Device, DeviceId, NONE, RangeKind, StrId, Thread, Trace};
 
 /// Default minimum gap (analysis-definitions.md).
 pub const DEFAULT_MIN_GAP_NS: i64 = 1_000;

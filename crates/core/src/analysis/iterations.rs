@@ -1,13 +1,14 @@
 //! Iterations: the NVTX marker that delimits them (auto-detected or given), per-device GPU
 //! spans and CPU lengths, warm-up, slow iterations and the slowest one.
 
-use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::intervals::Window;
-use crate::trace::{Device, NONE, RangeKind, StrId, TemplateId, Thread, Trace};
+use crate::trace::{
+    Device, DeviceId, DeviceIndex, NONE, RangeKind, StrId, TemplateId, Thread, Trace,
+};
 
 /// Text with every run of digits replaced by `#`: `denoising_step_37` → `denoising_step_#`.
 pub fn numbers_to_hash(text: &str) -> String {
@@ -84,6 +85,18 @@ impl Iterations {
             .map(|d| d.durations_ns.len())
             .max()
             .unwrap_or(0)
+    }
+
+    /// Iteration `k`'s GPU span on each device that ran it: (the device's place in
+    /// `trace.devices`, start, end), as the timeline marks it.
+    pub fn spans_of(&self, trace: &Trace, k: usize) -> Vec<(DeviceIndex, i64, i64)> {
+        self.per_device
+            .iter()
+            .filter_map(|d| {
+                let w = d.spans.get(k).copied().flatten()?;
+                Some((trace.device_index(d.device)?, w.start, w.end))
+            })
+            .collect()
     }
 }
 

@@ -2,12 +2,11 @@
 //! time, bandwidth, and how many came from or went to pageable host memory — what a
 //! trace that is mostly "memory only" is doing.
 
-use crate::trace::DeviceId;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::trace::{OpKind, Trace};
+use crate::trace::{DeviceId, OpKind, Trace};
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MemoryStat {

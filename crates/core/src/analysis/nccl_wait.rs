@@ -4,10 +4,9 @@
 //! Collectives are matched across GPUs by their ends (equal to microseconds, on one clock:
 //! after the files' alignment when the ranks come from several files).
 
-use crate::trace::DeviceId;
 use serde::Serialize;
 
-use crate::trace::{OpKind, Trace};
+use crate::trace::{DeviceId, OpKind, Trace};
 
 /// Ends closer than this are one collective's.
 const SAME_END_NS: i64 = 100_000;

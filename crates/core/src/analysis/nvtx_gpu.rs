@@ -4,12 +4,11 @@
 //! the devices' kernel time. One sweep per thread over its kernels in launch order with a
 //! stack of the ranges open at each launch: no per-range table of millions of entries.
 
-use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::trace::{NONE, RangeKind, TemplateId, Trace};
+use crate::trace::{DeviceId, NONE, RangeKind, TemplateId, Trace};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NvtxGpuDevice {

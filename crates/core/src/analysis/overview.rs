@@ -1,7 +1,6 @@
 //! Every analysis of a trace at once, for the `report` command and the GUI's panels:
 //! devices in parallel, each over its own window (or the one given).
 
-use crate::trace::DeviceId;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -18,7 +17,7 @@ use super::nccl_wait::{NcclWaits, nccl_waits};
 use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
-use crate::trace::{Device, Trace};
+use crate::trace::{Device, DeviceId, Trace};
 
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -1,14 +1,13 @@
 //! Summaries: kernels by name, and NCCL kernels by collective type with a duration
 //! histogram. (The health report is the loader's `LoadReport`.)
 
-use crate::trace::DeviceId;
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
 use super::intervals::{Window, ops_starting_in};
 use super::iterations::median;
-use crate::trace::{Device, OpKind, StrId, Trace};
+use crate::trace::{Device, DeviceId, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct KernelStat {

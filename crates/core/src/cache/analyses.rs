@@ -4,7 +4,6 @@
 //! other analyses (small: a row per device, iteration, kernel name…) as JSON, with the
 //! fields the report leaves out beside them.
 
-use crate::trace::DeviceId;
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +21,7 @@ use crate::analysis::overview::GapFindings;
 use crate::analysis::overview::{Analyses, DeviceSummary, Overview};
 use crate::analysis::recurring::RecurringGap;
 use crate::analysis::summary::{KernelStat, NcclStat};
+use crate::trace::DeviceId;
 
 const CAUSES: [Cause; 4] = [
     Cause::HostSync,

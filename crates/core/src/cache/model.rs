@@ -3,15 +3,14 @@
 //! nested parts as JSON. The order here is the format: change it, bump
 //! [`super::FORMAT_VERSION`].
 
-use crate::trace::DeviceId;
 use std::io::Write;
 
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, CommCreation, Device, ExportInfo, GpuOps, MemInfo, NcclCalls, NvtxMarks,
-    NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stream,
-    StringTable, Thread, Trace,
+    ApiCalls, ApiClass, CommCreation, Device, DeviceId, ExportInfo, GpuOps, MemInfo, NcclCalls,
+    NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex,
+    Scheduling, Stream, StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.

@@ -5,7 +5,6 @@
 
 pub mod report;
 
-use crate::trace::DeviceId;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -13,7 +12,7 @@ use crate::analysis::breakdown::{Breakdown, breakdown};
 use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::intervals::Window;
 use crate::analysis::overview::Overview;
-use crate::trace::Trace;
+use crate::trace::{DeviceId, Trace};
 
 /// One run: its file, trace and analyses.
 pub struct Run<'a> {

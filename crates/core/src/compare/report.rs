@@ -1,13 +1,13 @@
 //! The `diff` command's output: the comparison as JSON (keys documented in the README) or
 //! as tables and a verdict in words.
 
-use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 
 use super::{Comparison, DeviceDiff, Run};
 use crate::format::{format_ns, signed_ns};
+use crate::trace::DeviceId;
 
 /// A delta as a share of its base: `-5.1 %`.
 fn signed_pct(delta: i64, base: i64) -> String {

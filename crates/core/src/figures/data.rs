@@ -1,7 +1,6 @@
 //! The numbers each figure draws, taken from the overview (those of `report --json`), and
 //! written beside the images as `figures.json`.
 
-use crate::trace::DeviceId;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -9,7 +8,7 @@ use serde::Serialize;
 use crate::analysis::breakdown::pct;
 use crate::analysis::iterations::DeviceIterations;
 use crate::analysis::overview::Overview;
-use crate::trace::{Device, OpKind, Trace};
+use crate::trace::{Device, DeviceId, OpKind, Trace};
 
 /// What the five figures draw; `None` for a figure the trace has nothing for, with why in
 /// `skipped`.

@@ -1,7 +1,6 @@
 //! The detectors: each reads the analyses' evidence and proposes the change that would
 //! fix what it found (replayed later for the saving).
 
-use crate::trace::DeviceId;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -12,7 +11,7 @@ use crate::analysis::gaps::{Cause, Gap, OpRef, launch_nvtx_path, sync_call_names
 use crate::analysis::iterations::median;
 use crate::analysis::recurring::{activity, cause_text};
 use crate::format::{format_ns, plural};
-use crate::trace::{NONE, StrId, Trace};
+use crate::trace::{DeviceId, NONE, StrId, Trace};
 use crate::whatif::{Change, HOST_GAP_OUTLIER_FACTOR, HostSpan};
 
 /// Below this share of the span a pattern, copy group or stall is not worth a replay.

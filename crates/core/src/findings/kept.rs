@@ -1,10 +1,10 @@
 //! Ranked findings as the cache keeps them: every field, the skipped-by-the-report ones
 //! included, with each change as its `what-if` arguments.
 
-use crate::trace::DeviceId;
 use serde::{Deserialize, Serialize};
 
 use super::{Finding, Kind, Severity, Where};
+use crate::trace::DeviceId;
 use crate::whatif::Change;
 
 #[derive(Serialize, Deserialize)]

@@ -7,14 +7,13 @@ mod detect;
 mod kept;
 pub mod text;
 
-use crate::trace::DeviceId;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Overview;
-use crate::trace::Trace;
+use crate::trace::{DeviceId, Trace};
 use crate::whatif::{Change, Prepared, measured_spans, predicted_spans_with};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

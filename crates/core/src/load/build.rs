@@ -2,7 +2,6 @@
 //! chunk-local ids, sorts by start, nests NVTX ranges, and links each GPU op to the API call
 //! that launched it by (pid, correlationId) — correlationIds restart in every process.
 
-use crate::trace::DeviceId;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 
@@ -11,8 +10,8 @@ use rayon::prelude::*;
 use super::big_tables::{ApiChunk, GpuChunk, LOCAL_TEXT, NvtxChunk, OsrtChunk, StreamKey};
 use super::error::LoadError;
 use crate::trace::{
-    Device, ExportInfo, GpuOps, MemInfo, Process, StrId, Stream, StringTable, Thread, Trace,
-    global_tid_sort_key, pid_of_global_id, tid_of_global_id,
+    Device, DeviceId, ExportInfo, GpuOps, MemInfo, Process, StrId, Stream, StringTable, Thread,
+    Trace, global_tid_sort_key, pid_of_global_id, tid_of_global_id,
 };
 
 /// What the small tables gave.

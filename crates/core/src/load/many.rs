@@ -5,14 +5,13 @@
 //! every rank — and merged: devices renamed `FILE:ID`, threads, strings and launch
 //! configurations joined.
 
-use crate::trace::DeviceId;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
 use super::{LoadError, LoadReport, Phase, Progress};
-use crate::trace::{NONE, OpKind, StringTable, Trace, global_tid_sort_key};
+use crate::trace::{DeviceId, NONE, OpKind, StringTable, Trace, global_tid_sort_key};
 
 /// How a file was put on the first file's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

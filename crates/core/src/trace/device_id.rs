@@ -32,13 +32,6 @@ impl std::fmt::Display for DeviceId {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DeviceIndex(pub usize);
 
-impl std::ops::Index<DeviceIndex> for [Device] {
-    type Output = Device;
-    fn index(&self, index: DeviceIndex) -> &Device {
-        &self[index.0]
-    }
-}
-
 impl std::ops::Index<DeviceIndex> for Vec<Device> {
     type Output = Device;
     fn index(&self, index: DeviceIndex) -> &Device {

@@ -2,7 +2,6 @@
 //! the replay with the change predicts, what the change moved (idle by cause, kernel time),
 //! and how well the replay reproduces the trace unchanged.
 
-use crate::trace::DeviceId;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -13,7 +12,7 @@ use crate::analysis::overview::{Options, Overview, overview};
 use crate::compare::{IdleByCause, Run, whole_run};
 use crate::format::{format_ns, signed_ns};
 use crate::report::device_name;
-use crate::trace::{OpKind, Trace};
+use crate::trace::{DeviceId, OpKind, Trace};
 
 /// One GPU in one version of the run.
 #[derive(Debug, Clone, Copy, Default)]
