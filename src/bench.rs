@@ -975,3 +975,45 @@ pub fn bench_findings(file: &Path) -> Result<(), String> {
     print_peak_rss();
     Ok(())
 }
+
+/// Times the critical path on FILE: the graph (collectives, launches per thread), the
+/// slowest iteration's path with its slack, and the whole run's table (every iteration),
+/// after the load and the iterations, with the peak RSS.
+pub fn bench_critical_path(file: &Path) -> Result<(), String> {
+    use crate::critical_path::{Graph, report as cp};
+    let t = Instant::now();
+    let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
+    let load_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let its = crate::analysis::iterations::iterations(&trace, None);
+    let iterations_s = t.elapsed().as_secs_f64();
+    println!("file: {} ({} events)", file.display(), trace.event_count());
+    println!("load                    {load_s:>8.3} s");
+    println!("iterations ({:>5})      {iterations_s:>8.3} s", its.count());
+    let k = its
+        .slowest_index
+        .ok_or("no slow iteration: nothing to time")?;
+    let t = Instant::now();
+    let graph = Graph::new(&trace);
+    let graph_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let one = cp::summarise(&graph, &its, k).ok_or("the slowest iteration has no path")?;
+    let one_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let table = cp::run_table(&graph, &its, 20);
+    let table_s = t.elapsed().as_secs_f64();
+    println!("graph                   {graph_s:>8.3} s");
+    println!(
+        "one iteration ({k}, {} segments, slack of {} kernels) {one_s:>8.3} s; with the graph {:.3} s",
+        one.path.segments.len(),
+        one.slack.len(),
+        graph_s + one_s
+    );
+    println!(
+        "whole run ({} iterations)  {table_s:>8.3} s; with the graph {:.3} s",
+        table.iterations,
+        graph_s + table_s
+    );
+    print_peak_rss();
+    Ok(())
+}

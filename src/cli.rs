@@ -101,6 +101,29 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
+    /// The critical path of an iteration (default: the slowest), across ranks: the chain of
+    /// work in which each piece could not start earlier because of the one before it —
+    /// kernels, copies, NCCL transfers, launches, API calls and CPU time — with totals by
+    /// kind and GPU, the top items on it, and the slack of the largest kernels off it.
+    CriticalPath {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The iteration (index from 0; default: the slowest).
+        #[arg(long)]
+        iteration: Option<usize>,
+        /// The whole run's table instead: time on the path over every iteration, by
+        /// kernel name and by NVTX range.
+        #[arg(long, conflicts_with = "iteration")]
+        all: bool,
+        /// How many kernels and ranges the whole run's table lists.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
     /// Write the five figures people draw to discuss a trace, as PNG and SVG, and the
     /// numbers drawn (figures.json): iteration duration over time, its histogram, one
     /// iteration stream by stream, where each GPU's time goes, NCCL kernel durations.
@@ -219,6 +242,9 @@ pub enum Bench {
     /// Time the window's re-open of FILE from the cache, step by step (best of 3), after
     /// one cold open that fills a cache of its own.
     Reopen { file: PathBuf },
+    /// Time the critical path of FILE: the slowest iteration's (with slack) and the whole
+    /// run's table, with the peak RSS.
+    CriticalPath { file: PathBuf },
 }
 
 fn bench(which: Bench) -> Result<(), String> {
@@ -232,6 +258,7 @@ fn bench(which: Bench) -> Result<(), String> {
         Bench::Frame { file, against } => crate::bench::bench_frame(&file, against.as_deref()),
         Bench::Panels { file } => crate::bench::bench_panels(&file),
         Bench::Reopen { file } => crate::bench::bench_reopen(&file),
+        Bench::CriticalPath { file } => crate::bench::bench_critical_path(&file),
     }
 }
 
@@ -277,6 +304,14 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
         }) => what_if_change(change).and_then(|c| what_if(&file, c, json, iteration_marker)),
+        Some(Command::CriticalPath {
+            files,
+            iteration,
+            all,
+            top,
+            json,
+            iteration_marker,
+        }) => critical_path(&files, iteration, all, top, json, iteration_marker),
         Some(Command::Figures {
             files,
             out,
@@ -424,6 +459,57 @@ fn figures(
     }
     println!("wrote {} files into {}", written.files.len(), dir.display());
     Ok(())
+}
+
+fn critical_path(
+    files: &[PathBuf],
+    iteration: Option<usize>,
+    all: bool,
+    top: usize,
+    as_json: bool,
+    iteration_marker: Option<String>,
+) -> Result<(), String> {
+    use crate::critical_path::{Graph, report as cp};
+    let paths = load::many::expand_paths(files)?;
+    let options = Options {
+        iteration_marker,
+        ..Options::default()
+    };
+    let (trace, overview) = trace_and_overview(&paths, &options)?;
+    let iterations = &overview.iterations;
+    if iterations.count() == 0 {
+        return Err(format!(
+            "{}: no iterations found, so no iteration's critical path (give --iteration-marker TEXT)",
+            paths[0].display()
+        ));
+    }
+    let graph = Graph::new(&trace);
+    if all {
+        let table = cp::run_table(&graph, iterations, top);
+        return print_output(
+            as_json,
+            || cp::run_table_json(&table),
+            || cp::run_table_text(&table),
+        );
+    }
+    let k = match iteration.or(iterations.slowest_index) {
+        Some(k) if k < iterations.count() => k,
+        Some(k) => {
+            return Err(format!(
+                "no iteration {k}: the trace has {} (0 to {})",
+                iterations.count(),
+                iterations.count() - 1
+            ));
+        }
+        None => iterations.count() / 2,
+    };
+    let summary = cp::summarise(&graph, iterations, k)
+        .ok_or_else(|| format!("iteration {k} ran no kernel on any GPU"))?;
+    print_output(
+        as_json,
+        || cp::path_json(&trace, &summary),
+        || cp::path_text(&trace, &summary),
+    )
 }
 
 /// The trace and its analyses as `report` works them out (from the cache when it has them).

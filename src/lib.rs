@@ -3,8 +3,8 @@
 //! analyses, re-exported here under their own names).
 
 pub use nsys_explorer_core::{
-    analysis, cache, compare, export, figures, findings, format, load, memory, profile, report,
-    sorted, summaries, synth, trace, whatif,
+    analysis, cache, compare, critical_path, export, figures, findings, format, load, memory,
+    profile, report, sorted, summaries, synth, trace, whatif,
 };
 
 pub mod bench;

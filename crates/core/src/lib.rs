@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cache;
 pub mod compare;
+pub mod critical_path;
 pub mod export;
 pub mod figures;
 pub mod findings;

@@ -132,6 +132,8 @@ pub fn report_json(
             }
             v
         }),
+        "critical_path": slowest_path(trace, overview)
+            .map(|p| crate::critical_path::report::totals_json(trace, &p)),
         "kernels_top": overview.kernels.iter().take(options.top).collect::<Vec<_>>(),
         "cpu_sync": overview.cpu_sync.iter().take(options.top).collect::<Vec<_>>(),
         "nccl": overview.nccl,
@@ -152,6 +154,17 @@ fn version_text(info: &crate::trace::ExportInfo) -> String {
             s.as_deref().unwrap_or("not recorded")
         ),
     }
+}
+
+/// The slowest iteration's critical path, summed up (without the slack: `critical-path`
+/// gives that).
+fn slowest_path(
+    trace: &Trace,
+    overview: &Overview,
+) -> Option<crate::critical_path::report::PathSummary> {
+    let k = overview.iterations.slowest_index?;
+    let graph = crate::critical_path::Graph::new(trace);
+    crate::critical_path::report::totals(&graph, &overview.iterations, k)
 }
 
 fn iterations_json(it: &Iterations, options: &Options) -> Value {
@@ -516,6 +529,7 @@ fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview) {
             );
         }
     }
+    critical_path_text(s, trace, overview);
     if let (Some(rank), Some(a)) = (drill.straggler_device, &drill.straggler_activity) {
         let late = drill.collectives.first().map_or(0, |c| c.lateness_ns);
         let doing = match &a.longest_call {
@@ -789,6 +803,33 @@ mod tests {
         assert_eq!(
             (plural(1, "stream"), plural(2, "stream")),
             ("1 stream".into(), "2 streams".into())
+        );
+    }
+}
+
+/// The slowest iteration's critical path in a line per GPU that holds much of it.
+fn critical_path_text(s: &mut String, trace: &Trace, overview: &Overview) {
+    let Some(p) = slowest_path(trace, overview) else {
+        return;
+    };
+    let wall = p.path.wall_ns();
+    let _ = writeln!(
+        s,
+        "    critical path ({} segments; `nsys-explorer critical-path FILE` lists them):",
+        p.path.segments.len()
+    );
+    for (d, total, kinds) in &p.by_device {
+        let (kind, ns) = kinds
+            .iter()
+            .max_by_key(|(_, ns)| **ns)
+            .map_or(("", 0), |(k, ns)| (k.label(), *ns));
+        let _ = writeln!(
+            s,
+            "      {}: {} ({:.0} % of the iteration), mostly {kind} ({})",
+            trace.gpu_name(trace.devices[d.0].id),
+            format_ns(*total),
+            pct(*total, wall),
+            format_ns(ns)
         );
     }
 }

@@ -222,7 +222,7 @@ enum Event {
 
 /// The ops a thread launched, per stream: ((device, stream), its (launch call, op) pairs in
 /// call order).
-type Launched = Vec<((u32, u32), Vec<(u32, u32)>)>;
+pub(crate) type Launched = Vec<((u32, u32), Vec<(u32, u32)>)>;
 
 /// What every replay of a trace needs, whatever the change: built once, shared by the
 /// replays of several changes (the findings replay theirs in parallel).
@@ -867,7 +867,7 @@ fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
         .collect()
 }
 
-fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
+pub(crate) fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
     let mut out: Vec<Launched> = vec![Vec::new(); trace.threads.len()];
     for (di, d) in trace.devices.iter().enumerate() {
         for (si, s) in d.streams.iter().enumerate() {
@@ -894,34 +894,44 @@ fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
     out
 }
 
-/// When the work a synchronising call waited for was done, as recorded and as replayed:
-/// per stream the thread launched to, its last op launched up to this call that ended
-/// before the call returned (or the stream's last op to end by then).
+/// When the work a synchronising call waited for was done, as recorded and as replayed.
 fn waited_for(trace: &Trace, t: &Times, launched: &Launched, call: u32, end: i64) -> (i64, i64) {
     let mut observed = i64::MIN;
     let mut replayed = i64::MIN;
-    for &((d, s), ref list) in launched {
+    for (d, s, i) in waited_ops(trace, launched, call, end) {
+        let recorded = trace.devices[d].streams[s].ops.end[i];
+        observed = observed.max(recorded);
+        let r = t.op_end[d][s][i];
+        replayed = replayed.max(if r == UNSET { recorded } else { r });
+    }
+    (observed, replayed)
+}
+
+/// The ops a synchronising call of a thread (`call`, returning at `end`) may have waited
+/// for: per stream the thread launched to, its last op launched up to this call that ended
+/// before the call returned (or the stream's last op to end by then). (device, stream, op).
+pub(crate) fn waited_ops<'a>(
+    trace: &'a Trace,
+    launched: &'a Launched,
+    call: u32,
+    end: i64,
+) -> impl Iterator<Item = (usize, usize, usize)> + 'a {
+    launched.iter().filter_map(move |((d, s), list)| {
         let n = list.partition_point(|l| l.0 <= call);
         if n == 0 {
-            continue;
+            return None;
         }
-        let (d, s) = (d as usize, s as usize);
+        let (d, s) = (*d as usize, *s as usize);
         let ops = &trace.devices[d].streams[s].ops;
         let i = list[n - 1].1 as usize;
         let i = if ops.end[i] <= end {
             i
         } else {
             // Not waited for; an earlier op of this stream may have been.
-            match ops.end[..i].partition_point(|&e| e <= end).checked_sub(1) {
-                Some(j) => j,
-                None => continue,
-            }
+            ops.end[..i].partition_point(|&e| e <= end).checked_sub(1)?
         };
-        observed = observed.max(ops.end[i]);
-        let r = t.op_end[d][s][i];
-        replayed = replayed.max(if r == UNSET { ops.end[i] } else { r });
-    }
-    (observed, replayed)
+        Some((d, s, i))
+    })
 }
 
 /// The op's predecessor on its stream (with NCCL on its own stream: the previous op of the
