@@ -517,7 +517,15 @@ fn the_top_level_help_lists_what_users_run_and_the_benchmarks_under_one_command(
     let out = succeeded(bin().arg("--help"));
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(!help.contains("bench-"), "{help}");
-    for command in ["report", "diff", "what-if", "bench", "completions", "synth"] {
+    for command in [
+        "report",
+        "diff",
+        "what-if",
+        "critical-path",
+        "bench",
+        "completions",
+        "synth",
+    ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing from\n{help}"
@@ -609,4 +617,70 @@ fn figures_are_written_into_the_current_folder_never_beside_the_trace() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown format"));
+}
+
+#[test]
+fn critical_path_json_tiles_the_slowest_iteration_and_report_gives_its_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    let truth = nsys_explorer::synth::generate(
+        &path,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let out = succeeded(bin().args(["critical-path", file, "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["iteration"], truth.iterations.slowest_index);
+    let segments = v["segments"].as_array().unwrap();
+    let mut at = v["start_ns"].as_i64().unwrap();
+    for s in segments {
+        assert_eq!(
+            s["start_ns"].as_i64().unwrap(),
+            at,
+            "segments follow each other"
+        );
+        at = s["end_ns"].as_i64().unwrap();
+        for key in ["kind", "device", "name"] {
+            assert!(s.get(key).is_some(), "segments[].{key}");
+        }
+    }
+    assert_eq!(at, v["end_ns"].as_i64().unwrap());
+    let by_kind: i64 = v["by_kind"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_i64().unwrap())
+        .sum();
+    assert_eq!(by_kind, v["wall_ns"].as_i64().unwrap());
+    for key in ["by_device", "top_kernels", "top_cpu", "top_api", "slack"] {
+        assert!(v[key].is_array(), "{key}");
+    }
+    // The straggler's GPU holds the most CPU time on the path.
+    let cpu_of = |d: &serde_json::Value| d["by_kind"]["cpu"].as_i64().unwrap();
+    let most = v["by_device"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|d| cpu_of(d))
+        .unwrap();
+    assert_eq!(most["device"], truth.iterations.straggler_device);
+    // report --json gives the same totals.
+    let r = report_json(&[file]);
+    assert_eq!(r["critical_path"]["by_kind"], v["by_kind"]);
+    assert_eq!(r["critical_path"]["iteration"], v["iteration"]);
+    // The whole run's table, and an iteration that is not there.
+    let out = succeeded(bin().args(["critical-path", file, "--all", "--json"]));
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        t["iterations"],
+        truth.iterations.per_device[0].durations_ns.len()
+    );
+    assert!(!t["by_kernel"].as_array().unwrap().is_empty());
+    let out = bin()
+        .args(["critical-path", file, "--iteration", "999"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no iteration 999"));
 }

@@ -210,6 +210,53 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
 }
 
 #[test]
+fn an_opened_iteration_draws_its_critical_path_and_an_item_on_it_goes_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    h.get_by_label("Iterations").click();
+    h.run_steps(2);
+    h.get_by_label_contains(&format!(
+        "Slowest: iter {}:",
+        truth.iterations.slowest_index
+    ))
+    .click();
+    h.run_steps(2);
+    wait_for_load(&mut h);
+    h.run_steps(2);
+    h.get_by_label_contains("Critical path:");
+    let l = loaded(&h);
+    let path = l
+        .iterations
+        .path
+        .as_ref()
+        .expect("the path is worked out with the drill-down");
+    // The line over the timeline is the path's segments, in time order.
+    let marks = &l.timeline.marks.critical_path;
+    assert!(!marks.is_empty());
+    assert!(marks.windows(2).all(|w| w[0].end <= w[1].start));
+    assert_eq!(marks.first().unwrap().start, path.path.start_ns);
+    // The straggler's stall is the CPU time on the path, in its branch's range: a click
+    // goes to it on the straggler's GPU.
+    let stall = path.top_cpu[0].clone();
+    assert_eq!(stall.name, "cfg_uncond");
+    let (device, start, end) = stall.first.unwrap();
+    // Below the fold of the drill-down: clicked as a screen reader does.
+    h.get_by_label_contains("cfg_uncond ×").click_accesskit();
+    h.run_steps(2);
+    let l = loaded(&h);
+    assert_eq!(l.timeline.marks.highlight, Some((device, start, end)));
+    assert_eq!(
+        l.trace.devices[device.0].id.0,
+        truth.iterations.straggler_device
+    );
+    let (v0, v1) = l.timeline.view;
+    assert!(
+        v0 <= start as f64 && v1 >= end as f64,
+        "the view {v0}..{v1} shows it"
+    );
+}
+
+#[test]
 fn an_nsys_rep_without_nsys_shows_the_export_command_and_a_newer_export_beside_it_opens() {
     let dir = tempfile::tempdir().unwrap();
     // No nsys here, whatever the machine has installed.

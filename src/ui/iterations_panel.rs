@@ -11,12 +11,14 @@ use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
 use super::figures_window::save_menu;
 use super::job::{Job, take_answer};
 use super::theme::{self, device_color};
-use super::timeline::{Margin, Nav, Timeline};
+use super::timeline::{Margin, Nav, PathMark, Timeline};
 use crate::analysis::breakdown::{State, pct};
 use crate::analysis::drilldown::{Drilldown, drilldown};
 use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
 use crate::analysis::iterations::{HEURISTIC_MARKER, Iterations, Source, iterations};
 use crate::analysis::overview::Overview;
+use crate::critical_path::Graph;
+use crate::critical_path::report::{Item, PathSummary, summarise};
 use crate::figures;
 use crate::format::format_ns;
 use crate::format::shorten;
@@ -30,9 +32,11 @@ pub struct IterationsPanel {
     pending: Option<Job<(), Iterations>>,
     pub selected: Option<usize>,
     pub drilldown: Option<Drilldown>,
-    /// The selected iteration's drill-down, worked out on a worker (tens of ms on a large
-    /// trace: not a click's frame).
-    pending_drilldown: Option<Job<usize, Drilldown>>,
+    /// The selected iteration's critical path, summed up.
+    pub path: Option<PathSummary>,
+    /// The selected iteration's drill-down and critical path, worked out on a worker (tens
+    /// of ms on a large trace: not a click's frame).
+    pending_drilldown: Option<Job<usize, (Drilldown, Option<PathSummary>)>>,
 }
 
 const TOP: usize = 8;
@@ -44,10 +48,15 @@ impl IterationsPanel {
 
     /// Takes a drill-down worked out, or asks for another frame while one is (whatever tab
     /// is open: the job was started without a context to wake).
-    pub fn poll(&mut self, ctx: &egui::Context) {
-        if let Some((k, d)) = take_answer(&mut self.pending_drilldown) {
+    pub fn poll(&mut self, ctx: &egui::Context, nav: &mut Vec<Nav>) {
+        if let Some((k, (d, path))) = take_answer(&mut self.pending_drilldown) {
             if self.selected == Some(k) {
                 self.drilldown = Some(d);
+                let marks = path
+                    .as_ref()
+                    .map_or_else(Vec::new, |p| PathMark::of(&p.path));
+                nav.push(Nav::MarkPath(Arc::new(marks)));
+                self.path = path;
             }
         } else if self.pending_drilldown.is_some() {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
@@ -83,13 +92,17 @@ impl IterationsPanel {
             });
         }
         nav.push(Nav::MarkIteration(marks));
+        nav.push(Nav::MarkPath(Arc::default()));
         let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
         // Without a context: `poll`, called every frame, asks for frames while it waits.
         self.pending_drilldown = Some(Job::compute(k, None, move |_| {
             let its = custom.as_ref().unwrap_or(&overview.iterations);
-            drilldown(&trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, TOP)
+            let drill = drilldown(&trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, TOP);
+            let path = summarise(&Graph::new(&trace), its, k);
+            (drill, path)
         }));
         self.drilldown = None;
+        self.path = None;
         self.selected = Some(k);
     }
 
@@ -205,7 +218,9 @@ impl IterationsPanel {
                 Some(d) => {
                     egui::ScrollArea::both()
                         .id_salt("drilldown")
-                        .show(ui, |ui| show_drilldown(ui, trace, d, timeline, nav));
+                        .show(ui, |ui| {
+                            show_drilldown(ui, trace, d, self.path.as_ref(), timeline, nav)
+                        });
                 }
                 None if self.pending_drilldown.is_some() => {
                     ui.horizontal(|ui| {
@@ -505,6 +520,7 @@ fn show_drilldown(
     ui: &mut egui::Ui,
     trace: &Trace,
     d: &Drilldown,
+    path: Option<&PathSummary>,
     timeline: &Timeline,
     nav: &mut Vec<Nav>,
 ) {
@@ -528,6 +544,9 @@ fn show_drilldown(
             }
         }
         ui.label(RichText::new(text).strong().color(theme::STRAGGLER));
+    }
+    if let Some(p) = path {
+        show_critical_path(ui, trace, p, nav);
     }
     ui.add_space(4.0);
     ui.strong("What made it differ from the median iteration, largest first");
@@ -643,6 +662,73 @@ fn show_drilldown(
                 ui.end_row();
             }
         });
+}
+
+/// The iteration's critical path: where it ran (per GPU, by kind), the top items on it
+/// (a click goes to the first), and the slack of the largest kernels off it.
+fn show_critical_path(ui: &mut egui::Ui, trace: &Trace, p: &PathSummary, nav: &mut Vec<Nav>) {
+    let wall = p.path.wall_ns();
+    ui.add_space(4.0);
+    ui.strong(format!(
+        "Critical path: {} in {} segments (the yellow line)",
+        format_ns(wall),
+        p.path.segments.len()
+    ))
+    .on_hover_text("The chain of work, followed back from the iteration's end, in which each piece could not start earlier because of the one before it");
+    egui::Grid::new("critical path by device")
+        .striped(true)
+        .show(ui, |ui| {
+            ui.label("GPU");
+            ui.label("on the path");
+            ui.label("mostly");
+            ui.end_row();
+            for (d, total, kinds) in &p.by_device {
+                ui.label(trace.gpu_name(trace.devices[d.0].id));
+                ui.label(format!(
+                    "{} ({:.0} %)",
+                    format_ns(*total),
+                    pct(*total, wall)
+                ));
+                let parts: Vec<String> = kinds
+                    .iter()
+                    .filter(|(_, ns)| **ns * 20 >= *total)
+                    .map(|(k, ns)| format!("{} {}", k.label(), format_ns(*ns)))
+                    .collect();
+                ui.label(parts.join(", "));
+                ui.end_row();
+            }
+        });
+    let mut go: Option<(crate::trace::DeviceIndex, i64, i64)> = None;
+    let mut list = |ui: &mut egui::Ui, title: &str, items: &[Item]| {
+        if items.is_empty() {
+            return;
+        }
+        ui.label(title);
+        for it in items.iter().take(5) {
+            let text = format!(
+                "{} ({:.0} %) {} ×{}",
+                format_ns(it.ns),
+                pct(it.ns, wall),
+                shorten(&it.name, 56),
+                it.count
+            );
+            if ui.link(text).on_hover_text(&it.name).clicked() {
+                go = it.first;
+            }
+        }
+    };
+    list(ui, "GPU work on it:", &p.top_kernels);
+    list(ui, "CPU time on it, by NVTX range:", &p.top_cpu);
+    list(ui, "API calls on it:", &p.top_api);
+    if let Some((device, start, end)) = go {
+        nav.push(Nav::ZoomTo {
+            start,
+            end,
+            margin: Margin::Wide,
+        });
+        nav.push(Nav::Highlight(Some((device, start, end))));
+        nav.push(Nav::RevealDevice(device));
+    }
 }
 
 /// Why there are no iterations, in terms of what the trace holds.

@@ -235,7 +235,7 @@ pub(super) fn loaded_ui(
         l.findings
             .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
-        l.iterations.poll(ui.ctx());
+        l.iterations.poll(ui.ctx(), &mut nav);
         // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
         // first, the first thing shown, unless the gap table is wanted now.
         if !l.findings.busy() || l.tab == Tab::Gaps {

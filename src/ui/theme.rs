@@ -33,6 +33,8 @@ pub const SELECTION: Color32 = Color32::from_rgb(255, 210, 0);
 pub const GAP_MARK: Color32 = Color32::from_rgb(0, 220, 255);
 /// The chosen iteration's span, outlined on every GPU.
 pub const ITERATION_MARK: Color32 = Color32::from_rgb(250, 250, 250);
+/// The critical path's line over the rows.
+pub const CRITICAL_PATH: Color32 = Color32::from_rgb(255, 214, 10);
 /// The straggler, named in the drill-down.
 pub const STRAGGLER: Color32 = Color32::from_rgb(230, 90, 60);
 

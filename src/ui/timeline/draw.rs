@@ -2,6 +2,7 @@
 //! the marks over them (overlay, search matches, the chosen gap and iteration), the
 //! window, the measured span and the selection with its launch arrow.
 
+use super::PathRow;
 use super::ROW_H;
 use super::Timeline;
 use super::rows::RowKind;
@@ -436,6 +437,63 @@ impl Timeline {
         }
         if let Some((device, a, b)) = self.marks.highlight {
             outline(device.0, a, b, theme::GAP_MARK, true);
+        }
+        self.draw_critical_path(painter, rows, plot, x_of);
+    }
+
+    /// The opened iteration's critical path: a line through its segments, from row to row
+    /// (a GPU's stream, a thread's API calls; a folded group's header). Only the segments
+    /// in view are drawn, and points under a pixel apart are joined: O(pixels).
+    fn draw_critical_path(
+        &self,
+        painter: &egui::Painter,
+        rows: &[RowKind],
+        plot: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+    ) {
+        let path = &self.marks.critical_path;
+        if path.is_empty() {
+            return;
+        }
+        let top = plot.top() - self.scroll_y;
+        let mut centres: rustc_hash::FxHashMap<PathRow, Option<f32>> = Default::default();
+        let mut centre_of = |row: PathRow| {
+            *centres.entry(row).or_insert_with(|| {
+                let (own, header) = match row {
+                    PathRow::Stream { device, stream } => (
+                        RowKind::Stream { device, stream },
+                        RowKind::GpuHeader(device),
+                    ),
+                    PathRow::Api { thread } => {
+                        (RowKind::Api { thread }, RowKind::ThreadHeader(thread))
+                    }
+                };
+                row_top(rows, own, top)
+                    .map(|y| y + own.height() / 2.0)
+                    .or_else(|| row_top(rows, header, top).map(|y| y + header.height() / 2.0))
+            })
+        };
+        let (a, b) = self.view;
+        let first = path.partition_point(|m| (m.end as f64) < a);
+        let mut points: Vec<egui::Pos2> = Vec::new();
+        for m in path[first..].iter().take_while(|m| (m.start as f64) <= b) {
+            let Some(y) = centre_of(m.row) else {
+                continue;
+            };
+            let x0 = x_of(m.start as f64).max(plot.left() - 1.0);
+            let x1 = x_of(m.end as f64).min(plot.right() + 1.0);
+            for p in [egui::pos2(x0, y), egui::pos2(x1, y)] {
+                match points.last() {
+                    Some(last) if (last.x - p.x).abs() < 1.0 && last.y == p.y => {}
+                    _ => points.push(p),
+                }
+            }
+        }
+        if points.len() >= 2 {
+            painter.with_clip_rect(plot).add(egui::Shape::line(
+                points,
+                Stroke::new(2.0, theme::CRITICAL_PATH),
+            ));
         }
     }
 

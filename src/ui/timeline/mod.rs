@@ -113,6 +113,50 @@ pub struct Marks {
     pub iteration_mark: Vec<(DeviceIndex, i64, i64)>,
     /// The gap last chosen in a panel, for the Details tab.
     pub selected_gap: Option<crate::analysis::gaps::Gap>,
+    /// The opened iteration's critical path, drawn as a line through its segments.
+    pub critical_path: std::sync::Arc<Vec<PathMark>>,
+}
+
+/// A piece of a critical path on the timeline: the row it lies on, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathMark {
+    pub row: PathRow,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// Where a piece of a critical path is drawn (its group's header when folded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathRow {
+    Stream { device: usize, stream: usize },
+    Api { thread: usize },
+}
+
+impl PathMark {
+    /// The path's segments as marks, in time order.
+    pub fn of(path: &crate::critical_path::CriticalPath) -> Vec<PathMark> {
+        use crate::critical_path::Place;
+        path.segments
+            .iter()
+            .filter_map(|s| {
+                let row = match s.place {
+                    Place::Op(d, st, _) => PathRow::Stream {
+                        device: d,
+                        stream: st,
+                    },
+                    Place::Call(t, _) | Place::Cpu(t) if t != usize::MAX => {
+                        PathRow::Api { thread: t }
+                    }
+                    _ => return None,
+                };
+                Some(PathMark {
+                    row,
+                    start: s.start_ns,
+                    end: s.end_ns,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Frame-to-frame state: caches reused while only the view's position changes, and what
@@ -349,6 +393,7 @@ impl Timeline {
         self.marks.overlay = old.marks.overlay.take();
         self.marks.highlight = old.marks.highlight;
         self.marks.iteration_mark = std::mem::take(&mut old.marks.iteration_mark);
+        self.marks.critical_path = std::mem::take(&mut old.marks.critical_path);
         self.search.open = old.search.open;
         self.search.query = std::mem::take(&mut old.search.query);
         self.search.mode = old.search.mode;

@@ -47,6 +47,8 @@ pub enum Nav {
     Highlight(Option<(DeviceIndex, i64, i64)>),
     /// An iteration's span on each GPU outlined: (device index, start, end).
     MarkIteration(Vec<(DeviceIndex, i64, i64)>),
+    /// A critical path drawn over the rows (empty: none).
+    MarkPath(std::sync::Arc<Vec<super::PathMark>>),
     /// Intervals of one GPU state shown over the rows (or none).
     Overlay(Option<Overlay>),
     /// The current window the panels analyse (or the whole trace).
@@ -89,6 +91,7 @@ impl Timeline {
             }
             Nav::Highlight(mark) => self.marks.highlight = mark,
             Nav::MarkIteration(marks) => self.marks.iteration_mark = marks,
+            Nav::MarkPath(path) => self.marks.critical_path = path,
             Nav::Overlay(o) => self.marks.overlay = o,
             Nav::Window(w) => self.window = w,
             Nav::OpenSearch => self.search.open = true,
