@@ -788,25 +788,6 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_in_the_unit_that_fits() {
-        assert_eq!(format_ns(812), "812 ns");
-        assert_eq!(format_ns(3_400), "3.4 µs");
-        assert_eq!(format_ns(12_500_000), "12.5 ms");
-        assert_eq!(format_ns(3_087_000_000), "3.087 s");
-        assert_eq!(signed_ns(-3_100_000), "-3.1 ms");
-        assert_eq!(signed_ns(518_200_000), "+518.2 ms");
-        assert_eq!(
-            (plural(1, "stream"), plural(2, "stream")),
-            ("1 stream".into(), "2 streams".into())
-        );
-    }
-}
-
 /// The slowest iteration's critical path in a line per GPU that holds much of it.
 fn critical_path_text(s: &mut String, trace: &Trace, overview: &Overview) {
     let Some(p) = slowest_path(trace, overview) else {
@@ -830,6 +811,25 @@ fn critical_path_text(s: &mut String, trace: &Trace, overview: &Overview) {
             format_ns(*total),
             pct(*total, wall),
             format_ns(ns)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_unit_that_fits() {
+        assert_eq!(format_ns(812), "812 ns");
+        assert_eq!(format_ns(3_400), "3.4 µs");
+        assert_eq!(format_ns(12_500_000), "12.5 ms");
+        assert_eq!(format_ns(3_087_000_000), "3.087 s");
+        assert_eq!(signed_ns(-3_100_000), "-3.1 ms");
+        assert_eq!(signed_ns(518_200_000), "+518.2 ms");
+        assert_eq!(
+            (plural(1, "stream"), plural(2, "stream")),
+            ("1 stream".into(), "2 streams".into())
         );
     }
 }

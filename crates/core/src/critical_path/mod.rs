@@ -27,6 +27,9 @@ use crate::analysis::{gaps::sync_call_names, nccl_wait::Collective};
 use crate::trace::{DeviceIndex, NONE, OpKind, StrId, Trace};
 use crate::whatif::{Launched, launched_by_thread, waited_ops};
 
+/// An op's place: (device index, stream index, op index).
+pub type OpAt = (usize, usize, usize);
+
 /// What a piece of the path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -210,7 +213,7 @@ impl<'a> Graph<'a> {
     /// The path back from the end of op `(device, stream, op)` to `start`, in time order.
     pub fn path_to(&self, last: (usize, usize, usize), start: i64) -> Vec<Segment> {
         let end = self.trace.devices[last.0].streams[last.1].ops.end[last.2];
-        let mut segments = Walk::new(self, start).from_op_end(last, end);
+        let mut segments = Walk::new(self, start).walk_back_from(last, end);
         segments.reverse();
         segments
     }
@@ -376,7 +379,7 @@ impl<'g, 'a> Walk<'g, 'a> {
     }
 
     /// Walks back from the end of op `(d, s, i)`, which the path reaches at `t`.
-    fn from_op_end(mut self, op: (usize, usize, usize), t: i64) -> Vec<Segment> {
+    fn walk_back_from(mut self, op: (usize, usize, usize), t: i64) -> Vec<Segment> {
         let trace = self.graph.trace;
         let mut at = At::OpEnd(op.0, op.1, op.2);
         let mut t = t;

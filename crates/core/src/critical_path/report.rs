@@ -100,32 +100,29 @@ pub fn totals(graph: &Graph, iterations: &Iterations, k: usize) -> Option<PathSu
     })
 }
 
+/// Time on the path under one key: (key, ns, segments, the first segment's GPU and span).
+type Group = (StrId, i64, usize, Option<(DeviceIndex, i64, i64)>);
+
 /// Segments grouped by `key` among those of kinds `keep`, the most time first.
 fn group(
     segments: &[Segment],
     keep: &dyn Fn(SegmentKind) -> bool,
     key: impl Fn(&Segment) -> StrId,
-) -> Vec<(StrId, i64, usize, Option<(DeviceIndex, i64, i64)>)> {
-    let mut by: FxHashMap<StrId, (i64, usize, Option<(DeviceIndex, i64, i64)>)> =
-        FxHashMap::default();
+) -> Vec<Group> {
+    let mut by: FxHashMap<StrId, Group> = FxHashMap::default();
     for s in segments.iter().filter(|s| keep(s.kind)) {
-        let e = by.entry(key(s)).or_insert((0, 0, None));
-        e.0 += s.duration_ns();
-        e.1 += 1;
-        e.2.get_or_insert((s.device, s.start_ns, s.end_ns));
+        let id = key(s);
+        let e = by.entry(id).or_insert((id, 0, 0, None));
+        e.1 += s.duration_ns();
+        e.2 += 1;
+        e.3.get_or_insert((s.device, s.start_ns, s.end_ns));
     }
-    let mut out: Vec<_> = by
-        .into_iter()
-        .map(|(k, (ns, n, f))| (k, ns, n, f))
-        .collect();
+    let mut out: Vec<Group> = by.into_values().collect();
     out.sort_unstable_by_key(|x| (std::cmp::Reverse(x.1), x.0));
     out
 }
 
-fn named(
-    trace: &Trace,
-    items: Vec<(StrId, i64, usize, Option<(DeviceIndex, i64, i64)>)>,
-) -> Vec<Item> {
+fn named(trace: &Trace, items: Vec<Group>) -> Vec<Item> {
     items
         .into_iter()
         .map(|(id, ns, count, first)| Item {

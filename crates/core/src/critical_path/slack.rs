@@ -10,7 +10,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::Graph;
+use super::{Graph, OpAt};
 use crate::trace::NONE;
 
 /// A launch reaches the GPU at least this long after its call starts (as the replay
@@ -38,6 +38,12 @@ struct ThreadTimes {
     latest_start: Vec<i64>,
     latest_end: Vec<i64>,
 }
+
+/// op → (synchronising call's thread, call, the time its return takes after the last op
+/// it waited for).
+type SyncWaiters = FxHashMap<OpAt, Vec<(usize, usize, i64)>>;
+/// op → the ops of other streams that waited for it.
+type EventWaiters = FxHashMap<OpAt, Vec<OpAt>>;
 
 #[derive(Clone, Copy)]
 enum Event {
@@ -103,7 +109,7 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
         })
         .collect();
     // What each call launched, and what each synchronising call waited for, inside.
-    let mut launched: FxHashMap<(usize, usize), (usize, usize, usize)> = FxHashMap::default();
+    let mut launched: FxHashMap<(usize, usize), OpAt> = FxHashMap::default();
     let mut events: Vec<(i64, Event)> = Vec::new();
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
@@ -121,8 +127,7 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
     }
     // op → the ops of other streams that waited for it (an event, as the path takes it);
     // and the spacing each op keeps before the next of its stream.
-    let mut event_waiters: FxHashMap<(usize, usize, usize), Vec<(usize, usize, usize)>> =
-        FxHashMap::default();
+    let mut event_waiters = EventWaiters::default();
     for &(_, e) in &events {
         let Event::OpStart(d, s, i) = e else {
             continue;
@@ -142,8 +147,7 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
         }
     }
     // op → (sync thread, call, the time its return takes after the last op it waited for)
-    let mut waiters: FxHashMap<(usize, usize, usize), Vec<(usize, usize, i64)>> =
-        FxHashMap::default();
+    let mut waiters = SyncWaiters::default();
     for (t, th) in trace.threads.iter().enumerate() {
         let tt = &threads[t];
         for k in tt.lo..tt.lo + tt.latest_end.len() {
@@ -211,9 +215,9 @@ fn relax(
     graph: &Graph,
     streams: &mut [Vec<StreamTimes>],
     threads: &mut [ThreadTimes],
-    launched: &FxHashMap<(usize, usize), (usize, usize, usize)>,
-    waiters: &FxHashMap<(usize, usize, usize), Vec<(usize, usize, i64)>>,
-    event_waiters: &FxHashMap<(usize, usize, usize), Vec<(usize, usize, usize)>>,
+    launched: &FxHashMap<(usize, usize), OpAt>,
+    waiters: &SyncWaiters,
+    event_waiters: &EventWaiters,
     end: i64,
     e: Event,
 ) -> bool {
