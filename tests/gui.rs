@@ -241,7 +241,8 @@ fn an_opened_iteration_draws_its_critical_path_and_an_item_on_it_goes_there() {
     assert_eq!(stall.name, "cfg_uncond");
     let (device, start, end) = stall.first.unwrap();
     // Below the fold of the drill-down: clicked as a screen reader does.
-    h.get_by_label_contains("cfg_uncond ×").click_accesskit();
+    h.get_by_label_contains("CPU in cfg_uncond ×")
+        .click_accesskit();
     h.run_steps(2);
     let l = loaded(&h);
     assert_eq!(l.timeline.marks.highlight, Some((device, start, end)));

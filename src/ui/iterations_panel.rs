@@ -698,28 +698,30 @@ fn show_critical_path(ui: &mut egui::Ui, trace: &Trace, p: &PathSummary, nav: &m
                 ui.end_row();
             }
         });
+    // The top items of every kind in one list, the most time first: GPU work by kernel,
+    // CPU time by NVTX range, calls by name.
+    let mut items: Vec<(&str, &Item)> = p
+        .top_kernels
+        .iter()
+        .map(|it| ("GPU", it))
+        .chain(p.top_cpu.iter().map(|it| ("CPU in", it)))
+        .chain(p.top_api.iter().map(|it| ("call", it)))
+        .collect();
+    items.sort_by_key(|(_, it)| std::cmp::Reverse(it.ns));
+    ui.label("Most of it (a click goes to the first):");
     let mut go: Option<(crate::trace::DeviceIndex, i64, i64)> = None;
-    let mut list = |ui: &mut egui::Ui, title: &str, items: &[Item]| {
-        if items.is_empty() {
-            return;
+    for (what, it) in items.iter().take(TOP) {
+        let text = format!(
+            "{} ({:.0} %) {what} {} ×{}",
+            format_ns(it.ns),
+            pct(it.ns, wall),
+            shorten(&it.name, 56),
+            it.count
+        );
+        if ui.link(text).on_hover_text(&it.name).clicked() {
+            go = it.first;
         }
-        ui.label(title);
-        for it in items.iter().take(5) {
-            let text = format!(
-                "{} ({:.0} %) {} ×{}",
-                format_ns(it.ns),
-                pct(it.ns, wall),
-                shorten(&it.name, 56),
-                it.count
-            );
-            if ui.link(text).on_hover_text(&it.name).clicked() {
-                go = it.first;
-            }
-        }
-    };
-    list(ui, "GPU work on it:", &p.top_kernels);
-    list(ui, "CPU time on it, by NVTX range:", &p.top_cpu);
-    list(ui, "API calls on it:", &p.top_api);
+    }
     if let Some((device, start, end)) = go {
         nav.push(Nav::ZoomTo {
             start,
