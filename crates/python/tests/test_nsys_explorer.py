@@ -1,0 +1,179 @@
+"""The Python package against the command line and the generator's truth: kernel rows equal
+the export's SQL count, gaps and iterations equal ``report --json``'s, ``report()`` equals
+the CLI's JSON, bad input raises, Ctrl+C cancels a load, and the README's notebook example
+runs."""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import threading
+import time
+import _thread
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+# The cache goes to a folder of the tests' own, never the user's.
+os.environ.setdefault("XDG_CACHE_HOME", str(ROOT / "target" / "pytest-cache-home"))
+
+import nsys_explorer as nx  # noqa: E402
+
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+
+
+def real_fixtures():
+    return sorted(FIXTURES.glob("real*/*.sqlite"))
+
+
+def cli():
+    """The command line built by `cargo test` (or as NSYS_EXPLORER_BIN says)."""
+    given = os.environ.get("NSYS_EXPLORER_BIN")
+    candidates = [Path(given)] if given else [ROOT / "target" / "debug" / "nsys-explorer", ROOT / "target" / "release" / "nsys-explorer"]
+    for c in candidates:
+        if c.exists():
+            return c
+    pytest.skip("no nsys-explorer binary built (cargo build) to compare with")
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny") / "tiny.sqlite"
+    truth = nx.generate(path, "tiny")
+    return path, truth
+
+
+def sql_count(path, table):
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()
+
+
+def test_kernel_rows_equal_the_exports_sql_count(tiny):
+    paths = [tiny[0]] + real_fixtures()
+    assert len(paths) > 1 or not FIXTURES.exists(), "the shared real exports are found"
+    for path in paths:
+        t = nx.open(path)
+        kernels = t.kernels()
+        assert isinstance(kernels, pa.Table)
+        assert kernels.num_rows == sql_count(path, "CUPTI_ACTIVITY_KIND_KERNEL"), path
+        assert kernels.schema.field("name").type == pa.dictionary(pa.int32(), pa.string())
+        assert kernels.schema.field("start_ns").type == pa.int64()
+        assert sum(d["kernels"] for d in t.devices) == kernels.num_rows
+
+
+def test_gaps_and_iterations_equal_the_reports(tiny):
+    t = nx.open(tiny[0])
+    report = t.report()
+    gaps = t.gaps()
+    assert gaps.num_rows == report["gaps"]["count"]
+    assert pa.compute.sum(gaps["duration_ns"]).as_py() == report["gaps"]["total_ns"]
+    assert set(gaps["cause"].to_pylist()) <= {"host_sync", "host_bound", "dependency", "unknown"}
+    assert gaps.column_names == ["device", "start_ns", "end_ns", "duration_ns", "before", "after", "nvtx", "cause"]
+    # A larger minimum finds fewer.
+    assert t.gaps(min_ns=100_000).num_rows < gaps.num_rows
+    its = t.iterations().to_pandas()
+    for d in report["iterations"]["per_device"]:
+        mine = its[its.device == d["device"]].sort_values("index")
+        assert mine.duration_ns.tolist() == d["durations_ns"]
+        assert mine[mine.slow]["index"].tolist() == d["slow_indices"]
+    truth = tiny[1]
+    assert report["iterations"]["slowest_index"] == truth["iterations"]["slowest_index"]
+
+
+def without_timings(v):
+    v = json.loads(json.dumps(v))
+    v["load"].pop("seconds", None)
+    return v
+
+
+def test_report_is_the_command_lines_json(tiny):
+    path = tiny[0]
+    out = subprocess.run([str(cli()), "report", str(path), "--json"], check=True, capture_output=True, env=os.environ)
+    theirs = json.loads(out.stdout)
+    mine = nx.open(path).report()
+    assert without_timings(mine) == without_timings(theirs)
+
+
+def test_the_other_answers_are_the_command_lines_too(tiny):
+    path, truth = tiny
+    t = nx.open(path)
+    cp = t.critical_path()
+    assert cp["iteration"] == truth["iterations"]["slowest_index"]
+    assert sum(cp["by_kind"].values()) == cp["wall_ns"]
+    out = subprocess.run([str(cli()), "critical-path", str(path), "--json"], check=True, capture_output=True, env=os.environ)
+    assert json.loads(out.stdout) == cp
+    findings = t.findings()
+    assert findings and findings[0]["saving_ns"] > 0
+    w = t.what_if(remove_sync=["aten::item"])
+    assert w["saving_ns"] > 0
+    with pytest.raises(nx.NsysExplorerError):
+        t.what_if()
+    d = nx.diff(t, nx.open(path))
+    assert d["per_device"] and all(x["delta_ns"] == 0 for x in d["per_device"]), d["per_device"]
+    assert t.api_calls().num_rows == sql_count(path, "CUPTI_ACTIVITY_KIND_RUNTIME")
+    assert t.nvtx().num_rows == truth["nvtx_ranges"]
+    assert t.memory().num_rows == sql_count(path, "CUPTI_ACTIVITY_KIND_MEMCPY") + sql_count(path, "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def test_several_rank_files_open_as_one_job(tmp_path):
+    out = subprocess.run([str(cli()), "synth", "--preset", "tiny", "--split-ranks", str(tmp_path / "ranks")], check=True, capture_output=True)
+    assert out.returncode == 0
+    t = nx.open(tmp_path / "ranks")
+    assert len(t.devices) == 4
+    assert all(d["key"].startswith("rank") for d in t.devices)
+    assert t.critical_path()["by_device"][0]["device"].startswith("rank")
+
+
+def test_bad_input_raises_with_the_command_lines_message(tmp_path):
+    with pytest.raises(nx.NsysExplorerError, match="no such file|not found|does not exist"):
+        nx.open(tmp_path / "missing.sqlite")
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database")
+    with pytest.raises(nx.NsysExplorerError):
+        nx.open(text)
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    with pytest.raises(nx.NsysExplorerError, match="empty"):
+        nx.open(empty)
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.close()
+    with pytest.raises(nx.NsysExplorerError):
+        nx.open(other)
+    # Nothing was written beside them.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite", "notes.sqlite", "other.sqlite"]
+
+
+def test_ctrl_c_cancels_a_load(tmp_path):
+    path = tmp_path / "medium.sqlite"
+    nx.generate(path, "medium")
+    t0 = time.monotonic()
+    nx.open(path, cache=False)
+    whole = time.monotonic() - t0
+    timer = threading.Timer(0.05, _thread.interrupt_main)
+    t0 = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        nx.open(path, cache=False)
+    interrupted = time.monotonic() - t0
+    assert interrupted < whole, (interrupted, whole)
+    # The package still works afterwards.
+    assert nx.open(path).kernels().num_rows > 0
+
+
+def test_the_readmes_notebook_example_runs(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- notebook example -->\s*```python\n(.*?)```", readme, re.S)
+    assert block, "the README has its notebook example"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "README.md", "exec"), {})
