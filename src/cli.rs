@@ -124,6 +124,25 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
+    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations)
+    /// as Arrow IPC or Parquet files into DIR, named STEM.TABLE.EXT, so that DuckDB, Spark
+    /// or pandas read them without the Python bindings. Each file is exported on its own
+    /// (one task per rank of a Slurm array); a `file` column names it.
+    Export {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder to write into (made if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[arg(long, value_enum, default_value = "parquet")]
+        format: crate::table_files::Format,
+        /// Shortest idle interval counted as a gap.
+        #[arg(long, default_value_t = crate::analysis::gaps::DEFAULT_MIN_GAP_NS)]
+        min_gap_ns: i64,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
     /// Write the five figures people draw to discuss a trace, as PNG and SVG, and the
     /// numbers drawn (figures.json): iteration duration over time, its histogram, one
     /// iteration stream by stream, where each GPU's time goes, NCCL kernel durations.
@@ -312,6 +331,13 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
         }) => critical_path(&files, iteration, all, top, json, iteration_marker),
+        Some(Command::Export {
+            files,
+            out,
+            format,
+            min_gap_ns,
+            iteration_marker,
+        }) => export_tables(&files, &out, format, min_gap_ns, iteration_marker),
         Some(Command::Figures {
             files,
             out,
@@ -510,6 +536,29 @@ fn critical_path(
         || cp::path_json(&trace, &summary),
         || cp::path_text(&trace, &summary),
     )
+}
+
+fn export_tables(
+    files: &[PathBuf],
+    out: &Path,
+    format: crate::table_files::Format,
+    min_gap_ns: i64,
+    iteration_marker: Option<String>,
+) -> Result<(), String> {
+    let paths = load::many::expand_paths(files)?;
+    let options = Options {
+        iteration_marker,
+        ..Options::default()
+    };
+    for path in &paths {
+        let (trace, overview) = trace_and_overview(std::slice::from_ref(path), &options)?;
+        let written =
+            crate::table_files::export_tables(&trace, &overview, path, out, format, min_gap_ns)?;
+        for w in written {
+            println!("wrote {}", w.display());
+        }
+    }
+    Ok(())
 }
 
 /// The trace and its analyses as `report` works them out (from the cache when it has them).

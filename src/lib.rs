@@ -4,7 +4,7 @@
 
 pub use nsys_explorer_core::{
     analysis, cache, compare, critical_path, export, figures, findings, format, load, memory,
-    profile, report, sorted, summaries, synth, trace, whatif,
+    profile, report, sorted, summaries, synth, tables, trace, whatif,
 };
 
 pub mod bench;
@@ -12,4 +12,5 @@ pub mod cli;
 pub mod desktop;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub mod huge_pages;
+pub mod table_files;
 pub mod ui;

@@ -684,3 +684,97 @@ fn critical_path_json_tiles_the_slowest_iteration_and_report_gives_its_totals() 
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no iteration 999"));
 }
+
+#[test]
+fn export_writes_every_table_as_parquet_or_arrow_with_the_analyses_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    nsys_explorer::synth::generate(
+        &path,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let file = path.to_str().unwrap();
+    let report = report_json(&[file]);
+    let out = dir.path().join("tables");
+    succeeded(bin().args(["export", file, "--out", out.to_str().unwrap()]));
+    let rows = |name: &str| {
+        let f = std::fs::File::open(out.join(format!("tiny.{name}.parquet"))).unwrap();
+        let reader = parquet::file::reader::SerializedFileReader::new(f).unwrap();
+        use parquet::file::reader::FileReader;
+        reader.metadata().file_metadata().num_rows()
+    };
+    let kernels: u64 = report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kernels"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rows("kernels") as u64, kernels);
+    assert_eq!(
+        rows("gaps") as u64,
+        report["gaps"]["count"].as_u64().unwrap()
+    );
+    for name in nsys_explorer::tables::NAMES {
+        assert!(out.join(format!("tiny.{name}.parquet")).exists(), "{name}");
+    }
+    // Arrow IPC files read back with the same schema.
+    let arrow = dir.path().join("arrow");
+    succeeded(bin().args([
+        "export",
+        file,
+        "--out",
+        arrow.to_str().unwrap(),
+        "--format",
+        "arrow",
+    ]));
+    let f = std::fs::File::open(arrow.join("tiny.gaps.arrow")).unwrap();
+    let reader = arrow_ipc::reader::FileReader::try_new(f, None).unwrap();
+    let names: Vec<String> = reader
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "file",
+            "device",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "before",
+            "after",
+            "nvtx",
+            "cause"
+        ]
+    );
+    let n: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(n as u64, report["gaps"]["count"].as_u64().unwrap());
+    // Only what was asked for was written: the trace's folder holds the trace (unchanged),
+    // its truth and the two folders.
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let mut listing: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    listing.sort();
+    assert_eq!(
+        listing,
+        ["arrow", "tables", "tiny.sqlite", "tiny.truth.json"]
+    );
+    let bad = bin()
+        .args([
+            "export",
+            file,
+            "--out",
+            arrow.to_str().unwrap(),
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -19,5 +19,6 @@ pub mod report;
 pub mod sorted;
 pub mod summaries;
 pub mod synth;
+pub mod tables;
 pub mod trace;
 pub mod whatif;

@@ -9,18 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
-use numpy::{IntoPyArray, PyArray1};
+use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use rustc_hash::FxHashMap;
 
 use nsys_explorer_core::analysis::{self, Options, overview::Overview};
 use nsys_explorer_core::cache::{self, TraceKey};
 use nsys_explorer_core::findings::{self, Finding};
 use nsys_explorer_core::load::{self, LoadReport, many::FileInfo};
-use nsys_explorer_core::trace::{NONE, OpKind, StrId, Trace as Model};
-use nsys_explorer_core::{compare, critical_path, report, synth, whatif};
+use nsys_explorer_core::trace::{OpKind, Trace as Model};
+use nsys_explorer_core::{compare, critical_path, report, synth, tables, whatif};
 
 create_exception!(
     _native,
@@ -232,80 +231,26 @@ struct Trace {
     inner: Arc<Loaded>,
 }
 
-/// Column builders: NumPy arrays that take the vectors over, and names as indices into a
-/// dictionary of the texts a column uses.
-struct Columns<'py> {
-    py: Python<'py>,
-    arrays: Bound<'py, PyDict>,
-    dictionaries: Bound<'py, PyDict>,
-}
-
-impl<'py> Columns<'py> {
-    fn new(py: Python<'py>) -> Self {
-        Self {
-            py,
-            arrays: PyDict::new(py),
-            dictionaries: PyDict::new(py),
-        }
-    }
-
-    fn add<T: numpy::Element>(&self, name: &str, values: Vec<T>) -> PyResult<()> {
-        let array: Bound<'py, PyArray1<T>> = values.into_pyarray(self.py);
-        self.arrays.set_item(name, array)
-    }
-
-    /// A column of texts as dictionary indices (`-1` for none) and the texts.
-    fn add_names(&self, name: &str, ids: Vec<i32>, texts: Vec<String>) -> PyResult<()> {
-        self.add(name, ids)?;
-        self.dictionaries
-            .set_item(name, PyList::new(self.py, texts)?)
-    }
-
-    fn finish(self) -> PyResult<Py<PyAny>> {
-        let out = PyDict::new(self.py);
-        out.set_item("arrays", self.arrays)?;
-        out.set_item("dictionaries", self.dictionaries)?;
-        Ok(out.into_any().unbind())
-    }
-}
-
-/// Maps the trace's string ids (millions) to a column's own dictionary (the few it uses).
-struct Dictionary<'t> {
-    trace: &'t Model,
-    index: FxHashMap<StrId, i32>,
-    texts: Vec<String>,
-}
-
-impl<'t> Dictionary<'t> {
-    fn new(trace: &'t Model) -> Self {
-        Self {
-            trace,
-            index: FxHashMap::default(),
-            texts: Vec::new(),
-        }
-    }
-
-    fn id(&mut self, s: StrId) -> i32 {
-        if s == NONE {
-            return -1;
-        }
-        let texts = &mut self.texts;
-        let trace = self.trace;
-        *self.index.entry(s).or_insert_with(|| {
-            texts.push(trace.strings.get(s).into_owned());
-            (texts.len() - 1) as i32
-        })
-    }
-
-    fn text(&mut self, text: &str) -> i32 {
-        match self.texts.iter().position(|t| t == text) {
-            Some(i) => i as i32,
-            None => {
-                self.texts.push(text.to_string());
-                (self.texts.len() - 1) as i32
+/// A table's columns for Python: `{"arrays": {name: ndarray}, "dictionaries": {name:
+/// [text]}}`, each vector handed to NumPy as the array's own buffer (no copy).
+fn columns_to_py(py: Python<'_>, table: tables::Table) -> PyResult<Py<PyAny>> {
+    let arrays = PyDict::new(py);
+    let dictionaries = PyDict::new(py);
+    for (name, column) in table.columns {
+        match column {
+            tables::Column::I64(v) => arrays.set_item(name, v.into_pyarray(py))?,
+            tables::Column::I32(v) => arrays.set_item(name, v.into_pyarray(py))?,
+            tables::Column::Bool(v) => arrays.set_item(name, v.into_pyarray(py))?,
+            tables::Column::Names { ids, texts } => {
+                arrays.set_item(name, ids.into_pyarray(py))?;
+                dictionaries.set_item(name, PyList::new(py, texts.iter())?)?;
             }
         }
     }
+    let out = PyDict::new(py);
+    out.set_item("arrays", arrays)?;
+    out.set_item("dictionaries", dictionaries)?;
+    Ok(out.into_any().unbind())
 }
 
 #[pymethods]
@@ -434,241 +379,21 @@ impl Trace {
         }
     }
 
-    /// Kernels: device, stream, start_ns, end_ns, duration_ns, name, kind, correlation_id.
-    fn _kernels(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.ops(py, true)
-    }
-
-    /// Copies and memsets: device, stream, start_ns, end_ns, duration_ns, name, kind,
-    /// correlation_id, bytes, pageable.
-    fn _memory(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.ops(py, false)
-    }
-
-    /// CUDA API calls: pid, tid, start_ns, end_ns, duration_ns, name, correlation_id.
-    fn _api_calls(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let t = &self.inner.trace;
-        let n = t.api_call_count();
-        let (mut pid, mut tid, mut start, mut end, mut dur, mut corr) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let mut names = Vec::with_capacity(n);
-        let mut dict = Dictionary::new(t);
-        for th in &t.threads {
-            let api = &th.api;
-            for k in 0..api.len() {
-                pid.push(th.pid as i64);
-                tid.push(th.tid as i64);
-                start.push(api.start[k]);
-                end.push(api.end[k]);
-                dur.push(api.end[k] - api.start[k]);
-                corr.push(api.correlation_id[k] as i64);
-                names.push(dict.id(api.name[k]));
-            }
-        }
-        let c = Columns::new(py);
-        c.add("pid", pid)?;
-        c.add("tid", tid)?;
-        c.add("start_ns", start)?;
-        c.add("end_ns", end)?;
-        c.add("duration_ns", dur)?;
-        c.add_names("name", names, dict.texts)?;
-        c.add("correlation_id", corr)?;
-        c.finish()
-    }
-
-    /// NVTX ranges: pid, tid, start_ns, end_ns, duration_ns, text, depth.
-    fn _nvtx(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let t = &self.inner.trace;
-        let n = t.nvtx_range_count();
-        let (mut pid, mut tid, mut start, mut end, mut dur, mut depth) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let mut texts = Vec::with_capacity(n);
-        let mut dict = Dictionary::new(t);
-        for th in &t.threads {
-            let r = &th.nvtx;
-            for i in 0..r.len() {
-                pid.push(th.pid as i64);
-                tid.push(th.tid as i64);
-                start.push(r.start[i]);
-                end.push(r.end[i]);
-                dur.push(r.end[i] - r.start[i]);
-                depth.push(r.depth[i] as i32);
-                texts.push(dict.id(r.text[i]));
-            }
-        }
-        let c = Columns::new(py);
-        c.add("pid", pid)?;
-        c.add("tid", tid)?;
-        c.add("start_ns", start)?;
-        c.add("end_ns", end)?;
-        c.add("duration_ns", dur)?;
-        c.add_names("text", texts, dict.texts)?;
-        c.add("depth", depth)?;
-        c.finish()
-    }
-
-    /// Gaps of at least `min_ns`: device, start_ns, end_ns, duration_ns, before, after,
-    /// nvtx (the enclosing range), cause — as `report` finds them.
-    #[pyo3(signature = (min_ns=1000))]
-    fn _gaps(&self, py: Python<'_>, min_ns: i64) -> PyResult<Py<PyAny>> {
+    /// The table called `name` (kernels, memory, api_calls, nvtx, gaps, iterations) as
+    /// columns; gaps of at least `min_ns`.
+    #[pyo3(signature = (name, min_ns=1000))]
+    fn _table(&self, py: Python<'_>, name: &str, min_ns: i64) -> PyResult<Py<PyAny>> {
         let l = self.inner.clone();
-        let own;
-        let gaps: &[analysis::gaps::Gap] = if min_ns == l.overview.options.min_gap_ns {
-            &l.overview.gaps
-        } else {
-            own = py.detach(|| {
-                let cpu = &l.overview.cpu;
-                l.trace
-                    .devices
-                    .iter()
-                    .filter_map(|d| {
-                        let w = analysis::intervals::device_window(d)?;
-                        Some(analysis::gaps::gaps(&l.trace, cpu, d, w, min_ns.max(0)))
-                    })
-                    .flatten()
-                    .collect::<Vec<_>>()
-            });
-            &own
-        };
-        let n = gaps.len();
-        let (mut device, mut start, mut end, mut dur) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let (mut before, mut after, mut nvtx, mut cause) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let mut names = Dictionary::new(&l.trace);
-        let mut ranges = Dictionary::new(&l.trace);
-        let mut causes = Dictionary::new(&l.trace);
-        for g in gaps {
-            device.push(g.device as i64);
-            start.push(g.start_ns);
-            end.push(g.end_ns());
-            dur.push(g.duration_ns);
-            before.push(names.id(g.before_name));
-            after.push(names.id(g.after_name));
-            nvtx.push(ranges.id(g.enclosing));
-            cause.push(causes.text(g.cause.label()));
-        }
-        let c = Columns::new(py);
-        c.add("device", device)?;
-        c.add("start_ns", start)?;
-        c.add("end_ns", end)?;
-        c.add("duration_ns", dur)?;
-        c.add("before", before)?;
-        c.add("after", after)?;
-        c.dictionaries
-            .set_item("before", PyList::new(py, &names.texts)?)?;
-        c.dictionaries
-            .set_item("after", PyList::new(py, &names.texts)?)?;
-        c.add_names("nvtx", nvtx, ranges.texts)?;
-        c.add_names("cause", cause, causes.texts)?;
-        c.finish()
-    }
-
-    /// Iterations: device, index, start_ns, end_ns, duration_ns, slow.
-    fn _iterations(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let its = &self.inner.overview.iterations;
-        let (mut device, mut index, mut start, mut end, mut dur, mut slow) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
-        for d in &its.per_device {
-            for (k, span) in d.spans.iter().enumerate() {
-                let Some(w) = span else { continue };
-                device.push(d.device.0 as i64);
-                index.push(k as i64);
-                start.push(w.start);
-                end.push(w.end);
-                dur.push(d.durations_ns.get(k).copied().unwrap_or(w.end - w.start));
-                slow.push(d.slow_indices.contains(&k));
-            }
-        }
-        let c = Columns::new(py);
-        c.add("device", device)?;
-        c.add("index", index)?;
-        c.add("start_ns", start)?;
-        c.add("end_ns", end)?;
-        c.add("duration_ns", dur)?;
-        c.add("slow", slow)?;
-        c.finish()
-    }
-}
-
-impl Trace {
-    fn ops(&self, py: Python<'_>, kernels: bool) -> PyResult<Py<PyAny>> {
-        let t = &self.inner.trace;
-        let (mut device, mut stream, mut start, mut end, mut dur, mut corr) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
-        let (mut names, mut kinds, mut bytes, mut pageable) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut dict = Dictionary::new(t);
-        let mut kind_dict = Dictionary::new(t);
-        for d in &t.devices {
-            for s in &d.streams {
-                let ops = &s.ops;
-                for i in 0..ops.len() {
-                    if ops.kind[i].is_kernel() != kernels {
-                        continue;
-                    }
-                    device.push(d.id.0 as i64);
-                    stream.push(s.id as i64);
-                    start.push(ops.start[i]);
-                    end.push(ops.end[i]);
-                    dur.push(ops.end[i] - ops.start[i]);
-                    corr.push(ops.correlation_id[i] as i64);
-                    names.push(dict.id(ops.name[i]));
-                    kinds.push(kind_dict.text(ops.kind[i].label()));
-                    if !kernels {
-                        let info = d.mem_info.get(ops.detail[i] as usize);
-                        bytes.push(info.map_or(0, |m| m.bytes as i64));
-                        pageable.push(info.is_some_and(|m| m.pageable));
-                    }
-                }
-            }
-        }
-        let c = Columns::new(py);
-        c.add("device", device)?;
-        c.add("stream", stream)?;
-        c.add("start_ns", start)?;
-        c.add("end_ns", end)?;
-        c.add("duration_ns", dur)?;
-        c.add_names("name", names, dict.texts)?;
-        c.add_names("kind", kinds, kind_dict.texts)?;
-        c.add("correlation_id", corr)?;
-        if !kernels {
-            c.add("bytes", bytes)?;
-            c.add("pageable", pageable)?;
-        }
-        c.finish()
+        let name = name.to_string();
+        let table = py
+            .detach(move || tables::by_name(&l.trace, &l.overview, &name, min_ns))
+            .ok_or_else(|| {
+                NsysExplorerError::new_err(format!(
+                    "no such table (they are: {})",
+                    tables::NAMES.join(", ")
+                ))
+            })?;
+        columns_to_py(py, table)
     }
 }
 

@@ -177,3 +177,18 @@ def test_the_readmes_notebook_example_runs(tmp_path, monkeypatch):
     assert block, "the README has its notebook example"
     monkeypatch.chdir(tmp_path)
     exec(compile(block.group(1), "README.md", "exec"), {})
+
+
+def test_the_readmes_duckdb_example_over_exported_rank_files_runs(tmp_path, monkeypatch):
+    pytest.importorskip("duckdb")
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- duckdb example -->\s*```python\n(.*?)```", readme, re.S)
+    assert block, "the README has its DuckDB example"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{cli().parent}{os.pathsep}{os.environ['PATH']}")
+    exec(compile(block.group(1), "README.md", "exec"), {})
+    # The tables are the package's: the same rows.
+    t = nx.open(tmp_path / "ranks" / "rank00.sqlite")
+    import pyarrow.parquet as pq
+    assert pq.read_table(tmp_path / "tables" / "rank00.gaps.parquet").num_rows == t.gaps().num_rows
+    assert pq.read_table(tmp_path / "tables" / "rank00.kernels.parquet").num_rows == t.kernels().num_rows

@@ -98,32 +98,32 @@ class Trace:
     def kernels(self) -> pa.Table:
         """One row per kernel: device, stream, start_ns, end_ns, duration_ns, name, kind
         (compute or NCCL), correlation_id."""
-        return _table(self._t._kernels())
+        return _table(self._t._table("kernels"))
 
     def memory(self) -> pa.Table:
         """One row per memcpy or memset: device, stream, start_ns, end_ns, duration_ns, name,
         kind, correlation_id, bytes, pageable."""
-        return _table(self._t._memory())
+        return _table(self._t._table("memory"))
 
     def api_calls(self) -> pa.Table:
         """One row per CUDA API call: pid, tid, start_ns, end_ns, duration_ns, name,
         correlation_id."""
-        return _table(self._t._api_calls())
+        return _table(self._t._table("api_calls"))
 
     def nvtx(self) -> pa.Table:
         """One row per NVTX range: pid, tid, start_ns, end_ns, duration_ns, text, depth."""
-        return _table(self._t._nvtx())
+        return _table(self._t._table("nvtx"))
 
     def gaps(self, min_ns: int = 1000) -> pa.Table:
         """Every idle window of every GPU of at least ``min_ns``: device, start_ns, end_ns,
         duration_ns, before, after (the kernels around it), nvtx (the NVTX range around
         both), cause (host_sync, host_bound, dependency, unknown)."""
-        return _table(self._t._gaps(min_ns))
+        return _table(self._t._table("gaps", min_ns))
 
     def iterations(self) -> pa.Table:
         """One row per iteration and GPU: device, index, start_ns, end_ns, duration_ns,
         slow."""
-        return _table(self._t._iterations())
+        return _table(self._t._table("iterations"))
 
 
 def open(
