@@ -11,6 +11,14 @@ fn bin() -> Command {
     cmd
 }
 
+/// The generated `tiny` run in `dir`, and its truth.
+fn tiny(dir: &std::path::Path) -> (std::path::PathBuf, nsys_explorer::synth::GroundTruth) {
+    let path = dir.join("tiny.sqlite");
+    let options = nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny);
+    let truth = nsys_explorer::synth::generate(&path, options).unwrap();
+    (path, truth)
+}
+
 /// Runs `cmd`, which must succeed; its output.
 fn succeeded(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().unwrap();
@@ -154,12 +162,7 @@ fn report_json(args: &[&str]) -> serde_json::Value {
 #[test]
 fn report_json_carries_every_analysis_and_honours_the_options() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.sqlite");
-    let truth = nsys_explorer::synth::generate(
-        &path,
-        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
-    )
-    .unwrap();
+    let (path, truth) = tiny(dir.path());
     let file = path.to_str().unwrap();
     let v = report_json(&[file]);
     for key in [
@@ -255,12 +258,7 @@ fn report_json_carries_every_analysis_and_honours_the_options() {
 #[test]
 fn report_text_reads_like_a_diagnosis_and_rejects_unknown_devices() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.sqlite");
-    nsys_explorer::synth::generate(
-        &path,
-        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
-    )
-    .unwrap();
+    let (path, _) = tiny(dir.path());
     let out = bin().arg("report").arg(&path).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     for needle in [
@@ -622,12 +620,7 @@ fn figures_are_written_into_the_current_folder_never_beside_the_trace() {
 #[test]
 fn critical_path_json_tiles_the_slowest_iteration_and_report_gives_its_totals() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.sqlite");
-    let truth = nsys_explorer::synth::generate(
-        &path,
-        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
-    )
-    .unwrap();
+    let (path, truth) = tiny(dir.path());
     let file = path.to_str().unwrap();
     let out = succeeded(bin().args(["critical-path", file, "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -688,12 +681,7 @@ fn critical_path_json_tiles_the_slowest_iteration_and_report_gives_its_totals() 
 #[test]
 fn export_writes_every_table_as_parquet_or_arrow_with_the_analyses_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.sqlite");
-    nsys_explorer::synth::generate(
-        &path,
-        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
-    )
-    .unwrap();
+    let (path, _) = tiny(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     let file = path.to_str().unwrap();
     let report = report_json(&[file]);

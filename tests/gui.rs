@@ -160,18 +160,19 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
     }
 }
 
+/// The Iterations tab, then its "Slowest: iter K" button, as a person clicks them.
+fn open_the_slowest_iteration(h: &mut egui_kittest::Harness<'static, nsys_explorer::ui::App>, k: usize) {
+    h.get_by_label("Iterations").click();
+    h.run_steps(2);
+    h.get_by_label_contains(&format!("Slowest: iter {k}:")).click();
+    h.run_steps(2);
+}
+
 #[test]
 fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, truth) = loaded_tiny(dir.path());
-    h.get_by_label("Iterations").click();
-    h.run_steps(2);
-    h.get_by_label_contains(&format!(
-        "Slowest: iter {}:",
-        truth.iterations.slowest_index
-    ))
-    .click();
-    h.run_steps(2);
+    open_the_slowest_iteration(&mut h, truth.iterations.slowest_index);
     let l = loaded(&h);
     let k = truth.iterations.slowest_index;
     let its = &l.overview.as_ref().unwrap().iterations;
@@ -213,14 +214,7 @@ fn the_slowest_iteration_zooms_to_its_span_and_names_the_true_straggler() {
 fn an_opened_iteration_draws_its_critical_path_and_an_item_on_it_goes_there() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, truth) = loaded_tiny(dir.path());
-    h.get_by_label("Iterations").click();
-    h.run_steps(2);
-    h.get_by_label_contains(&format!(
-        "Slowest: iter {}:",
-        truth.iterations.slowest_index
-    ))
-    .click();
-    h.run_steps(2);
+    open_the_slowest_iteration(&mut h, truth.iterations.slowest_index);
     wait_for_load(&mut h);
     h.run_steps(2);
     h.get_by_label_contains("Critical path:");
