@@ -161,10 +161,14 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
 }
 
 /// The Iterations tab, then its "Slowest: iter K" button, as a person clicks them.
-fn open_the_slowest_iteration(h: &mut egui_kittest::Harness<'static, nsys_explorer::ui::App>, k: usize) {
+fn open_the_slowest_iteration(
+    h: &mut egui_kittest::Harness<'static, nsys_explorer::ui::App>,
+    k: usize,
+) {
     h.get_by_label("Iterations").click();
     h.run_steps(2);
-    h.get_by_label_contains(&format!("Slowest: iter {k}:")).click();
+    h.get_by_label_contains(&format!("Slowest: iter {k}:"))
+        .click();
     h.run_steps(2);
 }
 
