@@ -503,12 +503,6 @@ fn critical_path(
     };
     let (trace, overview) = trace_and_overview(&paths, &options)?;
     let iterations = &overview.iterations;
-    if iterations.count() == 0 {
-        return Err(format!(
-            "{}: no iterations found, so no iteration's critical path (give --iteration-marker TEXT)",
-            paths[0].display()
-        ));
-    }
     let graph = Graph::new(&trace);
     if all {
         let table = cp::run_table(&graph, iterations, top);
@@ -518,19 +512,32 @@ fn critical_path(
             || cp::run_table_text(&table),
         );
     }
-    let k = match iteration.or(iterations.slowest_index) {
-        Some(k) if k < iterations.count() => k,
-        Some(k) => {
+    let path = if iterations.count() == 0 {
+        // No iterations: the whole run's path (the text says how to get one iteration's).
+        if let Some(k) = iteration {
             return Err(format!(
-                "no iteration {k}: the trace has {} (0 to {})",
-                iterations.count(),
-                iterations.count() - 1
+                "no iteration {k}: no iterations found in {} (give --iteration-marker TEXT, or `heuristic`)",
+                paths[0].display()
             ));
         }
-        None => iterations.count() / 2,
+        graph.run_path()
+    } else {
+        let k = match iteration.or(iterations.slowest_index) {
+            Some(k) if k < iterations.count() => k,
+            Some(k) => {
+                return Err(format!(
+                    "no iteration {k}: the trace has {} (0 to {})",
+                    iterations.count(),
+                    iterations.count() - 1
+                ));
+            }
+            None => iterations.count() / 2,
+        };
+        graph.path(iterations, k)
     };
-    let summary = cp::summarise(&graph, iterations, k)
-        .ok_or_else(|| format!("iteration {k} ran no kernel on any GPU"))?;
+    let path =
+        path.ok_or_else(|| "no kernel ran on any GPU, so there is no critical path".to_string())?;
+    let summary = cp::summarise_path(&graph, path);
     print_output(
         as_json,
         || cp::path_json(&trace, &summary),

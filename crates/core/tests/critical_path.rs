@@ -4,6 +4,9 @@
 //! step's path is mostly GPU work; ops on the path have no slack; and the what-if replay
 //! never predicts that removing a segment's cause saves more than the segment.
 
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -60,7 +63,7 @@ fn assert_tiles(path: &nsys_explorer_core::critical_path::CriticalPath) {
     for s in &path.segments {
         assert!(
             s.start_ns >= at,
-            "segments overlap at {} (iteration {})",
+            "segments overlap at {} (iteration {:?})",
             s.start_ns,
             path.iteration
         );
@@ -71,7 +74,7 @@ fn assert_tiles(path: &nsys_explorer_core::critical_path::CriticalPath) {
     let wall = path.wall_ns();
     assert!(
         (sum - wall).abs() * 100 <= wall,
-        "iteration {}: segments sum to {sum}, the iteration is {wall}",
+        "iteration {:?}: segments sum to {sum}, the iteration is {wall}",
         path.iteration
     );
     assert_eq!(
@@ -242,4 +245,33 @@ fn removing_a_segments_cause_never_saves_more_than_the_segment() {
         top.name,
         top.ns
     );
+}
+
+#[test]
+fn a_trace_without_iterations_gets_the_whole_runs_path() {
+    // The real exports whose NVTX marks no step (nvFuser benchmarks, FSDP): the run's path.
+    let mut tried = 0;
+    for path in common::real_fixtures() {
+        let (trace, _) = load::load(&path).unwrap();
+        let its = iterations(&trace, None);
+        if its.count() > 0 {
+            continue;
+        }
+        let graph = Graph::new(&trace);
+        let run = graph.run_path().unwrap();
+        assert_eq!(run.iteration, None);
+        assert_tiles(&run);
+        let first = trace
+            .devices
+            .iter()
+            .filter_map(|d| d.kernel_window())
+            .map(|w| w.0)
+            .min();
+        assert_eq!(Some(run.start_ns), first, "{}", path.display());
+        // The table over "every iteration" is that one path.
+        let table = run_table(&graph, &its, 5);
+        assert_eq!((table.iterations, table.wall_ns), (1, run.wall_ns()));
+        tried += 1;
+    }
+    assert!(tried > 0 || common::real_fixtures().is_empty());
 }

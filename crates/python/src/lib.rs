@@ -352,30 +352,31 @@ impl Trace {
         let l = self.inner.clone();
         let its = &l.overview.iterations;
         let count = its.count();
+        // Without iterations, the whole run's path (as the command line gives it).
         let k = match iteration.or(its.slowest_index) {
-            Some(k) if k < count => k,
+            Some(k) if k < count => Some(k),
             Some(k) => {
                 return Err(NsysExplorerError::new_err(format!(
                     "no iteration {k}: the trace has {count}"
                 )));
             }
-            None if count > 0 => count / 2,
-            None => {
-                return Err(NsysExplorerError::new_err(
-                    "no iterations found, so no critical path (open with marker=TEXT)",
-                ));
-            }
+            None if count > 0 => Some(count / 2),
+            None => None,
         };
         let value = py.detach(move || {
             let graph = critical_path::Graph::new(&l.trace);
-            critical_path::report::summarise(&graph, &l.overview.iterations, k)
-                .map(|p| critical_path::report::path_json(&l.trace, &p))
+            let path = match k {
+                Some(k) => graph.path(&l.overview.iterations, k),
+                None => graph.run_path(),
+            }?;
+            let summary = critical_path::report::summarise_path(&graph, path);
+            Some(critical_path::report::path_json(&l.trace, &summary))
         });
         match value {
             Some(v) => Ok(json_to_py(py, &v)?.unbind()),
-            None => Err(NsysExplorerError::new_err(format!(
-                "iteration {k} ran no kernel on any GPU"
-            ))),
+            None => Err(NsysExplorerError::new_err(
+                "no kernel ran on any GPU in it, so there is no critical path",
+            )),
         }
     }
 

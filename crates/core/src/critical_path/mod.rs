@@ -109,10 +109,11 @@ impl Segment {
     }
 }
 
-/// An iteration's critical path: its segments in time order.
+/// An iteration's critical path (or the whole run's): its segments in time order.
 #[derive(Debug, Clone)]
 pub struct CriticalPath {
-    pub iteration: usize,
+    /// The iteration; `None` for the whole run (a trace without iterations).
+    pub iteration: Option<usize>,
     pub start_ns: i64,
     pub end_ns: i64,
     pub segments: Vec<Segment>,
@@ -201,9 +202,33 @@ impl<'a> Graph<'a> {
     /// The critical path of iteration `k` (None when no GPU ran it).
     pub fn path(&self, iterations: &Iterations, k: usize) -> Option<CriticalPath> {
         let (start, end) = self.iteration_window(iterations, k)?;
-        let last = self.op_ending_at(iterations, k, end)?;
+        let (d, _, _) = iterations
+            .spans_of(self.trace, k)
+            .into_iter()
+            .max_by_key(|s| s.2)?;
+        let last = self.kernel_ending_by(d.0, end)?;
         Some(CriticalPath {
-            iteration: k,
+            iteration: Some(k),
+            start_ns: start,
+            end_ns: end,
+            segments: self.path_to(last, start),
+        })
+    }
+
+    /// The whole run's critical path, from its first kernel's start on any GPU to its last
+    /// kernel's end: what a trace without iterations is given.
+    pub fn run_path(&self) -> Option<CriticalPath> {
+        let windows = self
+            .trace
+            .devices
+            .iter()
+            .enumerate()
+            .filter_map(|(d, dev)| Some((d, dev.kernel_window()?)));
+        let start = windows.clone().map(|w| w.1.0).min()?;
+        let (d, (_, end)) = windows.max_by_key(|w| w.1.1)?;
+        let last = self.kernel_ending_by(d, end)?;
+        Some(CriticalPath {
+            iteration: None,
             start_ns: start,
             end_ns: end,
             segments: self.path_to(last, start),
@@ -284,19 +309,10 @@ impl<'a> Graph<'a> {
         best
     }
 
-    /// The op that ends iteration `k` on the GPU whose span ends last.
-    fn op_ending_at(
-        &self,
-        iterations: &Iterations,
-        k: usize,
-        end: i64,
-    ) -> Option<(usize, usize, usize)> {
-        let (d, _, _) = iterations
-            .spans_of(self.trace, k)
-            .into_iter()
-            .max_by_key(|s| s.2)?;
-        let device = &self.trace.devices[d.0];
-        let mut best: Option<(i64, (usize, usize, usize))> = None;
+    /// The kernel of GPU `d` that ends last by `end`.
+    fn kernel_ending_by(&self, d: usize, end: i64) -> Option<OpAt> {
+        let device = &self.trace.devices[d];
+        let mut best: Option<(i64, OpAt)> = None;
         for (s, stream) in device.streams.iter().enumerate() {
             let ops = &stream.ops;
             // Ops of a stream follow each other: the last to start by `end` is the one
@@ -307,7 +323,7 @@ impl<'a> Graph<'a> {
                     && ops.end[i] <= end
                     && best.is_none_or(|b| ops.end[i] > b.0)
                 {
-                    best = Some((ops.end[i], (d.0, s, i)));
+                    best = Some((ops.end[i], (d, s, i)));
                 }
             }
         }

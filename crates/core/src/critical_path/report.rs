@@ -61,14 +61,22 @@ pub struct PathSummary {
 /// The path of iteration `k` with its totals, top items and slack.
 pub fn summarise(graph: &Graph, iterations: &Iterations, k: usize) -> Option<PathSummary> {
     crate::profile_scope!("critical path: one iteration");
-    let mut summary = totals(graph, iterations, k)?;
+    Some(summarise_path(graph, graph.path(iterations, k)?))
+}
+
+/// A path's totals, top items and slack.
+pub fn summarise_path(graph: &Graph, path: CriticalPath) -> PathSummary {
+    let mut summary = totals_of(graph, path);
     summary.slack = slack_of_largest_off_path(graph, &summary.path);
-    Some(summary)
+    summary
 }
 
 /// Like [`summarise`], without the slack (what `report` gives).
 pub fn totals(graph: &Graph, iterations: &Iterations, k: usize) -> Option<PathSummary> {
-    let path = graph.path(iterations, k)?;
+    Some(totals_of(graph, graph.path(iterations, k)?))
+}
+
+fn totals_of(graph: &Graph, path: CriticalPath) -> PathSummary {
     let trace = graph.trace;
     let mut by_kind = BTreeMap::new();
     let mut by_device: BTreeMap<DeviceIndex, (i64, BTreeMap<SegmentKind, i64>)> = BTreeMap::new();
@@ -86,7 +94,7 @@ pub fn totals(graph: &Graph, iterations: &Iterations, k: usize) -> Option<PathSu
     let top_kernels = top(&SegmentKind::is_gpu);
     let top_cpu = top(&|k| k == SegmentKind::Cpu);
     let top_api = top(&|k| matches!(k, SegmentKind::Api | SegmentKind::Launch));
-    Some(PathSummary {
+    PathSummary {
         by_kind,
         by_device: by_device
             .into_iter()
@@ -97,7 +105,7 @@ pub fn totals(graph: &Graph, iterations: &Iterations, k: usize) -> Option<PathSu
         top_api,
         slack: Vec::new(),
         path,
-    })
+    }
 }
 
 /// Time on the path under one key: (key, ns, segments, the first segment's GPU and span).
@@ -205,14 +213,20 @@ pub struct RunTable {
     pub by_nvtx: Vec<Item>,
 }
 
-/// The whole run's table (every iteration's path, walked in parallel).
+/// The whole run's table (every iteration's path, walked in parallel; a trace without
+/// iterations, the whole run's path).
 pub fn run_table(graph: &Graph, iterations: &Iterations, top: usize) -> RunTable {
     crate::profile_scope!("critical path: every iteration");
     let trace = graph.trace;
-    let paths: Vec<CriticalPath> = (0..iterations.count())
-        .into_par_iter()
-        .filter_map(|k| graph.path(iterations, k))
-        .collect();
+    // Without iterations, the whole run is the one path.
+    let paths: Vec<CriticalPath> = if iterations.count() == 0 {
+        graph.run_path().into_iter().collect()
+    } else {
+        (0..iterations.count())
+            .into_par_iter()
+            .filter_map(|k| graph.path(iterations, k))
+            .collect()
+    };
     let mut by_kind = BTreeMap::new();
     let mut kernels: FxHashMap<StrId, (i64, usize)> = FxHashMap::default();
     let mut ranges: FxHashMap<u32, (i64, usize)> = FxHashMap::default();
@@ -390,10 +404,13 @@ pub fn path_text(trace: &Trace, p: &PathSummary) -> String {
     let origin = trace.time_origin().unwrap_or(0);
     let wall = p.path.wall_ns();
     let mut s = String::new();
+    let what = match p.path.iteration {
+        Some(k) => format!("iteration {k}"),
+        None => "the whole run (no iterations found: give --iteration-marker TEXT for one)".into(),
+    };
     let _ = writeln!(
         s,
-        "Critical path of iteration {}: {} (from {} to {}), {}",
-        p.path.iteration,
+        "Critical path of {what}: {} (from {} to {}), {}",
         format_ns(wall),
         format_ns(p.path.start_ns - origin),
         format_ns(p.path.end_ns - origin),
