@@ -396,7 +396,6 @@ impl<'g, 'a> Walk<'g, 'a> {
 
     /// Walks back from the end of op `(d, s, i)`, which the path reaches at `t`.
     fn walk_back_from(mut self, op: (usize, usize, usize), t: i64) -> Vec<Segment> {
-        let trace = self.graph.trace;
         let mut at = At::OpEnd(op.0, op.1, op.2);
         let mut t = t;
         let mut device = op.0;
@@ -428,7 +427,6 @@ impl<'g, 'a> Walk<'g, 'a> {
         // it is CPU time of no known call, so that the segments still tile the iteration.
         let reached = self.out.last().map_or(t, |s| s.start_ns.min(t));
         if reached > self.floor {
-            let _ = trace;
             self.push(
                 SegmentKind::Cpu,
                 device,

@@ -45,6 +45,18 @@ type SyncWaiters = FxHashMap<OpAt, Vec<(usize, usize, i64)>>;
 /// op → the ops of other streams that waited for it.
 type EventWaiters = FxHashMap<OpAt, Vec<OpAt>>;
 
+/// What each event's latest time depends on, built once per window.
+#[derive(Default)]
+struct Dependencies {
+    /// (thread, call) → the op it launched.
+    launched: FxHashMap<(usize, usize), OpAt>,
+    waiters: SyncWaiters,
+    event_waiters: EventWaiters,
+    /// A synchronising call's own time: its return after the last op it waited for (or
+    /// all of it, when it waited for none).
+    sync_own: FxHashMap<(usize, usize), i64>,
+}
+
 #[derive(Clone, Copy)]
 enum Event {
     OpStart(usize, usize, usize),
@@ -109,7 +121,7 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
         })
         .collect();
     // What each call launched, and what each synchronising call waited for, inside.
-    let mut launched: FxHashMap<(usize, usize), OpAt> = FxHashMap::default();
+    let mut deps = Dependencies::default();
     let mut events: Vec<(i64, Event)> = Vec::new();
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
@@ -120,21 +132,23 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
                 events.push((ops.end[i], Event::OpEnd(d, s, i)));
                 let (th, k) = (ops.launch_thread[i], ops.launch_call[i]);
                 if th != NONE && k != NONE {
-                    launched.insert((th as usize, k as usize), (d, s, i));
+                    deps.launched.insert((th as usize, k as usize), (d, s, i));
                 }
             }
         }
     }
     // op → the ops of other streams that waited for it (an event, as the path takes it);
     // and the spacing each op keeps before the next of its stream.
-    let mut event_waiters = EventWaiters::default();
     for &(_, e) in &events {
         let Event::OpStart(d, s, i) = e else {
             continue;
         };
         let hold = graph.hold_of(d, s, i);
         if let super::Hold::Event(s2, j, _) = hold {
-            event_waiters.entry((d, s2, j)).or_default().push((d, s, i));
+            deps.event_waiters
+                .entry((d, s2, j))
+                .or_default()
+                .push((d, s, i));
         }
         let st = &mut streams[d][s];
         if i > st.lo {
@@ -147,7 +161,6 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
         }
     }
     // op → (sync thread, call, the time its return takes after the last op it waited for)
-    let mut waiters = SyncWaiters::default();
     for (t, th) in trace.threads.iter().enumerate() {
         let tt = &threads[t];
         for k in tt.lo..tt.lo + tt.latest_end.len() {
@@ -163,11 +176,10 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
                     .max()
                     .unwrap_or(i64::MIN)
                     .max(th.api.start[k]);
+                let own = th.api.end[k] - observed;
+                deps.sync_own.insert((t, k), own);
                 for op in waited {
-                    waiters
-                        .entry(op)
-                        .or_default()
-                        .push((t, k, th.api.end[k] - observed));
+                    deps.waiters.entry(op).or_default().push((t, k, own));
                 }
             }
         }
@@ -176,16 +188,7 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
     for _ in 0..PASSES {
         let mut changed = false;
         for &(_, e) in &events {
-            changed |= relax(
-                graph,
-                &mut streams,
-                &mut threads,
-                &launched,
-                &waiters,
-                &event_waiters,
-                end,
-                e,
-            );
+            changed |= relax(graph, &mut streams, &mut threads, &deps, end, e);
         }
         if !changed {
             break;
@@ -207,17 +210,11 @@ fn call_times(threads: &[ThreadTimes], t: usize, k: usize) -> Option<(i64, i64)>
 }
 
 /// Sets an event's latest time from those of what depends on it; says if it changed.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the maps of dependencies, built once"
-)]
 fn relax(
     graph: &Graph,
     streams: &mut [Vec<StreamTimes>],
     threads: &mut [ThreadTimes],
-    launched: &FxHashMap<(usize, usize), OpAt>,
-    waiters: &SyncWaiters,
-    event_waiters: &EventWaiters,
+    deps: &Dependencies,
     end: i64,
     e: Event,
 ) -> bool {
@@ -229,12 +226,12 @@ fn relax(
                 let spacing = streams[d][s].spacing_after[i - streams[d][s].lo];
                 latest = latest.min(next_start.saturating_sub(spacing));
             }
-            for &(d2, s2, i2) in event_waiters.get(&(d, s, i)).into_iter().flatten() {
+            for &(d2, s2, i2) in deps.event_waiters.get(&(d, s, i)).into_iter().flatten() {
                 if let Some((waiter_start, _)) = op_times(streams, d2, s2, i2) {
                     latest = latest.min(waiter_start);
                 }
             }
-            for &(t, k, ret) in waiters.get(&(d, s, i)).into_iter().flatten() {
+            for &(t, k, ret) in deps.waiters.get(&(d, s, i)).into_iter().flatten() {
                 if let Some((_, call_end)) = call_times(threads, t, k) {
                     latest = latest.min(call_end.saturating_sub(ret));
                 }
@@ -273,18 +270,13 @@ fn relax(
         Event::CallStart(t, k) => {
             let api = &trace.threads[t].api;
             let (_, call_end) = call_times(threads, t, k).expect("inside");
-            let own = if graph.is_sync(api.name[k]) {
-                match graph.waited_op(t, k) {
-                    Some((d, s, i)) => {
-                        api.end[k] - trace.devices[d].streams[s].ops.end[i].max(api.start[k])
-                    }
-                    None => api.end[k] - api.start[k],
-                }
-            } else {
-                api.end[k] - api.start[k]
-            };
+            let own = deps
+                .sync_own
+                .get(&(t, k))
+                .copied()
+                .unwrap_or(api.end[k] - api.start[k]);
             let mut latest = call_end.saturating_sub(own);
-            if let Some(&(d, s, i)) = launched.get(&(t, k)) {
+            if let Some(&(d, s, i)) = deps.launched.get(&(t, k)) {
                 let ops = &trace.devices[d].streams[s].ops;
                 let observed = ops.start[i] - api.start[k];
                 let launch_held = i == 0 || api.start[k] >= ops.end[i - 1];
