@@ -658,6 +658,8 @@ pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<St
         let cancel = std::sync::atomic::AtomicBool::new(false);
         let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref(), |_| {})
             .expect("not cancelled");
+        // The analyses' freed temporaries given back before the replays add theirs.
+        crate::memory::trim();
         let findings = crate::findings::findings_kept(trace, &overview, opened.key.as_ref());
         (overview, findings)
     });

@@ -429,7 +429,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     for (r, &i) in records.iter().zip(&all) {
         let g = &o.gaps[i as usize];
         assert_eq!(r[3].parse::<i64>().unwrap(), g.duration_ns);
-        assert_eq!(&r[5], trace.strings.get(g.after_name));
+        assert_eq!(&r[5], trace.strings.get(g.after_name(&trace)));
     }
 }
 

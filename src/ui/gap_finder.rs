@@ -111,9 +111,14 @@ impl GapFinder {
         if self.filling.is_none() {
             let (trace, overview) = (trace.clone(), overview.clone());
             self.filling = Some(Job::compute((), None, move |_| {
-                orders.fill(&trace.strings, &overview.gaps);
+                orders.fill(&trace, &overview.gaps);
             }));
         }
+    }
+
+    /// Whether the orders started by [`Self::prepare`] are still being sorted.
+    pub fn sorting(&self) -> bool {
+        self.filling.is_some() && self.orders.as_ref().is_some_and(|(_, o)| !o.is_full())
     }
 
     /// Recomputes the order now when the filter or sort changed.
@@ -403,8 +408,8 @@ impl GapFinder {
                         format_ns(g.duration_ns),
                         format!(
                             "{}  ->  {}",
-                            shorten_middle(&name(g.before_name), NAME_CHARS),
-                            shorten_middle(&name(g.after_name), NAME_CHARS)
+                            shorten_middle(&name(g.before_name(trace)), NAME_CHARS),
+                            shorten_middle(&name(g.after_name(trace)), NAME_CHARS)
                         ),
                         g.enclosing()
                             .map_or("-".into(), |n| shorten_middle(&name(n), 40)),

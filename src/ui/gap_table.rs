@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::recurring::{RecurringGap, signature};
-use crate::trace::{DeviceId, StrId, StringTable, Trace};
+use crate::trace::{DeviceId, StrId, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -64,19 +64,24 @@ pub struct GapOrders {
 
 impl GapOrders {
     /// The gaps in `column`'s order, sorted now if no one has yet.
-    pub fn order(&self, strings: &StringTable, gaps: &[Gap], column: Column) -> &[u32] {
+    pub fn order(&self, trace: &Trace, gaps: &[Gap], column: Column) -> &[u32] {
         self.by[column as usize].get_or_init(|| {
             let mut order: Vec<u32> = (0..gaps.len() as u32).collect();
-            sort(strings, gaps, &mut order, column, false);
+            sort(trace, gaps, &mut order, column, false);
             order
         })
     }
 
     /// Sorts by every column (on a worker, once the analyses are in).
-    pub fn fill(&self, strings: &StringTable, gaps: &[Gap]) {
+    pub fn fill(&self, trace: &Trace, gaps: &[Gap]) {
         for column in Column::ALL {
-            self.order(strings, gaps, column);
+            self.order(trace, gaps, column);
         }
+    }
+
+    /// Whether every column's order is in.
+    pub fn is_full(&self) -> bool {
+        self.by.iter().all(|o| o.get().is_some())
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -118,7 +123,7 @@ pub fn filtered_order_with(
     let name_hits: Vec<bool> = if needle.is_empty() {
         Vec::new()
     } else {
-        let used = used_names(strings, gaps);
+        let used = used_names(trace, gaps.iter());
         (0..strings.len() as StrId)
             .into_par_iter()
             .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
@@ -134,12 +139,12 @@ pub fn filtered_order_with(
                 .window
                 .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
             && (needle.is_empty()
-                || hit(g.before_name)
-                || hit(g.after_name)
+                || hit(g.before_name(trace))
+                || hit(g.after_name(trace))
                 || g.enclosing().is_some_and(hit))
     };
     if let Some(orders) = orders {
-        let sorted = orders.order(strings, gaps, column);
+        let sorted = orders.order(trace, gaps, column);
         let take = |mut order: Vec<u32>| {
             if descending {
                 order.reverse();
@@ -168,7 +173,7 @@ pub fn filtered_order_with(
         // ...then a few sorted by themselves, many kept in the sorted list's order.
         if rows.len() < gaps.len() / 8 {
             let mut rows = rows;
-            sort(strings, gaps, &mut rows, column, descending);
+            sort(trace, gaps, &mut rows, column, descending);
             return rows;
         }
         let mut passed = vec![0u64; gaps.len().div_ceil(64)];
@@ -200,17 +205,21 @@ pub fn filtered_order_with(
             .filter(|&i| passes(i))
             .collect(),
     };
-    sort(strings, gaps, &mut order, column, descending);
+    sort(trace, gaps, &mut order, column, descending);
     order
 }
 
-/// Per string id: does a gap name it (neighbour or enclosing range)?
-fn used_names(strings: &StringTable, gaps: &[Gap]) -> Vec<bool> {
-    let mut used = vec![false; strings.len()];
+/// Per string id: does one of `gaps` name it (neighbour or enclosing range)?
+fn used_names<'g>(trace: &Trace, gaps: impl Iterator<Item = &'g Gap>) -> Vec<bool> {
+    let mut used = vec![false; trace.strings.len()];
     for g in gaps {
-        for id in [Some(g.before_name), Some(g.after_name), g.enclosing()]
-            .into_iter()
-            .flatten()
+        for id in [
+            Some(g.before_name(trace)),
+            Some(g.after_name(trace)),
+            g.enclosing(),
+        ]
+        .into_iter()
+        .flatten()
         {
             if let Some(u) = used.get_mut(id as usize) {
                 *u = true;
@@ -222,15 +231,9 @@ fn used_names(strings: &StringTable, gaps: &[Gap]) -> Vec<bool> {
 
 /// Sorts `order` by `column`, ties by start. Each row gets an integer key first (a name by
 /// its rank among the distinct names), so the sort compares integers.
-pub fn sort(
-    strings: &StringTable,
-    gaps: &[Gap],
-    order: &mut [u32],
-    column: Column,
-    descending: bool,
-) {
+pub fn sort(trace: &Trace, gaps: &[Gap], order: &mut [u32], column: Column, descending: bool) {
     let ranks = match column {
-        Column::Neighbours | Column::Enclosing => name_ranks(strings, gaps, order),
+        Column::Neighbours | Column::Enclosing => name_ranks(trace, gaps, order),
         _ => Vec::new(),
     };
     let n = ranks.len() as i64 + 1;
@@ -242,7 +245,9 @@ pub fn sort(
             Column::Start => g.start_ns,
             Column::Duration => g.duration_ns,
             Column::Cause => g.cause as i64,
-            Column::Neighbours => rank(Some(g.before_name)) * n + rank(Some(g.after_name)),
+            Column::Neighbours => {
+                rank(Some(g.before_name(trace))) * n + rank(Some(g.after_name(trace)))
+            }
             Column::Enclosing => rank(g.enclosing()),
         };
         (k, g.start_ns, i)
@@ -258,19 +263,9 @@ pub fn sort(
 }
 
 /// For every string id, its rank in name order among the names the rows of `order` use.
-fn name_ranks(strings: &StringTable, gaps: &[Gap], order: &[u32]) -> Vec<i64> {
-    let mut used = vec![false; strings.len()];
-    for &i in order {
-        let g = &gaps[i as usize];
-        for id in [Some(g.before_name), Some(g.after_name), g.enclosing()]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(u) = used.get_mut(id as usize) {
-                *u = true;
-            }
-        }
-    }
+fn name_ranks(trace: &Trace, gaps: &[Gap], order: &[u32]) -> Vec<i64> {
+    let strings = &trace.strings;
+    let used = used_names(trace, order.iter().map(|&i| &gaps[i as usize]));
     let mut distinct: Vec<StrId> = (0..strings.len() as StrId)
         .filter(|&id| used[id as usize])
         .collect();
@@ -309,8 +304,8 @@ pub fn to_csv(
             g.start_ns.to_string(),
             (g.start_ns - origin_ns).to_string(),
             g.duration_ns.to_string(),
-            trace.strings.get(g.before_name).into_owned(),
-            trace.strings.get(g.after_name).into_owned(),
+            trace.strings.get(g.before_name(trace)).into_owned(),
+            trace.strings.get(g.after_name(trace)).into_owned(),
             g.enclosing()
                 .map(|id| trace.strings.get(id).into_owned())
                 .unwrap_or_default(),

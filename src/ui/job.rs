@@ -77,7 +77,12 @@ impl<K, M: Send + 'static> Job<K, M> {
             ctx: ctx.cloned(),
             cancel: cancel.clone(),
         };
-        std::thread::spawn(move || work(outbox));
+        std::thread::spawn(move || {
+            work(outbox);
+            // A job's freed temporaries go back to the system: between loads glibc keeps
+            // freed blocks for reuse, and after an analysis they are hundreds of MB.
+            crate::memory::trim();
+        });
         Self {
             key,
             rx,

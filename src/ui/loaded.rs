@@ -241,7 +241,12 @@ pub(super) fn loaded_ui(
         if !l.findings.busy() || l.tab == Tab::Gaps {
             l.gaps.prepare(&trace, o);
         }
-        l.nccl_bytes.start(&trace, Some(ui.ctx()));
+        // So do the NCCL table's per-kernel figures (a pass over every NCCL call), and they
+        // wait for those orders, unless the NCCL tab is open: the temporaries of the
+        // replays, the sorts and theirs do not add up at a peak of memory.
+        if (!l.findings.busy() && !l.gaps.sorting()) || l.tab == Tab::Nccl {
+            l.nccl_bytes.start(&trace, Some(ui.ctx()));
+        }
         l.nccl_bytes.poll();
         l.figures.take_request(ui.ctx(), &l.path);
         l.figures.show(ui.ctx(), &trace, o);

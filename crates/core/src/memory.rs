@@ -5,12 +5,21 @@
     reason = "glibc's mallopt and getrusage, which have no safe wrapper"
 )]
 
+/// Resident set size of this process now, in bytes (`VmRSS`).
+pub fn rss_bytes() -> Option<u64> {
+    status_kb("VmRSS:").map(|kb| kb * 1024)
+}
+
+/// A `/proc/self/status` line's figure, in kB.
+fn status_kb(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Peak resident set size of this process, in bytes (`VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    status_kb("VmHWM:").map(|kb| kb * 1024)
 }
 
 /// While alive, keeps glibc's threshold for serving large blocks by `mmap` at its default
@@ -42,6 +51,8 @@ impl Drop for LoadMemoryGuard {
         if LOADS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
             // glibc's largest dynamic mmap threshold; frees below 64 MiB stay for reuse.
             set_thresholds(32 << 20, 64 << 20);
+            // What the load freed in the middle of the heap is given back at once.
+            trim();
         }
     }
 }
@@ -55,4 +66,27 @@ fn set_thresholds(mmap_bytes: i32, trim_bytes: i32) {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = (mmap_bytes, trim_bytes);
+}
+
+/// Gives the free pages of glibc's arenas back to the system (`malloc_trim`).
+pub fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas, under their locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The largest peak RSS of this process's children that have ended (`RUSAGE_CHILDREN`), in
+/// bytes: a benchmark's figure for a command run in a process of its own.
+pub fn children_peak_rss_bytes() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getrusage writes into the zeroed struct it is given, nothing else.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+        (rc == 0).then(|| usage.ru_maxrss as u64 * 1024)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
 }

@@ -296,8 +296,8 @@ pub fn gaps(trace: &Trace, overview: &Overview, min_ns: i64) -> Table {
             c.push(v);
         }
         let row = [
-            names.id(g.before_name),
-            names.id(g.after_name),
+            names.id(g.before_name(trace)),
+            names.id(g.after_name(trace)),
             ranges.id(g.enclosing),
             causes.text(g.cause.label()),
         ];

@@ -128,7 +128,7 @@ impl Timeline {
                     start: &|k| t.nvtx.start[range_of(k)],
                     end: &|k| t.nvtx.end[range_of(k)],
                     longest: self.index.longest_range[thread][depth as usize],
-                    color: &|k| nvtx_color(t.nvtx.color[range_of(k)], t.nvtx.kind[range_of(k)]),
+                    color: &|k| nvtx_color(t.nvtx.argb(range_of(k)), t.nvtx.kind[range_of(k)]),
                     name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
                     folded: &|a, b, span| {
                         let busy = (b - a <= 32).then(|| {

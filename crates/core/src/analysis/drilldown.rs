@@ -408,7 +408,7 @@ fn gap_contributors(
     reference: &[Gap],
 ) -> Vec<Contributor> {
     type Key = (StrId, StrId, super::gaps::Cause);
-    let key = |g: &Gap| (g.before_name, g.after_name, g.cause);
+    let key = |g: &Gap| (g.before_name(trace), g.after_name(trace), g.cause);
     // Per kind of gap: (total, count, longest) in this iteration and in the reference.
     let mut groups: HashMap<Key, Sides<Option<Gap>>> = HashMap::new();
     for (side, list) in [(0, this), (1, reference)] {

@@ -83,7 +83,12 @@ impl From<OpKind> for Class {
 /// Boundary events (time, +1 open / -1 close, class) of every op of `device` clipped to
 /// `window`, sorted by time.
 pub fn boundary_events(device: &Device, window: Window) -> Vec<(i64, i8, Class)> {
-    let mut events = Vec::new();
+    let touching: usize = device
+        .streams
+        .iter()
+        .map(|s| ops_touching(s, window).len())
+        .sum();
+    let mut events = Vec::with_capacity(2 * touching);
     for stream in &device.streams {
         let ops = &stream.ops;
         for i in ops_touching(stream, window) {

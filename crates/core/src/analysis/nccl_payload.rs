@@ -191,15 +191,6 @@ fn median_f(mut v: Vec<f64>) -> Option<f64> {
     percentile(&v, 0.5)
 }
 
-/// A call with its decoded fields, as attributed to one kernel.
-#[derive(Clone, Copy)]
-struct Call {
-    kind: CallKind,
-    comm: u64,
-    bytes: u64,
-    peer: u32,
-}
-
 /// A communicator's id as the report and the window spell it (NCCL's `commHash` in hex).
 pub fn comm_id(comm: u64) -> String {
     format!("{comm:016x}")
@@ -259,7 +250,7 @@ pub fn kernel_transfers(trace: &Trace) -> KernelTransfers {
         return KernelTransfers::default();
     }
     KernelTransfers {
-        list: attribute(trace).kernels,
+        list: attribute(trace, false).kernels,
     }
 }
 
@@ -278,7 +269,19 @@ struct Attributed {
     total_message_bytes: u64,
 }
 
-fn attribute(trace: &Trace) -> Attributed {
+/// One NCCL kernel and its calls: a stretch of its launching thread's NCCL calls.
+struct KernelCalls {
+    /// (device index, stream index, op index).
+    at: (u32, u32, u32),
+    thread: u32,
+    calls: std::ops::Range<u32>,
+    /// The first call that is not a communicator's creation: the kernel's communicator.
+    comm: u64,
+}
+
+/// `with_messages`: whether to list every call's message size per device (the report's
+/// percentiles; 8 bytes a call, not wanted for the kernels' transfers alone).
+fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
     // Communicators' sizes and ranks from their creation calls; message sizes of all calls.
     let mut comm_size: HashMap<u64, u32> = HashMap::new();
     let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::new();
@@ -294,12 +297,19 @@ fn attribute(trace: &Trace) -> Attributed {
         }
         for i in 0..c.len() {
             total_message_bytes += c.bytes[i];
-            *comm_bytes.entry(c.comm[i]).or_default() += c.bytes[i];
+            *comm_bytes.entry(c.comm_of(i)).or_default() += c.bytes[i];
         }
     }
+    // What each call's name says, worked out once a name (a text is put together to read).
+    let mut kinds: HashMap<crate::trace::StrId, CallKind> = HashMap::new();
+    let mut kind_of = |name| {
+        *kinds
+            .entry(name)
+            .or_insert_with(|| call_kind(&trace.strings.get(name)))
+    };
 
     // Each NCCL kernel by its launching thread, in launch order.
-    let mut launches: HashMap<u32, Vec<(i64, usize, usize, usize)>> = HashMap::new();
+    let mut launches: Vec<Vec<(i64, u32, u32, u32)>> = vec![Vec::new(); trace.threads.len()];
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
             let ops = &stream.ops;
@@ -313,85 +323,102 @@ fn attribute(trace: &Trace) -> Attributed {
                     continue;
                 }
                 let at = thread.api.start[call as usize];
-                launches.entry(t).or_default().push((at, d, s, i));
+                launches[t as usize].push((at, d as u32, s as u32, i as u32));
             }
         }
     }
-    // Kernel (device, stream, op) → its calls.
-    let mut kernel_calls: Vec<((usize, usize, usize), Vec<Call>)> = Vec::new();
-    for (t, mut list) in launches {
-        list.sort_unstable_by_key(|l| l.0);
-        let c = &trace.threads[t as usize].nccl;
+    // A kernel's calls: those its thread began after the previous kernel's launch.
+    let mut kernel_calls: Vec<KernelCalls> = Vec::new();
+    for (t, mut list) in launches.into_iter().enumerate() {
+        list.sort_unstable();
+        let c = &trace.threads[t].nccl;
         let mut j = 0;
         for (at, d, s, i) in list {
-            let mut calls = Vec::new();
+            let first = j;
+            let mut comm = None;
             while j < c.len() && c.start[j] < at {
-                let kind = call_kind(&trace.strings.get(c.name[j]));
-                if kind != CallKind::Other {
-                    calls.push(Call {
-                        kind,
-                        comm: c.comm[j],
-                        bytes: c.bytes[j],
-                        peer: c.peer[j],
-                    });
+                if comm.is_none() && kind_of(c.name[j]) != CallKind::Other {
+                    comm = Some(c.comm_of(j));
                 }
                 j += 1;
             }
-            if !calls.is_empty() {
-                kernel_calls.push(((d, s, i), calls));
+            if let Some(comm) = comm {
+                kernel_calls.push(KernelCalls {
+                    at: (d, s, i),
+                    thread: t as u32,
+                    calls: first as u32..j as u32,
+                    comm,
+                });
             }
         }
     }
-    kernel_calls.sort_unstable_by_key(|k| k.0);
+    kernel_calls.sort_unstable_by_key(|k| k.at);
 
     // Devices that used each communicator: its size when no creation call says.
     let mut comm_devices: BTreeMap<u64, Vec<DeviceId>> = BTreeMap::new();
-    for ((d, _, _), calls) in &kernel_calls {
-        let list = comm_devices.entry(calls[0].comm).or_default();
-        if !list.contains(&trace.devices[*d].id) {
-            list.push(trace.devices[*d].id);
+    for k in &kernel_calls {
+        let list = comm_devices.entry(k.comm).or_default();
+        let id = trace.devices[k.at.0 as usize].id;
+        if !list.contains(&id) {
+            list.push(id);
         }
     }
 
-    // The last rank's start of each collective found on every GPU.
-    let mut last_start: HashMap<(usize, usize, usize), i64> = HashMap::new();
+    // The last rank's start of each collective found on every GPU, by place.
+    let mut last_start: Vec<((u32, u32, u32), i64)> = Vec::new();
     for group in collectives(trace) {
         let last = group
             .iter()
             .map(|&(d, s, i)| trace.devices[d].streams[s].ops.start[i])
             .max()
             .unwrap_or(0);
-        for k in group {
-            last_start.insert(k, last);
-        }
+        last_start.extend(
+            group
+                .iter()
+                .map(|&(d, s, i)| ((d as u32, s as u32, i as u32), last)),
+        );
     }
+    last_start.sort_unstable_by_key(|l| l.0);
 
     let mut messages = vec![Vec::new(); trace.devices.len()];
     let mut kernels = Vec::with_capacity(kernel_calls.len());
-    for ((d, s, i), calls) in kernel_calls {
+    let mut sends: Vec<(u32, u64)> = Vec::new();
+    for k in kernel_calls {
+        let (d, s, i) = (k.at.0 as usize, k.at.1 as usize, k.at.2 as usize);
         let ops = &trace.devices[d].streams[s].ops;
-        let comm = calls[0].comm;
+        let c = &trace.threads[k.thread as usize].nccl;
+        let comm = k.comm;
         let n = comm_size
             .get(&comm)
             .copied()
             .unwrap_or_else(|| comm_devices.get(&comm).map_or(1, |v| v.len() as u32));
-        let collective = calls.iter().find_map(|c| match c.kind {
-            CallKind::Collective(k) => Some(k),
-            _ => None,
-        });
-        let sends: Vec<&Call> = calls.iter().filter(|c| c.kind == CallKind::Send).collect();
-        let mut peers: Vec<u32> = sends.iter().map(|c| c.peer).collect();
+        let mut collective = None;
+        let mut collective_bytes = 0;
+        sends.clear();
+        for j in k.calls.start as usize..k.calls.end as usize {
+            let kind = kind_of(c.name[j]);
+            if kind == CallKind::Other {
+                continue;
+            }
+            if with_messages {
+                messages[d].push(c.bytes[j]);
+            }
+            match kind {
+                CallKind::Collective(k) if collective.is_none_or(|first| first == k) => {
+                    collective = Some(k);
+                    collective_bytes += c.bytes[j];
+                }
+                CallKind::Send => sends.push((c.peer[j], c.bytes[j])),
+                _ => {}
+            }
+        }
+        let mut peers: Vec<u32> = sends.iter().map(|s| s.0).collect();
         peers.sort_unstable();
         peers.dedup();
         let (kind, bytes) = match collective {
             Some(k) => {
-                let message: u64 = calls
-                    .iter()
-                    .filter(|c| c.kind == CallKind::Collective(k))
-                    .map(|c| c.bytes)
-                    .sum();
                 let parts = if k.message_is_one_part() { n as u64 } else { 1 };
-                (k, message * parts)
+                (k, collective_bytes * parts)
             }
             None => {
                 // Sends to every rank (itself included, as PyTorch's all_to_all does, or
@@ -402,18 +429,17 @@ fn attribute(trace: &Trace) -> Attributed {
                 } else {
                     CollectiveKind::SendRecv
                 };
-                (kind, sends.iter().map(|c| c.bytes).sum())
+                (kind, sends.iter().map(|s| s.1).sum())
             }
         };
         let (start, end) = (ops.start[i], ops.end[i]);
         let from = last_start
-            .get(&(d, s, i))
-            .map_or(start, |&l| l.clamp(start, end));
+            .binary_search_by_key(&k.at, |l| l.0)
+            .map_or(start, |l| last_start[l].1.clamp(start, end));
         let transfer_ns = (end - from).max(1);
         let algbw = bytes as f64 / transfer_ns as f64; // bytes per ns = GB/s
-        messages[d].extend(calls.iter().map(|c| c.bytes));
         kernels.push(KernelTransfer {
-            at: (d as u32, s as u32, i as u32),
+            at: k.at,
             kind,
             comm,
             ranks: n,
@@ -479,35 +505,37 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
         }
         return out;
     }
-    let a = attribute(trace);
+    let mut a = attribute(trace, true);
     out.total_message_bytes = a.total_message_bytes;
-    let transfers: Vec<Transfer> = a.kernels.iter().map(|k| k.transfer(trace)).collect();
+    let kernels = &a.kernels;
 
-    // Per device.
+    // Per device: its kernels are one stretch of the list, which is sorted by place.
     for (d, device) in trace.devices.iter().enumerate() {
-        let mine: Vec<&Transfer> = transfers.iter().filter(|t| t.device == device.id).collect();
+        let from = kernels.partition_point(|k| (k.at.0 as usize) < d);
+        let to = kernels.partition_point(|k| (k.at.0 as usize) <= d);
+        let mine = &kernels[from..to];
         if mine.is_empty() {
             continue;
         }
-        let mut messages = a.messages[d].clone();
+        let messages = &mut a.messages[d];
         messages.sort_unstable();
-        let mut by: BTreeMap<CollectiveKind, Vec<&Transfer>> = BTreeMap::new();
-        for t in &mine {
-            by.entry(t.kind).or_default().push(t);
+        let mut by: BTreeMap<CollectiveKind, Vec<&KernelTransfer>> = BTreeMap::new();
+        for k in mine {
+            by.entry(k.kind).or_default().push(k);
         }
         out.per_device.push(DevicePayload {
             device: device.id,
             calls: messages.len(),
             message_bytes_total: messages.iter().sum(),
-            message_bytes_p50: percentile(&messages, 0.5).unwrap_or(0),
-            message_bytes_p99: percentile(&messages, 0.99).unwrap_or(0),
+            message_bytes_p50: percentile(messages, 0.5).unwrap_or(0),
+            message_bytes_p99: percentile(messages, 0.99).unwrap_or(0),
             collectives: mine.len(),
-            algbw_gbps_median: median_f(mine.iter().map(|t| t.algbw_gbps).collect()),
-            busbw_gbps_median: median_f(mine.iter().map(|t| t.busbw_gbps).collect()),
+            algbw_gbps_median: median_f(mine.iter().map(|k| k.algbw_gbps).collect()),
+            busbw_gbps_median: median_f(mine.iter().map(|k| k.busbw_gbps).collect()),
             by_collective: by
                 .into_iter()
                 .map(|(kind, list)| {
-                    let mut bytes: Vec<u64> = list.iter().map(|t| t.bytes).collect();
+                    let mut bytes: Vec<u64> = list.iter().map(|k| k.bytes).collect();
                     bytes.sort_unstable();
                     ByCollective {
                         collective: kind.label().to_string(),
@@ -515,28 +543,30 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
                         bytes_total: bytes.iter().sum(),
                         bytes_p50: percentile(&bytes, 0.5).unwrap_or(0),
                         bytes_p99: percentile(&bytes, 0.99).unwrap_or(0),
-                        busbw_gbps_median: median_f(list.iter().map(|t| t.busbw_gbps).collect()),
+                        busbw_gbps_median: median_f(list.iter().map(|k| k.busbw_gbps).collect()),
                     }
                 })
                 .collect(),
         });
     }
 
-    // Per communicator.
+    // Per communicator: the bus bandwidths of its kernels, and how many each device ran.
+    let mut comm_bw: HashMap<u64, Vec<f64>> = HashMap::new();
+    let mut comm_device_count: HashMap<(u64, u32), usize> = HashMap::new();
+    for k in kernels {
+        comm_bw.entry(k.comm).or_default().push(k.busbw_gbps);
+        *comm_device_count.entry((k.comm, k.at.0)).or_default() += 1;
+    }
     for (&comm, devices) in &a.comm_devices {
-        let id = comm_id(comm);
-        let mut bw: Vec<f64> = transfers
-            .iter()
-            .filter(|t| t.comm == id)
-            .map(|t| t.busbw_gbps)
-            .collect();
+        let mut bw = comm_bw.remove(&comm).unwrap_or_default();
         bw.sort_by(f64::total_cmp);
-        let per_device_counts = devices.iter().map(|&d| {
-            transfers
-                .iter()
-                .filter(|t| t.comm == id && t.device == d)
-                .count()
-        });
+        // The devices counted are those that used it (`devices`).
+        let collectives = comm_device_count
+            .iter()
+            .filter(|((c, _), _)| *c == comm)
+            .map(|(_, &n)| n)
+            .max()
+            .unwrap_or(0);
         let mut ranks = a.comm_ranks.get(&comm).cloned().unwrap_or_default();
         ranks.sort_unstable();
         ranks.dedup();
@@ -549,36 +579,39 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
                 .copied()
                 .unwrap_or(devices.len() as u32),
             ranks,
-            collectives: per_device_counts.max().unwrap_or(0),
+            collectives,
             devices,
             bytes: a.comm_bytes.get(&comm).copied().unwrap_or(0),
             busbw_gbps_median: percentile(&bw, 0.5),
             busbw_gbps_p99: percentile(&bw, 0.99),
             busbw_gbps_best: bw.last().copied(),
-            id,
+            id: comm_id(comm),
         });
     }
 
     // The slowest against the best of their kind: the same communicator, collective and
     // size (to a power of two; bandwidth grows with size). Only the clearly slow.
-    let key = |t: &Transfer| (t.comm.clone(), t.kind, t.bytes.next_power_of_two());
-    let mut best: HashMap<(String, CollectiveKind, u64), f64> = HashMap::new();
-    for t in &transfers {
-        let b = best.entry(key(t)).or_insert(0.0);
-        *b = b.max(t.busbw_gbps);
+    let key = |k: &KernelTransfer| (k.comm, k.kind, k.bytes.next_power_of_two());
+    let mut best: HashMap<(u64, CollectiveKind, u64), f64> = HashMap::new();
+    for k in kernels {
+        let b = best.entry(key(k)).or_insert(0.0);
+        *b = b.max(k.busbw_gbps);
     }
-    let share = |t: &Transfer| t.busbw_gbps / best.get(&key(t)).copied().unwrap_or(f64::MAX);
-    let mut slow: Vec<Transfer> = transfers
+    let share = |k: &KernelTransfer| k.busbw_gbps / best.get(&key(k)).copied().unwrap_or(f64::MAX);
+    let mut slow: Vec<(&KernelTransfer, f64)> = kernels
         .iter()
-        .filter(|t| share(t) < SLOW_SHARE)
-        .map(|t| Transfer {
-            of_best: share(t),
-            ..t.clone()
+        .map(|k| (k, share(k)))
+        .filter(|&(_, of_best)| of_best < SLOW_SHARE)
+        .collect();
+    slow.sort_by(|a, b| a.1.total_cmp(&b.1));
+    slow.truncate(top);
+    out.slowest = slow
+        .into_iter()
+        .map(|(k, of_best)| Transfer {
+            of_best,
+            ..k.transfer(trace)
         })
         .collect();
-    slow.sort_by(|a, b| a.of_best.total_cmp(&b.of_best));
-    slow.truncate(top);
-    out.slowest = slow;
     out
 }
 

@@ -171,8 +171,8 @@ pub fn signature(trace: &Trace, gap: &Gap) -> String {
     );
     format!(
         "{} → {} in {} [{}]",
-        trace.strings.get(gap.before_name),
-        trace.strings.get(gap.after_name),
+        trace.strings.get(gap.before_name(trace)),
+        trace.strings.get(gap.after_name(trace)),
         enclosing,
         gap.cause.label()
     )
@@ -202,8 +202,8 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
     };
     GapDetail {
         gap: *gap,
-        before_name: trace.strings.get(gap.before_name).into_owned(),
-        after_name: trace.strings.get(gap.after_name).into_owned(),
+        before_name: trace.strings.get(gap.before_name(trace)).into_owned(),
+        after_name: trace.strings.get(gap.after_name(trace)).into_owned(),
         before_stream: device.streams[gap.before.stream as usize].id,
         after_stream: device.streams[gap.after.stream as usize].id,
         before_nvtx: texts(gap.before),
@@ -272,7 +272,12 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
             .enclosing()
             .map_or(NONE, |id| trace.strings.template_of(id));
         groups
-            .entry((g.before_name, g.after_name, enclosing, g.cause))
+            .entry((
+                g.before_name(trace),
+                g.after_name(trace),
+                enclosing,
+                g.cause,
+            ))
             .or_default()
             .push(i as u32);
     }

@@ -48,8 +48,6 @@ pub fn write_gaps<W: Write>(w: &mut Writer<W>, gaps: &[Gap]) -> std::io::Result<
     w.column(&column(&|g| g.after.stream))?;
     w.column(&column(&|g| g.after.op))?;
     w.codes(gaps, |g| cause_code(g.cause))?;
-    w.column(&column(&|g| g.before_name))?;
-    w.column(&column(&|g| g.after_name))?;
     w.column(&column(&|g| g.enclosing))
 }
 
@@ -98,8 +96,8 @@ pub struct GapColumns {
     /// Stream and op before, stream and op after.
     ops: [Vec<u32>; 4],
     cause: Vec<Cause>,
-    /// Name before, name after, enclosing range.
-    names: [Vec<u32>; 3],
+    /// The enclosing range's text.
+    enclosing: Vec<u32>,
 }
 
 impl GapColumns {
@@ -121,9 +119,7 @@ impl GapColumns {
                 op: self.ops[3][i],
             },
             cause: self.cause[i],
-            before_name: self.names[0][i],
-            after_name: self.names[1][i],
-            enclosing: self.names[2][i],
+            enclosing: self.enclosing[i],
         }
     }
 }
@@ -136,11 +132,11 @@ pub fn read_gap_columns<R: Read>(r: &mut Reader<R>) -> Result<GapColumns> {
     let end = r.ends(&start)?;
     let ops = [r.column()?, r.column()?, r.column()?, r.column()?];
     let cause = r.codes(|c| CAUSES.get(c as usize).copied())?;
-    let names = [r.column()?, r.column()?, r.column()?];
+    let enclosing: Vec<u32> = r.column()?;
     let n = device.len();
-    let same = [start.len(), end.len(), cause.len()]
+    let same = [start.len(), end.len(), cause.len(), enclosing.len()]
         .into_iter()
-        .chain(ops.iter().chain(&names).map(Vec::len))
+        .chain(ops.iter().map(Vec::len))
         .all(|len| len == n);
     if !same {
         return Err(Bad::Damaged("gap columns differ in length"));
@@ -151,7 +147,7 @@ pub fn read_gap_columns<R: Read>(r: &mut Reader<R>) -> Result<GapColumns> {
         end,
         ops,
         cause,
-        names,
+        enclosing,
     })
 }
 

@@ -299,6 +299,7 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.column(&n.depth)?;
     w.column(&n.parent)?;
     w.column(&n.color)?;
+    w.column(&n.palette)?;
     w.times(&t.marks.time)?;
     w.column(&t.marks.text)?;
     let o = &t.osrt;
@@ -314,6 +315,7 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.times(&c.start)?;
     w.column(&c.name)?;
     w.column(&c.comm)?;
+    w.column(&c.comms)?;
     w.column(&c.bytes)?;
     w.column(&c.peer)?;
     w.u64(c.creations.len() as u64)?;
@@ -355,6 +357,7 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         depth: r.column()?,
         parent: r.column()?,
         color: r.column()?,
+        palette: r.column()?,
     };
     let marks = NvtxMarks {
         time: r.times()?,
@@ -374,7 +377,8 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         cpu: r.column()?,
     };
     let start = r.times()?;
-    let (names, comm, bytes, peer) = (r.column()?, r.column()?, r.column()?, r.column()?);
+    let (names, comm, comms) = (r.column()?, r.column()?, r.column()?);
+    let (bytes, peer) = (r.column()?, r.column()?);
     let creations = (0..r.count(28)?)
         .map(|_| {
             Ok(CommCreation {
@@ -390,6 +394,7 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         start,
         name: names,
         comm,
+        comms,
         bytes,
         peer,
         creations,

@@ -433,7 +433,7 @@ pub fn read_nvtx(
         ranges.end.push(end);
         ranges.text.push(id);
         ranges.kind.push(kind);
-        ranges.color.push(int(r, 6).unwrap_or(0) as u32);
+        ranges.push_color(int(r, 6).unwrap_or(0) as u32);
         Ok(())
     })?;
     Ok(chunk)

@@ -251,21 +251,20 @@ fn merge_threads(
     );
     let mut domains: BTreeMap<u32, String> = BTreeMap::new();
     let mut payloads = crate::trace::PayloadStats::default();
-    for (chunk, remap) in nvtx.into_iter().zip(remaps) {
-        let resolve = |id: StrId| {
-            if id & LOCAL_TEXT != 0 {
-                remap[(id & !LOCAL_TEXT) as usize]
-            } else {
-                id
-            }
-        };
+    // A chunk's text ids as the table's: its own texts were absorbed into `strings`.
+    let resolve_in = |c: usize, id: StrId| {
+        if id & LOCAL_TEXT != 0 {
+            remaps[c][(id & !LOCAL_TEXT) as usize]
+        } else {
+            id
+        }
+    };
+    // Each thread's ranges, chunk by chunk in file order, are copied into it below.
+    let mut ranges_of: HashMap<i64, Vec<(usize, crate::trace::NvtxRanges)>> = HashMap::new();
+    for (c, chunk) in nvtx.into_iter().enumerate() {
+        let resolve = |id: StrId| resolve_in(c, id);
         for (gtid, ranges) in chunk.ranges.groups {
-            let t = &mut thread_entry(&mut threads, gtid, thread_names).nvtx;
-            t.start.extend(ranges.start);
-            t.end.extend(ranges.end);
-            t.text.extend(ranges.text.into_iter().map(resolve));
-            t.kind.extend(ranges.kind);
-            t.color.extend(ranges.color);
+            ranges_of.entry(gtid).or_default().push((c, ranges));
         }
         for (gtid, marks) in chunk.marks {
             let t = &mut thread_entry(&mut threads, gtid, thread_names).marks;
@@ -281,6 +280,25 @@ fn merge_threads(
         }
         domains.extend(chunk.domains);
     }
+    // Thread by thread on every core: the copies write fresh pages, whose faults (most of
+    // this phase's time) then happen on both cores at once.
+    for &gtid in ranges_of.keys() {
+        thread_entry(&mut threads, gtid, thread_names);
+    }
+    let work: Vec<(&mut crate::trace::NvtxRanges, Vec<_>)> = threads
+        .values_mut()
+        .filter_map(|t| Some((&mut t.nvtx, ranges_of.remove(&t.global_tid)?)))
+        .collect();
+    work.into_par_iter().for_each(|(t, list)| {
+        for (c, ranges) in list {
+            t.start.extend(ranges.start);
+            t.end.extend(ranges.end);
+            t.text
+                .extend(ranges.text.into_iter().map(|id| resolve_in(c, id)));
+            t.kind.extend(ranges.kind);
+            t.extend_colors(&ranges.color, &ranges.palette);
+        }
+    });
     for (gtid, sched) in scheduling {
         thread_entry(&mut threads, gtid, thread_names).scheduling = sched;
     }

@@ -85,6 +85,7 @@ impl LoadReport {
     pub(super) fn phase_done(&mut self, name: &'static str, since: Instant) {
         let elapsed = since.elapsed();
         crate::profile::record(name, elapsed.as_nanos() as u64);
+        crate::profile::trace_line('-', name);
         self.phases.push((name.to_string(), elapsed.as_secs_f64()));
     }
 

@@ -70,7 +70,7 @@ impl TraceBuilder {
         nvtx.end.push(end);
         nvtx.text.push(text);
         nvtx.kind.push(RangeKind::PushPop);
-        nvtx.color.push(0);
+        nvtx.push_color(0);
     }
 
     fn stream_ops(&mut self, device: u32, stream: u32) -> (&mut GpuOps, &mut Vec<MemInfo>) {
