@@ -421,7 +421,21 @@ fn an_overview_from_what_the_cache_kept_is_the_one_worked_out() {
                 assert_eq!(parsed.to_args(), args, "{name}");
             }
         }
-        // Other options are another entry.
+        // The report's `top` (10) reads the window's entry (20): the same answer as worked
+        // out afresh with 10, so a window opened after a `report` reads what it kept.
+        let report_options = Options::default();
+        assert!(report_options.top < options.top);
+        let kept = cache::read_kept(&key, &report_options, &trace);
+        assert!(kept.analyses.is_some(), "{name}");
+        let from_window = overview_with(&trace, &report_options, &cancel, kept).unwrap();
+        let fresh = overview(&trace, &report_options);
+        let json = |o| {
+            let findings = findings::findings(&trace, o);
+            nsys_explorer::report::report_json(&trace, &report, o, &findings, &report_options)
+        };
+        assert_eq!(json(&from_window), json(&fresh), "{name}");
+        assert!(findings::read_ranked(&key, &fresh).is_some(), "{name}");
+        // Longer lists are another entry.
         let other = Options {
             top: 21,
             ..options.clone()

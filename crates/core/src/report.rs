@@ -139,8 +139,11 @@ pub fn report_json(
         "nccl": overview.nccl,
         "memory": overview.memory,
         "nvtx_gpu": overview.nvtx_gpu,
-        "nccl_wait": overview.nccl_wait,
-        "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload),
+        "nccl_wait": {
+            "per_device": overview.nccl_wait.per_device,
+            "late": overview.nccl_wait.late.iter().take(options.top).collect::<Vec<_>>(),
+        },
+        "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     })
 }
 
@@ -332,7 +335,7 @@ pub fn report_text(
                 .map_or(String::new(), |c| format!(" (its thread was in {c})"))
         );
     }
-    communication_text(&mut s, trace, &overview.nccl_payload, origin);
+    communication_text(&mut s, trace, &overview.nccl_payload, origin, options.top);
     let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
         s,
@@ -684,8 +687,12 @@ fn device_json(trace: &Trace, id: DeviceId) -> Value {
     }
 }
 
-fn nccl_payload_json(trace: &Trace, p: &NcclPayload) -> Value {
+/// The analysis' lists hold `KEPT_TOP` or more: the report shows its `top`.
+fn nccl_payload_json(trace: &Trace, p: &NcclPayload, top: usize) -> Value {
     let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+    if let Some(list) = v.get_mut("slowest").and_then(Value::as_array_mut) {
+        list.truncate(top);
+    }
     let rename = |v: &mut Value| {
         if let Some(d) = v.get("device").and_then(Value::as_u64) {
             v["device"] = device_json(trace, DeviceId(d as u32));
@@ -717,7 +724,7 @@ fn gbps(v: Option<f64>) -> String {
 }
 
 /// The report's Communication section: bytes and bandwidth from NCCL's payloads.
-fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i64) {
+fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i64, top: usize) {
     if p.per_device.is_empty() && p.note.is_none() {
         return;
     }
@@ -773,7 +780,7 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
             gbps(c.busbw_gbps_p99)
         );
     }
-    for t in p.slowest.iter().take(3) {
+    for t in p.slowest.iter().take(top.min(3)) {
         let _ = writeln!(
             s,
             "  Slow transfer: {} of {} on {} at {}, moved in {}: {} ({:.0} % of the best of its size)",

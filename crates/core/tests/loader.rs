@@ -648,3 +648,71 @@ fn a_launch_configuration_of_a_file_changed_since_it_was_read_is_refused() {
         "a deleted file gives a reason, not a configuration"
     );
 }
+
+/// The big tables read straight from the file's pages give the model SQL gives: every real
+/// export, and generated ones of both schema flavours (NVTX text inline or by id).
+#[test]
+fn the_page_reader_gives_the_model_sql_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = common::real_fixtures();
+    for flavour in [Flavour::Nsys2024, Flavour::Nsys2023] {
+        files.push(generate(dir.path(), flavour, NcclStream::Separate).0);
+    }
+    for path in files {
+        let name = path.display();
+        let (pages, pages_report) = load::load(&path).unwrap();
+        let (sql, sql_report) = load::load_through_sqlite(&path).unwrap();
+        // Every big table the export has went through the page reader.
+        let big: Vec<&String> = (pages_report.tables.keys())
+            .filter(|t| [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, load::OSRT].contains(&t.as_str()))
+            .collect();
+        assert!(!big.is_empty(), "{name}");
+        let mut read = pages_report.read_from_pages.iter().collect::<Vec<_>>();
+        read.sort();
+        assert_eq!(read, big, "{name}");
+        assert!(sql_report.read_from_pages.is_empty(), "{name}");
+        assert!(pages_report.tables.values().sum::<u64>() > 0, "{name}");
+        for (what, a, b) in [
+            (
+                "devices",
+                format!("{:?}", pages.devices),
+                format!("{:?}", sql.devices),
+            ),
+            (
+                "threads",
+                format!("{:?}", pages.threads),
+                format!("{:?}", sql.threads),
+            ),
+            (
+                "domains",
+                format!("{:?}", pages.nvtx_domains),
+                format!("{:?}", sql.nvtx_domains),
+            ),
+            (
+                "payloads",
+                format!("{:?}", pages.nccl_payloads),
+                format!("{:?}", sql.nccl_payloads),
+            ),
+            (
+                "rows",
+                format!("{:?}", pages_report.tables),
+                format!("{:?}", sql_report.tables),
+            ),
+            (
+                "skipped",
+                format!("{:?}", pages_report.skipped_rows),
+                format!("{:?}", sql_report.skipped_rows),
+            ),
+        ] {
+            assert!(a == b, "{name}: {what} differ");
+        }
+        assert_eq!(pages.strings.len(), sql.strings.len(), "{name}");
+        for id in 0..sql.strings.len() as u32 {
+            assert_eq!(
+                pages.strings.get(id),
+                sql.strings.get(id),
+                "{name}: string {id}"
+            );
+        }
+    }
+}

@@ -39,7 +39,7 @@ pub struct LateCollective {
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct NcclWaits {
     pub per_device: Vec<NcclWait>,
-    /// Largest hold-back first (at most `top`).
+    /// Largest hold-back first (at most `Options::lists_top`).
     pub late: Vec<LateCollective>,
 }
 

@@ -31,6 +31,27 @@ pub struct Options {
     pub top: usize,
 }
 
+/// The ranked lists inside the analyses (late collectives, slowest NCCL calls) hold at least
+/// this many entries whatever `top` asks, and readers take their `top` of them: so `report`
+/// (top 10) and the window (top 20) share one kept result, and the window's first open after
+/// a `report` reads it instead of working it out again.
+pub const KEPT_TOP: usize = 20;
+
+impl Options {
+    /// How many entries the analyses' ranked lists hold.
+    pub fn lists_top(&self) -> usize {
+        self.top.max(KEPT_TOP)
+    }
+
+    /// What a kept analysis depends on: these options with `top` as the lists hold it.
+    pub fn kept_key(&self) -> Options {
+        Options {
+            top: self.lists_top(),
+            ..self.clone()
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Self {
@@ -210,18 +231,17 @@ fn assemble(
     }
 }
 
-/// Every analysis worked out (the gap findings taken from `kept` when there).
-fn work_out(
+/// Each selected device's summary and (when `find_gaps`) its gaps.
+fn per_device_gaps(
     trace: &Trace,
     options: &Options,
     cancel: &AtomicBool,
-    cpu: CpuIndex,
-    kept: Option<GapFindings>,
-) -> Option<Overview> {
+    cpu: &CpuIndex,
+    devices: &[&Device],
+    find_gaps: bool,
+) -> Vec<(DeviceSummary, Vec<Gap>)> {
     let cancelled = || cancel.load(Ordering::Relaxed);
-    let devices = selected_devices(trace, options);
-    let find_gaps = kept.is_none();
-    let per_device: Vec<(DeviceSummary, Vec<Gap>)> = devices
+    devices
         .par_iter()
         .filter_map(|device| {
             if cancelled() {
@@ -229,7 +249,7 @@ fn work_out(
             }
             let window = options.window.or_else(|| device_window(device))?;
             let details = if find_gaps {
-                gaps(trace, &cpu, device, window, options.min_gap_ns)
+                gaps(trace, cpu, device, window, options.min_gap_ns)
             } else {
                 Vec::new()
             };
@@ -242,7 +262,26 @@ fn work_out(
             };
             Some((summary, details))
         })
-        .collect();
+        .collect()
+}
+
+/// Every analysis worked out (the gap findings taken from `kept` when there).
+fn work_out(
+    trace: &Trace,
+    options: &Options,
+    cancel: &AtomicBool,
+    cpu: CpuIndex,
+    kept: Option<GapFindings>,
+) -> Option<Overview> {
+    let cancelled = || cancel.load(Ordering::Relaxed);
+    let devices = selected_devices(trace, options);
+    let find_gaps = kept.is_none();
+    // The longest analysis that needs no other one's result starts beside the gaps, so
+    // that it does not run alone at the end.
+    let (per_device, nccl_payload) = rayon::join(
+        || per_device_gaps(trace, options, cancel, &cpu, &devices, find_gaps),
+        || nccl_payload(trace, options.lists_top()),
+    );
     if cancelled() {
         return None;
     }
@@ -260,7 +299,7 @@ fn work_out(
         kept_nvtx = Some(k.nvtx_gpu);
     }
     let (
-        ((recurring, single_gaps), (memory, (nvtx_gpu, (nccl_wait, nccl_payload)))),
+        ((recurring, single_gaps), (memory, (nvtx_gpu, nccl_wait))),
         (iterations, (kernels, (nccl, cpu_sync))),
     ) = rayon::join(
         || {
@@ -271,12 +310,7 @@ fn work_out(
                         memory_by_kind(trace),
                         rayon::join(
                             || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace)),
-                            || {
-                                rayon::join(
-                                    || nccl_waits(trace, options.top),
-                                    || nccl_payload(trace, options.top),
-                                )
-                            },
+                            || nccl_waits(trace, options.lists_top()),
                         ),
                     )
                 },

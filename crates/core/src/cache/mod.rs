@@ -209,7 +209,7 @@ pub fn store_gap_findings(key: &TraceKey, options: &Options, overview: &Overview
 }
 
 fn analyses_entry(options: &Options) -> String {
-    format!("analyses {options:?}")
+    format!("analyses {:?}", options.kept_key())
 }
 
 /// The other analyses an earlier run kept for this trace and these very options.
@@ -314,7 +314,7 @@ pub fn open_staged(
     path: &Path,
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
-    on_gpu: Option<&dyn Fn(Trace)>,
+    on_gpu: Option<&(dyn Fn(Trace) + Sync)>,
 ) -> Result<Opened, LoadError> {
     if crate::export::is_report(path) && crate::export::enabled() {
         let exported = crate::export::export(path, progress, cancel)?;

@@ -246,7 +246,8 @@ pub fn findings_kept(
 }
 
 fn ranked_entry(overview: &Overview) -> String {
-    format!("ranked findings {:?}", overview.options)
+    // Findings read the ranked lists' first entries only: `top` changes none of them.
+    format!("ranked findings {:?}", overview.options.kept_key())
 }
 
 /// The ranked findings an earlier run kept for an overview with these options (detection

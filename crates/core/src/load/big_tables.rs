@@ -1,5 +1,5 @@
 //! Row readers for the big tables (kernels, memcpys, memsets, CUDA API calls, NVTX). Each
-//! reads one rowid range into compact per-stream or per-thread columns; `build` merges the
+//! reads one part of a table into compact per-stream or per-thread columns; `build` merges the
 //! ranges in order.
 
 use std::collections::HashMap;
@@ -11,8 +11,8 @@ use rusqlite::Connection;
 
 use super::error::LoadError;
 use super::payload::PayloadSchemas;
-use super::scan::{RawRow, ScanContext, Skips, blob, int, scan_range, text};
-use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME, Schema};
+use super::scan::{RawRow, ScanContext, Skips, Span, TablePlan, blob, int, scan_range, text};
+use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME};
 use super::small_tables::Names;
 use crate::trace::{
     ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls,
@@ -61,7 +61,7 @@ const END_BEFORE_START: &str = "end < start";
 const PAGEABLE_MEMORY: i64 = 0;
 const NULL_TIME: &str = "NULL start or end";
 
-/// GPU ops of one rowid range of one table.
+/// GPU ops of one part of one table.
 #[derive(Default)]
 pub struct GpuChunk {
     pub streams: Grouped<StreamKey, GpuOps>,
@@ -121,17 +121,15 @@ fn key_of(device: Option<i64>, global_pid: Option<i64>, stream: Option<i64>) -> 
     )
 }
 
-pub fn read_kernels(
-    ctx: &ScanContext,
-    conn: &Connection,
-    schema: &Schema,
-    names: &Names,
-    range: (i64, i64),
-) -> Result<GpuChunk, LoadError> {
-    // Launch configurations are left in the file (`super::launch`): the rowid finds them.
-    let cols = schema.select_list(
-        KERNEL,
-        &[
+/// Columns few rows need, read from a record only when asked for: NCCL's payloads lie at
+/// the far end of an NVTX row, and most rows are not NCCL's.
+pub const ON_DEMAND: &[&str] = &["binaryData"];
+
+/// The columns each table's reader reads, by position (`rowid`; `NULL` for none).
+pub fn columns(table: &str, payloads: &PayloadSchemas) -> &'static [&'static str] {
+    match table {
+        // Launch configurations are left in the file (`super::launch`): the rowid finds them.
+        KERNEL => &[
             "start",
             "end",
             "deviceId",
@@ -140,11 +138,84 @@ pub fn read_kernels(
             "globalPid",
             "shortName",
             "demangledName",
+            "rowid",
         ],
-    );
-    let cols = format!("{cols}, rowid");
+        MEMCPY => &[
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "bytes",
+            "copyKind",
+            "srcKind",
+            "dstKind",
+        ],
+        MEMSET => &[
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "bytes",
+            "memKind",
+            "NULL",
+            "NULL",
+        ],
+        RUNTIME => &[
+            "start",
+            "end",
+            "eventClass",
+            "globalTid",
+            "correlationId",
+            "nameId",
+        ],
+        OSRT => &[
+            "start",
+            "end",
+            "eventClass",
+            "globalTid",
+            "nameId",
+            "returnValue",
+        ],
+        // Blobs only when some domain declared NCCL's schemas: a trace without pays nothing.
+        NVTX if payloads.is_empty() => &[
+            "start",
+            "end",
+            "eventType",
+            "text",
+            "textId",
+            "globalTid",
+            "color",
+            "domainId",
+            "NULL",
+        ],
+        NVTX => &[
+            "start",
+            "end",
+            "eventType",
+            "text",
+            "textId",
+            "globalTid",
+            "color",
+            "domainId",
+            "binaryData",
+        ],
+        _ => &[],
+    }
+}
+
+pub fn read_kernels(
+    ctx: &ScanContext,
+    conn: &Connection,
+    plan: &TablePlan,
+    names: &Names,
+    span: Span,
+) -> Result<GpuChunk, LoadError> {
     let mut chunk = GpuChunk::default();
-    chunk.rows = scan_range(ctx, conn, KERNEL, &cols, range, |r| {
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         let Some((start, end)) = valid_times(int(r, 0), int(r, 1), KERNEL, &mut chunk.skips) else {
             return Ok(());
         };
@@ -171,33 +242,18 @@ pub fn read_kernels(
 pub fn read_memory_ops(
     ctx: &ScanContext,
     conn: &Connection,
-    schema: &Schema,
+    plan: &TablePlan,
     names: &Names,
     is_memset: bool,
-    range: (i64, i64),
+    span: Span,
 ) -> Result<GpuChunk, LoadError> {
-    let (table, kind_column, op_kind) = if is_memset {
-        (MEMSET, "memKind", OpKind::Memset)
+    let (table, op_kind) = if is_memset {
+        (MEMSET, OpKind::Memset)
     } else {
-        (MEMCPY, "copyKind", OpKind::Memcpy)
+        (MEMCPY, OpKind::Memcpy)
     };
-    let cols = schema.select_list(
-        table,
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "streamId",
-            "correlationId",
-            "globalPid",
-            "bytes",
-            kind_column,
-            if is_memset { "NULL" } else { "srcKind" },
-            if is_memset { "NULL" } else { "dstKind" },
-        ],
-    );
     let mut chunk = GpuChunk::default();
-    chunk.rows = scan_range(ctx, conn, table, &cols, range, |r| {
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         let Some((start, end)) = valid_times(int(r, 0), int(r, 1), table, &mut chunk.skips) else {
             return Ok(());
         };
@@ -221,7 +277,7 @@ pub fn read_memory_ops(
     Ok(chunk)
 }
 
-/// API calls of one rowid range, per `globalTid`.
+/// API calls of one part of the table, per `globalTid`.
 #[derive(Default)]
 pub struct ApiChunk {
     pub threads: Grouped<i64, ApiCalls>,
@@ -232,23 +288,12 @@ pub struct ApiChunk {
 pub fn read_api_calls(
     ctx: &ScanContext,
     conn: &Connection,
-    schema: &Schema,
+    plan: &TablePlan,
     names: &Names,
-    range: (i64, i64),
+    span: Span,
 ) -> Result<ApiChunk, LoadError> {
-    let cols = schema.select_list(
-        RUNTIME,
-        &[
-            "start",
-            "end",
-            "eventClass",
-            "globalTid",
-            "correlationId",
-            "nameId",
-        ],
-    );
     let mut chunk = ApiChunk::default();
-    chunk.rows = scan_range(ctx, conn, RUNTIME, &cols, range, |r| {
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         let Some((start, end)) = valid_times(int(r, 0), int(r, 1), RUNTIME, &mut chunk.skips)
         else {
             return Ok(());
@@ -268,7 +313,7 @@ pub fn read_api_calls(
     Ok(chunk)
 }
 
-/// OS runtime calls of one rowid range, per `globalTid`.
+/// OS runtime calls of one part of the table, per `globalTid`.
 #[derive(Default)]
 pub struct OsrtChunk {
     pub threads: Grouped<i64, OsCalls>,
@@ -283,23 +328,12 @@ const OSRT_CALL: i64 = 27;
 pub fn read_osrt_calls(
     ctx: &ScanContext,
     conn: &Connection,
-    schema: &Schema,
+    plan: &TablePlan,
     names: &Names,
-    range: (i64, i64),
+    span: Span,
 ) -> Result<OsrtChunk, LoadError> {
-    let cols = schema.select_list(
-        OSRT,
-        &[
-            "start",
-            "end",
-            "eventClass",
-            "globalTid",
-            "nameId",
-            "returnValue",
-        ],
-    );
     let mut chunk = OsrtChunk::default();
-    chunk.rows = scan_range(ctx, conn, OSRT, &cols, range, |r| {
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         if int(r, 2) != Some(OSRT_CALL) {
             return Ok(());
         }
@@ -325,7 +359,7 @@ const NVTX_DOMAIN_CREATE: i64 = 75;
 /// Texts first seen in this chunk get ids with this bit set, resolved at merge.
 pub const LOCAL_TEXT: u32 = 1 << 31;
 
-/// NVTX events of one rowid range, per `globalTid`.
+/// NVTX events of one part of the table, per `globalTid`.
 #[derive(Default)]
 pub struct NvtxChunk {
     pub ranges: Grouped<i64, NvtxRanges>,
@@ -343,37 +377,17 @@ pub struct NvtxChunk {
 pub fn read_nvtx(
     ctx: &ScanContext,
     conn: &Connection,
-    schema: &Schema,
+    plan: &TablePlan,
     names: &Names,
     payloads: &PayloadSchemas,
-    range: (i64, i64),
+    span: Span,
 ) -> Result<NvtxChunk, LoadError> {
-    // Blobs only when some domain declared NCCL's schemas: a trace without pays nothing.
-    let blob_column = if payloads.is_empty() {
-        "NULL"
-    } else {
-        "binaryData"
-    };
-    let cols = schema.select_list(
-        NVTX,
-        &[
-            "start",
-            "end",
-            "eventType",
-            "text",
-            "textId",
-            "globalTid",
-            "color",
-            "domainId",
-            blob_column,
-        ],
-    );
     let mut chunk = NvtxChunk::default();
     // Room for a distinct text every other row (real exports come close), so the index
     // rarely grows (a growing index rehashes every text it holds).
-    let rows = (range.1 - range.0 + 1).clamp(0, 1 << 20) as usize;
+    let rows = super::scan::ROWS_PER_CHUNK as usize;
     chunk.texts.reserve(rows / 2, 0);
-    chunk.rows = scan_range(ctx, conn, NVTX, &cols, range, |r| {
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         let event_type = int(r, 2).unwrap_or(-1);
         let kind = match event_type {
             NVTX_PUSH_POP => RangeKind::PushPop,

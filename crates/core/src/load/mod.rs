@@ -9,6 +9,7 @@ mod build;
 mod error;
 mod launch;
 pub mod many;
+mod pages;
 pub mod payload;
 mod report;
 mod scan;
@@ -39,7 +40,7 @@ pub use report::{LoadReport, SkippedRows};
 pub use schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, READ_TABLES, RUNTIME};
 
 use big_tables::{ApiChunk, GpuChunk, NvtxChunk, OsrtChunk};
-use scan::ScanContext;
+use scan::{ScanContext, Span, TablePlan};
 use schema::Schema;
 
 use crate::trace::{StringTable, Trace};
@@ -87,15 +88,11 @@ pub fn load(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
     load_with(path, &|_| {}, &AtomicBool::new(false))
 }
 
-/// A big table's scan, cut into rowid ranges; one task per range.
+/// One part of a big table's scan (its plan's index and the part); one task each.
 #[derive(Clone, Copy)]
-enum Task {
-    Kernels((i64, i64)),
-    Memcpys((i64, i64)),
-    Memsets((i64, i64)),
-    Api((i64, i64)),
-    Nvtx((i64, i64)),
-    Osrt((i64, i64)),
+struct Task {
+    plan: usize,
+    span: Span,
 }
 
 enum ChunkOut {
@@ -115,6 +112,12 @@ pub fn load_with(
     load_staged(path, progress, cancel, None)
 }
 
+/// Loads `path` through SQLite alone (no page reads): what the page reader's answers are
+/// checked against.
+pub fn load_through_sqlite(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
+    load_inner(path, &|_| {}, &AtomicBool::new(false), None, false)
+}
+
 /// Like `load_with`, and reads the GPU tables before the CPU ones: `on_gpu` gets a trace of
 /// the GPU side alone as soon as it is sorted, so a timeline can appear before the API
 /// calls and NVTX ranges are read.
@@ -122,7 +125,19 @@ pub fn load_staged(
     path: &Path,
     progress: &(dyn Fn(Progress) + Sync),
     cancel: &AtomicBool,
-    on_gpu: Option<&dyn Fn(Trace)>,
+    on_gpu: Option<&(dyn Fn(Trace) + Sync)>,
+) -> Result<(Trace, LoadReport), LoadError> {
+    // The benchmarks' way to time the SQL path.
+    let pages = std::env::var_os("NSYS_EXPLORER_SQL_SCAN").is_none();
+    load_inner(path, progress, cancel, on_gpu, pages)
+}
+
+fn load_inner(
+    path: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+    cancel: &AtomicBool,
+    on_gpu: Option<&(dyn Fn(Trace) + Sync)>,
+    pages: bool,
 ) -> Result<(Trace, LoadReport), LoadError> {
     let _memory = crate::memory::LoadMemoryGuard::hold();
     let t0 = Instant::now();
@@ -190,26 +205,42 @@ pub fn load_staged(
 
     // Plan the scans: kernels first, so a staged loader could show them earliest.
     let t = Instant::now();
+    let db = if pages {
+        pages::DbFile::open(path).map_err(|e| io_error(path, e))?
+    } else {
+        None
+    };
+    let mut plans: Vec<TablePlan> = Vec::new();
     let mut tasks = Vec::new();
     let mut rows_expected = 0;
-    for (table, make) in [
-        (KERNEL, Task::Kernels as fn((i64, i64)) -> Task),
-        (MEMCPY, Task::Memcpys),
-        (MEMSET, Task::Memsets),
-        (RUNTIME, Task::Api),
-        (NVTX, Task::Nvtx),
-        (OSRT, Task::Osrt),
-    ] {
+    for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT] {
         if !schema.has(table) {
             continue;
         }
-        let (ranges, rows) = scan::plan_ranges(&conn, path, table)?;
-        rows_expected += rows;
-        tasks.extend(ranges.into_iter().map(make));
+        let wanted = big_tables::columns(table, &payloads);
+        let plan = scan::plan(
+            &conn,
+            db.as_ref(),
+            &schema,
+            path,
+            table,
+            wanted,
+            big_tables::ON_DEMAND,
+        )?;
+        rows_expected += plan.rows;
+        tasks.extend(plan.spans.iter().map(|&span| Task {
+            plan: plans.len(),
+            span,
+        }));
         report.tables.insert(table.to_string(), 0);
+        if plan.reads_pages() {
+            report.read_from_pages.push(table.to_string());
+        }
+        plans.push(plan);
     }
     let ctx = ScanContext {
         path,
+        db: db.as_ref(),
         cancel,
         rows_read: AtomicU64::new(0),
         rows_expected,
@@ -218,30 +249,32 @@ pub fn load_staged(
     let run = |tasks: Vec<Task>| -> Result<Vec<ChunkOut>, LoadError> {
         tasks
             .par_iter()
-            .map(|&task| -> Result<ChunkOut, LoadError> {
+            .map(|task| -> Result<ChunkOut, LoadError> {
                 ctx.check_cancel()?;
                 let conn = sniff::open_read_only(path)?;
-                Ok(match task {
-                    Task::Kernels(r) => ChunkOut::Gpu(
-                        big_tables::read_kernels(&ctx, &conn, &schema, &names, r)?,
+                let plan = &plans[task.plan];
+                let span = task.span;
+                Ok(match plan.table {
+                    KERNEL => ChunkOut::Gpu(
+                        big_tables::read_kernels(&ctx, &conn, plan, &names, span)?,
                         KERNEL,
                     ),
-                    Task::Memcpys(r) => ChunkOut::Gpu(
-                        big_tables::read_memory_ops(&ctx, &conn, &schema, &names, false, r)?,
+                    MEMCPY => ChunkOut::Gpu(
+                        big_tables::read_memory_ops(&ctx, &conn, plan, &names, false, span)?,
                         MEMCPY,
                     ),
-                    Task::Memsets(r) => ChunkOut::Gpu(
-                        big_tables::read_memory_ops(&ctx, &conn, &schema, &names, true, r)?,
+                    MEMSET => ChunkOut::Gpu(
+                        big_tables::read_memory_ops(&ctx, &conn, plan, &names, true, span)?,
                         MEMSET,
                     ),
-                    Task::Api(r) => {
-                        ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, &schema, &names, r)?)
+                    RUNTIME => {
+                        ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, plan, &names, span)?)
                     }
-                    Task::Nvtx(r) => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
-                        &ctx, &conn, &schema, &names, &payloads, r,
+                    NVTX => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
+                        &ctx, &conn, plan, &names, &payloads, span,
                     )?)),
-                    Task::Osrt(r) => ChunkOut::Osrt(big_tables::read_osrt_calls(
-                        &ctx, &conn, &schema, &names, r,
+                    _ => ChunkOut::Osrt(big_tables::read_osrt_calls(
+                        &ctx, &conn, plan, &names, span,
                     )?),
                 })
             })
@@ -258,7 +291,7 @@ pub fn load_staged(
     };
     let (gpu_tasks, cpu_tasks): (Vec<Task>, Vec<Task>) = tasks
         .into_iter()
-        .partition(|t| matches!(t, Task::Kernels(_) | Task::Memcpys(_) | Task::Memsets(_)));
+        .partition(|t| [KERNEL, MEMCPY, MEMSET].contains(&plans[t.plan].table));
     let mut sort_out = |outputs: Vec<ChunkOut>| {
         let (mut gpu, mut api, mut nvtx, mut osrt) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -289,11 +322,18 @@ pub fn load_staged(
         (gpu, api, nvtx, osrt)
     };
     let (gpu, _, _, _) = sort_out(run(gpu_tasks)?);
-    let gpu_parts = build::build_gpu(gpu);
-    if let Some(on_gpu) = on_gpu {
-        on_gpu(build::gpu_only_trace(&parts, &gpu_parts));
-    }
-    let (_, api, nvtx, osrt) = sort_out(run(cpu_tasks)?);
+    // The GPU side is sorted (and handed over) while the CPU tables are read.
+    let (gpu_parts, cpu) = rayon::join(
+        || {
+            let gpu_parts = build::build_gpu(gpu);
+            if let Some(on_gpu) = on_gpu {
+                on_gpu(build::gpu_only_trace(&parts, &gpu_parts));
+            }
+            gpu_parts
+        },
+        || run(cpu_tasks),
+    );
+    let (_, api, nvtx, osrt) = sort_out(cpu?);
     report.phase_done("read events", t);
 
     let t = Instant::now();

@@ -36,6 +36,10 @@ pub struct LoadReport {
     /// it came to be (`crate::export`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,
+    /// The big tables read straight from the file's pages (`load::pages`); the others
+    /// went through SQL.
+    #[serde(default)]
+    pub read_from_pages: Vec<String>,
     #[serde(skip)]
     pub(super) skips: Skips,
 }

@@ -1,6 +1,8 @@
-//! Parallel, cancellable table scans. A big table is cut into rowid ranges; each range is
-//! read on its own read-only connection by a rayon worker, in one sequential pass.
-//! (Exports have no indexes, but the rowid b-tree makes a range start a cheap seek.)
+//! Parallel, cancellable table scans. A big table is cut into parts, each read by a rayon
+//! worker in one sequential pass: runs of its leaf pages read straight from the file
+//! (`super::pages`), or, where that reader does not apply, rowid ranges read through SQL on
+//! a read-only connection of the worker's own (exports have no indexes, but the rowid
+//! b-tree makes a range start a cheap seek).
 #![expect(
     unsafe_code,
     reason = "SQLite read through its C API: rusqlite's per-value checks were 15 % of a load"
@@ -13,6 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rusqlite::{Connection, ffi};
 
 use super::error::LoadError;
+use super::pages::{DbFile, Layout, PageError, Record};
+use super::schema::Schema;
 use super::sniff::sqlite_error;
 use super::{Phase, Progress};
 
@@ -26,6 +30,8 @@ const CHECK_EVERY_ROWS: u64 = 4096;
 /// Shared state of one load: where to report, and whether to stop.
 pub struct ScanContext<'a> {
     pub path: &'a Path,
+    /// The file opened for page reads, where the plans read leaves.
+    pub db: Option<&'a DbFile>,
     pub cancel: &'a AtomicBool,
     pub rows_read: AtomicU64,
     pub rows_expected: u64,
@@ -52,12 +58,37 @@ impl ScanContext<'_> {
     }
 }
 
-/// The rowid ranges `[lo, hi)` that cover `table`, and an estimate of its row count.
-pub fn plan_ranges(
+/// A part of a big table one task reads: a rowid range `[lo, hi)` through SQLite, or
+/// leaves `[from, to)` of the table's leaf list read straight from the file.
+#[derive(Clone, Copy, Debug)]
+pub enum Span {
+    Rowids(i64, i64),
+    Leaves(usize, usize),
+}
+
+/// How one big table is read: its wanted columns, and its leaf pages where the file is
+/// read directly (`super::pages`), or else SQL over rowid ranges.
+pub struct TablePlan {
+    pub table: &'static str,
+    select_list: String,
+    pages: Option<(Layout, Vec<u32>)>,
+    pub spans: Vec<Span>,
+    /// An estimate of the rows (from the rowids), for progress.
+    pub rows: u64,
+}
+
+/// Plans the scan of `table` for the `wanted` columns (names; `rowid`; absent ones read
+/// as NULL; those `on_demand` found in a record only when asked for), cut into parts of
+/// about `ROWS_PER_CHUNK` rows.
+pub fn plan(
     conn: &Connection,
+    db: Option<&DbFile>,
+    schema: &Schema,
     path: &Path,
-    table: &str,
-) -> Result<(Vec<(i64, i64)>, u64), LoadError> {
+    table: &'static str,
+    wanted: &[&str],
+    on_demand: &[&str],
+) -> Result<TablePlan, LoadError> {
     // Two queries: `SELECT min(rowid), max(rowid)` in one would scan the whole table.
     let rowid = |f: &str| -> Result<Option<i64>, LoadError> {
         conn.query_row(&format!("SELECT {f}(rowid) FROM \"{table}\""), [], |r| {
@@ -66,56 +97,137 @@ pub fn plan_ranges(
         .map_err(|e| sqlite_error(path, table, e))
     };
     let (min, max) = (rowid("min")?, rowid("max")?);
-    let (Some(min), Some(max)) = (min, max) else {
-        return Ok((Vec::new(), 0));
+    let select_list = wanted
+        .iter()
+        .map(|&c| match c {
+            "rowid" => "rowid".to_string(),
+            c => schema.select_list(table, &[c]),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut plan = TablePlan {
+        table,
+        select_list,
+        pages: None,
+        spans: Vec::new(),
+        rows: 0,
     };
-    let mut ranges = Vec::new();
+    let (Some(min), Some(max)) = (min, max) else {
+        return Ok(plan);
+    };
+    plan.rows = (max - min + 1) as u64;
+    if let Some(db) = db
+        && let Some(layout) = Layout::of(conn, table, wanted, on_demand)
+    {
+        let leaves = db
+            .leaves(layout.root)
+            .map_err(|e| page_error(path, table, e))?;
+        let rows_per_leaf = (plan.rows / leaves.len().max(1) as u64).max(1);
+        let per_chunk = (ROWS_PER_CHUNK as u64 / rows_per_leaf).max(1) as usize;
+        plan.spans = (0..leaves.len())
+            .step_by(per_chunk)
+            .map(|from| Span::Leaves(from, (from + per_chunk).min(leaves.len())))
+            .collect();
+        plan.pages = Some((layout, leaves));
+        return Ok(plan);
+    }
     let mut lo = min;
     while lo <= max {
         let hi = lo.saturating_add(ROWS_PER_CHUNK);
-        ranges.push((lo, hi));
+        plan.spans.push(Span::Rowids(lo, hi));
         lo = hi;
     }
-    Ok((ranges, (max - min + 1) as u64))
+    Ok(plan)
 }
 
-/// Reads rows `[lo, hi)` of `table`, handing each to `on_row`. Returns the rows read.
+impl TablePlan {
+    /// Whether the table is read from the file's pages.
+    pub fn reads_pages(&self) -> bool {
+        self.pages.is_some()
+    }
+}
+
+fn page_error(path: &Path, table: &str, e: PageError) -> LoadError {
+    match e {
+        PageError::Io(source) => LoadError::Io {
+            path: path.to_owned(),
+            source,
+        },
+        PageError::Damaged(detail) => LoadError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("{table}: {detail}"),
+        },
+    }
+}
+
+/// Reads the rows of `span` of `plan`'s table, handing each to `on_row`. Returns the
+/// rows read.
 pub fn scan_range(
     ctx: &ScanContext,
     conn: &Connection,
-    table: &str,
-    select_list: &str,
-    (lo, hi): (i64, i64),
+    plan: &TablePlan,
+    span: Span,
     mut on_row: impl FnMut(&RawRow) -> Result<(), rusqlite::Error>,
 ) -> Result<u64, LoadError> {
-    let sql = format!("SELECT {select_list} FROM \"{table}\" WHERE rowid >= {lo} AND rowid < {hi}");
-    let mut run = || -> Result<u64, ScanStop> {
-        let mut stmt = RawStatement::prepare(conn, &sql)?;
-        let mut n = 0u64;
-        let mut unreported = 0u64;
-        while stmt.step()? {
-            on_row(&RawRow { stmt: &stmt })?;
-            n += 1;
-            unreported += 1;
-            if unreported == CHECK_EVERY_ROWS {
-                ctx.check_cancel().map_err(|_| ScanStop::Cancelled)?;
-                ctx.add_rows(unreported);
-                unreported = 0;
-            }
+    let table = plan.table;
+    let mut n = 0u64;
+    let mut unreported = 0u64;
+    let mut counted = |n: &mut u64| -> Result<(), ScanStop> {
+        *n += 1;
+        unreported += 1;
+        if unreported == CHECK_EVERY_ROWS {
+            ctx.check_cancel().map_err(|_| ScanStop::Cancelled)?;
+            ctx.add_rows(unreported);
+            unreported = 0;
         }
-        ctx.add_rows(unreported);
-        Ok(n)
+        Ok(())
     };
-    match run() {
-        Ok(n) => Ok(n),
+    let result = match (span, &plan.pages, ctx.db) {
+        (Span::Leaves(from, to), Some((layout, leaves)), Some(db)) => db.scan(
+            &leaves[from..to],
+            layout,
+            |record| -> Result<(), ScanStop> {
+                on_row(&RawRow::Page(record))?;
+                counted(&mut n)
+            },
+        ),
+        (Span::Rowids(lo, hi), _, _) => {
+            let sql = format!(
+                "SELECT {} FROM \"{table}\" WHERE rowid >= {lo} AND rowid < {hi}",
+                plan.select_list
+            );
+            (|| {
+                let mut stmt = RawStatement::prepare(conn, &sql)?;
+                while stmt.step()? {
+                    on_row(&RawRow::Sqlite(&stmt))?;
+                    counted(&mut n)?;
+                }
+                Ok(())
+            })()
+        }
+        _ => unreachable!("leaves are planned only with the file open for pages"),
+    };
+    match result {
+        Ok(()) => {
+            ctx.add_rows(unreported);
+            Ok(n)
+        }
         Err(ScanStop::Cancelled) => Err(LoadError::Cancelled),
         Err(ScanStop::Sqlite(e)) => Err(sqlite_error(ctx.path, table, e)),
+        Err(ScanStop::Page(e)) => Err(page_error(ctx.path, table, e)),
     }
 }
 
 enum ScanStop {
     Cancelled,
     Sqlite(rusqlite::Error),
+    Page(PageError),
+}
+
+impl From<PageError> for ScanStop {
+    fn from(e: PageError) -> Self {
+        ScanStop::Page(e)
+    }
 }
 
 impl From<rusqlite::Error> for ScanStop {
@@ -178,40 +290,48 @@ impl Drop for RawStatement {
     }
 }
 
-/// The current row of a `RawStatement`; it cannot outlive the step that produced it.
-pub struct RawRow<'s> {
-    stmt: &'s RawStatement,
+/// The current row: of a `RawStatement` (it cannot outlive the step that produced it) or
+/// a record read from a page.
+pub enum RawRow<'s> {
+    Sqlite(&'s RawStatement),
+    Page(&'s Record<'s>),
 }
 
-impl RawRow<'_> {
-    fn column_type(&self, i: usize) -> std::ffi::c_int {
-        // SAFETY: the statement has a current row; out-of-range columns read as NULL.
-        unsafe { ffi::sqlite3_column_type(self.stmt.stmt, i as std::ffi::c_int) }
-    }
+fn column_type(stmt: &RawStatement, i: usize) -> std::ffi::c_int {
+    // SAFETY: the statement has a current row; out-of-range columns read as NULL.
+    unsafe { ffi::sqlite3_column_type(stmt.stmt, i as std::ffi::c_int) }
 }
 
 /// Column `i` as an integer; NULL (and text or blobs) as `None`.
 pub fn int(row: &RawRow, i: usize) -> Option<i64> {
+    let stmt = match row {
+        RawRow::Page(record) => return record.int(i),
+        RawRow::Sqlite(stmt) => stmt,
+    };
     // SAFETY: as in `column_type`. NULL reads as 0, so only 0 needs its type checked.
-    let value = unsafe { ffi::sqlite3_column_int64(row.stmt.stmt, i as std::ffi::c_int) };
+    let value = unsafe { ffi::sqlite3_column_int64(stmt.stmt, i as std::ffi::c_int) };
     if value != 0 {
         return Some(value);
     }
-    match row.column_type(i) {
+    match column_type(stmt, i) {
         ffi::SQLITE_INTEGER | ffi::SQLITE_FLOAT => Some(0),
         _ => None,
     }
 }
 
-/// Column `i` as text, if it is valid UTF-8 text.
 /// A BLOB (or TEXT) value's bytes; `None` for NULL and numbers.
 pub fn blob<'r>(row: &'r RawRow, i: usize) -> Option<&'r [u8]> {
-    if !matches!(row.column_type(i), ffi::SQLITE_BLOB | ffi::SQLITE_TEXT) {
+    let stmt = match row {
+        RawRow::Page(record) => return record.blob(i),
+        RawRow::Sqlite(stmt) => stmt,
+    };
+    if !matches!(column_type(stmt, i), ffi::SQLITE_BLOB | ffi::SQLITE_TEXT) {
         return None;
     }
+    // SAFETY: as in `text`: the buffer stays valid until the next step.
     unsafe {
-        let ptr = ffi::sqlite3_column_blob(row.stmt.stmt, i as std::ffi::c_int);
-        let len = ffi::sqlite3_column_bytes(row.stmt.stmt, i as std::ffi::c_int);
+        let ptr = ffi::sqlite3_column_blob(stmt.stmt, i as std::ffi::c_int);
+        let len = ffi::sqlite3_column_bytes(stmt.stmt, i as std::ffi::c_int);
         if ptr.is_null() || len <= 0 {
             return Some(&[]);
         }
@@ -219,15 +339,20 @@ pub fn blob<'r>(row: &'r RawRow, i: usize) -> Option<&'r [u8]> {
     }
 }
 
+/// Column `i` as text, if it is valid UTF-8 text.
 pub fn text<'r>(row: &'r RawRow, i: usize) -> Option<&'r str> {
-    if row.column_type(i) != ffi::SQLITE_TEXT {
+    let stmt = match row {
+        RawRow::Page(record) => return record.text(i),
+        RawRow::Sqlite(stmt) => stmt,
+    };
+    if column_type(stmt, i) != ffi::SQLITE_TEXT {
         return None;
     }
     // SAFETY: for a TEXT value, column_text then column_bytes give a buffer that stays
     // valid until the next step, which the `RawRow` borrow rules out.
     let bytes = unsafe {
-        let ptr = ffi::sqlite3_column_text(row.stmt.stmt, i as std::ffi::c_int);
-        let len = ffi::sqlite3_column_bytes(row.stmt.stmt, i as std::ffi::c_int);
+        let ptr = ffi::sqlite3_column_text(stmt.stmt, i as std::ffi::c_int);
+        let len = ffi::sqlite3_column_bytes(stmt.stmt, i as std::ffi::c_int);
         if ptr.is_null() {
             return None;
         }

@@ -336,35 +336,53 @@ impl Prepared {
     }
 
     pub fn new(trace: &Trace) -> Self {
-        let groups = collectives(trace);
-        let mut member: Vec<Vec<Vec<u32>>> = trace
-            .devices
-            .iter()
-            .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
-            .collect();
-        for (g, c) in groups.iter().enumerate() {
-            for &(d, s, o) in c {
-                member[d][s][o] = g as u32;
-            }
-        }
-        let sync_names = sync_call_names(trace);
-        let sync_calls = trace
-            .threads
-            .iter()
-            .map(|th| {
-                (0..th.api.len() as u32)
-                    .filter(|&k| sync_names[th.api.name[k as usize] as usize])
-                    .collect()
-            })
-            .collect();
-        // The recorded order does not depend on the change: merged once.
-        let order = PackedOrder::new(trace, &sync_names);
+        // Four independent parts, worked out side by side.
+        let collectives_and_launches = || {
+            rayon::join(
+                || {
+                    let groups = collectives(trace);
+                    let mut member: Vec<Vec<Vec<u32>>> = trace
+                        .devices
+                        .iter()
+                        .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
+                        .collect();
+                    for (g, c) in groups.iter().enumerate() {
+                        for &(d, s, o) in c {
+                            member[d][s][o] = g as u32;
+                        }
+                    }
+                    (groups, member)
+                },
+                || launched_by_thread(trace),
+            )
+        };
+        let syncs_and_order = || {
+            let sync_names = sync_call_names(trace);
+            let (sync_calls, order) = rayon::join(
+                || {
+                    trace
+                        .threads
+                        .iter()
+                        .map(|th| {
+                            (0..th.api.len() as u32)
+                                .filter(|&k| sync_names[th.api.name[k as usize] as usize])
+                                .collect()
+                        })
+                        .collect()
+                },
+                // The recorded order does not depend on the change: merged once.
+                || PackedOrder::new(trace, &sync_names),
+            );
+            (sync_names, sync_calls, order)
+        };
+        let (((groups, member), launched), (sync_names, sync_calls, order)) =
+            rayon::join(collectives_and_launches, syncs_and_order);
         Self {
             sync_names,
             sync_calls,
             groups,
             member,
-            launched: launched_by_thread(trace),
+            launched,
             order,
         }
     }
