@@ -15,7 +15,10 @@
 //!   reduce-scatter, all-to-all (n−1)/n; the rest 1.
 
 use crate::trace::{DeviceId, DeviceIndex};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Maps keyed by communicator, name or size, filled per NCCL call (millions): Fx, not SipHash.
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -283,9 +286,9 @@ struct KernelCalls {
 /// percentiles; 8 bytes a call, not wanted for the kernels' transfers alone).
 fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
     // Communicators' sizes and ranks from their creation calls; message sizes of all calls.
-    let mut comm_size: HashMap<u64, u32> = HashMap::new();
-    let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::new();
-    let mut comm_bytes: HashMap<u64, u64> = HashMap::new();
+    let mut comm_size: HashMap<u64, u32> = HashMap::default();
+    let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::default();
+    let mut comm_bytes: HashMap<u64, u64> = HashMap::default();
     let mut total_message_bytes = 0;
     for t in &trace.threads {
         let c = &t.nccl;
@@ -295,17 +298,38 @@ fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
                 comm_ranks.entry(k.comm).or_default().push(k.rank);
             }
         }
+        // Summed per run of one communicator (a thread's calls come in such runs).
+        let mut run: Option<(u64, u64)> = None;
         for i in 0..c.len() {
             total_message_bytes += c.bytes[i];
-            *comm_bytes.entry(c.comm_of(i)).or_default() += c.bytes[i];
+            let comm = c.comm_of(i);
+            match &mut run {
+                Some((current, bytes)) if *current == comm => *bytes += c.bytes[i],
+                _ => {
+                    if let Some((comm, bytes)) = run {
+                        *comm_bytes.entry(comm).or_default() += bytes;
+                    }
+                    run = Some((comm, c.bytes[i]));
+                }
+            }
+        }
+        if let Some((comm, bytes)) = run {
+            *comm_bytes.entry(comm).or_default() += bytes;
         }
     }
     // What each call's name says, worked out once a name (a text is put together to read).
-    let mut kinds: HashMap<crate::trace::StrId, CallKind> = HashMap::new();
-    let mut kind_of = |name| {
-        *kinds
-            .entry(name)
-            .or_insert_with(|| call_kind(&trace.strings.get(name)))
+    let mut kinds: HashMap<crate::trace::StrId, CallKind> = HashMap::default();
+    let mut last: Option<(crate::trace::StrId, CallKind)> = None;
+    let mut kind_of = |name| match last {
+        // Calls come in runs of one name.
+        Some((n, kind)) if n == name => kind,
+        _ => {
+            let kind = *kinds
+                .entry(name)
+                .or_insert_with(|| call_kind(&trace.strings.get(name)));
+            last = Some((name, kind));
+            kind
+        }
     };
 
     // Each NCCL kernel by its launching thread, in launch order.
@@ -383,6 +407,7 @@ fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
     let mut messages = vec![Vec::new(); trace.devices.len()];
     let mut kernels = Vec::with_capacity(kernel_calls.len());
     let mut sends: Vec<(u32, u64)> = Vec::new();
+    let mut last_starts = last_start.iter().peekable();
     for k in kernel_calls {
         let (d, s, i) = (k.at.0 as usize, k.at.1 as usize, k.at.2 as usize);
         let ops = &trace.devices[d].streams[s].ops;
@@ -433,9 +458,14 @@ fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
             }
         };
         let (start, end) = (ops.start[i], ops.end[i]);
-        let from = last_start
-            .binary_search_by_key(&k.at, |l| l.0)
-            .map_or(start, |l| last_start[l].1.clamp(start, end));
+        // Both lists are sorted by place: one walk along `last_start`.
+        while last_starts.peek().is_some_and(|l| l.0 < k.at) {
+            last_starts.next();
+        }
+        let from = match last_starts.peek() {
+            Some(l) if l.0 == k.at => l.1.clamp(start, end),
+            _ => start,
+        };
         let transfer_ns = (end - from).max(1);
         let algbw = bytes as f64 / transfer_ns as f64; // bytes per ns = GB/s
         kernels.push(KernelTransfer {
@@ -551,8 +581,8 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
     }
 
     // Per communicator: the bus bandwidths of its kernels, and how many each device ran.
-    let mut comm_bw: HashMap<u64, Vec<f64>> = HashMap::new();
-    let mut comm_device_count: HashMap<(u64, u32), usize> = HashMap::new();
+    let mut comm_bw: HashMap<u64, Vec<f64>> = HashMap::default();
+    let mut comm_device_count: HashMap<(u64, u32), usize> = HashMap::default();
     for k in kernels {
         comm_bw.entry(k.comm).or_default().push(k.busbw_gbps);
         *comm_device_count.entry((k.comm, k.at.0)).or_default() += 1;
@@ -592,7 +622,7 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
     // The slowest against the best of their kind: the same communicator, collective and
     // size (to a power of two; bandwidth grows with size). Only the clearly slow.
     let key = |k: &KernelTransfer| (k.comm, k.kind, k.bytes.next_power_of_two());
-    let mut best: HashMap<(u64, CollectiveKind, u64), f64> = HashMap::new();
+    let mut best: HashMap<(u64, CollectiveKind, u64), f64> = HashMap::default();
     for k in kernels {
         let b = best.entry(key(k)).or_insert(0.0);
         *b = b.max(k.busbw_gbps);
