@@ -516,6 +516,10 @@ fn flush_rows(
         writer.api(pid, row)?;
     }
     writer.sched_events(pid, &rows.api)?;
+    // Ranges close child first, but nsys's exports list each thread's ranges by start (the
+    // outer one first), as every shared real export does: written in that order.
+    rows.nvtx
+        .sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
     for row in &rows.nvtx {
         writer.nvtx_range(pid, row)?;
     }

@@ -255,9 +255,10 @@ impl NvtxRanges {
     /// Sorts by (start, longest first) so that a parent precedes its children, then
     /// computes `depth` and `parent` with a stack (push/pop) or greedy lanes (start/end).
     pub fn sort_and_nest(&mut self) {
-        // Sorted as (start, -end, index) keys, not indices compared through the columns:
-        // nsys writes a range when it ends, so millions of them come out of order, and a
-        // comparison that reads two columns at random misses the cache every time.
+        // Sorted as (start, -end, index) keys, not indices compared through the columns: an
+        // export that lists a range when it ends has millions out of order, and a comparison
+        // that reads two columns at random misses the cache every time. (The shared real
+        // exports list them by start: no sort.)
         let in_order = (1..self.len())
             .all(|i| (self.start[i - 1], -self.end[i - 1]) <= (self.start[i], -self.end[i]));
         if !in_order {
