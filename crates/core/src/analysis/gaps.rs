@@ -95,6 +95,17 @@ fn op_name(trace: &Trace, device: DeviceId, op: OpRef) -> StrId {
 }
 
 impl Gap {
+    /// A placeholder, overwritten before it is read (see [`gaps_into`]).
+    pub const EMPTY: Gap = Gap {
+        device: 0,
+        start_ns: 0,
+        duration_ns: 0,
+        before: OpRef { stream: 0, op: 0 },
+        after: OpRef { stream: 0, op: 0 },
+        cause: Cause::Unknown,
+        enclosing: NONE,
+    };
+
     /// The device's id.
     pub fn device_id(&self) -> DeviceId {
         DeviceId(self.device as u32)
@@ -204,30 +215,57 @@ fn innermost_range_at_calls(thread: &crate::trace::Thread) -> Vec<u32> {
     out
 }
 
-/// Every gap of `device` in `window`, in time order./// Every gap of `device` in `window`, in time order.
+/// Every gap of `device` in `window`, in time order.
 pub fn find_gaps(
     device: &Device,
     window: Window,
     min_gap_ns: i64,
 ) -> Vec<(i64, i64, OpRef, OpRef)> {
-    // The ops touching the window, plus each stream's neighbours just outside it (so that
-    // idle time at the window's edges is a gap with a known op before and after), taken
-    // in (start, end) order by merging the streams, each sorted: no list of them is made.
-    let streams = &device.streams;
-    let mut next: Vec<usize> = Vec::with_capacity(streams.len());
-    let mut stop: Vec<usize> = Vec::with_capacity(streams.len());
-    for stream in streams {
-        let inside = ops_touching(stream, window);
-        next.push(inside.start.saturating_sub(1));
-        stop.push((inside.end + 1).min(stream.ops.len()));
-    }
-    // At most a gap per op: reserved at once, not grown by copies (a real-shaped trace has
-    // a gap at nearly every kernel boundary; pages not written are never touched).
-    let most: usize = next
+    let mut gaps = Vec::with_capacity(most_gaps(device, window));
+    for_each_gap(device, window, min_gap_ns, |s, e, before, after| {
+        gaps.push((s, e, before, after))
+    });
+    gaps
+}
+
+/// The ops touching the window, plus each stream's neighbours just outside it (so that
+/// idle time at the window's edges is a gap with a known op before and after): per
+/// stream, the first and one past the last.
+fn ops_around(device: &Device, window: Window) -> Vec<(usize, usize)> {
+    device
+        .streams
         .iter()
-        .zip(&stop)
+        .map(|stream| {
+            let inside = ops_touching(stream, window);
+            (
+                inside.start.saturating_sub(1),
+                (inside.end + 1).min(stream.ops.len()),
+            )
+        })
+        .collect()
+}
+
+/// At most a gap per op: a list reserved this large is never grown by copies (a
+/// real-shaped trace has a gap at nearly every kernel boundary; pages not written are
+/// never touched).
+fn most_gaps(device: &Device, window: Window) -> usize {
+    ops_around(device, window)
+        .iter()
         .map(|(a, b)| b.saturating_sub(*a))
-        .sum();
+        .sum()
+}
+
+/// Calls `found(start, end, op before, op after)` for every gap of `device` in `window`,
+/// in time order; the ops are taken in (start, end) order by merging the streams, each
+/// sorted: no list of them, or of the gaps, is made.
+pub fn for_each_gap(
+    device: &Device,
+    window: Window,
+    min_gap_ns: i64,
+    mut found: impl FnMut(i64, i64, OpRef, OpRef),
+) {
+    let streams = &device.streams;
+    let (mut next, stop): (Vec<usize>, Vec<usize>) = ops_around(device, window).into_iter().unzip();
     let merged = std::iter::from_fn(|| {
         let mut best: Option<(i64, i64, usize)> = None;
         for (si, stream) in streams.iter().enumerate() {
@@ -247,14 +285,13 @@ pub fn find_gaps(
         next[si] += 1;
         Some((s, e, r))
     });
-    let mut gaps = Vec::with_capacity(most);
     let mut last: Option<(i64, OpRef)> = None; // the op that ends latest so far
     for (s, e, r) in merged {
         if let Some((busy_until, before)) = last {
             if let Some((gs, ge)) = window.clip(busy_until, s)
                 && ge - gs >= min_gap_ns
             {
-                gaps.push((gs, ge, before, r));
+                found(gs, ge, before, r);
             }
             if e > busy_until {
                 last = Some((e, r));
@@ -263,7 +300,6 @@ pub fn find_gaps(
             last = Some((e, r));
         }
     }
-    gaps
 }
 
 /// Per string id: is it the name of a synchronising API call? Only the names API calls use
@@ -298,31 +334,68 @@ pub fn gaps(
     window: Window,
     min_gap_ns: i64,
 ) -> Vec<Gap> {
+    let mut gaps = Vec::with_capacity(most_gaps(device, window));
+    each_gap(trace, cpu, device, window, min_gap_ns, |g| gaps.push(g));
+    gaps
+}
+
+/// How many gaps of at least `min_gap_ns` `device` has in `window` (no cause, no NVTX:
+/// a tenth of [`gaps`]' work).
+pub fn count_gaps(device: &Device, window: Window, min_gap_ns: i64) -> usize {
+    let mut n = 0;
+    for_each_gap(device, window, min_gap_ns, |_, _, _, _| n += 1);
+    n
+}
+
+/// [`gaps`] written into `out`, which [`count_gaps`] sized: several devices fill one
+/// list side by side, each its own part, and no per-device list is copied into it.
+pub fn gaps_into(
+    trace: &Trace,
+    cpu: &CpuIndex,
+    device: &Device,
+    window: Window,
+    min_gap_ns: i64,
+    out: &mut [Gap],
+) {
+    let mut slots = out.iter_mut();
+    each_gap(trace, cpu, device, window, min_gap_ns, |g| {
+        if let Some(slot) = slots.next() {
+            *slot = g;
+        }
+    });
+    debug_assert!(slots.next().is_none(), "a gap count that differs");
+}
+
+fn each_gap(
+    trace: &Trace,
+    cpu: &CpuIndex,
+    device: &Device,
+    window: Window,
+    min_gap_ns: i64,
+    mut put: impl FnMut(Gap),
+) {
     crate::profile_scope!("analysis: gaps of one GPU");
     // Neighbouring gaps share an op: its path is kept from one gap to the next.
     let (mut before_path, mut after_path) = (Vec::new(), Vec::new());
     let mut after_of_last: Option<OpRef> = None;
-    find_gaps(device, window, min_gap_ns)
-        .into_iter()
-        .map(|(gs, ge, before, after)| {
-            if after_of_last == Some(before) {
-                std::mem::swap(&mut before_path, &mut after_path);
-            } else {
-                cpu.launch_path(trace, device, before, &mut before_path);
-            }
-            cpu.launch_path(trace, device, after, &mut after_path);
-            after_of_last = Some(after);
-            Gap {
-                device: device.id.0 as u16,
-                start_ns: gs,
-                duration_ns: ge - gs,
-                before,
-                after,
-                cause: cause(trace, cpu, device, before, after, gs, ge),
-                enclosing: enclosing(&before_path, &after_path).unwrap_or(NONE),
-            }
-        })
-        .collect()
+    for_each_gap(device, window, min_gap_ns, |gs, ge, before, after| {
+        if after_of_last == Some(before) {
+            std::mem::swap(&mut before_path, &mut after_path);
+        } else {
+            cpu.launch_path(trace, device, before, &mut before_path);
+        }
+        cpu.launch_path(trace, device, after, &mut after_path);
+        after_of_last = Some(after);
+        put(Gap {
+            device: device.id.0 as u16,
+            start_ns: gs,
+            duration_ns: ge - gs,
+            before,
+            after,
+            cause: cause(trace, cpu, device, before, after, gs, ge),
+            enclosing: enclosing(&before_path, &after_path).unwrap_or(NONE),
+        });
+    });
 }
 
 fn launch_index(device: &Device, op: OpRef) -> Option<(usize, usize)> {
@@ -459,6 +532,34 @@ mod tests {
         assert_eq!(name(&found[0]).as_deref(), Some("forward"));
         assert_eq!(name(&found[1]).as_deref(), Some("step_0"));
         assert_eq!(name(&found[3]), None, "no launch, no path");
+    }
+
+    #[test]
+    fn gaps_written_in_place_are_the_gaps_found() {
+        let trace = trace();
+        let cpu = CpuIndex::new(&trace);
+        let d = &trace.devices[0];
+        for (window, min) in [(Window::new(100, 6_000), 1), (Window::new(0, 4_000), 600)] {
+            let found = gaps(&trace, &cpu, d, window, min);
+            let n = count_gaps(d, window, min);
+            assert_eq!(n, found.len());
+            let mut placed = vec![Gap::EMPTY; n];
+            gaps_into(&trace, &cpu, d, window, min, &mut placed);
+            let key = |g: &Gap| {
+                (
+                    g.start_ns,
+                    g.duration_ns,
+                    g.before,
+                    g.after,
+                    g.cause,
+                    g.enclosing,
+                )
+            };
+            assert_eq!(
+                placed.iter().map(key).collect::<Vec<_>>(),
+                found.iter().map(key).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::breakdown::{Breakdown, SameStream, breakdown, same_stream};
 use super::cpu_sync::{ThreadSync, sync_time_per_thread};
 use super::drilldown::{Drilldown, drilldown};
-use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, gaps};
+use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, count_gaps, gaps_into};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
 use super::memory::{MemoryStat, memory_by_kind};
@@ -239,20 +239,15 @@ fn per_device_gaps(
     cpu: &CpuIndex,
     devices: &[&Device],
     find_gaps: bool,
-) -> Vec<(DeviceSummary, Vec<Gap>)> {
+) -> (Vec<DeviceSummary>, Vec<Gap>) {
     let cancelled = || cancel.load(Ordering::Relaxed);
-    devices
+    let windows: Vec<(&Device, Window)> = devices
+        .iter()
+        .filter_map(|&device| Some((device, options.window.or_else(|| device_window(device))?)))
+        .collect();
+    let (summaries, counts): (Vec<DeviceSummary>, Vec<usize>) = windows
         .par_iter()
-        .filter_map(|device| {
-            if cancelled() {
-                return None;
-            }
-            let window = options.window.or_else(|| device_window(device))?;
-            let details = if find_gaps {
-                gaps(trace, cpu, device, window, options.min_gap_ns)
-            } else {
-                Vec::new()
-            };
+        .map(|&(device, window)| {
             let breakdown = breakdown(device, window);
             let summary = DeviceSummary {
                 device: device.id,
@@ -260,9 +255,34 @@ fn per_device_gaps(
                 breakdown,
                 same_stream: same_stream(device, window).map(|s| s.with_hidden(&breakdown)),
             };
-            Some((summary, details))
+            let count = if find_gaps && !cancelled() {
+                count_gaps(device, window, options.min_gap_ns)
+            } else {
+                0
+            };
+            (summary, count)
         })
-        .collect()
+        .unzip();
+    // One list, each device filling its own part in parallel: millions of gaps are
+    // written once, not gathered per device and then copied.
+    let mut gaps = Vec::new();
+    (0..counts.iter().sum::<usize>())
+        .into_par_iter()
+        .map(|_| Gap::EMPTY)
+        .collect_into_vec(&mut gaps);
+    let mut parts = Vec::with_capacity(windows.len());
+    let mut rest = gaps.as_mut_slice();
+    for (&(device, window), &n) in windows.iter().zip(&counts) {
+        let (part, tail) = rest.split_at_mut(n);
+        parts.push((device, window, part));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(device, window, part)| {
+        if !cancelled() {
+            gaps_into(trace, cpu, device, window, options.min_gap_ns, part);
+        }
+    });
+    (summaries, gaps)
 }
 
 /// Every analysis worked out (the gap findings taken from `kept` when there).
@@ -285,13 +305,7 @@ fn work_out(
     if cancelled() {
         return None;
     }
-    let (summaries, gap_lists): (Vec<_>, Vec<_>) = per_device.into_iter().unzip();
-    // Joined list by list, each freed once copied: millions of gaps are held about once,
-    // not twice.
-    let mut gaps: Vec<Gap> = Vec::with_capacity(gap_lists.iter().map(Vec::len).sum());
-    for list in gap_lists {
-        gaps.extend(list);
-    }
+    let (summaries, mut gaps) = per_device;
     let (mut kept_recurring, mut kept_nvtx) = (None, None);
     if let Some(k) = kept {
         gaps = k.gaps;
