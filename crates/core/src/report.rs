@@ -166,7 +166,7 @@ fn slowest_path(
     overview: &Overview,
 ) -> Option<crate::critical_path::report::PathSummary> {
     let k = overview.iterations.slowest_index?;
-    let graph = crate::critical_path::Graph::new(trace);
+    let graph = crate::critical_path::Graph::with_collectives(trace, overview.collectives(trace));
     crate::critical_path::report::totals(&graph, &overview.iterations, k)
 }
 

@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::nccl_wait::collectives;
+use super::nccl_wait::{Collectives, collectives};
 use crate::trace::{NONE, OpKind, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -253,7 +253,7 @@ pub fn kernel_transfers(trace: &Trace) -> KernelTransfers {
         return KernelTransfers::default();
     }
     KernelTransfers {
-        list: attribute(trace, false).kernels,
+        list: attribute(trace, &collectives(trace), false).kernels,
     }
 }
 
@@ -284,7 +284,7 @@ struct KernelCalls {
 
 /// `with_messages`: whether to list every call's message size per device (the report's
 /// percentiles; 8 bytes a call, not wanted for the kernels' transfers alone).
-fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
+fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> Attributed {
     // Communicators' sizes and ranks from their creation calls; message sizes of all calls.
     let mut comm_size: HashMap<u64, u32> = HashMap::default();
     let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::default();
@@ -390,7 +390,7 @@ fn attribute(trace: &Trace, with_messages: bool) -> Attributed {
 
     // The last rank's start of each collective found on every GPU, by place.
     let mut last_start: Vec<((u32, u32, u32), i64)> = Vec::new();
-    for group in collectives(trace) {
+    for group in collectives.iter() {
         let last = group
             .iter()
             .map(|&(d, s, i)| trace.devices[d].streams[s].ops.start[i])
@@ -513,6 +513,11 @@ impl KernelTransfer {
 }
 
 pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
+    nccl_payload_with(trace, &collectives(trace), top)
+}
+
+/// Like [`nccl_payload`], over the trace's `collectives` worked out already.
+pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -> NcclPayload {
     crate::profile_scope!("analysis: NCCL payload");
     let mut out = NcclPayload {
         skipped_blobs: trace.nccl_payloads.skipped_blobs,
@@ -535,7 +540,7 @@ pub fn nccl_payload(trace: &Trace, top: usize) -> NcclPayload {
         }
         return out;
     }
-    let mut a = attribute(trace, true);
+    let mut a = attribute(trace, collectives, true);
     out.total_message_bytes = a.total_message_bytes;
     let kernels = &a.kernels;
 

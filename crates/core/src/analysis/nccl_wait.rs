@@ -4,6 +4,7 @@
 //! Collectives are matched across GPUs by their ends (equal to microseconds, on one clock:
 //! after the files' alignment when the ranks come from several files).
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::trace::{DeviceId, OpKind, Trace};
@@ -75,34 +76,72 @@ fn nccl_kernels(trace: &Trace, device: usize) -> Vec<Kernel> {
     out
 }
 
-/// One collective: its kernel on each GPU that ran NCCL (device index, stream, op).
-pub type Collective = Vec<(usize, usize, usize)>;
+/// One collective: its kernel on each GPU that ran NCCL (device index, stream, op), in the
+/// order of [`Collectives::devices`].
+pub type Collective = [(usize, usize, usize)];
 
 /// The collectives found on every GPU that ran NCCL: the kernel of each GPU whose end is
-/// nearest the first GPU's, within `SAME_END_NS`.
-pub fn collectives(trace: &Trace) -> Vec<Collective> {
-    matched(&per_gpu(trace))
-        .into_iter()
-        .map(|g| g.iter().map(|k| (k.device, k.stream, k.op)).collect())
-        .collect()
+/// nearest the first GPU's, within `SAME_END_NS`, in the first GPU's end order. Worked out
+/// once a report (the NCCL analyses, the replays and the critical path share it: 70-100 ms
+/// each on the realistic 2 GB export) and kept flat, not a list per collective.
+#[derive(Debug, Default)]
+pub struct Collectives {
+    /// The GPUs that ran NCCL (device indices); a collective has a kernel on each.
+    pub devices: Vec<usize>,
+    /// `devices.len()` members a collective, one collective after another.
+    members: Vec<(usize, usize, usize)>,
+}
+
+impl Collectives {
+    pub fn len(&self) -> usize {
+        self.members.len() / self.devices.len().max(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    pub fn get(&self, g: usize) -> &Collective {
+        let w = self.devices.len();
+        &self.members[g * w..(g + 1) * w]
+    }
+
+    pub fn iter(&self) -> std::slice::ChunksExact<'_, (usize, usize, usize)> {
+        self.members.chunks_exact(self.devices.len().max(1))
+    }
+}
+
+pub fn collectives(trace: &Trace) -> Collectives {
+    crate::profile_scope!("analysis: collectives");
+    let per_gpu = per_gpu(trace);
+    let mut members = Vec::new();
+    matched(&per_gpu, |group| {
+        members.extend(group.iter().map(|k| (k.device, k.stream, k.op)));
+    });
+    Collectives {
+        devices: per_gpu.iter().map(|k| k[0].device).collect(),
+        members,
+    }
 }
 
 /// The NCCL kernels of each GPU that ran any.
 fn per_gpu(trace: &Trace) -> Vec<Vec<Kernel>> {
     (0..trace.devices.len())
+        .into_par_iter()
         .map(|d| nccl_kernels(trace, d))
         .filter(|k| !k.is_empty())
         .collect()
 }
 
-fn matched(per_gpu: &[Vec<Kernel>]) -> Vec<Vec<Kernel>> {
+/// Calls `found` with each collective's kernels, one per GPU in `per_gpu`'s order.
+fn matched(per_gpu: &[Vec<Kernel>], mut found: impl FnMut(&[Kernel])) {
     if per_gpu.len() < 2 {
-        return Vec::new();
+        return;
     }
-    let mut out = Vec::new();
     let mut cursors = vec![0usize; per_gpu.len()];
+    let mut group = Vec::with_capacity(per_gpu.len());
     for k in &per_gpu[0] {
-        let mut group = Vec::with_capacity(per_gpu.len());
+        group.clear();
         group.push(*k);
         // The kernel of every other GPU whose end is nearest (ends are sorted: walk on).
         for (g, kernels) in per_gpu.iter().enumerate().skip(1) {
@@ -120,29 +159,43 @@ fn matched(per_gpu: &[Vec<Kernel>]) -> Vec<Vec<Kernel>> {
             }
         }
         if group.len() == per_gpu.len() {
-            out.push(group);
+            found(&group);
         }
     }
-    out
 }
 
-pub fn nccl_waits(trace: &Trace, top: usize) -> NcclWaits {
+/// Each GPU's NCCL wait and transfer, over `collectives` (see [`collectives`]).
+pub fn nccl_waits(trace: &Trace, collectives: &Collectives, top: usize) -> NcclWaits {
     crate::profile_scope!("analysis: NCCL wait");
-    let kernels = per_gpu(trace);
     let mut out = NcclWaits {
-        per_device: kernels
+        per_device: collectives
+            .devices
             .iter()
-            .map(|k| NcclWait {
-                device: trace.devices[k[0].device].id,
+            .map(|&d| NcclWait {
+                device: trace.devices[d].id,
                 ..Default::default()
             })
             .collect(),
         late: Vec::new(),
     };
     let mut late: Vec<(i64, Kernel)> = Vec::new();
-    for group in matched(&kernels) {
+    let mut group: Vec<Kernel> = Vec::with_capacity(collectives.devices.len());
+    let mut starts: Vec<i64> = Vec::with_capacity(collectives.devices.len());
+    for members in collectives.iter() {
+        group.clear();
+        group.extend(members.iter().map(|&(device, stream, op)| {
+            let ops = &trace.devices[device].streams[stream].ops;
+            Kernel {
+                device,
+                stream,
+                op,
+                start: ops.start[op],
+                end: ops.end[op],
+            }
+        }));
         let last = *group.iter().max_by_key(|k| k.start).expect("not empty");
-        let mut starts: Vec<i64> = group.iter().map(|k| k.start).collect();
+        starts.clear();
+        starts.extend(group.iter().map(|k| k.start));
         starts.sort_unstable();
         let median_start = starts[(starts.len() - 1) / 2];
         for (g, k) in group.iter().enumerate() {
@@ -201,7 +254,7 @@ mod tests {
             }
         }
         let trace = b.build();
-        let w = nccl_waits(&trace, 10);
+        let w = nccl_waits(&trace, &collectives(&trace), 10);
         let by = |d: u32| {
             w.per_device
                 .iter()

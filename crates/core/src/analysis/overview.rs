@@ -2,6 +2,7 @@
 //! devices in parallel, each over its own window (or the one given).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -12,8 +13,8 @@ use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, count_gaps, gaps_into};
 use super::intervals::{Window, device_window};
 use super::iterations::{Iterations, iterations};
 use super::memory::{MemoryStat, memory_by_kind};
-use super::nccl_payload::{NcclPayload, nccl_payload};
-use super::nccl_wait::{NcclWaits, nccl_waits};
+use super::nccl_payload::{NcclPayload, nccl_payload_with};
+use super::nccl_wait::{Collectives, NcclWaits, collectives, nccl_waits};
 use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
@@ -98,9 +99,19 @@ pub struct Overview {
     pub cpu: CpuIndex,
     /// What it was worked out with.
     pub options: Options,
+    /// The trace's collectives, once worked out (see [`Overview::collectives`]).
+    collectives: OnceLock<Arc<Collectives>>,
 }
 
 impl Overview {
+    /// The collectives of `trace` (the one this overview is of): worked out once, shared
+    /// by the NCCL analyses, the findings' replays and the critical path.
+    pub fn collectives(&self, trace: &Trace) -> Arc<Collectives> {
+        self.collectives
+            .get_or_init(|| Arc::new(collectives(trace)))
+            .clone()
+    }
+
     /// The indices of the `n` longest gaps, longest first (ties by position). Selects
     /// them in O(gaps): a full sort of millions of gaps took a second.
     pub fn longest_gaps(&self, n: usize) -> Vec<usize> {
@@ -228,6 +239,7 @@ fn assemble(
         nccl_payload: a.nccl_payload,
         cpu,
         options: options.clone(),
+        collectives: OnceLock::new(),
     }
 }
 
@@ -298,9 +310,12 @@ fn work_out(
     let find_gaps = kept.is_none();
     // The longest analysis that needs no other one's result starts beside the gaps, so
     // that it does not run alone at the end.
-    let (per_device, nccl_payload) = rayon::join(
+    let (per_device, (nccl_payload, found)) = rayon::join(
         || per_device_gaps(trace, options, cancel, &cpu, &devices, find_gaps),
-        || nccl_payload(trace, options.lists_top()),
+        || {
+            let found = Arc::new(collectives(trace));
+            (nccl_payload_with(trace, &found, options.lists_top()), found)
+        },
     );
     if cancelled() {
         return None;
@@ -324,7 +339,7 @@ fn work_out(
                         memory_by_kind(trace),
                         rayon::join(
                             || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace)),
-                            || nccl_waits(trace, options.lists_top()),
+                            || nccl_waits(trace, &found, options.lists_top()),
                         ),
                     )
                 },
@@ -367,5 +382,6 @@ fn work_out(
         nccl_payload,
         cpu,
         options: options.clone(),
+        collectives: OnceLock::from(found),
     })
 }

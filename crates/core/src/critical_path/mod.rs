@@ -22,7 +22,7 @@ pub mod slack;
 use rustc_hash::FxHashMap;
 
 use crate::analysis::iterations::Iterations;
-use crate::analysis::nccl_wait::collectives;
+use crate::analysis::nccl_wait::{Collectives, collectives};
 use crate::analysis::{gaps::sync_call_names, nccl_wait::Collective};
 use crate::trace::{DeviceIndex, NONE, OpKind, StrId, Trace};
 use crate::whatif::{Launched, launched_by_thread, waited_ops};
@@ -136,7 +136,7 @@ const EVENT_WAIT_NS: i64 = 20_000;
 pub struct Graph<'a> {
     pub trace: &'a Trace,
     sync_names: Vec<bool>,
-    groups: Vec<Collective>,
+    groups: std::sync::Arc<Collectives>,
     /// Each NCCL op's collective: (device, stream, op) → index into `groups`.
     member: FxHashMap<(u32, u32, u32), u32>,
     launched: Vec<Launched>,
@@ -144,8 +144,13 @@ pub struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     pub fn new(trace: &'a Trace) -> Self {
+        Self::with_collectives(trace, std::sync::Arc::new(collectives(trace)))
+    }
+
+    /// Like [`Graph::new`], with the trace's collectives worked out already (see
+    /// [`crate::analysis::overview::Overview::collectives`]).
+    pub fn with_collectives(trace: &'a Trace, groups: std::sync::Arc<Collectives>) -> Self {
         crate::profile_scope!("critical path: graph");
-        let groups = collectives(trace);
         let mut member = FxHashMap::default();
         for (g, c) in groups.iter().enumerate() {
             for &(d, s, o) in c {
@@ -166,12 +171,12 @@ impl<'a> Graph<'a> {
         let g = *self.member.get(&(d as u32, s as u32, i as u32))?;
         let start =
             |&(d, s, i): &(usize, usize, usize)| self.trace.devices[d].streams[s].ops.start[i];
-        self.groups[g as usize].iter().copied().max_by_key(start)
+        self.groups.get(g as usize).iter().copied().max_by_key(start)
     }
 
     pub(crate) fn collective_of(&self, d: usize, s: usize, i: usize) -> Option<&Collective> {
         let g = *self.member.get(&(d as u32, s as u32, i as u32))?;
-        Some(&self.groups[g as usize])
+        Some(self.groups.get(g as usize))
     }
 
     pub(crate) fn is_sync(&self, name: StrId) -> bool {

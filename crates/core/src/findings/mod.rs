@@ -162,7 +162,7 @@ pub fn replay_savings(
 ) -> Option<Vec<Option<Saving>>> {
     crate::profile_scope!("findings: replays");
     let measured = measured_spans(trace);
-    let prepared = Prepared::new(trace);
+    let prepared = Prepared::with_collectives(trace, overview.collectives(trace));
     let saving_of = |change: &Change| -> i64 {
         let predicted = predicted_spans_with(trace, &prepared, change, Some(&overview.gaps));
         measured

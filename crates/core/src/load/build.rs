@@ -155,6 +155,7 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {
 type MergedGpu = (Vec<(StreamKey, GpuOps)>, HashMap<u32, Vec<MemInfo>>);
 
 fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
+    crate::profile_scope!("merge: GPU ops");
     let mut streams: BTreeMap<StreamKey, GpuOps> = BTreeMap::new();
     let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
     let mut totals: HashMap<StreamKey, usize> = HashMap::new();
@@ -227,6 +228,7 @@ fn merge_threads(
     // threads: neither needs the other.
     let (remaps, ()) = rayon::join(
         || {
+            crate::profile_scope!("merge: absorb texts");
             let (more, bytes) = nvtx
                 .iter()
                 .map(|c| c.texts.size())
@@ -237,6 +239,7 @@ fn merge_threads(
                 .collect::<Vec<Vec<StrId>>>()
         },
         || {
+            crate::profile_scope!("merge: API calls");
             for chunk in api {
                 for (gtid, calls) in chunk.threads.groups {
                     let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
@@ -261,6 +264,7 @@ fn merge_threads(
     };
     // Each thread's ranges, chunk by chunk in file order, are copied into it below.
     let mut ranges_of: HashMap<i64, Vec<(usize, crate::trace::NvtxRanges)>> = HashMap::new();
+    let scope = crate::profile::scope("merge: NVTX chunks' marks, NCCL calls");
     for (c, chunk) in nvtx.into_iter().enumerate() {
         let resolve = |id: StrId| resolve_in(c, id);
         for (gtid, ranges) in chunk.ranges.groups {
@@ -280,6 +284,7 @@ fn merge_threads(
         }
         domains.extend(chunk.domains);
     }
+    drop(scope);
     // Thread by thread on every core: the copies write fresh pages, whose faults (most of
     // this phase's time) then happen on both cores at once.
     for &gtid in ranges_of.keys() {
@@ -289,6 +294,7 @@ fn merge_threads(
         .values_mut()
         .filter_map(|t| Some((&mut t.nvtx, ranges_of.remove(&t.global_tid)?)))
         .collect();
+    crate::profile_scope!("merge: NVTX ranges");
     work.into_par_iter().for_each(|(t, list)| {
         for (c, ranges) in list {
             t.start.extend(ranges.start);

@@ -22,7 +22,7 @@ use crate::analysis::gaps::{
 };
 use crate::analysis::intervals::device_window;
 use crate::analysis::iterations::median;
-use crate::analysis::nccl_wait::collectives;
+use crate::analysis::nccl_wait::{Collectives, collectives};
 use crate::analysis::recurring::signature;
 use crate::sorted::gallop;
 use crate::trace::{NONE, OpKind, Stream, Trace};
@@ -238,7 +238,7 @@ pub struct Prepared {
     sync_names: Vec<bool>,
     /// Per thread, its synchronising calls (indices, sorted).
     sync_calls: Vec<Vec<u32>>,
-    groups: Vec<crate::analysis::nccl_wait::Collective>,
+    groups: std::sync::Arc<Collectives>,
     /// Each op's collective (index into `groups`), or [`NONE`].
     member: Vec<Vec<Vec<u32>>>,
     launched: Vec<Launched>,
@@ -336,11 +336,21 @@ impl Prepared {
     }
 
     pub fn new(trace: &Trace) -> Self {
+        Self::build(trace, None)
+    }
+
+    /// Like [`Prepared::new`], with the trace's collectives worked out already (see
+    /// [`crate::analysis::overview::Overview::collectives`]).
+    pub fn with_collectives(trace: &Trace, groups: std::sync::Arc<Collectives>) -> Self {
+        Self::build(trace, Some(groups))
+    }
+
+    fn build(trace: &Trace, groups: Option<std::sync::Arc<Collectives>>) -> Self {
         // Four independent parts, worked out side by side.
         let collectives_and_launches = || {
             rayon::join(
                 || {
-                    let groups = collectives(trace);
+                    let groups = groups.unwrap_or_else(|| std::sync::Arc::new(collectives(trace)));
                     let mut member: Vec<Vec<Vec<u32>>> = trace
                         .devices
                         .iter()
@@ -616,9 +626,9 @@ fn replay_times(
                     let g = g as usize;
                     t.latest_start[g] = t.latest_start[g].max(start);
                     arrived[g] += 1;
-                    if arrived[g] == groups[g].len() {
+                    if arrived[g] == groups.devices.len() {
                         let last = t.latest_start[g];
-                        finish_collective(trace, &mut t, &groups[g], last);
+                        finish_collective(trace, &mut t, groups.get(g), last);
                     }
                 }
             }
