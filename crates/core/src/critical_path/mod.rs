@@ -171,7 +171,11 @@ impl<'a> Graph<'a> {
         let g = *self.member.get(&(d as u32, s as u32, i as u32))?;
         let start =
             |&(d, s, i): &(usize, usize, usize)| self.trace.devices[d].streams[s].ops.start[i];
-        self.groups.get(g as usize).iter().copied().max_by_key(start)
+        self.groups
+            .get(g as usize)
+            .iter()
+            .copied()
+            .max_by_key(start)
     }
 
     pub(crate) fn collective_of(&self, d: usize, s: usize, i: usize) -> Option<&Collective> {

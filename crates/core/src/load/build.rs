@@ -60,33 +60,135 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
     }
 }
 
-/// What the CPU side's tables gave: per chunk of rows, and the threads' scheduling.
-pub struct CpuChunks {
-    pub api: Vec<ApiChunk>,
-    pub nvtx: Vec<NvtxChunk>,
-    pub osrt: Vec<OsrtChunk>,
-    pub scheduling: Vec<(i64, crate::trace::Scheduling)>,
+/// The CPU side's tables merged into threads, batch by batch as they are read, in file
+/// order: a batch's chunks are freed (and their memory taken again by the next batch's
+/// reads) instead of every chunk waiting for one merge at the end, which wrote each event
+/// into fresh memory twice and held all chunks and all threads at once.
+pub struct ThreadMerger<'a> {
+    threads: BTreeMap<(u32, u32, i64), Thread>,
+    strings: StringTable,
+    thread_names: &'a HashMap<i64, String>,
+    domains: BTreeMap<u32, String>,
+    payloads: crate::trace::PayloadStats,
+}
+
+impl<'a> ThreadMerger<'a> {
+    /// `strings`: the small tables' (a chunk's own NVTX texts are added to it).
+    pub fn new(strings: StringTable, thread_names: &'a HashMap<i64, String>) -> Self {
+        Self {
+            threads: BTreeMap::new(),
+            strings,
+            thread_names,
+            domains: BTreeMap::new(),
+            payloads: Default::default(),
+        }
+    }
+
+    fn thread(&mut self, gtid: i64) -> &mut Thread {
+        thread_entry(&mut self.threads, gtid, self.thread_names)
+    }
+
+    /// Adds the next chunks of the tables, each list in file order.
+    pub fn add(&mut self, api: Vec<ApiChunk>, nvtx: Vec<NvtxChunk>, osrt: Vec<OsrtChunk>) {
+        crate::profile_scope!("merge: a batch of chunks");
+        for chunk in api {
+            for (gtid, calls) in chunk.threads.groups {
+                let t = &mut self.thread(gtid).api;
+                t.start.extend(calls.start);
+                t.end.extend(calls.end);
+                t.name.extend(calls.name);
+                t.correlation_id.extend(calls.correlation_id);
+                t.class.extend(calls.class);
+            }
+        }
+        for chunk in nvtx {
+            self.add_nvtx(chunk);
+        }
+        for chunk in osrt {
+            for (gtid, calls) in chunk.threads.groups {
+                let t = &mut self.thread(gtid).osrt;
+                t.start.extend(calls.start);
+                t.end.extend(calls.end);
+                t.name.extend(calls.name);
+                t.return_value.extend(calls.return_value);
+            }
+        }
+    }
+
+    fn add_nvtx(&mut self, chunk: NvtxChunk) {
+        let (more, bytes) = chunk.texts.size();
+        self.strings.reserve(more, bytes);
+        let remap = self.strings.absorb(&chunk.texts);
+        // A chunk's text ids as the table's: its own texts were absorbed above.
+        let resolve = |id: StrId| {
+            if id & LOCAL_TEXT != 0 {
+                remap[(id & !LOCAL_TEXT) as usize]
+            } else {
+                id
+            }
+        };
+        for (gtid, ranges) in chunk.ranges.groups {
+            let t = &mut self.thread(gtid).nvtx;
+            t.start.extend(ranges.start);
+            t.end.extend(ranges.end);
+            t.text.extend(ranges.text.into_iter().map(resolve));
+            t.kind.extend(ranges.kind);
+            t.extend_colors(&ranges.color, &ranges.palette);
+        }
+        for (gtid, marks) in chunk.marks {
+            let t = &mut self.thread(gtid).marks;
+            t.time.extend(marks.time);
+            t.text.extend(marks.text.into_iter().map(resolve));
+        }
+        self.payloads.add(chunk.payloads);
+        for (gtid, mut calls) in chunk.nccl.groups {
+            calls.name.iter_mut().for_each(|id| *id = resolve(*id));
+            self.thread(gtid).nccl.append(calls);
+        }
+        self.domains.extend(chunk.domains);
+    }
+
+    /// The threads (sorted by pid and tid), NVTX domains, NCCL payloads' tally and the
+    /// string table.
+    pub fn finish(mut self, scheduling: Vec<(i64, crate::trace::Scheduling)>) -> MergedThreads {
+        for (gtid, sched) in scheduling {
+            self.thread(gtid).scheduling = sched;
+        }
+        MergedThreads {
+            threads: self.threads.into_values().collect(),
+            nvtx_domains: self.domains.into_iter().collect(),
+            payloads: self.payloads,
+            strings: self.strings,
+        }
+    }
+}
+
+/// What [`ThreadMerger::finish`] gives.
+pub struct MergedThreads {
+    threads: Vec<Thread>,
+    nvtx_domains: Vec<(u32, String)>,
+    payloads: crate::trace::PayloadStats,
+    strings: StringTable,
 }
 
 pub fn build_trace(
     parts: Parts,
     gpu: GpuParts,
-    cpu: CpuChunks,
+    merged: MergedThreads,
     cancel: &AtomicBool,
     report: &mut super::LoadReport,
 ) -> Result<Trace, LoadError> {
     let t = std::time::Instant::now();
-    let mut strings = parts.strings;
+    let MergedThreads {
+        mut threads,
+        nvtx_domains,
+        payloads: nccl_payloads,
+        mut strings,
+    } = merged;
     let GpuParts {
         mut streams,
         mem_info,
     } = gpu;
-    let (mut threads, nvtx_domains, nccl_payloads) =
-        merge_threads(cpu, &mut strings, &parts.thread_names);
-    check_cancel(cancel)?;
-    report.phase_done("  merge threads, strings", t);
-    let t = std::time::Instant::now();
-
     threads.par_iter_mut().for_each(|t| {
         t.api.sort_by_start();
         t.osrt.sort_by_start();
@@ -195,149 +297,6 @@ fn append_ops(into: &mut GpuOps, from: GpuOps) {
     into.launch_thread.extend(from.launch_thread);
     into.launch_call.extend(from.launch_call);
     into.detail.extend(from.detail);
-}
-
-fn merge_threads(
-    cpu: CpuChunks,
-    strings: &mut StringTable,
-    thread_names: &HashMap<i64, String>,
-) -> (Vec<Thread>, Vec<(u32, String)>, crate::trace::PayloadStats) {
-    let CpuChunks {
-        api,
-        nvtx,
-        osrt,
-        scheduling,
-    } = cpu;
-    let mut threads: BTreeMap<(u32, u32, i64), Thread> = BTreeMap::new();
-    // Reserve each thread's final size first: growing by doubling would hold two copies.
-    let mut api_len: HashMap<i64, usize> = HashMap::new();
-    for (gtid, calls) in api.iter().flat_map(|c| &c.threads.groups) {
-        *api_len.entry(*gtid).or_default() += calls.len();
-    }
-    let mut nvtx_len: HashMap<i64, usize> = HashMap::new();
-    for (gtid, ranges) in nvtx.iter().flat_map(|c| &c.ranges.groups) {
-        *nvtx_len.entry(*gtid).or_default() += ranges.len();
-    }
-    for (gtid, n) in api_len {
-        reserve_api(&mut thread_entry(&mut threads, gtid, thread_names).api, n);
-    }
-    for (gtid, n) in nvtx_len {
-        reserve_nvtx(&mut thread_entry(&mut threads, gtid, thread_names).nvtx, n);
-    }
-    // The chunks' texts go into the table while the API calls are copied into their
-    // threads: neither needs the other.
-    let (remaps, ()) = rayon::join(
-        || {
-            crate::profile_scope!("merge: absorb texts");
-            let (more, bytes) = nvtx
-                .iter()
-                .map(|c| c.texts.size())
-                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-            strings.reserve(more, bytes);
-            nvtx.iter()
-                .map(|c| strings.absorb(&c.texts))
-                .collect::<Vec<Vec<StrId>>>()
-        },
-        || {
-            crate::profile_scope!("merge: API calls");
-            for chunk in api {
-                for (gtid, calls) in chunk.threads.groups {
-                    let t = &mut thread_entry(&mut threads, gtid, thread_names).api;
-                    t.start.extend(calls.start);
-                    t.end.extend(calls.end);
-                    t.name.extend(calls.name);
-                    t.correlation_id.extend(calls.correlation_id);
-                    t.class.extend(calls.class);
-                }
-            }
-        },
-    );
-    let mut domains: BTreeMap<u32, String> = BTreeMap::new();
-    let mut payloads = crate::trace::PayloadStats::default();
-    // A chunk's text ids as the table's: its own texts were absorbed into `strings`.
-    let resolve_in = |c: usize, id: StrId| {
-        if id & LOCAL_TEXT != 0 {
-            remaps[c][(id & !LOCAL_TEXT) as usize]
-        } else {
-            id
-        }
-    };
-    // Each thread's ranges, chunk by chunk in file order, are copied into it below.
-    let mut ranges_of: HashMap<i64, Vec<(usize, crate::trace::NvtxRanges)>> = HashMap::new();
-    let scope = crate::profile::scope("merge: NVTX chunks' marks, NCCL calls");
-    for (c, chunk) in nvtx.into_iter().enumerate() {
-        let resolve = |id: StrId| resolve_in(c, id);
-        for (gtid, ranges) in chunk.ranges.groups {
-            ranges_of.entry(gtid).or_default().push((c, ranges));
-        }
-        for (gtid, marks) in chunk.marks {
-            let t = &mut thread_entry(&mut threads, gtid, thread_names).marks;
-            t.time.extend(marks.time);
-            t.text.extend(marks.text.into_iter().map(resolve));
-        }
-        payloads.add(chunk.payloads);
-        for (gtid, mut calls) in chunk.nccl.groups {
-            calls.name.iter_mut().for_each(|id| *id = resolve(*id));
-            thread_entry(&mut threads, gtid, thread_names)
-                .nccl
-                .append(calls);
-        }
-        domains.extend(chunk.domains);
-    }
-    drop(scope);
-    // Thread by thread on every core: the copies write fresh pages, whose faults (most of
-    // this phase's time) then happen on both cores at once.
-    for &gtid in ranges_of.keys() {
-        thread_entry(&mut threads, gtid, thread_names);
-    }
-    let work: Vec<(&mut crate::trace::NvtxRanges, Vec<_>)> = threads
-        .values_mut()
-        .filter_map(|t| Some((&mut t.nvtx, ranges_of.remove(&t.global_tid)?)))
-        .collect();
-    crate::profile_scope!("merge: NVTX ranges");
-    work.into_par_iter().for_each(|(t, list)| {
-        for (c, ranges) in list {
-            t.start.extend(ranges.start);
-            t.end.extend(ranges.end);
-            t.text
-                .extend(ranges.text.into_iter().map(|id| resolve_in(c, id)));
-            t.kind.extend(ranges.kind);
-            t.extend_colors(&ranges.color, &ranges.palette);
-        }
-    });
-    for (gtid, sched) in scheduling {
-        thread_entry(&mut threads, gtid, thread_names).scheduling = sched;
-    }
-    for chunk in osrt {
-        for (gtid, calls) in chunk.threads.groups {
-            let t = &mut thread_entry(&mut threads, gtid, thread_names).osrt;
-            t.start.extend(calls.start);
-            t.end.extend(calls.end);
-            t.name.extend(calls.name);
-            t.return_value.extend(calls.return_value);
-        }
-    }
-    (
-        threads.into_values().collect(),
-        domains.into_iter().collect(),
-        payloads,
-    )
-}
-
-fn reserve_api(calls: &mut crate::trace::ApiCalls, n: usize) {
-    calls.start.reserve_exact(n);
-    calls.end.reserve_exact(n);
-    calls.name.reserve_exact(n);
-    calls.correlation_id.reserve_exact(n);
-    calls.class.reserve_exact(n);
-}
-
-fn reserve_nvtx(ranges: &mut crate::trace::NvtxRanges, n: usize) {
-    ranges.start.reserve_exact(n);
-    ranges.end.reserve_exact(n);
-    ranges.text.reserve_exact(n);
-    ranges.kind.reserve_exact(n);
-    ranges.color.reserve_exact(n);
 }
 
 fn reserve_ops(ops: &mut GpuOps, n: usize) {

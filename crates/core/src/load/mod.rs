@@ -322,6 +322,7 @@ fn load_inner(
         (gpu, api, nvtx, osrt)
     };
     let (gpu, _, _, _) = sort_out(run(gpu_tasks)?);
+    let mut merger = build::ThreadMerger::new(parts.strings.clone(), &parts.thread_names);
     // The GPU side is sorted (and handed over) while the CPU tables are read.
     let (gpu_parts, cpu) = rayon::join(
         || {
@@ -331,9 +332,27 @@ fn load_inner(
             }
             gpu_parts
         },
-        || run(cpu_tasks),
+        || -> Result<(), LoadError> {
+            // A batch is merged while the next is read: its chunks' memory is then taken
+            // again by later reads instead of fresh pages.
+            let mut batches = cpu_tasks.chunks(2 * rayon::current_num_threads());
+            let mut read = batches.next().map(|b| run(b.to_vec())).transpose()?;
+            while let Some(outputs) = read {
+                let next = batches.next();
+                let ((), next_read) = rayon::join(
+                    || {
+                        let (_, api, nvtx, osrt) = sort_out(outputs);
+                        merger.add(api, nvtx, osrt);
+                    },
+                    || next.map(|b| run(b.to_vec())).transpose(),
+                );
+                read = next_read?;
+            }
+            Ok(())
+        },
     );
-    let (_, api, nvtx, osrt) = sort_out(cpu?);
+    cpu?;
+    let merged = merger.finish(scheduling);
     report.phase_done("read events", t);
 
     let t = Instant::now();
@@ -342,18 +361,7 @@ fn load_inner(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
-    let trace = build::build_trace(
-        parts,
-        gpu_parts,
-        build::CpuChunks {
-            api,
-            nvtx,
-            osrt,
-            scheduling,
-        },
-        cancel,
-        &mut report,
-    )?;
+    let trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     report.finish(&trace, t0);
     progress(Progress {
