@@ -70,17 +70,25 @@ pub struct ThreadMerger<'a> {
     thread_names: &'a HashMap<i64, String>,
     domains: BTreeMap<u32, String>,
     payloads: crate::trace::PayloadStats,
+    /// The NVTX table's rows not merged yet (about: the scan's plan's count).
+    nvtx_rows_left: u64,
 }
 
 impl<'a> ThreadMerger<'a> {
-    /// `strings`: the small tables' (a chunk's own NVTX texts are added to it).
-    pub fn new(strings: StringTable, thread_names: &'a HashMap<i64, String>) -> Self {
+    /// `strings`: the small tables' (a chunk's own NVTX texts are added to it);
+    /// `nvtx_rows`: about how many rows the NVTX table has.
+    pub fn new(
+        strings: StringTable,
+        thread_names: &'a HashMap<i64, String>,
+        nvtx_rows: u64,
+    ) -> Self {
         Self {
             threads: BTreeMap::new(),
             strings,
             thread_names,
             domains: BTreeMap::new(),
             payloads: Default::default(),
+            nvtx_rows_left: nvtx_rows,
         }
     }
 
@@ -116,8 +124,14 @@ impl<'a> ThreadMerger<'a> {
     }
 
     fn add_nvtx(&mut self, chunk: NvtxChunk) {
+        // Room for the texts of the rest of the table, at this chunk's rate of new ones: a
+        // string table growing chunk by chunk rehashed all it held each time it doubled.
         let (more, bytes) = chunk.texts.size();
-        self.strings.reserve(more, bytes);
+        let rows = chunk.rows.max(1);
+        let scale = |n: usize| (n as u64).saturating_mul(self.nvtx_rows_left.max(rows)) / rows;
+        self.strings
+            .reserve(scale(more) as usize, scale(bytes) as usize);
+        self.nvtx_rows_left = self.nvtx_rows_left.saturating_sub(chunk.rows);
         let remap = self.strings.absorb(&chunk.texts);
         // A chunk's text ids as the table's: its own texts were absorbed above.
         let resolve = |id: StrId| {
