@@ -60,10 +60,8 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
     }
 }
 
-/// The CPU side's tables merged into threads, batch by batch as they are read, in file
-/// order: a batch's chunks are freed (and their memory taken again by the next batch's
-/// reads) instead of every chunk waiting for one merge at the end, which wrote each event
-/// into fresh memory twice and held all chunks and all threads at once.
+/// The CPU side's tables merged into threads chunk by chunk as they are read, in file
+/// order (see `load::read_merging`).
 pub struct ThreadMerger<'a> {
     threads: BTreeMap<(u32, u32, i64), Thread>,
     strings: StringTable,
@@ -98,7 +96,7 @@ impl<'a> ThreadMerger<'a> {
 
     /// Adds the next chunks of the tables, each list in file order.
     pub fn add(&mut self, api: Vec<ApiChunk>, nvtx: Vec<NvtxChunk>, osrt: Vec<OsrtChunk>) {
-        crate::profile_scope!("merge: a batch of chunks");
+        crate::profile_scope!("merge: a chunk");
         for chunk in api {
             for (gtid, calls) in chunk.threads.groups {
                 let t = &mut self.thread(gtid).api;

@@ -18,7 +18,7 @@ mod small_tables;
 mod sniff;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -246,39 +246,35 @@ fn load_inner(
         rows_expected,
         progress,
     };
+    let read_one = |task: &Task| -> Result<ChunkOut, LoadError> {
+        ctx.check_cancel()?;
+        let conn = sniff::open_read_only(path)?;
+        let plan = &plans[task.plan];
+        let span = task.span;
+        Ok(match plan.table {
+            KERNEL => ChunkOut::Gpu(
+                big_tables::read_kernels(&ctx, &conn, plan, &names, span)?,
+                KERNEL,
+            ),
+            MEMCPY => ChunkOut::Gpu(
+                big_tables::read_memory_ops(&ctx, &conn, plan, &names, false, span)?,
+                MEMCPY,
+            ),
+            MEMSET => ChunkOut::Gpu(
+                big_tables::read_memory_ops(&ctx, &conn, plan, &names, true, span)?,
+                MEMSET,
+            ),
+            RUNTIME => ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, plan, &names, span)?),
+            NVTX => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
+                &ctx, &conn, plan, &names, &payloads, span,
+            )?)),
+            _ => ChunkOut::Osrt(big_tables::read_osrt_calls(
+                &ctx, &conn, plan, &names, span,
+            )?),
+        })
+    };
     let run = |tasks: Vec<Task>| -> Result<Vec<ChunkOut>, LoadError> {
-        tasks
-            .par_iter()
-            .map(|task| -> Result<ChunkOut, LoadError> {
-                ctx.check_cancel()?;
-                let conn = sniff::open_read_only(path)?;
-                let plan = &plans[task.plan];
-                let span = task.span;
-                Ok(match plan.table {
-                    KERNEL => ChunkOut::Gpu(
-                        big_tables::read_kernels(&ctx, &conn, plan, &names, span)?,
-                        KERNEL,
-                    ),
-                    MEMCPY => ChunkOut::Gpu(
-                        big_tables::read_memory_ops(&ctx, &conn, plan, &names, false, span)?,
-                        MEMCPY,
-                    ),
-                    MEMSET => ChunkOut::Gpu(
-                        big_tables::read_memory_ops(&ctx, &conn, plan, &names, true, span)?,
-                        MEMSET,
-                    ),
-                    RUNTIME => {
-                        ChunkOut::Api(big_tables::read_api_calls(&ctx, &conn, plan, &names, span)?)
-                    }
-                    NVTX => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
-                        &ctx, &conn, plan, &names, &payloads, span,
-                    )?)),
-                    _ => ChunkOut::Osrt(big_tables::read_osrt_calls(
-                        &ctx, &conn, plan, &names, span,
-                    )?),
-                })
-            })
-            .collect()
+        tasks.par_iter().map(read_one).collect()
     };
     let parts = build::Parts {
         info,
@@ -338,23 +334,11 @@ fn load_inner(
             }
             gpu_parts
         },
-        || -> Result<(), LoadError> {
-            // A batch is merged while the next is read: its chunks' memory is then taken
-            // again by later reads instead of fresh pages.
-            let mut batches = cpu_tasks.chunks(2 * rayon::current_num_threads());
-            let mut read = batches.next().map(|b| run(b.to_vec())).transpose()?;
-            while let Some(outputs) = read {
-                let next = batches.next();
-                let ((), next_read) = rayon::join(
-                    || {
-                        let (_, api, nvtx, osrt) = sort_out(outputs);
-                        merger.add(api, nvtx, osrt);
-                    },
-                    || next.map(|b| run(b.to_vec())).transpose(),
-                );
-                read = next_read?;
-            }
-            Ok(())
+        || {
+            read_merging(&cpu_tasks, &read_one, |out| {
+                let (_, api, nvtx, osrt) = sort_out(vec![out]);
+                merger.add(api, nvtx, osrt);
+            })
         },
     );
     cpu?;
@@ -376,4 +360,49 @@ fn load_inner(
         rows_read: report.tables.values().sum(),
     });
     Ok((trace, report))
+}
+
+/// Reads `tasks` on every core, in order as far as cores allow (each takes the next task
+/// left), while `merge` takes each chunk in task order on a thread of its own: a chunk is
+/// merged and freed soon after it is read, and its memory taken again by later reads,
+/// instead of every chunk waiting for one merge at the end (which wrote each event into
+/// fresh memory twice and held all chunks and all threads at once). No batches: cores
+/// never wait for the slowest task of a batch.
+fn read_merging(
+    tasks: &[Task],
+    read_one: &(dyn Fn(&Task) -> Result<ChunkOut, LoadError> + Sync),
+    mut merge: impl FnMut(ChunkOut) + Send,
+) -> Result<(), LoadError> {
+    let (send, received) = std::sync::mpsc::channel::<(usize, ChunkOut)>();
+    let next_task = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            // Chunks read ahead of one still being read wait here.
+            let mut early: std::collections::BTreeMap<usize, ChunkOut> = Default::default();
+            let mut next = 0;
+            for (i, out) in received {
+                early.insert(i, out);
+                while let Some(out) = early.remove(&next) {
+                    merge(out);
+                    next += 1;
+                }
+            }
+        });
+        (0..rayon::current_num_threads())
+            .into_par_iter()
+            .try_for_each_with(send, |send, _| {
+                loop {
+                    let i = next_task.fetch_add(1, Ordering::Relaxed);
+                    let Some(task) = tasks.get(i).filter(|_| !failed.load(Ordering::Relaxed))
+                    else {
+                        return Ok(());
+                    };
+                    let out =
+                        read_one(task).inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
+                    // The merger only stops once every sender is gone.
+                    let _ = send.send((i, out));
+                }
+            })
+    })
 }
