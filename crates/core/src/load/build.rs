@@ -354,34 +354,163 @@ fn sort_marks(thread: &mut Thread) {
 }
 
 /// Sets `launch_thread`/`launch_call` of every GPU op whose (pid, correlationId) matches an
-/// API call. One sorted key list and a binary search per op: no per-row SQL, no hash of
-/// millions of entries.
+/// API call: per process, a table indexed by correlationId (CUPTI hands them out one per
+/// call, so they are dense), or a sorted list where they are not; no per-row SQL, no hash
+/// of millions of entries, no sort of every call.
 fn link_launches(streams: &mut [(StreamKey, GpuOps)], threads: &[Thread]) {
-    let mut keys: Vec<(u64, u32, u32)> =
-        Vec::with_capacity(threads.iter().map(|t| t.api.len()).sum());
+    let mut of_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (ti, t) in threads.iter().enumerate() {
-        for (ci, &corr) in t.api.correlation_id.iter().enumerate() {
-            if corr != 0 {
-                keys.push((((t.pid as u64) << 32) | corr as u64, ti as u32, ci as u32));
-            }
+        if !t.api.is_empty() {
+            of_pid.entry(t.pid).or_default().push(ti);
         }
     }
-    keys.par_sort_unstable();
+    let tables: HashMap<u32, CallsById> = of_pid
+        .into_iter()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(pid, members)| (pid, CallsById::new(threads, &members)))
+        .collect();
     streams.par_iter_mut().for_each(|((_, pid, _), ops)| {
-        let pid_bits = (*pid as u64) << 32;
+        let Some(table) = tables.get(pid) else {
+            return;
+        };
         for i in 0..ops.len() {
             let corr = ops.correlation_id[i];
             if corr == 0 {
                 continue;
             }
-            let key = pid_bits | corr as u64;
-            let at = keys.partition_point(|k| k.0 < key);
-            if let Some(&(k, thread, call)) = keys.get(at)
-                && k == key
-            {
+            if let Some((thread, call)) = table.get(corr) {
                 ops.launch_thread[i] = thread;
                 ops.launch_call[i] = call;
             }
         }
     });
+}
+
+/// One process's API calls by correlationId: (thread index, call index). Where two calls
+/// share an id, the first thread's first call.
+enum CallsById {
+    /// Indexed by id - `first`; `UNLINKED` where no call has the id.
+    Dense { first: u32, calls: Vec<(u32, u32)> },
+    /// (id, thread, call), sorted.
+    Sorted(Vec<(u32, u32, u32)>),
+}
+
+const UNLINKED: (u32, u32) = (u32::MAX, u32::MAX);
+
+impl CallsById {
+    /// `members`: the process's threads (indices into `threads`, ascending).
+    fn new(threads: &[Thread], members: &[usize]) -> Self {
+        let ids = || {
+            members.iter().flat_map(|&ti| {
+                let ids = &threads[ti].api.correlation_id;
+                (0..ids.len())
+                    .filter(move |&ci| ids[ci] != 0)
+                    .map(move |ci| (ids[ci], ti as u32, ci as u32))
+            })
+        };
+        let (mut count, mut low, mut high) = (0usize, u32::MAX, 0u32);
+        for (id, _, _) in ids() {
+            count += 1;
+            low = low.min(id);
+            high = high.max(id);
+        }
+        if count == 0 {
+            return Self::Sorted(Vec::new());
+        }
+        let span = (high - low) as usize + 1;
+        if span <= 4 * count + 1024 {
+            let mut calls = vec![UNLINKED; span];
+            for (id, thread, call) in ids() {
+                let slot = &mut calls[(id - low) as usize];
+                if *slot == UNLINKED {
+                    *slot = (thread, call);
+                }
+            }
+            return Self::Dense { first: low, calls };
+        }
+        let mut keys: Vec<(u32, u32, u32)> = ids().collect();
+        keys.sort_unstable();
+        Self::Sorted(keys)
+    }
+
+    fn get(&self, id: u32) -> Option<(u32, u32)> {
+        match self {
+            Self::Dense { first, calls } => calls
+                .get(id.checked_sub(*first)? as usize)
+                .copied()
+                .filter(|&c| c != UNLINKED),
+            Self::Sorted(keys) => {
+                let at = keys.partition_point(|k| k.0 < id);
+                keys.get(at).filter(|k| k.0 == id).map(|k| (k.1, k.2))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread_with_ids(pid: u32, ids: &[u32]) -> Thread {
+        let mut t = Thread {
+            pid,
+            ..Default::default()
+        };
+        t.api.correlation_id = ids.to_vec();
+        t.api.start = (0..ids.len() as i64).collect();
+        t
+    }
+
+    /// Every call's (thread, call) by id the slow way: the first of equal ids.
+    fn brute_force(threads: &[Thread], members: &[usize], id: u32) -> Option<(u32, u32)> {
+        members.iter().find_map(|&ti| {
+            let ci = threads[ti]
+                .api
+                .correlation_id
+                .iter()
+                .position(|&c| c == id)?;
+            Some((ti as u32, ci as u32))
+        })
+    }
+
+    #[test]
+    fn calls_are_found_by_id_dense_or_sparse_first_of_equal_ids() {
+        let dense = [
+            thread_with_ids(7, &[5, 6, 0, 8, 9]),
+            thread_with_ids(7, &[7, 10, 6]),
+        ];
+        let sparse = [
+            thread_with_ids(9, &[3, 4_000_000, 0]),
+            thread_with_ids(9, &[2_000_000_000, 3]),
+        ];
+        for threads in [&dense[..], &sparse[..]] {
+            let table = CallsById::new(threads, &[0, 1]);
+            let kind = matches!(table, CallsById::Dense { .. });
+            assert_eq!(kind, threads[0].pid == 7, "dense ids index a table");
+            for id in [
+                0,
+                1,
+                2,
+                3,
+                5,
+                6,
+                7,
+                8,
+                9,
+                10,
+                11,
+                4_000_000,
+                2_000_000_000,
+                u32::MAX,
+            ] {
+                let expected = if id == 0 {
+                    None
+                } else {
+                    brute_force(threads, &[0, 1], id)
+                };
+                assert_eq!(table.get(id), expected, "id {id}");
+            }
+        }
+    }
 }
