@@ -68,16 +68,26 @@ pub struct ThreadMerger<'a> {
     thread_names: &'a HashMap<i64, String>,
     domains: BTreeMap<u32, String>,
     payloads: crate::trace::PayloadStats,
-    /// The NVTX table's rows not merged yet (about: the scan's plan's count).
+    /// The API and NVTX tables' rows not merged yet (about: the scans' plans' counts).
+    api_rows_left: u64,
     nvtx_rows_left: u64,
+}
+
+/// Room for a thread's rows of the rest of a table, at this chunk's rate (`n` of its
+/// `rows`), with a tenth more: a thread's arrays growing chunk by chunk left every smaller
+/// copy free in the heap (~100 MB held by the window after a load of the 2 GB export).
+fn room_for_rest(n: usize, rows: u64, left: u64) -> usize {
+    let rows = rows.max(1);
+    ((n as u64).saturating_mul(left) / rows * 11 / 10 + n as u64) as usize
 }
 
 impl<'a> ThreadMerger<'a> {
     /// `strings`: the small tables' (a chunk's own NVTX texts are added to it);
-    /// `nvtx_rows`: about how many rows the NVTX table has.
+    /// `api_rows`, `nvtx_rows`: about how many rows the API and NVTX tables have.
     pub fn new(
         strings: StringTable,
         thread_names: &'a HashMap<i64, String>,
+        api_rows: u64,
         nvtx_rows: u64,
     ) -> Self {
         Self {
@@ -86,6 +96,7 @@ impl<'a> ThreadMerger<'a> {
             thread_names,
             domains: BTreeMap::new(),
             payloads: Default::default(),
+            api_rows_left: api_rows,
             nvtx_rows_left: nvtx_rows,
         }
     }
@@ -98,8 +109,13 @@ impl<'a> ThreadMerger<'a> {
     pub fn add(&mut self, api: Vec<ApiChunk>, nvtx: Vec<NvtxChunk>, osrt: Vec<OsrtChunk>) {
         crate::profile_scope!("merge: a chunk");
         for chunk in api {
+            self.api_rows_left = self.api_rows_left.saturating_sub(chunk.rows);
+            let left = self.api_rows_left;
             for (gtid, calls) in chunk.threads.groups {
                 let t = &mut self.thread(gtid).api;
+                if t.len() + calls.len() > t.start.capacity() {
+                    reserve_api(t, room_for_rest(calls.len(), chunk.rows, left));
+                }
                 t.start.extend(calls.start);
                 t.end.extend(calls.end);
                 t.name.extend(calls.name);
@@ -130,6 +146,7 @@ impl<'a> ThreadMerger<'a> {
         self.strings
             .reserve(scale(more) as usize, scale(bytes) as usize);
         self.nvtx_rows_left = self.nvtx_rows_left.saturating_sub(chunk.rows);
+        let left = self.nvtx_rows_left;
         let remap = self.strings.absorb(&chunk.texts);
         // A chunk's text ids as the table's: its own texts were absorbed above.
         let resolve = |id: StrId| {
@@ -141,6 +158,9 @@ impl<'a> ThreadMerger<'a> {
         };
         for (gtid, ranges) in chunk.ranges.groups {
             let t = &mut self.thread(gtid).nvtx;
+            if t.len() + ranges.len() > t.start.capacity() {
+                reserve_nvtx(t, room_for_rest(ranges.len(), chunk.rows, left));
+            }
             t.start.extend(ranges.start);
             t.end.extend(ranges.end);
             t.text.extend(ranges.text.into_iter().map(resolve));
@@ -309,6 +329,22 @@ fn append_ops(into: &mut GpuOps, from: GpuOps) {
     into.launch_thread.extend(from.launch_thread);
     into.launch_call.extend(from.launch_call);
     into.detail.extend(from.detail);
+}
+
+fn reserve_api(calls: &mut crate::trace::ApiCalls, n: usize) {
+    calls.start.reserve_exact(n);
+    calls.end.reserve_exact(n);
+    calls.name.reserve_exact(n);
+    calls.correlation_id.reserve_exact(n);
+    calls.class.reserve_exact(n);
+}
+
+fn reserve_nvtx(ranges: &mut crate::trace::NvtxRanges, n: usize) {
+    ranges.start.reserve_exact(n);
+    ranges.end.reserve_exact(n);
+    ranges.text.reserve_exact(n);
+    ranges.kind.reserve_exact(n);
+    ranges.color.reserve_exact(n);
 }
 
 fn reserve_ops(ops: &mut GpuOps, n: usize) {

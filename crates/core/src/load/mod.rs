@@ -318,13 +318,19 @@ fn load_inner(
         (gpu, api, nvtx, osrt)
     };
     let (gpu, _, _, _) = sort_out(run(gpu_tasks)?);
-    let nvtx_rows = plans
-        .iter()
-        .filter(|p| p.table == NVTX)
-        .map(|p| p.rows)
-        .sum();
-    let mut merger =
-        build::ThreadMerger::new(parts.strings.clone(), &parts.thread_names, nvtx_rows);
+    let rows_of = |table| -> u64 {
+        plans
+            .iter()
+            .filter(|p| p.table == table)
+            .map(|p| p.rows)
+            .sum()
+    };
+    let mut merger = build::ThreadMerger::new(
+        parts.strings.clone(),
+        &parts.thread_names,
+        rows_of(RUNTIME),
+        rows_of(NVTX),
+    );
     // The GPU side is sorted (and handed over) while the CPU tables are read.
     let (gpu_parts, cpu) = rayon::join(
         || {
