@@ -33,8 +33,11 @@ pub struct GpuParts {
     mem_info: HashMap<u32, Vec<MemInfo>>,
 }
 
-pub fn build_gpu(gpu: Vec<GpuChunk>) -> GpuParts {
-    let (mut streams, mem_info) = merge_gpu(gpu);
+pub fn build_gpu(gpu: GpuMerger) -> GpuParts {
+    let GpuMerger {
+        streams, mem_info, ..
+    } = gpu;
+    let mut streams: Vec<(StreamKey, GpuOps)> = streams.into_iter().collect();
     streams
         .par_iter_mut()
         .for_each(|(_, ops)| ops.sort_by_start());
@@ -286,38 +289,53 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), LoadError> {
     Ok(())
 }
 
-type MergedGpu = (Vec<(StreamKey, GpuOps)>, HashMap<u32, Vec<MemInfo>>);
+/// The GPU tables merged into streams chunk by chunk as they are read, in file order (see
+/// `load::read_merging`).
+pub struct GpuMerger {
+    streams: BTreeMap<StreamKey, GpuOps>,
+    /// Memory ops' details per device; an op's `detail` indexes its device's list.
+    mem_info: HashMap<u32, Vec<MemInfo>>,
+    /// The GPU tables' rows not merged yet (about: the scans' plans' counts).
+    rows_left: u64,
+}
 
-fn merge_gpu(chunks: Vec<GpuChunk>) -> MergedGpu {
-    crate::profile_scope!("merge: GPU ops");
-    let mut streams: BTreeMap<StreamKey, GpuOps> = BTreeMap::new();
-    let mut mem_info: HashMap<u32, Vec<MemInfo>> = HashMap::new();
-    let mut totals: HashMap<StreamKey, usize> = HashMap::new();
-    for (key, ops) in chunks.iter().flat_map(|c| &c.streams.groups) {
-        *totals.entry(*key).or_default() += ops.len();
-    }
-    for (key, n) in totals {
-        reserve_ops(streams.entry(key).or_default(), n);
-    }
-    for chunk in chunks {
-        let mut mem_offset: HashMap<u32, u32> = HashMap::new();
-        for (device, infos) in chunk.mem_info {
-            let all = mem_info.entry(device).or_default();
-            mem_offset.insert(device, all.len() as u32);
-            all.extend(infos);
+impl GpuMerger {
+    /// `rows`: about how many rows the GPU tables have.
+    pub fn new(rows: u64) -> Self {
+        Self {
+            streams: BTreeMap::new(),
+            mem_info: HashMap::new(),
+            rows_left: rows,
         }
-        for (key, mut ops) in chunk.streams.groups {
-            let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
-            // Kernels keep their rowid; memory ops index the device's merged infos.
-            for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
-                if !kind.is_kernel() {
-                    *detail += offset;
-                }
+    }
+
+    /// Adds the next chunks of the tables, in file order.
+    pub fn add(&mut self, chunks: Vec<GpuChunk>) {
+        crate::profile_scope!("merge: GPU ops");
+        for chunk in chunks {
+            self.rows_left = self.rows_left.saturating_sub(chunk.rows);
+            let mut mem_offset: HashMap<u32, u32> = HashMap::new();
+            for (device, infos) in chunk.mem_info {
+                let all = self.mem_info.entry(device).or_default();
+                mem_offset.insert(device, all.len() as u32);
+                all.extend(infos);
             }
-            append_ops(streams.entry(key).or_default(), ops);
+            for (key, mut ops) in chunk.streams.groups {
+                let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
+                // Kernels keep their rowid; memory ops index the device's merged infos.
+                for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
+                    if !kind.is_kernel() {
+                        *detail += offset;
+                    }
+                }
+                let into = self.streams.entry(key).or_default();
+                if into.len() + ops.len() > into.start.capacity() {
+                    reserve_ops(into, room_for_rest(ops.len(), chunk.rows, self.rows_left));
+                }
+                append_ops(into, ops);
+            }
         }
     }
-    (streams.into_iter().collect(), mem_info)
 }
 
 fn append_ops(into: &mut GpuOps, from: GpuOps) {

@@ -273,9 +273,6 @@ fn load_inner(
             )?),
         })
     };
-    let run = |tasks: Vec<Task>| -> Result<Vec<ChunkOut>, LoadError> {
-        tasks.par_iter().map(read_one).collect()
-    };
     let parts = build::Parts {
         info,
         strings,
@@ -317,7 +314,6 @@ fn load_inner(
         }
         (gpu, api, nvtx, osrt)
     };
-    let (gpu, _, _, _) = sort_out(run(gpu_tasks)?);
     let rows_of = |table| -> u64 {
         plans
             .iter()
@@ -325,6 +321,8 @@ fn load_inner(
             .map(|p| p.rows)
             .sum()
     };
+    let mut gpu = build::GpuMerger::new(rows_of(KERNEL) + rows_of(MEMCPY) + rows_of(MEMSET));
+    read_merging(&gpu_tasks, &read_one, |out| gpu.add(sort_out(vec![out]).0))?;
     let mut merger = build::ThreadMerger::new(
         parts.strings.clone(),
         &parts.thread_names,
