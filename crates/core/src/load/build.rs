@@ -76,9 +76,10 @@ pub struct ThreadMerger<'a> {
     nvtx_rows_left: u64,
 }
 
-/// Room for a thread's rows of the rest of a table, at this chunk's rate (`n` of its
-/// `rows`), with a tenth more: a thread's arrays growing chunk by chunk left every smaller
-/// copy free in the heap (~100 MB held by the window after a load of the 2 GB export).
+/// Room for this chunk's `n` and as many again for the rest of the table (`left` rows) at
+/// this chunk's rate (`n` of its `rows`), with a tenth more: arrays growing chunk by chunk
+/// left every smaller copy free in the heap (~100 MB held by the window after a load of
+/// the 2 GB export).
 fn room_for_rest(n: usize, rows: u64, left: u64) -> usize {
     let rows = rows.max(1);
     ((n as u64).saturating_mul(left) / rows * 11 / 10 + n as u64) as usize
@@ -108,48 +109,44 @@ impl<'a> ThreadMerger<'a> {
         thread_entry(&mut self.threads, gtid, self.thread_names)
     }
 
-    /// Adds the next chunks of the tables, each list in file order.
-    pub fn add(&mut self, api: Vec<ApiChunk>, nvtx: Vec<NvtxChunk>, osrt: Vec<OsrtChunk>) {
-        crate::profile_scope!("merge: a chunk");
-        for chunk in api {
-            self.api_rows_left = self.api_rows_left.saturating_sub(chunk.rows);
-            let left = self.api_rows_left;
-            for (gtid, calls) in chunk.threads.groups {
-                let t = &mut self.thread(gtid).api;
-                if t.len() + calls.len() > t.start.capacity() {
-                    reserve_api(t, room_for_rest(calls.len(), chunk.rows, left));
-                }
-                t.start.extend(calls.start);
-                t.end.extend(calls.end);
-                t.name.extend(calls.name);
-                t.correlation_id.extend(calls.correlation_id);
-                t.class.extend(calls.class);
+    /// Adds the API table's next chunk (chunks in file order, as for each `add_`).
+    pub fn add_api(&mut self, chunk: ApiChunk) {
+        self.api_rows_left = self.api_rows_left.saturating_sub(chunk.rows);
+        let left = self.api_rows_left;
+        for (gtid, calls) in chunk.threads.groups {
+            let t = &mut self.thread(gtid).api;
+            if t.len() + calls.len() > t.start.capacity() {
+                reserve_api(t, room_for_rest(calls.len(), chunk.rows, left));
             }
-        }
-        for chunk in nvtx {
-            self.add_nvtx(chunk);
-        }
-        for chunk in osrt {
-            for (gtid, calls) in chunk.threads.groups {
-                let t = &mut self.thread(gtid).osrt;
-                t.start.extend(calls.start);
-                t.end.extend(calls.end);
-                t.name.extend(calls.name);
-                t.return_value.extend(calls.return_value);
-            }
+            t.start.extend(calls.start);
+            t.end.extend(calls.end);
+            t.name.extend(calls.name);
+            t.correlation_id.extend(calls.correlation_id);
+            t.class.extend(calls.class);
         }
     }
 
-    fn add_nvtx(&mut self, chunk: NvtxChunk) {
-        // Room for the texts of the rest of the table, at this chunk's rate of new ones: a
-        // string table growing chunk by chunk rehashed all it held each time it doubled.
-        let (more, bytes) = chunk.texts.size();
-        let rows = chunk.rows.max(1);
-        let scale = |n: usize| (n as u64).saturating_mul(self.nvtx_rows_left.max(rows)) / rows;
-        self.strings
-            .reserve(scale(more) as usize, scale(bytes) as usize);
+    pub fn add_osrt(&mut self, chunk: OsrtChunk) {
+        for (gtid, calls) in chunk.threads.groups {
+            let t = &mut self.thread(gtid).osrt;
+            t.start.extend(calls.start);
+            t.end.extend(calls.end);
+            t.name.extend(calls.name);
+            t.return_value.extend(calls.return_value);
+        }
+    }
+
+    pub fn add_nvtx(&mut self, chunk: NvtxChunk) {
+        crate::profile_scope!("merge: NVTX chunk");
         self.nvtx_rows_left = self.nvtx_rows_left.saturating_sub(chunk.rows);
         let left = self.nvtx_rows_left;
+        // Room for the texts of the rest of the table too: a string table growing chunk by
+        // chunk rehashed all it held each time it doubled.
+        let (more, bytes) = chunk.texts.size();
+        self.strings.reserve(
+            room_for_rest(more, chunk.rows, left),
+            room_for_rest(bytes, chunk.rows, left),
+        );
         let remap = self.strings.absorb(&chunk.texts);
         // A chunk's text ids as the table's: its own texts were absorbed above.
         let resolve = |id: StrId| {
@@ -309,31 +306,29 @@ impl GpuMerger {
         }
     }
 
-    /// Adds the next chunks of the tables, in file order.
-    pub fn add(&mut self, chunks: Vec<GpuChunk>) {
-        crate::profile_scope!("merge: GPU ops");
-        for chunk in chunks {
-            self.rows_left = self.rows_left.saturating_sub(chunk.rows);
-            let mut mem_offset: HashMap<u32, u32> = HashMap::new();
-            for (device, infos) in chunk.mem_info {
-                let all = self.mem_info.entry(device).or_default();
-                mem_offset.insert(device, all.len() as u32);
-                all.extend(infos);
-            }
-            for (key, mut ops) in chunk.streams.groups {
-                let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
-                // Kernels keep their rowid; memory ops index the device's merged infos.
-                for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
-                    if !kind.is_kernel() {
-                        *detail += offset;
-                    }
+    /// Adds the GPU tables' next chunk (chunks in file order).
+    pub fn add(&mut self, chunk: GpuChunk) {
+        crate::profile_scope!("merge: GPU chunk");
+        self.rows_left = self.rows_left.saturating_sub(chunk.rows);
+        let mut mem_offset: HashMap<u32, u32> = HashMap::new();
+        for (device, infos) in chunk.mem_info {
+            let all = self.mem_info.entry(device).or_default();
+            mem_offset.insert(device, all.len() as u32);
+            all.extend(infos);
+        }
+        for (key, mut ops) in chunk.streams.groups {
+            let offset = mem_offset.get(&key.0).copied().unwrap_or(0);
+            // Kernels keep their rowid; memory ops index the device's merged infos.
+            for (detail, kind) in ops.detail.iter_mut().zip(&ops.kind) {
+                if !kind.is_kernel() {
+                    *detail += offset;
                 }
-                let into = self.streams.entry(key).or_default();
-                if into.len() + ops.len() > into.start.capacity() {
-                    reserve_ops(into, room_for_rest(ops.len(), chunk.rows, self.rows_left));
-                }
-                append_ops(into, ops);
             }
+            let into = self.streams.entry(key).or_default();
+            if into.len() + ops.len() > into.start.capacity() {
+                reserve_ops(into, room_for_rest(ops.len(), chunk.rows, self.rows_left));
+            }
+            append_ops(into, ops);
         }
     }
 }

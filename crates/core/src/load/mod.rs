@@ -285,34 +285,10 @@ fn load_inner(
     let (gpu_tasks, cpu_tasks): (Vec<Task>, Vec<Task>) = tasks
         .into_iter()
         .partition(|t| [KERNEL, MEMCPY, MEMSET].contains(&plans[t.plan].table));
-    let mut sort_out = |outputs: Vec<ChunkOut>| {
-        let (mut gpu, mut api, mut nvtx, mut osrt) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for out in outputs {
-            match out {
-                ChunkOut::Gpu(mut chunk, table) => {
-                    *report.tables.entry(table.to_string()).or_default() += chunk.rows;
-                    report.skips.merge(std::mem::take(&mut chunk.skips));
-                    gpu.push(chunk);
-                }
-                ChunkOut::Api(mut chunk) => {
-                    *report.tables.entry(RUNTIME.to_string()).or_default() += chunk.rows;
-                    report.skips.merge(std::mem::take(&mut chunk.skips));
-                    api.push(chunk);
-                }
-                ChunkOut::Nvtx(mut chunk) => {
-                    *report.tables.entry(NVTX.to_string()).or_default() += chunk.rows;
-                    report.skips.merge(std::mem::take(&mut chunk.skips));
-                    nvtx.push(*chunk);
-                }
-                ChunkOut::Osrt(mut chunk) => {
-                    *report.tables.entry(OSRT.to_string()).or_default() += chunk.rows;
-                    report.skips.merge(std::mem::take(&mut chunk.skips));
-                    osrt.push(chunk);
-                }
-            }
-        }
-        (gpu, api, nvtx, osrt)
+    // Each chunk's rows and skipped rows into the report.
+    let mut tally = |table: &str, rows: u64, skips: &mut scan::Skips| {
+        *report.tables.entry(table.to_string()).or_default() += rows;
+        report.skips.merge(std::mem::take(skips));
     };
     let rows_of = |table| -> u64 {
         plans
@@ -322,7 +298,13 @@ fn load_inner(
             .sum()
     };
     let mut gpu = build::GpuMerger::new(rows_of(KERNEL) + rows_of(MEMCPY) + rows_of(MEMSET));
-    read_merging(&gpu_tasks, &read_one, |out| gpu.add(sort_out(vec![out]).0))?;
+    read_merging(&gpu_tasks, &read_one, |out| match out {
+        ChunkOut::Gpu(mut chunk, table) => {
+            tally(table, chunk.rows, &mut chunk.skips);
+            gpu.add(chunk);
+        }
+        _ => unreachable!("only the GPU tables' tasks"),
+    })?;
     let mut merger = build::ThreadMerger::new(
         parts.strings.clone(),
         &parts.thread_names,
@@ -339,9 +321,20 @@ fn load_inner(
             gpu_parts
         },
         || {
-            read_merging(&cpu_tasks, &read_one, |out| {
-                let (_, api, nvtx, osrt) = sort_out(vec![out]);
-                merger.add(api, nvtx, osrt);
+            read_merging(&cpu_tasks, &read_one, |out| match out {
+                ChunkOut::Api(mut chunk) => {
+                    tally(RUNTIME, chunk.rows, &mut chunk.skips);
+                    merger.add_api(chunk);
+                }
+                ChunkOut::Nvtx(mut chunk) => {
+                    tally(NVTX, chunk.rows, &mut chunk.skips);
+                    merger.add_nvtx(*chunk);
+                }
+                ChunkOut::Osrt(mut chunk) => {
+                    tally(OSRT, chunk.rows, &mut chunk.skips);
+                    merger.add_osrt(chunk);
+                }
+                ChunkOut::Gpu(..) => unreachable!("the GPU tables are read first"),
             })
         },
     );
