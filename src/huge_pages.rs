@@ -3,14 +3,18 @@
 //! A load fills hundreds of MB of columns and a re-open from the cache as much again, all
 //! freshly mapped: with 4 KiB pages that is a page fault per 4 KiB, a fifth of a re-open's
 //! time on a VM. Linux here gives huge pages only where asked (`madvise` mode, Debian's
-//! default), so a block of 4 MiB or more is advised to take them: the same as glibc's
-//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which a program cannot set for itself.
+//! default), so a block of 32 MiB or more is advised to take them: the same as glibc's
+//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which a program cannot set for itself. Smaller
+//! blocks come from glibc's heaps (see `memory::LoadMemoryGuard`), where a huge page would
+//! fill 2 MiB around any byte touched and keep pages the heap has freed: advising blocks
+//! from 4 MiB there held 70 MB more after a cold open of the 2 GB export in the window.
 //! mimalloc was tried: as fast, but ~100 MB more at peak on the 2 GB trace.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
-/// Blocks from this size on are advised (small ones would waste most of a 2 MiB page).
-const ADVISED_FROM: usize = 4 << 20;
+/// Blocks from this size on are advised: glibc maps them on their own (the threshold
+/// `memory::LoadMemoryGuard` sets).
+const ADVISED_FROM: usize = 32 << 20;
 
 pub struct HugePages;
 
