@@ -399,7 +399,8 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
         }
     }
     // A kernel's calls: those its thread began after the previous kernel's launch.
-    let mut kernel_calls: Vec<KernelCalls> = Vec::new();
+    let mut kernel_calls: Vec<KernelCalls> =
+        Vec::with_capacity(launches.iter().map(Vec::len).sum());
     for (t, mut list) in launches.into_iter().enumerate() {
         list.sort_unstable();
         let c = &trace.threads[t].nccl;
@@ -436,7 +437,8 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
     }
 
     // The last rank's start of each collective found on every GPU, by place.
-    let mut last_start: Vec<((u32, u32, u32), i64)> = Vec::new();
+    let mut last_start: Vec<((u32, u32, u32), i64)> =
+        Vec::with_capacity(collectives.iter().map(|g| g.len()).sum());
     for group in collectives.iter() {
         let last = group
             .iter()

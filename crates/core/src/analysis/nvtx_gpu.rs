@@ -208,7 +208,9 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
         return (totals, counts);
     }
     // This thread's kernels, in launch order: (launch call, device, start, end).
-    let mut kernels: Vec<(u32, DeviceId, i64, i64)> = Vec::new();
+    // At most one a call: room reserved once, not grown by copies (a million kernels).
+    let ops: usize = trace.devices.iter().map(|d| d.op_count()).sum();
+    let mut kernels: Vec<(u32, DeviceId, i64, i64)> = Vec::with_capacity(thread.api.len().min(ops));
     for d in &trace.devices {
         for s in &d.streams {
             let ops = &s.ops;

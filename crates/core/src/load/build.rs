@@ -175,7 +175,11 @@ impl<'a> ThreadMerger<'a> {
         self.payloads.add(chunk.payloads);
         for (gtid, mut calls) in chunk.nccl.groups {
             calls.name.iter_mut().for_each(|id| *id = resolve(*id));
-            self.thread(gtid).nccl.append(calls);
+            let t = &mut self.thread(gtid).nccl;
+            if t.len() + calls.len() > t.start.capacity() {
+                t.reserve_exact(room_for_rest(calls.len(), chunk.rows, left));
+            }
+            t.append(calls);
         }
         self.domains.extend(chunk.domains);
     }

@@ -145,6 +145,15 @@ impl NcclCalls {
         self.peer.push(f.peer);
     }
 
+    /// Room for `n` more calls in every column.
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.start.reserve_exact(n);
+        self.name.reserve_exact(n);
+        self.comm.reserve_exact(n);
+        self.bytes.reserve_exact(n);
+        self.peer.reserve_exact(n);
+    }
+
     pub fn append(&mut self, mut other: NcclCalls) {
         self.start.append(&mut other.start);
         self.name.append(&mut other.name);

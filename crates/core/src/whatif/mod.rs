@@ -1013,17 +1013,30 @@ pub(crate) fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
     for (di, d) in trace.devices.iter().enumerate() {
         for (si, s) in d.streams.iter().enumerate() {
             let key = (di as u32, si as u32);
+            // Each thread's launches into this stream counted first: its list is sized once.
+            let mut counts: Vec<u32> = vec![0; out.len()];
+            for i in 0..s.ops.len() {
+                let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
+                if th != NONE && call != NONE {
+                    counts[th as usize] += 1;
+                }
+            }
+            for (streams, &n) in out.iter_mut().zip(&counts) {
+                if n > 0 {
+                    streams.push((key, Vec::with_capacity(n as usize)));
+                }
+            }
             for i in 0..s.ops.len() {
                 let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
                 if th == NONE || call == NONE {
                     continue;
                 }
-                let streams = &mut out[th as usize];
-                // Ops of one stream come in a run: its entry is the last one.
-                if streams.last().is_none_or(|l| l.0 != key) {
-                    streams.push((key, Vec::new()));
-                }
-                streams.last_mut().expect("pushed").1.push((call, i as u32));
+                // This stream's entry is the thread's last, pushed above.
+                out[th as usize]
+                    .last_mut()
+                    .expect("pushed")
+                    .1
+                    .push((call, i as u32));
             }
         }
     }
