@@ -555,19 +555,25 @@ impl Record<'_> {
 
     /// Value `i` as an integer (a real truncated, as `sqlite3_column_int64` does); NULL,
     /// text and blobs as `None`.
+    #[inline]
     pub fn int(&self, i: usize) -> Option<i64> {
         let slot = self.slot(i)?;
-        let b = || self.bytes(slot);
-        let signed = |b: &[u8]| {
-            let mut v = if b[0] & 0x80 != 0 { -1i64 } else { 0 };
-            for &x in b {
-                v = (v << 8) | x as i64;
-            }
-            v
-        };
+        // A big-endian two's-complement integer of N bytes, sign-extended.
+        fn be<const N: usize>(p: &[u8], at: usize) -> Option<i64> {
+            let b: [u8; N] = p.get(at..at + N)?.try_into().ok()?;
+            let mut wide = [if b[0] & 0x80 != 0 { 0xff } else { 0 }; 8];
+            wide[8 - N..].copy_from_slice(&b);
+            Some(i64::from_be_bytes(wide))
+        }
+        let (p, at) = (self.payload, slot.offset);
         match slot.serial {
-            1..=6 => b().map(signed),
-            7 => b().map(|b| f64::from_be_bytes(b.try_into().expect("8 bytes")) as i64),
+            1 => be::<1>(p, at),
+            2 => be::<2>(p, at),
+            3 => be::<3>(p, at),
+            4 => be::<4>(p, at),
+            5 => be::<6>(p, at),
+            6 => be::<8>(p, at),
+            7 => be::<8>(p, at).map(|bits| f64::from_bits(bits as u64) as i64),
             8 => Some(0),
             9 => Some(1),
             ROWID => Some(self.rowid),
@@ -576,6 +582,7 @@ impl Record<'_> {
     }
 
     /// Value `i` as text, if it is valid UTF-8 text.
+    #[inline]
     pub fn text(&self, i: usize) -> Option<&str> {
         let slot = self.slot(i)?;
         if slot.serial < 13 || slot.serial % 2 == 0 {
@@ -585,6 +592,7 @@ impl Record<'_> {
     }
 
     /// Value `i`'s bytes if it is a blob or text.
+    #[inline]
     pub fn blob(&self, i: usize) -> Option<&[u8]> {
         let slot = self.slot(i)?;
         if slot.serial < 12 {

@@ -303,6 +303,7 @@ fn column_type(stmt: &RawStatement, i: usize) -> std::ffi::c_int {
 }
 
 /// Column `i` as an integer; NULL (and text or blobs) as `None`.
+#[inline]
 pub fn int(row: &RawRow, i: usize) -> Option<i64> {
     let stmt = match row {
         RawRow::Page(record) => return record.int(i),
@@ -320,6 +321,7 @@ pub fn int(row: &RawRow, i: usize) -> Option<i64> {
 }
 
 /// A BLOB (or TEXT) value's bytes; `None` for NULL and numbers.
+#[inline]
 pub fn blob<'r>(row: &'r RawRow, i: usize) -> Option<&'r [u8]> {
     let stmt = match row {
         RawRow::Page(record) => return record.blob(i),
@@ -340,6 +342,7 @@ pub fn blob<'r>(row: &'r RawRow, i: usize) -> Option<&'r [u8]> {
 }
 
 /// Column `i` as text, if it is valid UTF-8 text.
+#[inline]
 pub fn text<'r>(row: &'r RawRow, i: usize) -> Option<&'r str> {
     let stmt = match row {
         RawRow::Page(record) => return record.text(i),
