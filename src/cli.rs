@@ -660,7 +660,12 @@ pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<St
             .expect("not cancelled");
         // The analyses' freed temporaries given back before the replays add theirs.
         crate::memory::trim();
-        let findings = crate::findings::findings_kept(trace, &overview, opened.key.as_ref());
+        // The critical path the report prints, worked out beside the replays: they leave a
+        // core free at their end.
+        let (findings, _) = rayon::join(
+            || crate::findings::findings_kept(trace, &overview, opened.key.as_ref()),
+            || overview.slowest_path(trace),
+        );
         (overview, findings)
     });
     let output = if as_json {

@@ -132,8 +132,9 @@ pub fn report_json(
             }
             v
         }),
-        "critical_path": slowest_path(trace, overview)
-            .map(|p| crate::critical_path::report::totals_json(trace, &p)),
+        "critical_path": overview
+            .slowest_path(trace)
+            .map(|p| crate::critical_path::report::totals_json(trace, p)),
         "kernels_top": overview.kernels.iter().take(options.top).collect::<Vec<_>>(),
         "cpu_sync": overview.cpu_sync.iter().take(options.top).collect::<Vec<_>>(),
         "nccl": overview.nccl,
@@ -157,17 +158,6 @@ fn version_text(info: &crate::trace::ExportInfo) -> String {
             s.as_deref().unwrap_or("not recorded")
         ),
     }
-}
-
-/// The slowest iteration's critical path, summed up (without the slack: `critical-path`
-/// gives that).
-fn slowest_path(
-    trace: &Trace,
-    overview: &Overview,
-) -> Option<crate::critical_path::report::PathSummary> {
-    let k = overview.iterations.slowest_index?;
-    let graph = crate::critical_path::Graph::with_collectives(trace, overview.collectives(trace));
-    crate::critical_path::report::totals(&graph, &overview.iterations, k)
 }
 
 fn iterations_json(it: &Iterations, options: &Options) -> Value {
@@ -797,7 +787,7 @@ fn communication_text(s: &mut String, trace: &Trace, p: &NcclPayload, origin: i6
 
 /// The slowest iteration's critical path in a line per GPU that holds much of it.
 fn critical_path_text(s: &mut String, trace: &Trace, overview: &Overview) {
-    let Some(p) = slowest_path(trace, overview) else {
+    let Some(p) = overview.slowest_path(trace) else {
         return;
     };
     let wall = p.path.wall_ns();

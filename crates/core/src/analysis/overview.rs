@@ -18,6 +18,7 @@ use super::nccl_wait::{Collectives, NcclWaits, collectives, nccl_waits};
 use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
 use super::recurring::{RecurringGap, recurring};
 use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
+use crate::critical_path::report::PathSummary;
 use crate::trace::{Device, DeviceId, Trace};
 
 #[derive(Debug, Clone)]
@@ -101,6 +102,9 @@ pub struct Overview {
     pub options: Options,
     /// The trace's collectives, once worked out (see [`Overview::collectives`]).
     collectives: OnceLock<Arc<Collectives>>,
+    /// The slowest iteration's critical path, once worked out (see
+    /// [`Overview::slowest_path`]).
+    slowest_path: OnceLock<Option<PathSummary>>,
 }
 
 impl Overview {
@@ -112,18 +116,44 @@ impl Overview {
             .clone()
     }
 
-    /// The indices of the `n` longest gaps, longest first (ties by position). Selects
-    /// them in O(gaps): a full sort of millions of gaps took a second.
-    pub fn longest_gaps(&self, n: usize) -> Vec<usize> {
-        let key = |i: &usize| (std::cmp::Reverse(self.gaps[*i].duration_ns), *i);
-        let mut order: Vec<usize> = (0..self.gaps.len()).collect();
-        if n < order.len() {
-            order.select_nth_unstable_by_key(n, key);
-            order.truncate(n);
-        }
-        order.sort_unstable_by_key(key);
-        order
+    /// The slowest iteration's critical path, summed up (without the slack), of `trace`
+    /// (the one this overview is of): worked out once, so that a report can work it out
+    /// beside the findings' replays and print it after.
+    pub fn slowest_path(&self, trace: &Trace) -> Option<&PathSummary> {
+        self.slowest_path
+            .get_or_init(|| {
+                let k = self.iterations.slowest_index?;
+                let graph =
+                    crate::critical_path::Graph::with_collectives(trace, self.collectives(trace));
+                crate::critical_path::report::totals(&graph, &self.iterations, k)
+            })
+            .as_ref()
     }
+
+    /// The indices of the `n` longest gaps, longest first (ties by position).
+    pub fn longest_gaps(&self, n: usize) -> Vec<usize> {
+        let key = |i: usize| (std::cmp::Reverse(self.gaps[i].duration_ns), i);
+        least_keys(self.gaps.len(), n, key)
+    }
+}
+
+/// The `n` indices of `0..len` with the least `key`s, least first: one pass with the best
+/// so far in a heap (selecting among an index list of millions of gaps took 60–80 ms of a
+/// report).
+fn least_keys<K: Ord>(len: usize, n: usize, key: impl Fn(usize) -> K) -> Vec<usize> {
+    let mut best: std::collections::BinaryHeap<(K, usize)> =
+        std::collections::BinaryHeap::with_capacity(n.min(len) + 1);
+    for i in 0..len {
+        if best.len() < n {
+            best.push((key(i), i));
+        } else if let Some(mut worst) = best.peek_mut() {
+            let k = key(i);
+            if k < worst.0 {
+                *worst = (k, i);
+            }
+        }
+    }
+    best.into_sorted_vec().into_iter().map(|(_, i)| i).collect()
 }
 
 pub fn selected_devices<'t>(trace: &'t Trace, options: &Options) -> Vec<&'t Device> {
@@ -240,6 +270,7 @@ fn assemble(
         cpu,
         options: options.clone(),
         collectives: OnceLock::new(),
+        slowest_path: OnceLock::new(),
     }
 }
 
@@ -383,5 +414,27 @@ fn work_out(
         cpu,
         options: options.clone(),
         collectives: OnceLock::from(found),
+        slowest_path: OnceLock::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::least_keys;
+
+    #[test]
+    fn the_least_keys_are_the_first_of_a_full_sort() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        for len in [0, 1, 5, 100, 2000] {
+            // Few distinct values: ties broken by position, as the gap tables show them.
+            let durations: Vec<i64> = (0..len).map(|_| rng.i64(0..20)).collect();
+            let key = |i: usize| (std::cmp::Reverse(durations[i]), i);
+            let mut sorted: Vec<usize> = (0..len).collect();
+            sorted.sort_by_key(|&i| key(i));
+            for n in [0, 1, 3, 10, len, len + 7] {
+                let expected: Vec<usize> = sorted.iter().copied().take(n).collect();
+                assert_eq!(least_keys(len, n, key), expected, "len {len}, n {n}");
+            }
+        }
+    }
 }
