@@ -298,13 +298,19 @@ impl Node {
 }
 
 /// An SQLite varint at `at`: its value and length.
-#[inline]
+#[inline(always)]
 fn varint(b: &[u8], at: usize) -> Option<(u64, usize)> {
     // Most are one byte (every serial type of a small value).
     let first = *b.get(at)?;
     if first < 0x80 {
         return Some((first as u64, 1));
     }
+    varint_long(b, at)
+}
+
+/// [`varint`] of two bytes or more (a rowid, a record's size, a long text's type).
+#[inline(never)]
+fn varint_long(b: &[u8], at: usize) -> Option<(u64, usize)> {
     let mut v = 0u64;
     for i in 0..9 {
         let byte = *b.get(at + i)?;
