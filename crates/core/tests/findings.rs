@@ -180,3 +180,45 @@ fn the_real_exports_give_few_sensible_findings() {
         }
     }
 }
+
+/// A removed host stall gives back at most its length on each thread with its tid: the
+/// bound by which detection leaves unreplayed the stalls too short to matter.
+#[test]
+fn a_removed_stall_saves_at_most_its_length_on_each_of_its_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = vec![generated(
+        dir.path(),
+        "tiny.sqlite",
+        SynthOptions::new(Preset::Tiny),
+    )];
+    traces.extend(
+        common::real_fixtures()
+            .iter()
+            .map(|p| load::load(p).unwrap().0),
+    );
+    let mut checked = 0;
+    for trace in &traces {
+        for f in findings_of(trace) {
+            let Some(change) = &f.change else { continue };
+            if change.remove_stalls.is_empty() {
+                continue;
+            }
+            let bound: i64 = change
+                .remove_stalls
+                .iter()
+                .map(|s| {
+                    let threads = trace.threads.iter().filter(|t| t.tid == s.tid).count();
+                    (s.end_ns - s.start_ns) * threads as i64
+                })
+                .sum();
+            let saving = f.saving_ns.expect("replayed");
+            assert!(
+                saving <= bound,
+                "{}: saves {saving} ns, bound {bound}",
+                f.title
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no stall found to check");
+}

@@ -29,12 +29,15 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
         return Vec::new();
     }
     let worth = |ns: i64| 100.0 * ns as f64 / span as f64 >= MIN_SHARE_PCT;
+    // What a change can give back at most: below `NO_GAIN_PCT` of the span its replay
+    // could only say that it gains nothing, and the finding would be dropped unreplayed.
+    let can_gain = |ns: i64| 100.0 * ns as f64 / span as f64 >= super::NO_GAIN_PCT;
     let mut out = Vec::new();
     host_syncs(trace, overview, &worth, &mut out);
     nccl_same_stream(trace, overview, &mut out);
-    let stall = straggler(trace, overview, &mut out);
+    let stall = straggler(trace, overview, &can_gain, &mut out);
     host_bound(trace, overview, &worth, &mut out);
-    one_off_stalls(trace, overview, &worth, stall, &mut out);
+    one_off_stalls(trace, overview, &worth, &can_gain, stall, &mut out);
     copies(trace, &worth, &mut out);
     hot_kernel(trace, overview, &mut out);
     out
@@ -278,7 +281,12 @@ fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) 
 /// 3. A straggler: the rank that started the slowest iteration's collectives last, with
 ///    what its thread was doing; the fix, that stall removed. Slow iterations fold into
 ///    it. Returns the stall's span (its one-off gap is this finding's, not another's).
-fn straggler(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) -> Option<HostSpan> {
+fn straggler(
+    trace: &Trace,
+    overview: &Overview,
+    can_gain: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) -> Option<HostSpan> {
     crate::profile_scope!("detect: straggler");
     let d = overview.drilldown.as_ref()?;
     let device = d.straggler_device?;
@@ -342,14 +350,24 @@ fn straggler(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) -> Opti
     };
     f.first = Some(w);
     f.occurrences = vec![w];
-    out.push(with_change(
-        f,
-        Change {
-            remove_stalls: vec![span],
-            ..Default::default()
-        },
-    ));
+    if can_gain(stall_gain_bound(trace, &span)) {
+        out.push(with_change(
+            f,
+            Change {
+                remove_stalls: vec![span],
+                ..Default::default()
+            },
+        ));
+    }
     Some(span)
+}
+
+/// The most removing a host stall can give back: its length on each thread with its tid.
+/// Its calls take no time and the CPU time between them is gone, and a replay moves no
+/// event earlier by more than the time taken out of the events before it.
+fn stall_gain_bound(trace: &Trace, span: &HostSpan) -> i64 {
+    let threads = trace.threads.iter().filter(|t| t.tid == span.tid).count();
+    (span.end_ns - span.start_ns).saturating_mul(threads as i64)
 }
 
 /// A synchronising call ending this close before a stall is taken with it.
@@ -419,6 +437,7 @@ fn one_off_stalls(
     trace: &Trace,
     overview: &Overview,
     worth: &dyn Fn(i64) -> bool,
+    can_gain: &dyn Fn(i64) -> bool,
     straggler: Option<HostSpan>,
     out: &mut Vec<Finding>,
 ) {
@@ -458,7 +477,8 @@ fn one_off_stalls(
             let is_straggler = straggler.is_some_and(|s| {
                 s.tid == span.tid && s.start_ns <= span.end_ns && span.start_ns <= s.end_ns
             });
-            if is_straggler {
+            // A long gap whose longest call is short was mostly something else.
+            if is_straggler || !can_gain(stall_gain_bound(trace, &span)) {
                 continue;
             }
             Change {
