@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Blocks from this size on are advised: glibc maps them on their own (the threshold
 /// `memory::LoadMemoryGuard` sets).
-const ADVISED_FROM: usize = 32 << 20;
+const ADVISED_FROM: usize = nsys_explorer_core::memory::MMAP_FROM_BYTES;
 
 pub struct HugePages;
 

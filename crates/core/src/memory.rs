@@ -22,11 +22,12 @@ pub fn peak_rss_bytes() -> Option<u64> {
     status_kb("VmHWM:").map(|kb| kb * 1024)
 }
 
-/// Blocks under this size come from glibc's heaps, and are reused there once freed: the
-/// largest threshold glibc takes, fixed (glibc's own moves with what is freed).
-const MMAP_FROM_BYTES: i32 = 32 << 20;
+/// Blocks under this size come from glibc's heaps, and are reused there once freed; glibc
+/// maps larger ones on their own (the binary's allocator advises those to take huge
+/// pages). The largest threshold glibc takes, fixed (glibc's own moves with what is freed).
+pub const MMAP_FROM_BYTES: usize = 32 << 20;
 /// Free memory a heap's top may keep before glibc gives it back by itself.
-const TRIM_FROM_BYTES: i32 = 64 << 20;
+const TRIM_FROM_BYTES: usize = 64 << 20;
 
 /// While alive, freed blocks under 32 MiB stay in glibc's heaps for reuse; when the last
 /// guard goes (a load ends, or the command line's analyses), what is free in the heaps
@@ -37,7 +38,7 @@ const TRIM_FROM_BYTES: i32 = 64 << 20;
 /// mapped afresh (as loads had it before), each chunk of a table read and each analysis'
 /// temporaries were faulted in anew: 400 k faults and a fifth of a cold report's CPU on the
 /// 2 GB export. Reused: 180 k faults, `report` 3.5 s instead of 4.1 (medians of alternated
-/// runs), peak 1.07 GB instead of 1.02 (2.8 GB export: 1.47 instead of 1.44). Frames gain
+/// runs), peak 30–50 MB higher (1.02–1.05 GB; 2.8 GB export 1.42–1.49 GB). Frames gain
 /// too: a frame builds and frees meshes of a few hundred KB (large, mid zoom: 0.93 ms a
 /// frame when they were mapped afresh at 128 KiB, 0.5 ms at 1 MiB).
 pub struct LoadMemoryGuard(());
@@ -63,12 +64,13 @@ impl Drop for LoadMemoryGuard {
     }
 }
 
-fn set_thresholds(mmap_bytes: i32, trim_bytes: i32) {
+fn set_thresholds(mmap_bytes: usize, trim_bytes: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters, which glibc reads under its lock.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_bytes);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, trim_bytes);
+        // Both fit an int (32 and 64 MiB).
+        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_bytes as i32);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, trim_bytes as i32);
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = (mmap_bytes, trim_bytes);

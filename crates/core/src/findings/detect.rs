@@ -315,6 +315,9 @@ fn straggler(
     {
         span.start_ns = thread.api.start[prev];
     }
+    if !can_gain(stall_gain_bound(trace, &span)) {
+        return Some(span);
+    }
     let slow = it.slow_indices.len();
     let k = d.iteration;
     let duration = it.durations_ns.get(k).copied().unwrap_or(0);
@@ -350,15 +353,13 @@ fn straggler(
     };
     f.first = Some(w);
     f.occurrences = vec![w];
-    if can_gain(stall_gain_bound(trace, &span)) {
-        out.push(with_change(
-            f,
-            Change {
-                remove_stalls: vec![span],
-                ..Default::default()
-            },
-        ));
-    }
+    out.push(with_change(
+        f,
+        Change {
+            remove_stalls: vec![span],
+            ..Default::default()
+        },
+    ));
     Some(span)
 }
 
