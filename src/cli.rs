@@ -223,6 +223,18 @@ pub enum Command {
         /// Ranks (GPUs) instead of the preset's 4 (at least 3).
         #[arg(long)]
         ranks: Option<u32>,
+        /// What the straggler's thread does in its stall: a `read()` after draining its
+        /// device, or plain Python (CPU time with no call) inside `attention`.
+        #[arg(long, value_enum, default_value = "read")]
+        straggler_stall: synth::StragglerStall,
+        /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
+        /// next launch (the seed's Ulysses attention with `use_sync=True`).
+        #[arg(long)]
+        sync_after_collective: bool,
+        /// Without the realistic shape's blocking checkpoint copy (an inference run saves
+        /// no weights).
+        #[arg(long)]
+        no_checkpoint: bool,
     },
 }
 
@@ -379,6 +391,9 @@ pub fn main() -> ExitCode {
             no_nccl_blobs,
             split_ranks,
             ranks,
+            straggler_stall,
+            sync_after_collective,
+            no_checkpoint,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -398,6 +413,9 @@ pub fn main() -> ExitCode {
                     ranks,
                     no_straggler,
                     nccl_calls: Some(!no_nccl_blobs),
+                    straggler_stall,
+                    sync_after_collective,
+                    checkpoint: !no_checkpoint,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

@@ -946,3 +946,73 @@ fn gap_orders_kept_give_the_rows_a_fresh_sort_gives() {
         }
     }
 }
+
+/// Iterations between syncs on the real 2-GPU export: its GPUs' threads synchronised 16 and
+/// 17 times, so without matching, "iteration 5" was two different steps. Lined up by their
+/// collectives, iteration k holds the same collectives on both GPUs, and the slowest
+/// iteration's straggler is the rank `nccl_wait` finds held the others back longest.
+#[test]
+fn iterations_from_syncs_line_up_across_gpus_by_their_collectives() {
+    use analysis::overview::{Options, overview};
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("2gpu-nccl-flashattn"))
+        .unwrap();
+    let (trace, _) = load::load(&path).unwrap();
+    let options = Options {
+        iteration_marker: Some(analysis::iterations::HEURISTIC_MARKER.into()),
+        ..Options::default()
+    };
+    let o = overview(&trace, &options);
+    let it = &o.iterations;
+    assert_eq!(it.per_device.len(), 2);
+    assert!(
+        it.aligned.is_some(),
+        "the GPUs' syncs differ: {:?}",
+        it.aligned
+    );
+    // Each NCCL kernel's collective, by (device index, stream, op).
+    let collectives = o.collectives(&trace);
+    let mut group_of = std::collections::HashMap::new();
+    for (g, members) in collectives.iter().enumerate() {
+        for &m in members {
+            group_of.insert(m, g);
+        }
+    }
+    let group_of = &group_of;
+    let held = |d: &analysis::iterations::DeviceIterations, k: usize| -> Vec<usize> {
+        let di = trace.device_index(d.device).unwrap().0;
+        let w = d.spans[k].unwrap();
+        let mut gs: Vec<usize> = trace.devices[di]
+            .streams
+            .iter()
+            .enumerate()
+            .flat_map(|(s, stream)| {
+                (0..stream.ops.len())
+                    .filter(move |&i| {
+                        stream.ops.start[i] >= w.start && stream.ops.start[i] <= w.end
+                    })
+                    .filter_map(move |i| group_of.get(&(di, s, i)).copied())
+            })
+            .collect();
+        gs.sort_unstable();
+        gs
+    };
+    let (a, b) = (&it.per_device[0], &it.per_device[1]);
+    let both = a.spans.len().min(b.spans.len());
+    assert!(both >= 10, "{both} iterations");
+    for k in 0..both {
+        let (ga, gb) = (held(a, k), held(b, k));
+        assert!(!ga.is_empty(), "iteration {k} holds collectives");
+        assert_eq!(ga, gb, "iteration {k} is one step on both GPUs");
+    }
+    let d = o.drilldown.as_ref().expect("a slowest iteration");
+    let late = &o.nccl_wait.late[0];
+    assert_eq!(d.straggler_device, Some(late.last_device));
+    let lateness = d.collectives[0].lateness_ns;
+    assert!(
+        lateness <= 2 * late.held_back_ns,
+        "the drill-down's lateness {lateness} against nccl_wait's {}",
+        late.held_back_ns
+    );
+}

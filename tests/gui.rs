@@ -673,6 +673,41 @@ fn per_rank_report_summaries_open_side_by_side_and_a_row_opens_its_export() {
     assert!(matches!(h.state().state, State::Loaded(_)));
 }
 
+/// A straggler whose stall is plain Python: the window's critical path puts the stall, and
+/// most of the path, on the straggler's GPU (not on the GPU whose collective the walk
+/// began from), and the drill-down says what its thread was doing.
+#[test]
+fn a_plain_cpu_stragglers_critical_path_is_on_its_own_gpu_in_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cpu.sqlite");
+    let options = SynthOptions {
+        straggler_stall: synth::StragglerStall::Cpu,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    open_the_slowest_iteration(&mut h, truth.iterations.slowest_index);
+    wait_for_load(&mut h);
+    h.run_steps(2);
+    let straggler = format!("GPU {}", truth.iterations.straggler_device);
+    h.get_by_label_contains(&format!(
+        "Straggler: {straggler} — its CPU thread was computing (no CUDA or OS call)"
+    ));
+    let l = loaded(&h);
+    let p = l.iterations.path.as_ref().expect("the path");
+    let (d, _, kinds) = p.by_device.iter().max_by_key(|x| x.1).unwrap();
+    assert_eq!(l.trace.gpu_name(l.trace.devices[d.0].id), straggler);
+    let cpu = kinds
+        .get(&nsys_explorer::critical_path::SegmentKind::Cpu)
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        cpu * 10 >= truth.iterations.straggler_pause_ns * 9,
+        "the stall's CPU time is on {straggler}: {cpu} ns"
+    );
+}
+
 #[test]
 fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried() {
     let dir = tempfile::tempdir().unwrap();
@@ -686,13 +721,17 @@ fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried
             "shown first once analysed"
         );
         assert!(l.findings.ranked);
+        // Faults by saving; the opportunities after them.
         let savings: Vec<i64> = l
             .findings
             .findings
             .iter()
+            .filter(|f| f.group == nsys_explorer::findings::Group::Fault)
             .filter_map(|f| f.saving_ns)
             .collect();
-        assert!(savings.len() >= 4 && savings.windows(2).all(|w| w[0] >= w[1]));
+        assert!(savings.len() >= 3 && savings.windows(2).all(|w| w[0] >= w[1]));
+        let groups: Vec<_> = l.findings.findings.iter().map(|f| f.group).collect();
+        assert!(groups.windows(2).all(|w| w[0] <= w[1]), "{groups:?}");
     }
     let (title, first) = {
         let f = &loaded(&h).findings.findings[0];

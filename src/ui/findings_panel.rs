@@ -209,6 +209,16 @@ impl FindingsPanel {
                     .num_columns(4)
                     .show(ui, |ui| {
                         for (i, f) in self.findings.iter().enumerate() {
+                            // Opportunities and facts under a heading of their own, once
+                            // ranked after the faults.
+                            let previous = i.checked_sub(1).map(|p| self.findings[p].group);
+                            if self.ranked
+                                && f.group != findings::Group::Fault
+                                && previous != Some(f.group)
+                            {
+                                ui.label(RichText::new(f.group.label()).strong());
+                                ui.end_row();
+                            }
                             ui.horizontal(|ui| {
                                 let colour = severity_colour(f.severity);
                                 let (dot, _) = ui.allocate_exact_size(

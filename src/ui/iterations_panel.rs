@@ -529,16 +529,10 @@ fn show_drilldown(
     if let Some(rank) = d.straggler_device {
         let mut text = format!("Straggler: {}", trace.gpu_name(rank));
         if let Some(a) = &d.straggler_activity {
-            text += &match &a.longest_call {
-                Some(call) => format!(
-                    " — its CPU thread was in {call} for {} before launching the collective",
-                    format_ns(a.longest_call_ns)
-                ),
-                None => format!(
-                    " — its CPU thread was busy for {} since the previous collective",
-                    format_ns(a.since_previous_collective_ns)
-                ),
-            };
+            text += &format!(
+                " — its CPU thread was {} before launching the collective",
+                a.doing()
+            );
             if !a.nvtx_path.is_empty() {
                 text += &format!(" (in {})", a.nvtx_path.join(" > "));
             }

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use sha2_free::file_digest;
 
-/// Every shared real export: `real/` and `real-round3/` (older shapes: no NVTX table, no
-/// enum tables, OS runtime calls, several syncs per step).
+/// Every shared real export: `real/`, `real-round3/` (older shapes: no NVTX table, no
+/// enum tables, OS runtime calls, several syncs per step) and `real-round4/` (CPU samples
+/// and OS runtime backtraces).
 pub fn real_fixtures() -> Vec<PathBuf> {
     // From the workspace's root (the folder with Cargo.lock), for the core's tests too.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -14,7 +15,7 @@ pub fn real_fixtures() -> Vec<PathBuf> {
         .find(|d| d.join("Cargo.lock").is_file())
         .expect("inside the workspace")
         .join("../shared/fixtures");
-    let mut files: Vec<PathBuf> = ["real", "real-round3"]
+    let mut files: Vec<PathBuf> = ["real", "real-round3", "real-round4"]
         .iter()
         .flat_map(|sub| {
             let dir = root.join(sub);
@@ -32,7 +33,7 @@ pub fn real_fixtures() -> Vec<PathBuf> {
         .collect();
     files.sort();
     assert!(
-        files.len() >= 6,
+        files.len() >= 7,
         "expected the real exports in {}",
         root.display()
     );

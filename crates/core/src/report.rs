@@ -172,6 +172,7 @@ fn iterations_json(it: &Iterations, options: &Options) -> Value {
         "heuristic": it.heuristic,
         "count": it.count(),
         "slowest_index": it.slowest_index,
+        "aligned": it.aligned,
         "per_device": per_device,
     })
 }
@@ -525,17 +526,14 @@ fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview) {
     critical_path_text(s, trace, overview);
     if let (Some(rank), Some(a)) = (drill.straggler_device, &drill.straggler_activity) {
         let late = drill.collectives.first().map_or(0, |c| c.lateness_ns);
-        let doing = match &a.longest_call {
-            Some(call) if a.synchronized_ns > 0 => format!(
-                "in {call} for {} (after {} in synchronising calls)",
-                format_ns(a.longest_call_ns),
+        let doing = if a.synchronized_ns > 0 {
+            format!(
+                "{} (after {} in synchronising calls)",
+                a.doing(),
                 format_ns(a.synchronized_ns)
-            ),
-            Some(call) => format!("in {call} for {}", format_ns(a.longest_call_ns)),
-            None => format!(
-                "busy on the CPU for {}",
-                format_ns(a.since_previous_collective_ns)
-            ),
+            )
+        } else {
+            a.doing()
         };
         let _ = writeln!(
             s,

@@ -84,13 +84,39 @@ fn assert_tiles(path: &nsys_explorer_core::critical_path::CriticalPath) {
     assert_eq!(path.segments.last().map(|s| s.end_ns), Some(path.end_ns));
 }
 
+/// A straggler's stall of plain CPU time: the stretch of the pause's length between two
+/// CUDA calls of a thread, with no OS runtime call in it (thread index, start, end).
+fn cpu_stall(trace: &Trace, pause_ns: i64) -> (usize, i64, i64) {
+    trace
+        .threads
+        .iter()
+        .enumerate()
+        .find_map(|(t, th)| {
+            (1..th.api.len()).find_map(|k| {
+                let (a, b) = (th.api.end[k - 1], th.api.start[k]);
+                let quiet = th
+                    .osrt
+                    .start
+                    .iter()
+                    .zip(&th.osrt.end)
+                    .all(|(&s, &e)| e <= a || s >= b);
+                (b - a >= pause_ns && b - a < pause_ns + 100_000 && quiet).then_some((t, a, b))
+            })
+        })
+        .expect("the straggler's CPU stall is in the trace")
+}
+
 fn straggler_step_goes_through_the_stall(trace: &Trace, its: &Iterations, truth: &GroundTruth) {
     let k = truth.iterations.slowest_index;
     let graph = Graph::new(trace);
     let path = graph.path(its, k).unwrap();
     assert_tiles(&path);
     let pause = truth.iterations.straggler_pause_ns;
-    let (thread, a, b) = stall(trace, pause);
+    let (thread, a, b) = if truth.iterations.straggler_activity == "read()" {
+        stall(trace, pause)
+    } else {
+        cpu_stall(trace, pause)
+    };
     let covered = cpu_cover(&path.segments, thread, a, b);
     assert!(
         covered * 10 >= pause * 9,
@@ -104,12 +130,47 @@ fn straggler_step_goes_through_the_stall(trace: &Trace, its: &Iterations, truth:
             matches!(s.place, Place::Cpu(t) if t == thread) && s.end_ns > a && s.start_ns < b
         })
         .collect();
-    let device = &trace.devices[on_stall[0].device.0];
     let straggler = truth.iterations.straggler_device;
-    match &device.key {
-        Some(key) => assert!(key.starts_with(&format!("rank{straggler:02}")), "{key}"),
-        None => assert_eq!(device.id.0, straggler),
+    let is_straggler = |d: nsys_explorer_core::trace::DeviceIndex| {
+        let device = &trace.devices[d.0];
+        match &device.key {
+            Some(key) => key.starts_with(&format!("rank{straggler:02}")),
+            None => device.id.0 == straggler,
+        }
+    };
+    for s in &on_stall {
+        assert!(
+            is_straggler(s.device),
+            "a stall segment on another GPU: {s:?}"
+        );
     }
+    // And the summary puts the stall's time on that GPU, not on the one the walk began at.
+    let summary = summarise(&graph, its, k).expect("a path");
+    let (d, total, _) = summary
+        .by_device
+        .iter()
+        .max_by_key(|x| x.1)
+        .expect("segments");
+    assert!(
+        is_straggler(*d) && *total * 10 >= pause * 9,
+        "most of the path is on the straggler's GPU: {:?}",
+        summary.by_device
+    );
+}
+
+#[test]
+fn a_straggler_stalling_in_plain_python_is_on_its_own_gpus_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cpu.sqlite");
+    let options = SynthOptions {
+        straggler_stall: synth::StragglerStall::Cpu,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let trace = load::load(&path).unwrap().0;
+    let its = iterations(&trace, None);
+    assert_eq!(its.slowest_index, Some(truth.iterations.slowest_index));
+    straggler_step_goes_through_the_stall(&trace, &its, &truth);
 }
 
 #[test]

@@ -94,7 +94,8 @@ fn each_finding_predicts_what_the_really_changed_run_saved_and_they_rank_alike()
         );
         pairs.push((position, real));
     }
-    // Ranked as the true savings are.
+    // Ranked as the true savings are (the hot kernel, an opportunity, after the faults).
+    pairs.retain(|p| found[p.0].group == findings::Group::Fault);
     pairs.sort_by_key(|p| p.0);
     assert!(
         pairs.windows(2).all(|w| w[0].1 >= w[1].1),
@@ -114,11 +115,12 @@ fn findings_are_few_ranked_by_saving_and_graded_by_it() {
     let trace = generated(dir.path(), "t.sqlite", SynthOptions::new(Preset::Tiny));
     let found = findings_of(&trace);
     assert!(!found.is_empty() && found.len() <= findings::MAX_FINDINGS);
-    let savings: Vec<i64> = found
+    // By saving within each group (faults, opportunities, facts), the groups in order.
+    let ranks: Vec<(findings::Group, i64)> = found
         .iter()
-        .map(|f| f.saving_ns.unwrap_or(i64::MIN))
+        .map(|f| (f.group, -f.saving_ns.unwrap_or(i64::MIN)))
         .collect();
-    assert!(savings.windows(2).all(|w| w[0] >= w[1]), "{savings:?}");
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
     for f in &found {
         let (Some(ns), Some(pct)) = (f.saving_ns, f.saving_pct) else {
             continue;
@@ -221,4 +223,111 @@ fn a_removed_stall_saves_at_most_its_length_on_each_of_its_threads() {
         }
     }
     assert!(checked > 0, "no stall found to check");
+}
+
+/// The seed's shape: NCCL on the compute stream and a device sync after each all-to-all,
+/// then Python before the next launch. Its fix (NCCL on its own stream, no syncs) really
+/// made; the top finding is the sync, critical, saving near what the fix saved, and its
+/// `what-if` reproduces its figure.
+#[test]
+fn the_sync_after_each_collective_is_the_first_thing_to_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    // An inference run, as the seed's: no checkpoint copy.
+    let seed = || SynthOptions {
+        sync_after_collective: true,
+        checkpoint: false,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let before = generated(dir.path(), "sync.sqlite", seed());
+    let after = generated(
+        dir.path(),
+        "fixed.sqlite",
+        SynthOptions {
+            sync_after_collective: false,
+            nccl_stream: NcclStream::Separate,
+            ..seed()
+        },
+    );
+    let found = findings_of(&before);
+    let top = &found[0];
+    assert_eq!(top.kind, Kind::HostSync, "{found:#?}");
+    assert!(top.title.contains("cudaDeviceSynchronize"), "{}", top.title);
+    assert_eq!(top.severity, Severity::Critical, "{}", top.title);
+    let real = real_saving(&before, &after);
+    let predicted = top.saving_ns.unwrap();
+    let off = (predicted - real).abs() as f64 / real as f64;
+    assert!(
+        off <= 0.25,
+        "predicted {predicted} ns, really {real} ns ({:.0} % off)",
+        off * 100.0
+    );
+    // Its `what-if` arguments give its figure.
+    let change = nsys_explorer_core::whatif::Change::from_args(&top.what_if).unwrap();
+    let replayed = measured_spans(&before)
+        .iter()
+        .zip(nsys_explorer_core::whatif::predicted_spans(
+            &before, &change, None,
+        ))
+        .map(|(m, p)| m - p)
+        .max()
+        .unwrap();
+    assert_eq!(replayed, predicted, "{:?}", top.what_if);
+    // The gaps after those syncs are the sync's, not "the CPU did not keep up".
+    assert!(
+        !found
+            .iter()
+            .any(|f| f.kind == Kind::HostBound && f.title.contains("all_to_all")),
+        "{found:#?}"
+    );
+}
+
+/// A straggler whose stall is plain Python (no call, no NVTX range of its own) and one
+/// blocked in an OS runtime call: each a `straggler` finding naming the late GPU and what
+/// its thread was in, saving near what removing the stall really saves.
+#[test]
+fn a_straggler_is_found_whether_it_computes_or_waits_in_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    for (stall, words) in [
+        (synth::StragglerStall::Cpu, "computing in attention"),
+        (synth::StragglerStall::Read, "read()"),
+    ] {
+        let with = |no_straggler| SynthOptions {
+            straggler_stall: stall,
+            no_straggler,
+            ..SynthOptions::new(Preset::Tiny)
+        };
+        let before = generated(dir.path(), &format!("{stall:?}.sqlite"), with(false));
+        let after = generated(dir.path(), &format!("{stall:?}-fixed.sqlite"), with(true));
+        let found = findings_of(&before);
+        let f = found
+            .iter()
+            .find(|f| f.kind == Kind::Straggler)
+            .unwrap_or_else(|| panic!("{stall:?}: no straggler in {found:#?}"));
+        assert!(f.title.starts_with("GPU 2 "), "{}", f.title);
+        assert!(f.title.contains(words), "{stall:?}: {}", f.title);
+        let real = real_saving(&before, &after);
+        let predicted = f.saving_ns.unwrap();
+        let off = (predicted - real).abs() as f64 / real as f64;
+        assert!(
+            off <= 0.25,
+            "{stall:?}: predicted {predicted} ns, really {real} ns ({:.0} % off)",
+            off * 100.0
+        );
+    }
+}
+
+/// Faults first by saving, then opportunities (the hot kernel), then facts.
+#[test]
+fn faults_come_before_opportunities() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = generated(dir.path(), "t.sqlite", SynthOptions::new(Preset::Tiny));
+    let found = findings_of(&trace);
+    let groups: Vec<findings::Group> = found.iter().map(|f| f.group).collect();
+    assert!(groups.windows(2).all(|w| w[0] <= w[1]), "{groups:?}");
+    let hot = found.iter().position(|f| f.kind == Kind::HotKernel);
+    let faults = found
+        .iter()
+        .filter(|f| f.group == findings::Group::Fault)
+        .count();
+    assert!(hot.is_some_and(|h| h >= faults), "{found:#?}");
 }

@@ -64,12 +64,42 @@ pub struct Activity {
     pub longest_call: Option<String>,
     pub longest_call_ns: i64,
     pub longest_call_start_ns: Option<i64>,
-    /// NVTX path of the thread at the longest call (or at the launch, without one).
+    /// The longest stretch of the thread's own CPU time in that interval: no CUDA or OS
+    /// runtime call (Python computing). A stall of plain CPU time has no call to name.
+    pub cpu_ns: i64,
+    pub cpu_start_ns: Option<i64>,
+    /// NVTX path of the thread in its longest call or CPU stretch, whichever is longer (at
+    /// the launch, without either).
     pub nvtx_path: Vec<String>,
     /// From the previous collective's launch (or the iteration's start) to this launch.
     pub since_previous_collective_ns: i64,
     /// Time in synchronising calls in that interval.
     pub synchronized_ns: i64,
+}
+
+impl Activity {
+    /// Whether the thread's longest stall was its own CPU time rather than a call.
+    pub fn computing(&self) -> bool {
+        self.cpu_ns > self.longest_call_ns
+    }
+
+    /// What the thread was doing, in words: `in read() for 1.2 s` or `computing (no CUDA
+    /// or OS call) for 1.2 s`.
+    pub fn doing(&self) -> String {
+        match &self.longest_call {
+            Some(call) if !self.computing() => {
+                format!("in {call} for {}", format_ns(self.longest_call_ns))
+            }
+            _ if self.cpu_ns > 0 => format!(
+                "computing (no CUDA or OS call) for {}",
+                format_ns(self.cpu_ns)
+            ),
+            _ => format!(
+                "busy on the CPU for {}",
+                format_ns(self.since_previous_collective_ns)
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -229,11 +259,19 @@ fn activity_before(
         (Some(c), Some(o)) => Some(if o.0 > c.0 { o } else { c }),
         (c, o) => c.or(o),
     };
-    let at = longest.as_ref().map_or(api.start[call], |l| l.1);
+    let cpu = longest_cpu_stretch(thread, first..call, since, api.start[call]);
+    let at = match (&longest, cpu) {
+        (Some(l), Some((ns, start))) if ns > l.0 => start + ns / 2,
+        (None, Some((ns, start))) => start + ns / 2,
+        (Some(l), _) => l.1,
+        (None, None) => api.start[call],
+    };
     Activity {
         longest_call_ns: longest.as_ref().map_or(0, |l| l.0),
         longest_call_start_ns: longest.as_ref().map(|l| l.1),
         longest_call: longest.map(|l| l.2),
+        cpu_ns: cpu.map_or(0, |c| c.0),
+        cpu_start_ns: cpu.map(|c| c.1),
         nvtx_path: thread
             .nvtx
             .path_at(at)
@@ -243,6 +281,34 @@ fn activity_before(
         since_previous_collective_ns: api.start[call] - since,
         synchronized_ns,
     }
+}
+
+/// The longest stretch of `[a, b)` in which `thread` was in none of its CUDA calls
+/// `calls` (those starting in it) nor an OS runtime call: (length, start).
+fn longest_cpu_stretch(
+    thread: &crate::trace::Thread,
+    calls: std::ops::Range<usize>,
+    a: i64,
+    b: i64,
+) -> Option<(i64, i64)> {
+    let (api, os) = (&thread.api, &thread.osrt);
+    let mut busy: Vec<(i64, i64)> = calls.map(|i| (api.start[i], api.end[i])).collect();
+    busy.extend(
+        thread
+            .osrt_overlapping(a, b)
+            .map(|i| (os.start[i], os.end[i])),
+    );
+    busy.sort_unstable();
+    let mut best: Option<(i64, i64)> = None;
+    let mut free_from = a;
+    for (s, e) in busy.into_iter().chain(std::iter::once((b, b))) {
+        let s = s.clamp(a, b);
+        if s > free_from && best.is_none_or(|x| s - free_from > x.0) {
+            best = Some((s - free_from, free_from));
+        }
+        free_from = free_from.max(e.min(b));
+    }
+    best
 }
 
 /// Drill-down of iteration `k`; `top` limits the kernels and gaps listed per device.

@@ -12,6 +12,12 @@ use crate::trace::{Device, DeviceId, NONE, RangeKind, StrId, Thread, Trace};
 /// Default minimum gap (analysis-definitions.md).
 pub const DEFAULT_MIN_GAP_NS: i64 = 1_000;
 
+/// A synchronising call that waited for the GPU to drain returns when its last op ends;
+/// CPU and GPU timestamps are on clocks converted into one, and real exports show the call
+/// returning up to a few µs *before* the op's recorded end (2-4 µs on the shared 2-GPU
+/// export). A sync that returned this close before a gap's start is the gap's cause.
+pub const SYNC_RETURN_SKEW_NS: i64 = 10_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
@@ -167,6 +173,16 @@ impl CpuIndex {
         let ends = &self.sync_ends[thread];
         ends.get(ends.partition_point(|&e| e < a))
             .is_some_and(|&e| e <= b)
+    }
+
+    /// The latest end of a synchronising call of `thread` in the [`SYNC_RETURN_SKEW_NS`]
+    /// before `t`.
+    fn synced_just_before(&self, thread: usize, t: i64) -> Option<i64> {
+        let ends = &self.sync_ends[thread];
+        let i = ends.partition_point(|&e| e < t);
+        i.checked_sub(1)
+            .map(|j| ends[j])
+            .filter(|&e| e >= t - SYNC_RETURN_SKEW_NS)
     }
 
     /// The NVTX path (text ids, outermost first) at the launch of `op`, into `path`.
@@ -424,8 +440,14 @@ fn cause(
         return Cause::Unknown;
     };
     // A synchronising call of the launching thread that returned inside the gap (or at its
-    // start).
+    // start), or just before it while the op the gap follows was already queued: it waited
+    // for that op (the clocks put its return a few µs early).
     if cpu.synced_in(thread, gap_start, gap_end) {
+        return Cause::HostSync;
+    }
+    if let Some(end) = cpu.synced_just_before(thread, gap_start)
+        && launch_of(trace, device, before).is_some_and(|(t, c)| t.api.start[c] < end)
+    {
         return Cause::HostSync;
     }
     let before_end = device.streams[before.stream as usize].ops.end[before.op as usize];
@@ -509,6 +531,44 @@ mod tests {
                 (2_000, Cause::HostBound),
                 (3_500, Cause::Dependency),
                 (5_000, Cause::Unknown)
+            ]
+        );
+    }
+
+    /// Real exports show a sync returning a few µs before the op it waited for ends: the
+    /// gap after it is still the sync's, but not a gap after an op launched after the sync.
+    #[test]
+    fn a_sync_returning_just_before_the_gap_is_its_cause() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let c0 = b.call(t, "cudaLaunchKernel", 0, 10);
+        b.kernel(0, 7, "a", (100, 1_000_000), Some(c0));
+        // Returns 3 µs before "a"'s recorded end; Python, then the next launch.
+        b.call(t, "cudaDeviceSynchronize", 20, 997_000);
+        let c1 = b.call(t, "cudaLaunchKernel", 3_000_000, 3_000_010);
+        b.kernel(0, 7, "b", (3_005_000, 3_500_000), Some(c1));
+        // A sync, then a kernel launched after it, then a late launch: host-bound.
+        b.call(t, "cudaDeviceSynchronize", 3_000_020, 3_500_000);
+        let c2 = b.call(t, "cudaLaunchKernel", 3_500_100, 3_500_110);
+        b.kernel(0, 7, "c", (3_505_000, 3_506_000), Some(c2));
+        let c3 = b.call(t, "cudaLaunchKernel", 4_000_000, 4_000_010);
+        b.kernel(0, 7, "d", (4_005_000, 4_100_000), Some(c3));
+        let trace = b.build();
+        let cpu = CpuIndex::new(&trace);
+        let found = gaps(
+            &trace,
+            &cpu,
+            &trace.devices[0],
+            Window::new(0, 5_000_000),
+            1_000,
+        );
+        let causes: Vec<(i64, Cause)> = found.iter().map(|g| (g.start_ns, g.cause)).collect();
+        assert_eq!(
+            causes,
+            vec![
+                (1_000_000, Cause::HostSync),
+                (3_500_000, Cause::HostSync),
+                (3_506_000, Cause::HostBound)
             ]
         );
     }

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::intervals::Window;
+use super::nccl_wait::Collectives;
 use crate::trace::{
     Device, DeviceId, DeviceIndex, NONE, RangeKind, StrId, TemplateId, Thread, Trace,
 };
@@ -76,6 +77,10 @@ pub struct Iterations {
     pub per_device: Vec<DeviceIterations>,
     /// The iteration whose longest device duration is the largest (steady state only).
     pub slowest_index: Option<usize>,
+    /// How the GPUs' iterations were lined up by their collectives, when they had to be
+    /// (a GPU's leading iterations that no other GPU has, dropped).
+    #[serde(default)]
+    pub aligned: Option<String>,
 }
 
 impl Iterations {
@@ -110,6 +115,20 @@ pub const HEURISTIC_MARKER: &str = "heuristic";
 /// iteration marker found", the heuristic offered); one without any falls back to the
 /// heuristic, and says so.
 pub fn iterations(trace: &Trace, marker: Option<&str>) -> Iterations {
+    iterations_with(trace, marker, &super::nccl_wait::collectives(trace))
+}
+
+/// [`iterations`], with the trace's collectives already worked out: where the GPUs share
+/// collectives, iteration k is the same step on each (see [`align_by_collectives`]).
+pub fn iterations_with(
+    trace: &Trace,
+    marker: Option<&str>,
+    collectives: &Collectives,
+) -> Iterations {
+    align_by_collectives(trace, unaligned(trace, marker), collectives)
+}
+
+fn unaligned(trace: &Trace, marker: Option<&str>) -> Iterations {
     crate::profile_scope!("analysis: iterations");
     if marker == Some(HEURISTIC_MARKER) {
         return heuristic_iterations(trace)
@@ -273,6 +292,132 @@ fn finish(marker: Option<String>, source: Source, per_device: Vec<DeviceIteratio
         source,
         per_device,
         slowest_index,
+        aligned: None,
+    }
+}
+
+/// Where ranks share collectives, iteration k must be the same step on every GPU before
+/// any answer compares them (a rank's straggling, the critical path, the heatmap). Each
+/// device's iterations are matched to the first device's by the collectives they hold;
+/// the shift most of them agree on renumbers them, and leading iterations that not every
+/// GPU has are dropped (a thread that synchronised once more before the first step).
+pub fn align_by_collectives(
+    trace: &Trace,
+    it: Iterations,
+    collectives: &Collectives,
+) -> Iterations {
+    if it.per_device.len() < 2 || collectives.is_empty() {
+        return it;
+    }
+    // Per device (index into the trace): each of its NCCL kernels' start and collective.
+    let mut starts: Vec<Vec<(i64, u32)>> = vec![Vec::new(); trace.devices.len()];
+    for (g, members) in collectives.iter().enumerate() {
+        for &(d, s, i) in members {
+            starts[d].push((trace.devices[d].streams[s].ops.start[i], g as u32));
+        }
+    }
+    for list in &mut starts {
+        list.sort_unstable();
+    }
+    // Per device of `it`: the collectives its iterations hold (first and last), by index.
+    let held: Vec<Vec<Option<(u32, u32)>>> = it
+        .per_device
+        .iter()
+        .map(|d| {
+            let list = trace
+                .device_index(d.device)
+                .map_or(&[][..], |di| &starts[di.0][..]);
+            d.spans
+                .iter()
+                .map(|span| {
+                    let w = (*span)?;
+                    let a = list.partition_point(|x| x.0 < w.start);
+                    let b = list.partition_point(|x| x.0 <= w.end);
+                    let gs = list[a..b].iter().map(|x| x.1);
+                    Some((gs.clone().min()?, gs.max()?))
+                })
+                .collect()
+        })
+        .collect();
+    // The reference: the first device's iteration of each collective.
+    let mut iteration_of = vec![u32::MAX; collectives.len()];
+    for (k, h) in held[0].iter().enumerate() {
+        if let Some((a, b)) = *h {
+            for g in a..=b {
+                iteration_of[g as usize] = k as u32;
+            }
+        }
+    }
+    let shifts: Vec<i64> = held
+        .iter()
+        .map(|h| {
+            let mut votes: HashMap<i64, usize> = HashMap::default();
+            for (k, x) in h.iter().enumerate() {
+                if let Some((g, _)) = *x
+                    && iteration_of[g as usize] != u32::MAX
+                {
+                    *votes
+                        .entry(iteration_of[g as usize] as i64 - k as i64)
+                        .or_default() += 1;
+                }
+            }
+            votes
+                .into_iter()
+                .max_by_key(|&(shift, n)| (n, std::cmp::Reverse(shift.abs())))
+                .map_or(0, |(shift, _)| shift)
+        })
+        .collect();
+    let top = shifts.iter().copied().max().unwrap_or(0);
+    if shifts.iter().all(|&s| s == top) {
+        return it;
+    }
+    let mut dropped = Vec::new();
+    let Iterations {
+        marker,
+        source,
+        per_device,
+        ..
+    } = it;
+    let per_device: Vec<DeviceIterations> = per_device
+        .into_iter()
+        .zip(&shifts)
+        .map(|(d, &shift)| {
+            let drop = (top - shift) as usize;
+            if drop == 0 {
+                return d;
+            }
+            dropped.push(match drop {
+                1 => format!("{}'s first iteration", trace.gpu_name(d.device)),
+                n => format!("{}'s first {n} iterations", trace.gpu_name(d.device)),
+            });
+            without_leading(d, drop)
+        })
+        .collect();
+    let mut aligned = finish(marker, source, per_device);
+    aligned.aligned = Some(format!(
+        "iterations lined up across GPUs by their collectives: {} dropped (not every GPU has them)",
+        dropped.join(", ")
+    ));
+    aligned
+}
+
+/// `d` without its first `n` iterations, its statistics worked out again.
+fn without_leading(d: DeviceIterations, n: usize) -> DeviceIterations {
+    let n = n.min(d.spans.len());
+    let durations_ns: Vec<i64> = d.durations_ns[n..].to_vec();
+    let stats = steady_state(&durations_ns);
+    DeviceIterations {
+        device: d.device,
+        thread: d.thread,
+        cpu: d.cpu[n..].to_vec(),
+        spans: d.spans[n..].to_vec(),
+        cpu_durations_ns: d.cpu_durations_ns[n..].to_vec(),
+        durations_ns,
+        warmup: stats.warmup,
+        median_ns: stats.median_ns,
+        median_index: stats.median_index,
+        slow_indices: stats.slow,
+        slowest_index: stats.slowest,
     }
 }
 

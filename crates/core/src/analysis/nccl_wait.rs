@@ -33,7 +33,7 @@ pub struct LateCollective {
     pub held_back_ns: i64,
     pub last_device: DeviceId,
     /// What the last rank's launching thread was doing meanwhile: the API call that filled
-    /// most of that time, when there is one.
+    /// most of that time (at least half), when there is one.
     pub last_thread_call: Option<String>,
 }
 
@@ -221,8 +221,10 @@ pub fn nccl_waits(trace: &Trace, collectives: &Collectives, top: usize) -> NcclW
                 .threads
                 .get(ops.launch_thread[k.op] as usize)
                 .and_then(|t| {
-                    // The CUDA or OS runtime call that filled most of the hold-back.
+                    // The CUDA or OS runtime call that filled most of the hold-back (a
+                    // thread computing in Python between calls has none).
                     super::recurring::longest_call(trace, t, k.start - held_back_ns, k.start)
+                        .filter(|(ns, _)| 2 * ns >= held_back_ns)
                         .map(|(_, name)| name)
                 });
             LateCollective {

@@ -11,7 +11,7 @@ use super::cpu_sync::{ThreadSync, sync_time_per_thread};
 use super::drilldown::{Drilldown, drilldown};
 use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, count_gaps, gaps_into};
 use super::intervals::{Window, device_window};
-use super::iterations::{Iterations, iterations};
+use super::iterations::{Iterations, iterations_with};
 use super::memory::{MemoryStat, memory_by_kind};
 use super::nccl_payload::{NcclPayload, nccl_payload_with};
 use super::nccl_wait::{Collectives, NcclWaits, collectives, nccl_waits};
@@ -378,7 +378,7 @@ fn work_out(
         },
         || {
             rayon::join(
-                || iterations(trace, options.iteration_marker.as_deref()),
+                || iterations_with(trace, options.iteration_marker.as_deref(), &found),
                 || {
                     (
                         kernels_by_name(trace, &devices, options.window),

@@ -414,8 +414,10 @@ impl<'g, 'a> Walk<'g, 'a> {
             }
             let next = match at {
                 At::OpEnd(d, s, i) => {
-                    device = d;
-                    self.op(d, s, i, t)
+                    // After a collective's wait edge the path is on the last rank's GPU.
+                    let (next, dev) = self.op(d, s, i, t);
+                    device = dev;
+                    next
                 }
                 At::CallStart(th, k) => self.call_start(th, k, t, device),
                 At::CallEnd(th, k) => {
@@ -448,9 +450,10 @@ impl<'g, 'a> Walk<'g, 'a> {
         self.out
     }
 
-    /// An op reached at `t` (its end, or the start of what it held): its segment, and
-    /// where the walk goes next.
-    fn op(&mut self, d: usize, s: usize, i: usize, t: i64) -> Option<(At, i64)> {
+    /// An op reached at `t` (its end, or the start of what it held): its segment, where
+    /// the walk goes next, and the GPU it is on then (the last rank's, after a collective
+    /// that waited for it).
+    fn op(&mut self, d: usize, s: usize, i: usize, t: i64) -> (Option<(At, i64)>, usize) {
         let trace = self.graph.trace;
         let ops = &trace.devices[d].streams[s].ops;
         let mut own = (d, s, i);
@@ -469,7 +472,7 @@ impl<'g, 'a> Walk<'g, 'a> {
                     t,
                     Place::Op(d, s, i),
                 ) {
-                    return None;
+                    return (None, d);
                 }
                 own = last;
                 start = last_start;
@@ -484,7 +487,7 @@ impl<'g, 'a> Walk<'g, 'a> {
             _ => SegmentKind::Memory,
         };
         let place = Place::Op(d, s, i);
-        match self.graph.hold_of(d, s, i) {
+        let next = match self.graph.hold_of(d, s, i) {
             Hold::Previous(j, end) => {
                 let from = end.min(start);
                 self.push(kind, d, ops.name[i], from, t, place)
@@ -497,7 +500,7 @@ impl<'g, 'a> Walk<'g, 'a> {
             }
             Hold::Launch(th, k, call_start) => {
                 if !self.push(kind, d, ops.name[i], start, t, place) {
-                    return None;
+                    return (None, d);
                 }
                 let from = call_start.min(start);
                 let name = trace.threads[th].api.name[k];
@@ -515,7 +518,8 @@ impl<'g, 'a> Walk<'g, 'a> {
                 self.push(kind, d, ops.name[i], start, t, place);
                 None
             }
-        }
+        };
+        (next, d)
     }
 
     /// At call `k`'s start: the CPU time since the call before it.

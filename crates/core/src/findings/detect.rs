@@ -7,7 +7,9 @@ use rustc_hash::FxHashMap;
 use super::{Finding, Kind, MAX_OCCURRENCES, Severity, Where, run_span};
 use crate::analysis::Overview;
 use crate::analysis::breakdown::{State, first_state_intervals};
-use crate::analysis::gaps::{Cause, Gap, OpRef, launch_nvtx_path, sync_call_names};
+use crate::analysis::gaps::{
+    Cause, Gap, OpRef, SYNC_RETURN_SKEW_NS, launch_nvtx_path, sync_call_names,
+};
 use crate::analysis::iterations::median;
 use crate::analysis::recurring::{activity, cause_text};
 use crate::format::{format_ns, plural};
@@ -46,6 +48,7 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
 fn finding(kind: Kind, title: String, detail: String) -> Finding {
     Finding {
         kind,
+        group: kind.group(),
         severity: Severity::Info,
         title,
         detail,
@@ -173,27 +176,89 @@ fn host_syncs(
             .as_ref()
             .map_or(String::new(), |r| format!(" in {r}"));
         let mut f = gap_finding(Kind::HostSync, overview, &members);
-        f.title = format!(
-            "{call_name}{place} starves the GPU: {} idle in {} on {}",
-            format_ns(total),
-            plural(members.len(), "gap"),
-            on_gpus(trace, &f.devices)
-        );
+        // A sync that waits for each collective, on GPUs whose NCCL shares the compute
+        // stream: the two fixes only pay together (without the sync a collective still
+        // holds the compute behind it; on its own stream it is still waited for), so the
+        // change replayed is both.
+        let stream = after_collectives_on_one_stream(trace, overview, &members);
         let first = f.first.map_or(0, |w| w.start_ns);
-        f.detail = format!(
-            "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late (median gap {}, first at {} on {}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead.",
+        let evidence = format!(
+            "median gap {}, first at {} on {}",
             format_ns(median(&durations)),
             format_ns(first - trace.time_origin().unwrap_or(0)),
             f.first
                 .and_then(|w| w.device)
                 .map_or(String::new(), |d| trace.gpu_name(d)),
         );
-        let change = Change {
-            remove_sync: vec![range_text.unwrap_or(call_name)],
+        let sync_removed = Change {
+            remove_sync: vec![range_text.unwrap_or(call_name.clone())],
             ..Default::default()
+        };
+        let change = match stream {
+            None => {
+                f.title = format!(
+                    "{call_name}{place} starves the GPU: {} idle in {} on {}",
+                    format_ns(total),
+                    plural(members.len(), "gap"),
+                    on_gpus(trace, &f.devices)
+                );
+                f.detail = format!(
+                    "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
+                );
+                sync_removed
+            }
+            Some(stream) => {
+                f.title = format!(
+                    "{call_name} after each collective{place}, NCCL on compute stream {stream}: {} idle in {} on {}",
+                    format_ns(total),
+                    plural(members.len(), "gap"),
+                    on_gpus(trace, &f.devices)
+                );
+                f.detail = format!(
+                    "Each time, the launching thread waits in {call_name}{place} for the collective and all compute to drain, then runs its Python and launches the next kernel late ({evidence}). Replayed without that sync and with NCCL on a stream of its own ({}): the CPU queues work ahead while the exchange runs. Without any dependency between NCCL and compute, the upper bound.",
+                    crate::whatif::NCCL_DEPENDENCIES
+                );
+                f.upper_change = Some(Change {
+                    nccl_own_stream: true,
+                    nccl_no_dependencies: true,
+                    ..sync_removed.clone()
+                });
+                Change {
+                    nccl_own_stream: true,
+                    ..sync_removed
+                }
+            }
         };
         out.push(with_change(f, change));
     }
+}
+
+/// The compute stream that NCCL shares, when most of the gaps `members` follow an NCCL
+/// kernel on GPUs whose NCCL and compute share one stream.
+fn after_collectives_on_one_stream(
+    trace: &Trace,
+    overview: &Overview,
+    members: &[u32],
+) -> Option<u32> {
+    let after_nccl = members
+        .iter()
+        .filter(|&&i| {
+            let g = &overview.gaps[i as usize];
+            trace.device(g.device_id()).is_some_and(|d| {
+                d.streams[g.before.stream as usize].ops.kind[g.before.op as usize]
+                    == crate::trace::OpKind::Nccl
+            })
+        })
+        .count();
+    if after_nccl * 2 <= members.len() {
+        return None;
+    }
+    overview
+        .devices
+        .iter()
+        .filter_map(|s| s.same_stream)
+        .find(|ss| ss.nccl_pct >= 50.0 && ss.compute_pct >= 50.0)
+        .map(|ss| ss.stream)
 }
 
 /// The thread that launched the op after the gap (its index and itself).
@@ -203,12 +268,14 @@ fn launching_thread<'t>(trace: &'t Trace, g: &Gap) -> Option<(usize, &'t crate::
     (thread != NONE).then(|| (thread as usize, &trace.threads[thread as usize]))
 }
 
-/// The synchronising call of the gap's launching thread that returned in the gap.
+/// The synchronising call of the gap's launching thread that returned in the gap (or just
+/// before it, as [`SYNC_RETURN_SKEW_NS`] allows).
 fn sync_call_in_gap(trace: &Trace, sync_names: &[bool], g: &Gap) -> Option<(usize, usize)> {
     let (thread, th) = launching_thread(trace, g)?;
-    th.calls_overlapping(g.start_ns, g.end_ns() + 1)
+    let from = g.start_ns - SYNC_RETURN_SKEW_NS;
+    th.calls_overlapping(from, g.end_ns() + 1)
         .filter(|&k| sync_names[th.api.name[k] as usize])
-        .filter(|&k| th.api.end[k] >= g.start_ns && th.api.end[k] <= g.end_ns())
+        .filter(|&k| th.api.end[k] >= from && th.api.end[k] <= g.end_ns())
         .max_by_key(|&k| th.api.end[k])
         .map(|k| (thread, k))
 }
@@ -226,6 +293,13 @@ fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) 
     let Some((first, ss)) = serial.first() else {
         return;
     };
+    // A sync after each collective already proposes NCCL on its own stream with it.
+    if out
+        .iter()
+        .any(|f| f.change.as_ref().is_some_and(|c| c.nccl_own_stream))
+    {
+        return;
+    }
     let nccl: i64 = serial.iter().map(|(s, _)| s.breakdown.nccl_only).sum();
     let all: i64 = serial.iter().map(|(s, _)| s.breakdown.total()).sum();
     let mut f = finding(
@@ -292,20 +366,31 @@ fn straggler(
     let device = d.straggler_device?;
     let activity = d.straggler_activity.as_ref()?;
     let late = d.collectives.first()?;
-    let (call, start) = (
-        activity.longest_call.as_ref()?,
-        activity.longest_call_start_ns?,
-    );
     let it = overview
         .iterations
         .per_device
         .iter()
         .find(|x| x.device == device)?;
     let thread = &trace.threads[it.thread];
+    // The stall: the call its thread sat in, or its own CPU time with no call (Python
+    // computing), whichever was longer.
+    let (what, start, length) = match (&activity.longest_call, activity.longest_call_start_ns) {
+        (Some(call), Some(start)) if activity.longest_call_ns >= activity.cpu_ns => {
+            (format!("in {call}"), start, activity.longest_call_ns)
+        }
+        _ => (
+            match activity.nvtx_path.last() {
+                Some(range) => format!("computing in {range} (no CUDA or OS call)"),
+                None => "computing (no CUDA or OS call)".to_string(),
+            },
+            activity.cpu_start_ns?,
+            activity.cpu_ns,
+        ),
+    };
     let mut span = HostSpan {
         tid: thread.tid,
         start_ns: start,
-        end_ns: start + activity.longest_call_ns,
+        end_ns: start + length,
     };
     // A sync right before the stall (`empty_cache()` drains the device first) is part of it.
     let k = thread.api.start.partition_point(|&s| s < start);
@@ -315,7 +400,7 @@ fn straggler(
     {
         span.start_ns = thread.api.start[prev];
     }
-    if !can_gain(stall_gain_bound(trace, &span)) {
+    if length <= 0 || !can_gain(stall_gain_bound(trace, &span)) {
         return Some(span);
     }
     let slow = it.slow_indices.len();
@@ -324,20 +409,20 @@ fn straggler(
     let mut f = finding(
         Kind::Straggler,
         format!(
-            "{} holds the others back: {} late at a collective of iteration {k}, its thread in {call} for {}",
+            "{} holds the others back: {} late at a collective of iteration {k}, its thread {what} for {}",
             trace.gpu_name(device),
             format_ns(late.lateness_ns),
-            format_ns(activity.longest_call_ns)
+            format_ns(length)
         ),
         format!(
-            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was in {call} for {}{}. Every other rank waited in NCCL.",
+            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}. Every other rank waited in NCCL.",
             format_ns(duration),
             format_ns(it.median_ns),
             plural(slow, "iteration"),
             late.name,
             trace.gpu_name(device),
             format_ns(late.lateness_ns),
-            format_ns(activity.longest_call_ns),
+            format_ns(length),
             if activity.nvtx_path.is_empty() {
                 String::new()
             } else {
@@ -346,6 +431,14 @@ fn straggler(
         ),
     );
     f.devices = vec![device];
+    // The straggler's own GPU idles while its thread stalls: those gaps are this finding's.
+    let idle: i64 = overview
+        .gaps
+        .iter()
+        .filter(|g| g.device_id() == device)
+        .map(|g| (g.end_ns().min(span.end_ns) - g.start_ns.max(span.start_ns)).max(0))
+        .sum();
+    f.explains_idle = vec![(device, idle)];
     let w = Where {
         device: Some(device),
         start_ns: span.start_ns,
@@ -721,7 +814,11 @@ fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
         f.occurrences.sort_by_key(|w| w.start_ns);
         f.first = f.occurrences.first().copied();
     }
-    let re = regex::Regex::new(&format!("^{}$", regex::escape(&k.name))).expect("escaped");
+    // The name comes from the file: a name too long for a pattern gets no finding, never
+    // a panic.
+    let Ok(re) = regex::Regex::new(&format!("^{}$", regex::escape(&k.name))) else {
+        return;
+    };
     out.push(with_change(
         f,
         Change {

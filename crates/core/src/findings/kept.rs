@@ -75,6 +75,7 @@ pub fn from_json(text: &str) -> Option<Vec<Finding>> {
         .map(|k| {
             Some(Finding {
                 kind: k.kind,
+                group: k.kind.group(),
                 severity: k.severity,
                 title: k.title,
                 detail: k.detail,

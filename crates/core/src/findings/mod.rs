@@ -37,7 +37,36 @@ pub enum Kind {
     UnexplainedIdle,
 }
 
+/// What a finding is: something wrong with the run, a way to make a sound run faster, or
+/// a fact without a change. Listed in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Fault,
+    Opportunity,
+    Fact,
+}
+
+impl Group {
+    pub fn label(self) -> &'static str {
+        match self {
+            Group::Fault => "What is wrong",
+            Group::Opportunity => "Opportunities",
+            Group::Fact => "Facts",
+        }
+    }
+}
+
 impl Kind {
+    /// Faults come first whatever an opportunity would save: a speed-up wish is no fault.
+    pub fn group(self) -> Group {
+        match self {
+            Kind::HotKernel => Group::Opportunity,
+            Kind::UnexplainedIdle => Group::Fact,
+            _ => Group::Fault,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Kind::HostSync => "host sync",
@@ -99,6 +128,8 @@ pub struct Where {
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub kind: Kind,
+    /// Fault, opportunity or fact (from the kind): the report lists them in that order.
+    pub group: Group,
     pub severity: Severity,
     /// One line a person reads.
     pub title: String,
@@ -208,10 +239,12 @@ pub fn apply_saving(finding: &mut Finding, saving: Saving, span: i64) {
     };
 }
 
-/// Largest saving first (facts without a saving last), at most [`MAX_FINDINGS`].
+/// Faults, then opportunities, then facts; in each group the largest saving first; at
+/// most [`MAX_FINDINGS`].
 pub fn rank(findings: &mut Vec<Finding>) {
     findings.sort_by_key(|f| {
         (
+            f.group,
             std::cmp::Reverse(f.saving_ns.unwrap_or(i64::MIN)),
             f.kind as u8,
         )

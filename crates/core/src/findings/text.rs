@@ -30,6 +30,12 @@ pub fn findings_text(findings: &[Finding]) -> String {
         let _ = writeln!(s, "  nothing: no detector found a change worth replaying");
     }
     for (i, f) in findings.iter().enumerate() {
+        // Faults are listed first; opportunities and facts under a heading of their own.
+        if f.group != super::Group::Fault
+            && findings.get(i.wrapping_sub(1)).map(|p| p.group) != Some(f.group)
+        {
+            let _ = writeln!(s, "  {}:", f.group.label());
+        }
         let saving = match (f.saving_ns, f.saving_pct) {
             (Some(ns), Some(pct)) => format!("saves {} ({pct:.1} %)", format_ns(ns)),
             _ => "no change proposed".to_string(),

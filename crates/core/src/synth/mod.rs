@@ -18,6 +18,7 @@ pub use truth::{
 };
 pub use writer::{Flavour, empty_export, global_pid};
 
+pub use program::StragglerStall;
 use program::{KERNELS, SEND_RECV, StepShape};
 use sim::{RankSim, Stop};
 
@@ -66,6 +67,14 @@ pub struct SynthOptions {
     /// NCCL's calls as NVTX ranges in its domain (2024 flavour only): `Some(true)` with
     /// their payloads (`--include-blobs=true`), `Some(false)` without, `None` none at all.
     pub nccl_calls: Option<bool>,
+    /// What the straggler's thread does while the others wait.
+    pub straggler_stall: StragglerStall,
+    /// A device sync after each all-to-all and 2–3 ms of Python before the next launch
+    /// (the seed's Ulysses attention with `use_sync=True`).
+    pub sync_after_collective: bool,
+    /// The blocking checkpoint copy of realistic traces (off: an inference run, as the
+    /// seed's, saves no weights).
+    pub checkpoint: bool,
 }
 
 impl SynthOptions {
@@ -81,6 +90,9 @@ impl SynthOptions {
             ranks: None,
             no_straggler: false,
             nccl_calls: Some(true),
+            straggler_stall: StragglerStall::Read,
+            sync_after_collective: false,
+            checkpoint: true,
         }
     }
 }
@@ -328,7 +340,9 @@ fn generate_into(
                         realistic: !options.clean,
                         step_sync: !options.no_step_sync,
                         jit_ns: (!options.clean && step == 0).then_some(JIT_COMPILE_NS),
-                        checkpoint_ns: (!options.clean && step == shape.checkpoint_step)
+                        checkpoint_ns: (!options.clean
+                            && options.checkpoint
+                            && step == shape.checkpoint_step)
                             .then_some(CHECKPOINT_COPY_NS),
                         blocks: shape.blocks,
                         scheduler_ns: SCHEDULER_HOST_NS,
@@ -338,6 +352,8 @@ fn generate_into(
                             && r == shape.straggler
                             && !options.no_straggler)
                             .then_some(straggler_pause_ns),
+                        straggler_stall: options.straggler_stall,
+                        sync_after_collective: options.sync_after_collective,
                     },
                 )
             })
@@ -486,7 +502,10 @@ fn generate_into(
             slowest_index: shape.slow_step as usize,
             straggler_device: shape.straggler,
             straggler_pause_ns,
-            straggler_activity: "read()".into(),
+            straggler_activity: match options.straggler_stall {
+                StragglerStall::Read => "read()".into(),
+                StragglerStall::Cpu => "attention".into(),
+            },
         },
     };
     Ok(truth)

@@ -158,6 +158,12 @@ pub enum Instr {
     Pop,
     /// Python time between calls.
     HostWork(i64),
+    /// Python time between calls drawn anew each time between the two bounds (from a
+    /// random stream of its own, so that the run's other draws stay those of a run
+    /// without it).
+    HostWorkBetween(i64, i64),
+    /// CPU time of exactly this length with no call at all (a straggler's Python stall).
+    Stall(i64),
     /// `cudaLaunchKernel` of `KERNELS[kernel]`.
     Launch {
         kernel: usize,
@@ -211,7 +217,27 @@ pub struct StepShape {
     pub cross_device_wait_ns: i64,
     /// Present for the straggler rank in the slow step: the pause before `cfg_uncond`.
     pub straggler_pause_ns: Option<i64>,
+    /// What the straggler's thread does in its pause.
+    pub straggler_stall: StragglerStall,
+    /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
+    /// next launch (xDiT's Ulysses attention with `use_sync=True`, as in the seed's run).
+    pub sync_after_collective: bool,
 }
+
+/// What the straggler's launching thread is doing while the other ranks wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StragglerStall {
+    /// It drains its device, then blocks in a `read()` of its next batch before
+    /// `cfg_uncond` (an OS runtime call).
+    Read,
+    /// Plain Python: CPU time with no CUDA or OS call and no NVTX range of its own, inside
+    /// the step's first `attention` (its device drained by the last step's sync), just
+    /// before its first all-to-all.
+    Cpu,
+}
+
+/// Python between a synchronised all-to-all and the next launch.
+const AFTER_SYNC_HOST_NS: (i64, i64) = (2_000_000, 3_000_000);
 
 /// An aten op range around zero or more launches, as `torch.autograd.profiler.emit_nvtx` does.
 fn aten(program: &mut Vec<Instr>, op: &'static str, kernels: &[usize]) {
@@ -244,6 +270,24 @@ const UP_SIZES: &str = "[[1, 18900, 1536], [8960, 1536], [8960]]";
 const DOWN_SIZES: &str = "[[1, 18900, 8960], [1536, 8960], [1536]]";
 const FLASH_SIZES: &str = "[[1, 18900, 12, 128], [1, 18900, 12, 128], [1, 18900, 12, 128], [], []]";
 
+/// One all-to-all of the Ulysses attention; with `use_sync`, the device drained after it
+/// and Python before the next launch.
+fn all_to_all(program: &mut Vec<Instr>, shape: &StepShape) {
+    if !shape.sync_after_collective {
+        aten(program, "nccl:all_to_all", &[SEND_RECV]);
+        return;
+    }
+    program.push(Instr::Push("nccl:all_to_all".into()));
+    program.push(Instr::HostWork(6_000));
+    program.push(Instr::Launch { kernel: SEND_RECV });
+    program.push(Instr::Synchronize { device_wide: true });
+    program.push(Instr::Pop);
+    program.push(Instr::HostWorkBetween(
+        AFTER_SYNC_HOST_NS.0,
+        AFTER_SYNC_HOST_NS.1,
+    ));
+}
+
 pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     let mut p = Vec::with_capacity(shape.blocks as usize * 2 * 40 + 32);
     let sized = |sizes: &'static str| shape.realistic.then_some(sizes);
@@ -265,7 +309,10 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
     for branch in ["cfg_cond", "cfg_uncond"] {
         p.push(Instr::Push(branch.into()));
         if branch == "cfg_uncond" {
-            if let Some(pause) = shape.straggler_pause_ns {
+            if let Some(pause) = shape
+                .straggler_pause_ns
+                .filter(|_| shape.straggler_stall == StragglerStall::Read)
+            {
                 // The rank drains its device, then waits on disk for its next batch: a
                 // blocking read() on the launching thread (OS runtime trace).
                 p.push(Instr::Synchronize { device_wide: true });
@@ -284,7 +331,14 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
             aten(&mut p, "aten::layer_norm", &[LAYER_NORM]);
             aten_sized(&mut p, "aten::linear", sized(QKV_SIZES), &[GEMM_QKV]);
             aten(&mut p, "aten::view", &[]);
-            aten(&mut p, "nccl:all_to_all", &[SEND_RECV]);
+            if branch == "cfg_cond"
+                && block == 0
+                && shape.straggler_stall == StragglerStall::Cpu
+                && let Some(pause) = shape.straggler_pause_ns
+            {
+                p.push(Instr::Stall(pause));
+            }
+            all_to_all(&mut p, shape);
             aten(&mut p, "aten::transpose", &[]);
             aten_sized(
                 &mut p,
@@ -293,7 +347,7 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
                 &[FLASH],
             );
             aten(&mut p, "aten::contiguous", &[]);
-            aten(&mut p, "nccl:all_to_all", &[SEND_RECV]);
+            all_to_all(&mut p, shape);
             // With NCCL on a stream of its own, an exchange's result is needed by the compute
             // launched after the next exchange (see `sim`): each overlaps what follows it.
             aten_sized(&mut p, "aten::linear", sized(OUT_SIZES), &[GEMM_OUT]);

@@ -191,6 +191,8 @@ pub struct RankSim {
     /// With NCCL's NVTX payloads: the job's ranks, this rank, and its collectives so far.
     pub nccl_calls: Option<(u32, u32, bool)>,
     pub collectives_launched: u64,
+    /// Draws of `HostWorkBetween`, apart from `rng` (see there).
+    python_rng: fastrand::Rng,
 }
 
 impl Rows {
@@ -255,6 +257,7 @@ impl RankSim {
             op_id: rank as u64 * 1_000_003,
             nccl_calls: None,
             collectives_launched: 0,
+            python_rng: fastrand::Rng::with_seed(seed.wrapping_add(rank as u64 * 7919 + 101)),
         }
     }
 
@@ -447,6 +450,8 @@ impl RankSim {
                     let ns = self.jitter(*ns, 0.05);
                     self.cpu += ns;
                 }
+                Instr::HostWorkBetween(lo, hi) => self.cpu += self.python_rng.i64(*lo..=*hi),
+                Instr::Stall(ns) => self.cpu += ns,
                 Instr::OsCall { name, ns } => {
                     let start = self.cpu;
                     self.cpu += ns;

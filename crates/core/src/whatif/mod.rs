@@ -1320,7 +1320,7 @@ mod tests {
         let fixtures =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
         let mut real = 0;
-        for sub in ["real", "real-round3"] {
+        for sub in ["real", "real-round3", "real-round4"] {
             for entry in std::fs::read_dir(fixtures.join(sub)).expect("the shared real exports") {
                 let (trace, _) = crate::load::load(&entry.unwrap().path()).unwrap();
                 packed_is_recorded(&trace);
