@@ -235,6 +235,11 @@ pub enum Command {
         /// no weights).
         #[arg(long)]
         no_checkpoint: bool,
+        /// The blocks' compute replayed as CUDA graphs, recorded as `nsys
+        /// --cuda-graph-trace=graph` (one row per launch, nsys's default) or `node` (every
+        /// node's kernel).
+        #[arg(long, value_enum)]
+        cuda_graphs: Option<synth::GraphTrace>,
     },
 }
 
@@ -394,6 +399,7 @@ pub fn main() -> ExitCode {
             straggler_stall,
             sync_after_collective,
             no_checkpoint,
+            cuda_graphs,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -416,6 +422,7 @@ pub fn main() -> ExitCode {
                     straggler_stall,
                     sync_after_collective,
                     checkpoint: !no_checkpoint,
+                    cuda_graphs,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

@@ -708,6 +708,45 @@ fn a_plain_cpu_stragglers_critical_path_is_on_its_own_gpu_in_the_window() {
     );
 }
 
+/// A run recorded at graph level (nsys's default): the Graphs tab lists its graphs and
+/// says their kernels were not recorded and how to record them; the summary says so too.
+#[test]
+fn a_graph_level_run_shows_its_graphs_and_says_their_kernels_were_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("graphs.sqlite");
+    let options = SynthOptions {
+        cuda_graphs: Some(synth::GraphTrace::Graph),
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    let launches = truth.cuda_graphs.unwrap().launches;
+    {
+        let l = loaded(&h);
+        let g = l.graphs.as_ref().expect("the graphs counted");
+        assert_eq!(g.launches, launches);
+        // Busy, not idle: the GPUs' compute includes the graph executions.
+        let o = l.overview.as_ref().unwrap();
+        assert!(o.devices.iter().all(|d| d.breakdown.compute_only > 0));
+    }
+    // The summary's note, before the tab is opened.
+    h.get_all_by_label_contains("their kernels were not recorded")
+        .next()
+        .expect("the note in the summary");
+    h.get_by_label("Graphs").click();
+    h.run_steps(2);
+    assert_eq!(loaded(&h).tab, nsys_explorer::ui::loaded::Tab::Graphs);
+    h.get_by_label_contains(&format!("{launches} launches"));
+    assert!(
+        h.get_all_by_label("not recorded").count() >= 4,
+        "kernels per launch, per graph"
+    );
+    h.get_all_by_label("ffn")
+        .next()
+        .expect("the NVTX range around a graph's launches");
+}
+
 #[test]
 fn the_findings_tab_comes_first_ranks_by_saving_and_a_finding_is_shown_and_tried() {
     let dir = tempfile::tempdir().unwrap();

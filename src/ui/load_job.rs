@@ -23,6 +23,8 @@ pub enum Message {
     Done(Box<Result<LoadedParts, LoadError>>),
     /// Every analysis of the loaded trace, for the panels.
     Analysed(Arc<Overview>),
+    /// The run's CUDA graph launches (`None`: it has none), for the Graphs tab.
+    Graphs(Option<Arc<crate::analysis::graphs::CudaGraphs>>),
     /// The analyses were cancelled: the timeline stays, the panels say so.
     AnalysesCancelled,
 }

@@ -43,6 +43,8 @@ pub enum Tab {
     Ranks,
     /// The trace replayed with a change: what would it save?
     WhatIf,
+    /// CUDA graph launches per graph and GPU (only in a run that launched graphs).
+    Graphs,
 }
 
 /// Where a loaded trace is in its life: the one owner of its load's lifecycle.
@@ -117,6 +119,8 @@ pub struct Loaded {
     /// The file's key in the cache, from its load (`None`: several files, or no cache):
     /// what the replayed savings are kept under.
     pub cache_key: Option<crate::cache::TraceKey>,
+    /// The run's CUDA graph launches, once counted on the loading worker.
+    pub graphs: Option<Arc<crate::analysis::graphs::CudaGraphs>>,
 }
 
 impl Loaded {
@@ -141,6 +145,7 @@ impl Loaded {
             nccl_bytes: Default::default(),
             figures: Default::default(),
             cache_key: None,
+            graphs: None,
         }
     }
 
@@ -316,9 +321,11 @@ pub(super) fn loaded_ui(
                     (Tab::Diff, "Diff"),
                     (Tab::Ranks, "Ranks"),
                     (Tab::WhatIf, "What if"),
+                    (Tab::Graphs, "Graphs"),
                 ] {
                     let shown = match tab {
                         Tab::Diff => l.compare.is_some(),
+                        Tab::Graphs => l.graphs.is_some(),
                         Tab::Ranks => trace.devices.len() >= 2,
                         _ => true,
                     };
@@ -346,6 +353,11 @@ pub(super) fn loaded_ui(
                 (Tab::Diff, _, _) => {
                     if let Some(c) = &mut l.compare {
                         c.diff_tab(ui, &trace, l.overview.as_ref(), &mut nav);
+                    }
+                }
+                (Tab::Graphs, _, _) => {
+                    if let Some(g) = &l.graphs {
+                        super::graphs_panel::show(ui, &trace, g);
                     }
                 }
                 (Tab::Details, _, _) => {

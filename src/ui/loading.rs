@@ -93,6 +93,10 @@ impl App {
                 std::thread::spawn(move || crate::cache::store_model(&key, &trace, &report));
             }
             out.send(Message::Done(Box::new(result)));
+            if let Some(trace) = &trace {
+                let graphs = crate::analysis::graphs::cuda_graphs(trace).map(Arc::new);
+                out.send(Message::Graphs(graphs));
+            }
             if let Some(trace) = trace
                 && !out.cancelled()
             {
@@ -194,6 +198,12 @@ impl App {
                         };
                     }
                 },
+                Message::Graphs(graphs) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.summary.graphs_note = graphs.as_ref().and_then(|g| g.note.clone());
+                        l.graphs = graphs;
+                    }
+                }
                 Message::AnalysesCancelled => {
                     if let State::Loaded(l) = &mut self.state {
                         l.stage = Stage::AnalysesCancelled;

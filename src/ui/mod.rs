@@ -9,6 +9,7 @@ pub mod findings_panel;
 mod fold;
 pub mod gap_finder;
 pub mod gap_table;
+pub mod graphs_panel;
 pub mod heatmap;
 pub mod iterations_panel;
 pub mod job;

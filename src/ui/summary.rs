@@ -26,6 +26,9 @@ pub struct SummaryPanel {
     /// The breakdowns of a new window, computed on a worker thread (a window over the whole
     /// of a large trace takes a few hundred ms).
     pending: Option<PendingWindow>,
+    /// Graph launches recorded whole: their time is counted, their kernels unknown (said
+    /// above the breakdowns).
+    pub graphs_note: Option<String>,
 }
 
 /// A window and the worker's answer for it.
@@ -79,6 +82,14 @@ impl SummaryPanel {
         no_kernel_table: bool,
     ) {
         ui.heading("Where time goes");
+        if let Some(note) = &self.graphs_note {
+            // Graph launches recorded whole: their time is counted, their kernels unknown.
+            ui.label(
+                egui::RichText::new(note)
+                    .small()
+                    .color(super::theme::STRAGGLER),
+            );
+        }
         let rows: Vec<Option<DeviceRow>> = match timeline.window {
             Some(w) => {
                 let ready = self.window_ready(trace, w, ui.ctx());

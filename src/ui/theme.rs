@@ -11,6 +11,8 @@ pub const COMPUTE: Color32 = Color32::from_rgb(76, 140, 220);
 pub const NCCL: Color32 = Color32::from_rgb(236, 146, 48);
 pub const MEMCPY: Color32 = Color32::from_rgb(170, 110, 200);
 pub const MEMSET: Color32 = Color32::from_rgb(140, 90, 170);
+/// A CUDA graph's execution recorded whole: compute of unknown kernels, a deeper blue.
+pub const GRAPH: Color32 = Color32::from_rgb(40, 95, 190);
 pub const OVERLAP: Color32 = Color32::from_rgb(90, 180, 120);
 pub const IDLE: Color32 = Color32::from_rgb(200, 70, 70);
 
@@ -44,6 +46,7 @@ pub fn kind_color(kind: OpKind) -> Color32 {
         OpKind::Nccl => NCCL,
         OpKind::Memcpy => MEMCPY,
         OpKind::Memset => MEMSET,
+        OpKind::Graph => GRAPH,
     }
 }
 

@@ -33,6 +33,7 @@ pub fn report_json(
                 "name": d.name,
                 "kernels": d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl),
                 "nccl_kernels": d.count_of(OpKind::Nccl),
+                "graph_executions": d.count_of(OpKind::Graph),
                 "memcpys": d.count_of(OpKind::Memcpy),
                 "memsets": d.count_of(OpKind::Memset),
                 "streams": d.streams.len(),
@@ -99,7 +100,7 @@ pub fn report_json(
         .take(options.top)
         .map(|&i| gap_json(i as usize))
         .collect();
-    json!({
+    let mut out = json!({
         "file": report.file,
         "time_origin_ns": trace.time_origin(),
         "nsys_version": trace.info.nsys_version,
@@ -145,6 +146,27 @@ pub fn report_json(
             "late": overview.nccl_wait.late.iter().take(options.top).collect::<Vec<_>>(),
         },
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
+    });
+    // Absent when the run launched no CUDA graph.
+    if let Some(g) = crate::analysis::graphs::cuda_graphs(trace) {
+        out["cuda_graphs"] = cuda_graphs_json(trace, &g, options.top);
+    }
+    out
+}
+
+fn cuda_graphs_json(trace: &Trace, g: &crate::analysis::graphs::CudaGraphs, top: usize) -> Value {
+    json!({
+        "trace_level": g.trace_level,
+        "launches": g.launches,
+        "kernels": g.kernels,
+        "gpu_pct": g.gpu_pct,
+        "note": g.note,
+        "per_device": g.per_device.iter().map(|d| json!({
+            "device": device_name(trace, d.device),
+            "launches": d.launches,
+            "gpu_ns": d.gpu_ns,
+        })).collect::<Vec<_>>(),
+        "graphs": g.graphs.iter().take(top).collect::<Vec<_>>(),
     })
 }
 
@@ -217,14 +239,38 @@ pub fn report_text(
         let _ = writeln!(s, "  no GPU activity recorded ({why})");
     }
     cpu_sync_text(&mut s, overview);
-    for d in selected_devices(trace, options) {
-        let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
+    let graphs = crate::analysis::graphs::cuda_graphs(trace);
+    if let Some(g) = &graphs {
         let _ = writeln!(
             s,
-            "  {}: {}, {} NCCL, {}, {} on {}",
+            "  CUDA graphs ({} level): {} launches, {:.1} % of GPU time{}",
+            g.trace_level,
+            g.launches,
+            g.gpu_pct,
+            if g.kernels > 0 {
+                format!(", {} ops in them", g.kernels)
+            } else {
+                String::new()
+            }
+        );
+        if let Some(note) = &g.note {
+            let _ = writeln!(s, "    {note}");
+        }
+    }
+    for d in selected_devices(trace, options) {
+        let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
+        let execs = d.count_of(OpKind::Graph);
+        let _ = writeln!(
+            s,
+            "  {}: {}, {} NCCL, {}{}, {} on {}",
             d.label(),
             plural(kernels, "kernel"),
             d.count_of(OpKind::Nccl),
+            if execs > 0 {
+                format!("{}, ", plural(execs, "graph execution"))
+            } else {
+                String::new()
+            },
             plural(d.count_of(OpKind::Memcpy), "memcpy"),
             plural(d.count_of(OpKind::Memset), "memset"),
             plural(d.streams.len(), "stream")

@@ -62,13 +62,14 @@ impl Table {
 }
 
 /// The tables by name, as `export` writes them.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 7] = [
     "kernels",
     "memory",
     "api_calls",
     "nvtx",
     "gaps",
     "iterations",
+    "graphs",
 ];
 
 /// The table called `name` (one of [`NAMES`]); gaps of at least `min_gap_ns`.
@@ -80,6 +81,7 @@ pub fn by_name(trace: &Trace, overview: &Overview, name: &str, min_gap_ns: i64) 
         "nvtx" => nvtx(trace),
         "gaps" => gaps(trace, overview, min_gap_ns),
         "iterations" => iterations(overview),
+        "graphs" => graphs(trace),
         _ => return None,
     })
 }
@@ -358,6 +360,36 @@ pub fn iterations(overview: &Overview) -> Table {
     t.add("end_ns", Column::I64(end));
     t.add("duration_ns", Column::I64(dur));
     t.add("slow", Column::Bool(slow));
+    t
+}
+
+/// CUDA graphs, one row per graph (none without graph launches): graph_id, exec_id
+/// (graph level; -1 where not recorded), launches, kernels_per_launch (node level; -1 at
+/// graph level), gpu_ns, median_ns, launch_cpu_ns, nvtx.
+pub fn graphs(trace: &Trace) -> Table {
+    let stats = crate::analysis::graphs::cuda_graphs(trace)
+        .map(|g| g.graphs)
+        .unwrap_or_default();
+    let mut nvtx = Dictionary::new(trace);
+    let ids: Vec<i32> = stats
+        .iter()
+        .map(|g| g.nvtx.as_deref().map_or(-1, |t| nvtx.text(t)))
+        .collect();
+    let col = |f: &dyn Fn(&crate::analysis::graphs::GraphStat) -> i64| {
+        Column::I64(stats.iter().map(f).collect())
+    };
+    let mut t = Table::default();
+    t.add("graph_id", col(&|g| g.graph_id.unwrap_or(-1)));
+    t.add("exec_id", col(&|g| g.exec_id.map_or(-1, i64::from)));
+    t.add("launches", col(&|g| g.launches as i64));
+    t.add(
+        "kernels_per_launch",
+        col(&|g| g.kernels_per_launch.map_or(-1, |k| k as i64)),
+    );
+    t.add("gpu_ns", col(&|g| g.gpu_ns));
+    t.add("median_ns", col(&|g| g.median_ns));
+    t.add("launch_cpu_ns", col(&|g| g.launch_cpu_ns));
+    t.add("nvtx", nvtx.column(ids));
     t
 }
 

@@ -380,7 +380,7 @@ impl Trace {
         }
     }
 
-    /// The table called `name` (kernels, memory, api_calls, nvtx, gaps, iterations) as
+    /// The table called `name` (kernels, memory, api_calls, nvtx, gaps, iterations, graphs) as
     /// columns; gaps of at least `min_ns`.
     #[pyo3(signature = (name, min_ns=1000))]
     fn _table(&self, py: Python<'_>, name: &str, min_ns: i64) -> PyResult<Py<PyAny>> {

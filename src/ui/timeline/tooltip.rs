@@ -3,7 +3,7 @@
 use crate::analysis::gaps::OpRef;
 use crate::format::format_ns;
 use crate::sorted::partition;
-use crate::trace::Trace;
+use crate::trace::{OpKind, Trace};
 
 pub(super) fn op_tooltip(
     trace: &Trace,
@@ -23,6 +23,12 @@ pub(super) fn op_tooltip(
         dev.id,
         dev.streams[stream].id
     );
+    if ops.kind[i] == OpKind::Graph {
+        text += &format!(
+            "\nexecutable graph {}: its kernels were not recorded (nsys --cuda-graph-trace=graph, the default); profile with --cuda-graph-trace=node to see them",
+            ops.detail[i]
+        );
+    }
     if ops.kind[i].is_kernel()
         && let Some(Ok(c)) = nsys_explorer_core::load::launch_config(trace, dev, ops, i)
     {

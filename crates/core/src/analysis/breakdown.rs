@@ -233,7 +233,7 @@ pub fn same_stream(device: &Device, window: Window) -> Option<SameStream> {
             };
             match ops.kind[i] {
                 OpKind::Nccl => n += e - s,
-                OpKind::Compute => c += e - s,
+                OpKind::Compute | OpKind::Graph => c += e - s,
                 _ => {}
             }
         }

@@ -73,7 +73,9 @@ pub enum Class {
 impl From<OpKind> for Class {
     fn from(kind: OpKind) -> Self {
         match kind {
-            OpKind::Compute => Class::Compute,
+            // A graph execution's kernels are unknown: compute (NCCL inside it cannot be
+            // told apart).
+            OpKind::Compute | OpKind::Graph => Class::Compute,
             OpKind::Nccl => Class::Nccl,
             OpKind::Memcpy | OpKind::Memset => Class::Memory,
         }

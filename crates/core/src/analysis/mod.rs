@@ -5,6 +5,7 @@ pub mod breakdown;
 pub mod cpu_sync;
 pub mod drilldown;
 pub mod gaps;
+pub mod graphs;
 pub mod intervals;
 pub mod iterations;
 pub mod memory;

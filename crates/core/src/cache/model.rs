@@ -170,6 +170,7 @@ fn op_kind(code: u8) -> Option<OpKind> {
         OpKind::Nccl,
         OpKind::Memcpy,
         OpKind::Memset,
+        OpKind::Graph,
     ]
     .into_iter()
     .find(|&k| k as u8 == code)

@@ -482,7 +482,7 @@ impl<'g, 'a> Walk<'g, 'a> {
         let (d, s, i) = own;
         let ops = &trace.devices[d].streams[s].ops;
         let kind = match ops.kind[i] {
-            OpKind::Compute => SegmentKind::Kernel,
+            OpKind::Compute | OpKind::Graph => SegmentKind::Kernel,
             OpKind::Nccl => SegmentKind::NcclTransfer,
             _ => SegmentKind::Memory,
         };

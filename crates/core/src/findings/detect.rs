@@ -770,7 +770,11 @@ fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
     let Some(k) = overview
         .kernels
         .iter()
-        .find(|k| !crate::trace::is_nccl_name(&k.name))
+        // A graph execution is many kernels, unknown: no single one to make faster.
+        .find(|k| {
+            !crate::trace::is_nccl_name(&k.name)
+                && crate::load::graphs::graph_id_of(&k.name).is_none()
+        })
         .filter(|k| k.share_pct >= HOT_KERNEL_PCT)
     else {
         return;

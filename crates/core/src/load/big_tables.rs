@@ -72,6 +72,18 @@ pub struct GpuChunk {
 }
 
 impl GpuChunk {
+    pub fn push_op(
+        &mut self,
+        key: StreamKey,
+        times: (i64, i64),
+        kind: OpKind,
+        name: StrId,
+        corr: Option<i64>,
+        detail: u32,
+    ) {
+        self.push(key, times, kind, name, corr, detail);
+    }
+
     fn push(
         &mut self,
         key: StreamKey,

@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::schema::{KERNEL, Schema};
 use super::sniff;
-use crate::trace::{Device, GpuOps, LaunchConfig, NONE, Trace};
+use crate::trace::{Device, GpuOps, LaunchConfig, NONE, OpKind, Trace};
 
 /// One version of one file: a replaced file is another one.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -59,7 +59,7 @@ const MAX_OPEN: usize = 16;
 /// error says why it cannot be shown (the file gone or changed).
 pub fn launch_config(trace: &Trace, device: &Device, ops: &GpuOps, i: usize) -> Option<Answer> {
     let path = trace.sources.get(device.source as usize)?;
-    if !ops.kind[i].is_kernel() || ops.detail[i] == NONE {
+    if !ops.kind[i].is_kernel() || ops.kind[i] == OpKind::Graph || ops.detail[i] == NONE {
         return None;
     }
     Some(lookup(path, ops.detail[i], ops.duration(i)))

@@ -7,6 +7,7 @@
 mod big_tables;
 mod build;
 mod error;
+pub mod graphs;
 mod launch;
 pub mod many;
 mod pages;
@@ -166,6 +167,10 @@ fn load_inner(
     let thread_names = small_tables::read_thread_names(&conn, path, &schema, &names, &strings)?;
     let gpu_names = small_tables::read_gpu_names(&conn, path, &schema)?;
     let capture_window = small_tables::read_capture_window(&conn, path, &schema)?;
+    let mut info = info;
+    info.graph_trace = graphs::trace_mode(&conn, &schema);
+    let graph_execs =
+        graphs::read_graph_execs(&conn, path, &schema, &mut strings, &mut report.skips)?;
     let payloads = payload::PayloadSchemas::read(&conn);
     // Scheduling only where nothing else shows the threads (real exports hold millions of
     // its rows beside the CUDA ones).
@@ -298,6 +303,10 @@ fn load_inner(
             .sum()
     };
     let mut gpu = build::GpuMerger::new(rows_of(KERNEL) + rows_of(MEMCPY) + rows_of(MEMSET));
+    if let Some(mut chunk) = graph_execs {
+        tally(graphs::GRAPH_TRACE, chunk.rows, &mut chunk.skips);
+        gpu.add(chunk);
+    }
     read_merging(&gpu_tasks, &read_one, |out| match out {
         ChunkOut::Gpu(mut chunk, table) => {
             tally(table, chunk.rows, &mut chunk.skips);

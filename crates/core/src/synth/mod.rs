@@ -20,6 +20,7 @@ pub use writer::{Flavour, empty_export, global_pid};
 
 pub use program::StragglerStall;
 use program::{KERNELS, SEND_RECV, StepShape};
+pub use sim::GraphTrace;
 use sim::{RankSim, Stop};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -75,6 +76,9 @@ pub struct SynthOptions {
     /// The blocking checkpoint copy of realistic traces (off: an inference run, as the
     /// seed's, saves no weights).
     pub checkpoint: bool,
+    /// The blocks' compute replayed as CUDA graphs, recorded as nsys's
+    /// `--cuda-graph-trace` says.
+    pub cuda_graphs: Option<GraphTrace>,
 }
 
 impl SynthOptions {
@@ -93,6 +97,7 @@ impl SynthOptions {
             straggler_stall: StragglerStall::Read,
             sync_after_collective: false,
             checkpoint: true,
+            cuda_graphs: None,
         }
     }
 }
@@ -279,6 +284,9 @@ fn generate_into(
     };
     for w in &mut writers {
         w.metadata(nsys_version, schema_version).map_err(sql)?;
+        if let Some(mode) = options.cuda_graphs {
+            w.graph_trace_mode(mode).map_err(sql)?;
+        }
     }
     // Rank r's file, the shift of its clock, and its GPU's id there.
     let file_of = |r: usize| if split { r } else { 0 };
@@ -354,6 +362,7 @@ fn generate_into(
                             .then_some(straggler_pause_ns),
                         straggler_stall: options.straggler_stall,
                         sync_after_collective: options.sync_after_collective,
+                        cuda_graphs: options.cuda_graphs.is_some(),
                     },
                 )
             })
@@ -401,7 +410,15 @@ fn generate_into(
         for (r, rank) in ranks.iter_mut().enumerate() {
             let f = file_of(r);
             let (pid, device) = (pid_of_rank(r as u32), device_of(r));
-            flush_rows(&mut writers[f], pid, device, shifts[f], rank).map_err(sql)?;
+            flush_rows(
+                &mut writers[f],
+                pid,
+                device,
+                shifts[f],
+                rank,
+                options.cuda_graphs,
+            )
+            .map_err(sql)?;
         }
     }
 
@@ -474,7 +491,14 @@ fn generate_into(
     let not_ranges = if nccl_calls.is_some() { 3 } else { 2 };
     let nvtx_ranges =
         tables.get("NVTX_EVENTS").copied().unwrap_or(0) - not_ranges * shape.ranks as u64;
+    let cuda_graphs = options.cuda_graphs.map(|trace_level| truth::GraphsTruth {
+        trace_level,
+        launches: ranks.iter().map(|r| r.graph_launches).sum(),
+        kernels: ranks.iter().map(|r| r.graph_kernels).sum(),
+        graphs: program::GRAPHS.len() as u32,
+    });
     let truth = GroundTruth {
+        cuda_graphs,
         preset: format!("{:?}", options.preset).to_lowercase(),
         flavour: match options.flavour {
             Flavour::Nsys2024 => "2024".into(),
@@ -517,13 +541,28 @@ fn flush_rows(
     device: u32,
     shift: i64,
     rank: &mut RankSim,
+    graphs: Option<GraphTrace>,
 ) -> rusqlite::Result<()> {
     let mut rows = std::mem::take(&mut rank.rows);
     if shift != 0 {
         rows.shift(-shift);
     }
     for row in &rows.kernels {
-        writer.kernel(pid, device, row)?;
+        // At graph level a graph's kernels are not recorded: its execution is.
+        if row.graph_node.is_none() || graphs == Some(GraphTrace::Node) {
+            writer.kernel(pid, device, row)?;
+        }
+    }
+    if graphs == Some(GraphTrace::Graph) {
+        for row in &rows.graph_execs {
+            writer.graph_exec(pid, device, row)?;
+        }
+    }
+    for row in &rows.graph_events {
+        writer.graph_event(pid, row)?;
+    }
+    for row in &rows.node_events {
+        writer.node_event(pid, row)?;
     }
     for row in &rows.memcpys {
         writer.memcpy(pid, device, row)?;

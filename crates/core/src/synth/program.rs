@@ -164,6 +164,13 @@ pub enum Instr {
     HostWorkBetween(i64, i64),
     /// CPU time of exactly this length with no call at all (a straggler's Python stall).
     Stall(i64),
+    /// `cudaGraphLaunch` of graph `graph`: its kernels run back to back on the compute
+    /// stream. The first launch of a graph captures it (its ops' NVTX ranges and launches,
+    /// no GPU work) and instantiates it.
+    GraphLaunch {
+        graph: u32,
+        nodes: &'static [(usize, &'static str)],
+    },
     /// `cudaLaunchKernel` of `KERNELS[kernel]`.
     Launch {
         kernel: usize,
@@ -222,7 +229,26 @@ pub struct StepShape {
     /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
     /// next launch (xDiT's Ulysses attention with `use_sync=True`, as in the seed's run).
     pub sync_after_collective: bool,
+    /// The blocks' compute replayed as CUDA graphs (torch.compile's reduce-overhead): each
+    /// run of kernels between two all-to-alls one `cudaGraphLaunch`.
+    pub cuda_graphs: bool,
 }
+
+/// The graphs of a block (with `cuda_graphs`): their kernels and the aten op each was
+/// captured in.
+pub const GRAPH_QKV: &[(usize, &str)] =
+    &[(LAYER_NORM, "aten::layer_norm"), (GEMM_QKV, "aten::linear")];
+pub const GRAPH_FLASH: &[(usize, &str)] = &[(FLASH, "aten::_flash_attention_forward")];
+pub const GRAPH_OUT: &[(usize, &str)] = &[(GEMM_OUT, "aten::linear")];
+pub const GRAPH_FFN: &[(usize, &str)] = &[
+    (LAYER_NORM, "aten::layer_norm"),
+    (GEMM_UP, "aten::linear"),
+    (GELU, "aten::gelu"),
+    (GEMM_DOWN, "aten::linear"),
+    (ADD, "aten::add"),
+];
+/// Graph ids 1..=4, in this order.
+pub const GRAPHS: [&[(usize, &str)]; 4] = [GRAPH_QKV, GRAPH_FLASH, GRAPH_OUT, GRAPH_FFN];
 
 /// What the straggler's launching thread is doing while the other ranks wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -269,6 +295,30 @@ const OUT_SIZES: &str = "[[1, 18900, 1536], [1536, 1536], [1536]]";
 const UP_SIZES: &str = "[[1, 18900, 1536], [8960, 1536], [8960]]";
 const DOWN_SIZES: &str = "[[1, 18900, 8960], [1536, 8960], [1536]]";
 const FLASH_SIZES: &str = "[[1, 18900, 12, 128], [1, 18900, 12, 128], [1, 18900, 12, 128], [], []]";
+
+/// A transformer block whose compute replays as CUDA graphs (the op ranges are gone: they
+/// were recorded once, at capture), launched between its two all-to-alls.
+fn graph_block(p: &mut Vec<Instr>, block: u32, shape: &StepShape) {
+    let launch = |p: &mut Vec<Instr>, graph: u32| {
+        p.push(Instr::HostWork(20_000));
+        p.push(Instr::GraphLaunch {
+            graph,
+            nodes: GRAPHS[graph as usize - 1],
+        });
+    };
+    p.push(Instr::Push(format!("transformer_block_{block}")));
+    p.push(Instr::Push("attention".into()));
+    launch(p, 1);
+    all_to_all(p, shape);
+    launch(p, 2);
+    all_to_all(p, shape);
+    launch(p, 3);
+    p.push(Instr::Pop);
+    p.push(Instr::Push("ffn".into()));
+    launch(p, 4);
+    p.push(Instr::Pop);
+    p.push(Instr::Pop);
+}
 
 /// One all-to-all of the Ulysses attention; with `use_sync`, the device drained after it
 /// and Python before the next launch.
@@ -326,6 +376,10 @@ pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {
             });
         }
         for block in 0..shape.blocks {
+            if shape.cuda_graphs {
+                graph_block(&mut p, block, shape);
+                continue;
+            }
             p.push(Instr::Push(format!("transformer_block_{block}")));
             p.push(Instr::Push("attention".into()));
             aten(&mut p, "aten::layer_norm", &[LAYER_NORM]);

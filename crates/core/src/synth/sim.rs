@@ -81,6 +81,58 @@ pub struct KernelRow {
     pub stream: u32,
     pub correlation_id: u32,
     pub kernel: usize,
+    /// A node of a replayed CUDA graph: (the executable graph's node id, graph id).
+    pub graph_node: Option<(u32, u32)>,
+}
+
+/// How CUDA graph replays are recorded (`nsys --cuda-graph-trace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphTrace {
+    /// nsys's default: one `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row per launch, its kernels
+    /// not recorded.
+    Graph,
+    /// Every node's kernel in the kernel table with its `graphNodeId`, all of one launch
+    /// sharing the launch's correlation id.
+    Node,
+}
+
+/// One graph launch's execution (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`).
+pub struct GraphExecRow {
+    pub start: i64,
+    pub end: i64,
+    pub stream: u32,
+    pub correlation_id: u32,
+    pub graph: u32,
+    pub exec: u32,
+}
+
+/// A graph's creation (`exec` `None`) or instantiation (`CUDA_GRAPH_EVENTS`).
+pub struct GraphEventRow {
+    pub start: i64,
+    pub end: i64,
+    pub graph: u32,
+    pub exec: Option<u32>,
+}
+
+/// A node's creation at capture (`original` `None`) or its clone at instantiation
+/// (`CUDA_GRAPH_NODE_EVENTS`).
+pub struct NodeEventRow {
+    pub start: i64,
+    pub end: i64,
+    pub node: u32,
+    pub original: Option<u32>,
+}
+
+/// Node ids: as captured, and their clones in the executable graph.
+pub fn captured_node(graph: u32, index: usize) -> u32 {
+    graph * 100 + index as u32 + 1
+}
+pub fn exec_node(graph: u32, index: usize) -> u32 {
+    10_000 + captured_node(graph, index)
+}
+pub fn exec_of(graph: u32) -> u32 {
+    1_000 + graph
 }
 
 pub struct MemRow {
@@ -156,6 +208,9 @@ pub struct Rows {
     pub api: Vec<ApiRow>,
     pub nvtx: Vec<NvtxRow>,
     pub osrt: Vec<OsrtRow>,
+    pub graph_execs: Vec<GraphExecRow>,
+    pub graph_events: Vec<GraphEventRow>,
+    pub node_events: Vec<NodeEventRow>,
 }
 
 pub struct RankSim {
@@ -193,6 +248,11 @@ pub struct RankSim {
     pub collectives_launched: u64,
     /// Draws of `HostWorkBetween`, apart from `rng` (see there).
     python_rng: fastrand::Rng,
+    /// The graphs captured so far (a graph is captured at its first launch).
+    captured: Vec<u32>,
+    /// Graph launches so far, and the kernels they ran.
+    pub graph_launches: u64,
+    pub graph_kernels: u64,
 }
 
 impl Rows {
@@ -217,6 +277,18 @@ impl Rows {
         for o in &mut self.osrt {
             o.start += dt;
             o.end += dt;
+        }
+        for g in &mut self.graph_execs {
+            g.start += dt;
+            g.end += dt;
+        }
+        for g in &mut self.graph_events {
+            g.start += dt;
+            g.end += dt;
+        }
+        for n in &mut self.node_events {
+            n.start += dt;
+            n.end += dt;
         }
     }
 }
@@ -258,6 +330,9 @@ impl RankSim {
             nccl_calls: None,
             collectives_launched: 0,
             python_rng: fastrand::Rng::with_seed(seed.wrapping_add(rank as u64 * 7919 + 101)),
+            captured: Vec::new(),
+            graph_launches: 0,
+            graph_kernels: 0,
         }
     }
 
@@ -423,29 +498,8 @@ impl RankSim {
                     );
                     self.push_range(text, true);
                 }
-                Instr::Pop => {
-                    let (text, start, _) = self.nvtx_stack.pop().expect("balanced program");
-                    self.cpu += NVTX_CALL_NS;
-                    let color = if text.starts_with("denoising_step_") {
-                        Some(0xFF76_B900)
-                    } else if text == "attention" {
-                        Some(0xFF1F_77B4)
-                    } else if text == "ffn" {
-                        Some(0xFFFF_7F0E)
-                    } else {
-                        None
-                    };
-                    if text.starts_with("denoising_step_") {
-                        self.step_cpu.push((start, self.cpu));
-                    }
-                    self.rows.nvtx.push(NvtxRow {
-                        start,
-                        end: self.cpu,
-                        text,
-                        color,
-                        nccl: None,
-                    });
-                }
+                Instr::Pop => self.pop_range(),
+                Instr::GraphLaunch { graph, nodes } => self.graph_launch(*graph, nodes),
                 Instr::HostWork(ns) => {
                     let ns = self.jitter(*ns, 0.05);
                     self.cpu += ns;
@@ -600,6 +654,129 @@ impl RankSim {
         Stop::Finished
     }
 
+    /// Closes the innermost NVTX range.
+    fn pop_range(&mut self) {
+        let (text, start, _) = self.nvtx_stack.pop().expect("balanced program");
+        self.cpu += NVTX_CALL_NS;
+        let color = if text.starts_with("denoising_step_") {
+            Some(0xFF76_B900)
+        } else if text == "attention" {
+            Some(0xFF1F_77B4)
+        } else if text == "ffn" {
+            Some(0xFFFF_7F0E)
+        } else {
+            None
+        };
+        if text.starts_with("denoising_step_") {
+            self.step_cpu.push((start, self.cpu));
+        }
+        self.rows.nvtx.push(NvtxRow {
+            start,
+            end: self.cpu,
+            text,
+            color,
+            nccl: None,
+        });
+    }
+
+    /// A CUDA graph launch: one `cudaGraphLaunch` call, its kernels back to back on the
+    /// compute stream (captured and instantiated at the graph's first launch).
+    fn graph_launch(&mut self, graph: u32, nodes: &[(usize, &'static str)]) {
+        if !self.captured.contains(&graph) {
+            self.captured.push(graph);
+            self.capture(graph, nodes);
+        }
+        let corr = self.next_corr();
+        let call_ns = self.jitter(8_000, 0.2);
+        let (_, call_end) = self.api("cudaGraphLaunch_v10000", call_ns, corr);
+        let ready = call_end + self.launch_latency();
+        let path = self.current_path();
+        let mut dependency = if self.nccl_separate {
+            self.nccl_ends[0]
+        } else {
+            0
+        };
+        if self.pending_extra_wait > 0 {
+            dependency = dependency.max(self.stream_free[0] + self.pending_extra_wait);
+            self.pending_extra_wait = 0;
+        }
+        let (first_start, first_wait) = self.schedule(0, ready, dependency);
+        self.synced_since_launch = false;
+        self.graph_launches += 1;
+        let mut start = first_start;
+        for (i, &(kernel, _)) in nodes.iter().enumerate() {
+            let wait = if i == 0 { first_wait } else { Wait::None };
+            if i > 0 {
+                start = self.stream_free[0] + self.spacing();
+            }
+            let factor = match self.kernel_factor {
+                Some((k, f)) if k == kernel => f,
+                _ => 1.0,
+            };
+            let dur = self.jitter(
+                (KERNELS[kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
+                0.03,
+            );
+            self.finish_kernel(kernel, COMPUTE_STREAM, start, start + dur, corr, wait, path);
+            if let Some(row) = self.rows.kernels.last_mut() {
+                row.graph_node = Some((exec_node(graph, i), graph));
+            }
+            self.graph_kernels += 1;
+        }
+        self.rows.graph_execs.push(GraphExecRow {
+            start: first_start,
+            end: self.stream_free[0],
+            stream: COMPUTE_STREAM,
+            correlation_id: corr,
+            graph,
+            exec: exec_of(graph),
+        });
+    }
+
+    /// Stream capture of a graph: each op's NVTX range and launch, recorded but not run;
+    /// the graph made and instantiated (its nodes cloned).
+    fn capture(&mut self, graph: u32, nodes: &[(usize, &'static str)]) {
+        let corr = self.next_corr();
+        self.api("cudaStreamBeginCapture_v10000", 3_000, corr);
+        for (i, &(_, op)) in nodes.iter().enumerate() {
+            self.push_range(op.to_string(), false);
+            self.cpu += 6_000;
+            let corr = self.next_corr();
+            let (start, end) = self.api("cudaLaunchKernel_v7000", LAUNCH_CALL_NS, corr);
+            self.rows.node_events.push(NodeEventRow {
+                start,
+                end,
+                node: captured_node(graph, i),
+                original: None,
+            });
+            self.pop_range();
+        }
+        let corr = self.next_corr();
+        let (start, end) = self.api("cudaStreamEndCapture_v10000", 4_000, corr);
+        self.rows.graph_events.push(GraphEventRow {
+            start,
+            end,
+            graph,
+            exec: None,
+        });
+        let corr = self.next_corr();
+        let (start, end) = self.api("cudaGraphInstantiate_v10000", 200_000, corr);
+        self.rows.graph_events.push(GraphEventRow {
+            start,
+            end,
+            graph,
+            exec: Some(exec_of(graph)),
+        });
+        for i in 0..nodes.len() {
+            self.rows.node_events.push(NodeEventRow {
+                start,
+                end,
+                node: exec_node(graph, i),
+                original: Some(captured_node(graph, i)),
+            });
+        }
+    }
+
     /// Completes the NCCL kernel this rank stopped at, now that all ranks' starts are known.
     pub fn finish_collective(&mut self, kernel: usize, end: i64) {
         let (start, corr, wait, path) = self
@@ -630,6 +807,7 @@ impl RankSim {
             stream,
             correlation_id: corr,
             kernel,
+            graph_node: None,
         });
         self.truth.push(TruthOp {
             start,

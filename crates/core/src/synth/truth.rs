@@ -177,6 +177,18 @@ pub struct GroundTruth {
     pub gaps_listed_from_ns: i64,
     pub gaps: Vec<GapTruth>,
     pub iterations: IterationTruth,
+    /// With `--cuda-graphs`: how they were recorded, the launches and the kernels they ran.
+    pub cuda_graphs: Option<GraphsTruth>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphsTruth {
+    pub trace_level: super::GraphTrace,
+    pub launches: u64,
+    /// The kernels the launches ran (recorded at node level only).
+    pub kernels: u64,
+    /// Distinct graphs per rank.
+    pub graphs: u32,
 }
 
 /// Traces with more gaps than this list only the longer ones (a realistic `large` has one

@@ -8,7 +8,10 @@ use std::path::Path;
 use rusqlite::{Connection, params};
 
 use super::program::KERNELS;
-use super::sim::{ApiRow, KernelRow, MemRow, NvtxRow, OsrtRow};
+use super::sim::{
+    ApiRow, GraphEventRow, GraphExecRow, GraphTrace, KernelRow, MemRow, NodeEventRow, NvtxRow,
+    OsrtRow,
+};
 
 /// A payload schema's entry: (type, name, offset).
 type SchemaEntry = (i64, &'static str, Option<i64>);
@@ -156,10 +159,10 @@ impl Writer {
         self.grid_id += 1;
         let sql = match self.flavour {
             Flavour::Nsys2024 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, ?19, 1)"
             }
             Flavour::Nsys2023 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, NULL, 1)"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, 0, 0, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17, 0, 0, ?18, ?17, ?19, 1)"
             }
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
@@ -181,7 +184,8 @@ impl Writer {
             spec.block[1],
             spec.block[2],
             spec.shared_bytes,
-            self.grid_id
+            self.grid_id,
+            row.graph_node.map(|(node, _)| node)
         ])?;
         *self.rows.entry("CUPTI_ACTIVITY_KIND_KERNEL").or_default() += 1;
         Ok(())
@@ -428,6 +432,100 @@ impl Writer {
             params![mark_at, tid],
         )?;
         *self.rows.entry("NVTX_EVENTS").or_default() += 2;
+        Ok(())
+    }
+
+    /// How graphs were traced, as nsys records it in `META_DATA_CAPTURE`.
+    pub fn graph_trace_mode(&mut self, mode: GraphTrace) -> rusqlite::Result<()> {
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS META_DATA_CAPTURE (name TEXT NOT NULL, value TEXT);",
+        )?;
+        self.conn.execute(
+            "INSERT INTO META_DATA_CAPTURE (name, value) VALUES ('CUDA_GRAPH_TRACE_OPTIONS:MODE', ?1)",
+            params![match mode {
+                GraphTrace::Graph => "Graph",
+                GraphTrace::Node => "Node",
+            }],
+        )?;
+        Ok(())
+    }
+
+    /// A graph launch's execution (graph-level trace; the table made on first use, as nsys
+    /// writes only the tables that have rows).
+    pub fn graph_exec(
+        &mut self,
+        pid: u32,
+        device: u32,
+        row: &GraphExecRow,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, graphId INTEGER NOT NULL, graphExecId INTEGER NOT NULL);",
+        )?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, graphId, graphExecId) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            device,
+            device + 1,
+            row.stream,
+            row.correlation_id,
+            global_pid(pid),
+            row.graph,
+            row.exec
+        ])?;
+        *self
+            .rows
+            .entry("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+            .or_default() += 1;
+        Ok(())
+    }
+
+    /// A graph made by capture (`exec` none) or instantiated (`CUDA_GRAPH_EVENTS`).
+    pub fn graph_event(&mut self, pid: u32, row: &GraphEventRow) -> rusqlite::Result<()> {
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS CUDA_GRAPH_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER, graphId INTEGER, originalGraphId INTEGER, graphExecId INTEGER);",
+        )?;
+        let name = self.string_id(if row.exec.is_some() {
+            "cudaGraphInstantiate"
+        } else {
+            "cudaStreamEndCapture"
+        });
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO CUDA_GRAPH_EVENTS (start, end, eventClass, globalTid, nameId, graphId, originalGraphId, graphExecId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
+        )?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            if row.exec.is_some() { 131 } else { 132 },
+            global_pid(pid) | pid as i64,
+            name,
+            row.graph,
+            row.exec
+        ])?;
+        *self.rows.entry("CUDA_GRAPH_EVENTS").or_default() += 1;
+        Ok(())
+    }
+
+    /// A node made by capture (`original` none) or cloned at instantiation.
+    pub fn node_event(&mut self, pid: u32, row: &NodeEventRow) -> rusqlite::Result<()> {
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS CUDA_GRAPH_NODE_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER, graphNodeId INTEGER NOT NULL, originalGraphNodeId INTEGER);",
+        )?;
+        let name = self.string_id("cudaGraphNodeCreation");
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO CUDA_GRAPH_NODE_EVENTS (start, end, eventClass, globalTid, nameId, graphNodeId, originalGraphNodeId) VALUES (?1, ?2, 113, ?3, ?4, ?5, ?6)",
+        )?;
+        stmt.execute(params![
+            row.start,
+            row.end,
+            global_pid(pid) | pid as i64,
+            name,
+            row.node,
+            row.original
+        ])?;
+        *self.rows.entry("CUDA_GRAPH_NODE_EVENTS").or_default() += 1;
         Ok(())
     }
 

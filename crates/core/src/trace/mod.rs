@@ -39,6 +39,9 @@ pub struct ExportInfo {
     pub nvtx_text_in_string_ids: bool,
     /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the wall clock at the session's time 0.
     pub utc_start_ns: Option<i64>,
+    /// How nsys traced CUDA graphs (`Graph` or `Node`, `META_DATA_CAPTURE`), when recorded.
+    #[serde(default)]
+    pub graph_trace: Option<String>,
 }
 
 #[derive(Debug, Default, Clone)]

@@ -15,11 +15,15 @@ pub enum OpKind {
     Nccl = 1,
     Memcpy = 2,
     Memset = 3,
+    /// A CUDA graph's execution recorded whole (`--cuda-graph-trace=graph`, nsys's
+    /// default): GPU work whose kernels are unknown, counted as compute.
+    Graph = 4,
 }
 
 impl OpKind {
+    /// Kernels, and graph executions (made of kernels): GPU compute launched by a call.
     pub fn is_kernel(self) -> bool {
-        matches!(self, OpKind::Compute | OpKind::Nccl)
+        matches!(self, OpKind::Compute | OpKind::Nccl | OpKind::Graph)
     }
     pub fn label(self) -> &'static str {
         match self {
@@ -27,6 +31,7 @@ impl OpKind {
             OpKind::Nccl => "NCCL",
             OpKind::Memcpy => "memcpy",
             OpKind::Memset => "memset",
+            OpKind::Graph => "CUDA graph",
         }
     }
 }
@@ -75,7 +80,8 @@ pub struct GpuOps {
     /// Index of the launching API call in that thread's `api`, or [`NONE`].
     pub launch_call: Vec<u32>,
     /// Kernels: the row's rowid in its export's kernel table (`Trace::sources`), where the
-    /// launch configuration is read when shown; memory ops: index into `Device::mem_info`.
+    /// launch configuration is read when shown; memory ops: index into `Device::mem_info`;
+    /// graph executions: the executable graph's id (`graphExecId`).
     pub detail: Vec<u32>,
 }
 

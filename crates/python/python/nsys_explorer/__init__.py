@@ -97,7 +97,7 @@ class Trace:
 
     def kernels(self) -> pa.Table:
         """One row per kernel: device, stream, start_ns, end_ns, duration_ns, name, kind
-        (compute or NCCL), correlation_id."""
+        (compute, NCCL, or CUDA graph: a graph launch recorded whole), correlation_id."""
         return _table(self._t._table("kernels"))
 
     def memory(self) -> pa.Table:
@@ -124,6 +124,12 @@ class Trace:
         """One row per iteration and GPU: device, index, start_ns, end_ns, duration_ns,
         slow."""
         return _table(self._t._table("iterations"))
+
+    def graphs(self) -> pa.Table:
+        """One row per CUDA graph launched (none without graphs): graph_id, exec_id (-1
+        where not recorded: node-level traces), launches, kernels_per_launch (-1 at graph
+        level: not recorded), gpu_ns, median_ns, launch_cpu_ns, nvtx."""
+        return _table(self._t._table("graphs"))
 
 
 def open(

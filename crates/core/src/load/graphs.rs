@@ -1,0 +1,135 @@
+//! CUDA graphs as nsys records them by default (`--cuda-graph-trace=graph`): one row per
+//! launch in `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, the graph's execution on its stream, and
+//! none of its kernels in the kernel table. Each row becomes a GPU op of its own kind,
+//! linked to its `cudaGraphLaunch` call by correlationId like a kernel. (At node level the
+//! kernels are in the kernel table already, each sharing its launch's correlationId.)
+
+use std::path::Path;
+
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+
+use super::big_tables::GpuChunk;
+use super::error::LoadError;
+use super::scan::Skips;
+use super::schema::Schema;
+use super::sniff::sqlite_error;
+use crate::trace::{OpKind, StringTable, pid_of_global_id};
+
+pub const GRAPH_TRACE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
+/// CUPTI writes `start = end = 0` where it could not time a launch.
+const NOT_TIMED: &str = "timing not collected (start = end = 0)";
+const BAD_TIMES: &str = "NULL start or end, or end < start";
+
+/// The graph executions of the export (none without the table), and their rows.
+pub fn read_graph_execs(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+    strings: &mut StringTable,
+    skips: &mut Skips,
+) -> Result<Option<GpuChunk>, LoadError> {
+    if !schema.has(GRAPH_TRACE) {
+        return Ok(None);
+    }
+    let cols = schema.select_list(
+        GRAPH_TRACE,
+        &[
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "graphId",
+            "graphExecId",
+        ],
+    );
+    let mut chunk = GpuChunk::default();
+    let mut read = || -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(&format!("SELECT {cols} FROM {GRAPH_TRACE}"))?;
+        let mut rows = stmt.query([])?;
+        let mut names: Vec<(i64, u32)> = Vec::new();
+        while let Some(r) = rows.next()? {
+            chunk.rows += 1;
+            let int = |i: usize| match r.get_ref(i) {
+                Ok(ValueRef::Integer(v)) => Some(v),
+                _ => None,
+            };
+            let (start, end) = match (int(0), int(1)) {
+                (Some(0), Some(0)) => {
+                    skips.add(GRAPH_TRACE, NOT_TIMED);
+                    continue;
+                }
+                (Some(s), Some(e)) if e >= s => (s, e),
+                _ => {
+                    skips.add(GRAPH_TRACE, BAD_TIMES);
+                    continue;
+                }
+            };
+            let graph = int(6).unwrap_or(-1);
+            // A few graphs, launched again and again: their names looked up, not formatted.
+            let name = match names.iter().find(|n| n.0 == graph) {
+                Some(&(_, id)) => id,
+                None => {
+                    let id = strings.intern(&graph_name(graph));
+                    names.push((graph, id));
+                    id
+                }
+            };
+            let key = (
+                int(2).unwrap_or(0) as u32,
+                int(5).map_or(0, pid_of_global_id),
+                int(3).unwrap_or(0) as u32,
+            );
+            let exec = int(7).filter(|&x| (0..u32::MAX as i64).contains(&x));
+            chunk.push_op(
+                key,
+                (start, end),
+                OpKind::Graph,
+                name,
+                int(4),
+                exec.map_or(u32::MAX, |x| x as u32),
+            );
+        }
+        Ok(())
+    };
+    read().map_err(|e| sqlite_error(path, GRAPH_TRACE, e))?;
+    Ok(Some(chunk))
+}
+
+/// How a graph execution is named: `CUDA graph 12` (its `graphId`).
+pub fn graph_name(graph: i64) -> String {
+    if graph < 0 {
+        "CUDA graph".to_string()
+    } else {
+        format!("CUDA graph {graph}")
+    }
+}
+
+/// The graph id in a graph execution's name.
+pub fn graph_id_of(name: &str) -> Option<i64> {
+    name.strip_prefix("CUDA graph ")?.parse().ok()
+}
+
+/// `--cuda-graph-trace`'s granularity as `META_DATA_CAPTURE` records it (`Graph` or
+/// `Node`; keys matched by suffix: some versions prefix them with `PROCESS_0:`).
+pub fn trace_mode(conn: &Connection, schema: &Schema) -> Option<String> {
+    if !schema.has("META_DATA_CAPTURE") {
+        return None;
+    }
+    let mut stmt = conn
+        .prepare("SELECT name, value FROM META_DATA_CAPTURE")
+        .ok()?;
+    let mut rows = stmt.query([]).ok()?;
+    while let Ok(Some(r)) = rows.next() {
+        let (Ok(ValueRef::Text(name)), Ok(ValueRef::Text(value))) = (r.get_ref(0), r.get_ref(1))
+        else {
+            continue;
+        };
+        if name.ends_with(b"CUDA_GRAPH_TRACE_OPTIONS:MODE") {
+            return std::str::from_utf8(value).ok().map(str::to_owned);
+        }
+    }
+    None
+}
