@@ -291,3 +291,51 @@ fn an_export_with_thread_scheduling_only_shows_when_its_threads_ran() {
         "the timeline has a span to show"
     );
 }
+
+/// SQLite allows any rowid. A generated export whose kernel rows are pushed to the
+/// extremes (2^63 − 1, 10^15, negative) loads through both readers (the file's pages and
+/// SQL over rowid ranges), every row read, without reserving for rowids that do not exist.
+#[test]
+fn extreme_rowids_load_through_both_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean.sqlite");
+    nsys_explorer::synth::generate(
+        &clean,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let (trace, _) = load::load(&clean).unwrap();
+    let kernels = |t: &nsys_explorer::trace::Trace| -> usize {
+        t.devices
+            .iter()
+            .flat_map(|d| &d.streams)
+            .map(|s| s.ops.len())
+            .sum()
+    };
+    let want = kernels(&trace);
+    for (name, moves) in [
+        ("max", vec![i64::MAX]),
+        ("sparse", vec![1_000_000_000_000_000]),
+        ("negative", vec![-5, i64::MIN + 1]),
+        ("both_ends", vec![i64::MIN + 1, i64::MAX]),
+    ] {
+        let path = dir.path().join(format!("{name}.sqlite"));
+        std::fs::copy(&clean, &path).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for (k, rowid) in moves.iter().enumerate() {
+            conn.execute(
+                "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = ?1 WHERE rowid = ?2",
+                [*rowid, k as i64 + 1],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        for (reader, loaded) in [
+            ("pages", load::load(&path)),
+            ("sql", load::load_through_sqlite(&path)),
+        ] {
+            let (t, _) = loaded.unwrap_or_else(|e| panic!("{name} through {reader}: {e}"));
+            assert_eq!(kernels(&t), want, "{name} through {reader}: every op read");
+        }
+    }
+}

@@ -37,6 +37,9 @@ fn damaged<T>(what: impl Into<String>) -> Result<T, PageError> {
 }
 
 /// The database file, read by page number.
+/// SQLite's largest string or blob (`SQLITE_MAX_LENGTH`'s default): no record is longer.
+const MAX_RECORD_BYTES: u64 = 1_000_000_000;
+
 pub struct DbFile {
     file: File,
     page_size: usize,
@@ -46,6 +49,10 @@ pub struct DbFile {
 }
 
 impl DbFile {
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
     /// Opens `path` for page reads; `None` when its header asks for something this reader
     /// leaves to SQLite (another text encoding, a WAL-mode file, an odd page size).
     pub fn open(path: &Path) -> std::io::Result<Option<DbFile>> {
@@ -200,6 +207,11 @@ impl DbFile {
         let (size, n) = varint(page, at).ok_or_else(|| bad_cell(number))?;
         let (rowid, m) = varint(page, at + n).ok_or_else(|| bad_cell(number))?;
         let start = at + n + m;
+        // A record is at most SQLite's largest value and no larger than the file: a
+        // declared size past either is damage, found before any overflow page is read.
+        if size > MAX_RECORD_BYTES.min(self.pages as u64 * self.usable as u64) {
+            return damaged(format!("a record of page {number} declares {size} bytes"));
+        }
         let size = size as usize;
         let local = self.local_payload(size);
         let local_bytes = page
@@ -215,8 +227,11 @@ impl DbFile {
         overflow.extend_from_slice(local_bytes);
         let mut next = u32::from_be_bytes(next.try_into().expect("4 bytes"));
         let mut buf = Vec::new();
+        // A chain longer than the file has pages loops.
+        let mut hops = 0u32;
         while overflow.len() < size {
-            if next == 0 || overflow.len() > self.pages as usize * self.usable {
+            hops += 1;
+            if next == 0 || hops > self.pages {
                 return damaged(format!("a record of page {number} lacks its overflow"));
             }
             self.read_page(next, &mut buf)?;
@@ -805,6 +820,54 @@ mod tests {
         let text = dir.path().join("not.sqlite");
         std::fs::write(&text, "hello").unwrap();
         assert!(DbFile::open(&text).unwrap().is_none());
+    }
+
+    /// An overflow chain that loops back on itself is damage, said at once: not followed
+    /// until the record outgrows the file.
+    #[test]
+    fn a_looping_overflow_chain_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA page_size = 4096; CREATE TABLE t (a TEXT);")
+            .unwrap();
+        conn.execute("INSERT INTO t VALUES (?1)", ["y".repeat(40_000)])
+            .unwrap();
+        let layout = Layout::of(&conn, "t", &["a"], &[]).unwrap();
+        drop(conn);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Page 1 is the schema, page 2 the table's leaf, pages 3… the record's overflow:
+        // page 3 made to point at itself.
+        bytes[2 * 4096..2 * 4096 + 4].copy_from_slice(&3u32.to_be_bytes());
+        let clean = bytes.clone();
+        std::fs::write(&path, &bytes).unwrap();
+        let db = DbFile::open(&path).unwrap().unwrap();
+        let leaves = db.leaves(layout.root).unwrap();
+        let read = db.scan(&leaves, &layout, |r| -> Result<(), PageError> {
+            let _ = r.text(0);
+            Ok(())
+        });
+        assert!(read.is_ok(), "a loop as long as the record: read, bounded");
+        // The record then declared larger than the file (its 3-byte size varint at the
+        // cell's start made 2^21 - 1): damage, said before any overflow page is read.
+        let mut bytes = clean;
+        let cell = 4096 + u16::from_be_bytes([bytes[4096 + 8], bytes[4096 + 9]]) as usize;
+        assert!(
+            bytes[cell] & 0x80 != 0 && bytes[cell + 1] & 0x80 != 0 && bytes[cell + 2] & 0x80 == 0
+        );
+        bytes[cell..cell + 3].copy_from_slice(&[0xFF, 0xFF, 0x7F]);
+        std::fs::write(&path, &bytes).unwrap();
+        let db = DbFile::open(&path).unwrap().unwrap();
+        let leaves = db.leaves(layout.root).unwrap();
+        let read = db.scan(&leaves, &layout, |r| -> Result<(), PageError> {
+            let _ = r.text(0);
+            Ok(())
+        });
+        assert!(
+            matches!(read, Err(PageError::Damaged(ref d)) if d.contains("declares")),
+            "{:?}",
+            read.err()
+        );
     }
 
     #[test]

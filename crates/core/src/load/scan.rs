@@ -58,8 +58,9 @@ impl ScanContext<'_> {
     }
 }
 
-/// A part of a big table one task reads: a rowid range `[lo, hi)` through SQLite, or
-/// leaves `[from, to)` of the table's leaf list read straight from the file.
+/// A part of a big table one task reads: a rowid range `[lo, hi]` (inclusive: a rowid
+/// may be `i64::MAX`) through SQLite, or leaves `[from, to)` of the table's leaf list read
+/// straight from the file.
 #[derive(Clone, Copy, Debug)]
 pub enum Span {
     Rowids(i64, i64),
@@ -115,13 +116,22 @@ pub fn plan(
     let (Some(min), Some(max)) = (min, max) else {
         return Ok(plan);
     };
-    plan.rows = (max - min + 1) as u64;
+    // SQLite allows any rowid: a table's span of rowids is no row count (two rows may be
+    // 2^63 apart). Counted in full (checked) where it is plausible, else from the table.
+    let span = max
+        .checked_sub(min)
+        .and_then(|d| d.checked_add(1))
+        .map(|n| n as u64)
+        .filter(|&n| n <= MAX_DENSE_SPAN);
     if let Some(db) = db
         && let Some(layout) = Layout::of(conn, table, wanted, on_demand)
     {
         let leaves = db
             .leaves(layout.root)
             .map_err(|e| page_error(path, table, e))?;
+        // A leaf holds at most a cell per 4 bytes of its page.
+        let most = leaves.len() as u64 * (db.page_size() as u64 / 4);
+        plan.rows = span.unwrap_or(most).min(most);
         let rows_per_leaf = (plan.rows / leaves.len().max(1) as u64).max(1);
         let per_chunk = (ROWS_PER_CHUNK as u64 / rows_per_leaf).max(1) as usize;
         plan.spans = (0..leaves.len())
@@ -131,13 +141,46 @@ pub fn plan(
         plan.pages = Some((layout, leaves));
         return Ok(plan);
     }
-    let mut lo = min;
-    while lo <= max {
-        let hi = lo.saturating_add(ROWS_PER_CHUNK);
-        plan.spans.push(Span::Rowids(lo, hi));
-        lo = hi;
+    match span {
+        Some(n) => {
+            plan.rows = n;
+            plan.spans = dense_spans(min, max);
+        }
+        None => {
+            // Sparse or extreme rowids: ranges cut at the real ones.
+            let rowids = real_rowids(conn, table).map_err(|e| sqlite_error(path, table, e))?;
+            plan.rows = rowids.len() as u64;
+            plan.spans = rowids
+                .chunks(ROWS_PER_CHUNK as usize)
+                .map(|c| Span::Rowids(c[0], c[c.len() - 1]))
+                .collect();
+        }
     }
     Ok(plan)
+}
+
+/// Above this span of rowids a table is not taken to be dense: no nsys table holds four
+/// billion rows, and a file whose rowids spread wider is cut at its real rowids.
+const MAX_DENSE_SPAN: u64 = u32::MAX as u64;
+
+/// `[min, max]` cut into ranges of `ROWS_PER_CHUNK` rowids, inclusive, with checked
+/// arithmetic (a range may end at `i64::MAX`).
+fn dense_spans(min: i64, max: i64) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let mut lo = Some(min);
+    while let Some(l) = lo.filter(|&l| l <= max) {
+        let hi = l.saturating_add(ROWS_PER_CHUNK - 1).min(max);
+        spans.push(Span::Rowids(l, hi));
+        lo = hi.checked_add(1);
+    }
+    spans
+}
+
+/// Every rowid of `table`, in order (a sparse table's: few rows).
+fn real_rowids(conn: &Connection, table: &str) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare(&format!("SELECT rowid FROM \"{table}\" ORDER BY rowid"))?;
+    let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+    rows.collect()
 }
 
 impl TablePlan {
@@ -193,7 +236,7 @@ pub fn scan_range(
         ),
         (Span::Rowids(lo, hi), _, _) => {
             let sql = format!(
-                "SELECT {} FROM \"{table}\" WHERE rowid >= {lo} AND rowid < {hi}",
+                "SELECT {} FROM \"{table}\" WHERE rowid >= {lo} AND rowid <= {hi}",
                 plan.select_list
             );
             (|| {
