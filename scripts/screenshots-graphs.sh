@@ -44,3 +44,4 @@ DIFF=$(compare -metric AE "$OUT/graphs-tab.png" "$OUT/graphs-after-hover.png" nu
 echo "pixels that differ after 30 s of hovering: $DIFF"
 quit
 rm -f "$OUT/graphs-after-hover.png"
+rm -rf "$DIR"

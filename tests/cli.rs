@@ -766,3 +766,61 @@ fn export_writes_every_table_as_parquet_or_arrow_with_the_analyses_rows() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A run replaying CUDA graphs, recorded both ways: every command runs on it, `report`
+/// says how many launches there were and, at graph level, that their kernels were not
+/// recorded; `diff` compares the two recordings of one run.
+#[test]
+fn every_command_runs_on_a_graph_launched_run_recorded_either_way() {
+    use nsys_explorer::synth::{GraphTrace, Preset, SynthOptions, generate};
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for mode in [GraphTrace::Graph, GraphTrace::Node] {
+        let path = dir.path().join(format!("{mode:?}.sqlite"));
+        let truth = generate(
+            &path,
+            SynthOptions {
+                cuda_graphs: Some(mode),
+                ..SynthOptions::new(Preset::Tiny)
+            },
+        )
+        .unwrap();
+        let out = succeeded(bin().arg("report").arg(&path).arg("--json"));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let g = &json["cuda_graphs"];
+        assert_eq!(g["launches"], truth.cuda_graphs.as_ref().unwrap().launches);
+        assert_eq!(g["note"].is_string(), mode == GraphTrace::Graph, "{g}");
+        succeeded(bin().arg("critical-path").arg(&path).arg("--json"));
+        succeeded(
+            bin()
+                .arg("what-if")
+                .arg(&path)
+                .args(["--remove-sync", "aten::item", "--json"]),
+        );
+        succeeded(
+            bin()
+                .arg("figures")
+                .arg(&path)
+                .arg("--out")
+                .arg(dir.path().join(format!("figures-{mode:?}"))),
+        );
+        files.push(path);
+    }
+    let text = succeeded(bin().arg("report").arg(&files[0]));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("their kernels were not recorded"),
+        "the graph-level note in the text report"
+    );
+    succeeded(
+        bin()
+            .arg("diff")
+            .arg(&files[0])
+            .arg(&files[1])
+            .arg("--json"),
+    );
+    // A run without graphs has no `cuda_graphs` key.
+    let (plain, _) = tiny(dir.path());
+    let out = succeeded(bin().arg("report").arg(&plain).arg("--json"));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json.get("cuda_graphs").is_none());
+}

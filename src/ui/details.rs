@@ -60,6 +60,13 @@ pub fn show(
                     row("device", dev.label());
                     row("stream", dev.streams[op.stream as usize].id.to_string());
                     row("correlation id", ops.correlation_id[i].to_string());
+                    if ops.kind[i] == OpKind::Graph {
+                        row("executable graph", ops.detail[i].to_string());
+                        row(
+                            "kernels",
+                            "not recorded (nsys --cuda-graph-trace=graph, the default); profile with --cuda-graph-trace=node to see them".into(),
+                        );
+                    }
                     let transfer = transfers.and_then(|t| t.get(device, op.stream as usize, i));
                     for (name, value) in transfer.map(transfer_lines).unwrap_or_default() {
                         row(name, value);
@@ -95,6 +102,18 @@ pub fn show(
                                     ),
                                 );
                                 row("demangled", c.demangled_name.clone());
+                                if let Some(node) = c.graph_node {
+                                    row("CUDA graph node", node.to_string());
+                                    let path = nsys_explorer_core::load::captured_nvtx(trace, &c);
+                                    row(
+                                        "captured in",
+                                        if path.is_empty() {
+                                            "not recorded (the graph was captured before the profile began)".into()
+                                        } else {
+                                            path.join(" > ")
+                                        },
+                                    );
+                                }
                             }
                             Err(why) => row("launch", why),
                         }

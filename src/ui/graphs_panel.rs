@@ -52,7 +52,7 @@ pub fn show(ui: &mut egui::Ui, trace: &Trace, g: &CudaGraphs) {
                     "kernels / launch",
                     "GPU time",
                     "median",
-                    "CPU to launch",
+                    "CPU in its launch calls (total)",
                     "NVTX around its launches",
                 ] {
                     ui.strong(h);

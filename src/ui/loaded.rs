@@ -19,11 +19,11 @@ use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::nccl_payload::KernelTransfers;
 use crate::analysis::overview::Overview;
-use crate::format::format_ns;
 use crate::format::signed_ns;
+use crate::format::{format_ns, plural};
 use crate::load::many::{Alignment, FileInfo};
 use crate::load::{self, LoadReport};
-use crate::trace::{DeviceIndex, Trace};
+use crate::trace::{DeviceIndex, OpKind, Trace};
 
 /// The bottom panel's tabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +121,9 @@ pub struct Loaded {
     pub cache_key: Option<crate::cache::TraceKey>,
     /// The run's CUDA graph launches, once counted on the loading worker.
     pub graphs: Option<Arc<crate::analysis::graphs::CudaGraphs>>,
+    /// The header's counts of the trace they were counted for (a count walks every op: not
+    /// once a frame).
+    counts: Option<(std::sync::Weak<Trace>, String)>,
 }
 
 impl Loaded {
@@ -146,7 +149,37 @@ impl Loaded {
             figures: Default::default(),
             cache_key: None,
             graphs: None,
+            counts: None,
         }
+    }
+
+    /// "38,640 kernels, 76,800 graph executions on 4 GPUs · … API calls · … NVTX ranges",
+    /// counted once per trace.
+    pub fn counts_text(&mut self) -> &str {
+        // A weak reference keeps the counted trace's allocation: no other trace can take
+        // its address while it is compared with.
+        if self
+            .counts
+            .as_ref()
+            .is_none_or(|c| !std::sync::Weak::ptr_eq(&c.0, &Arc::downgrade(&self.trace)))
+        {
+            let t = &self.trace;
+            let execs: usize = t.devices.iter().map(|d| d.count_of(OpKind::Graph)).sum();
+            let text = format!(
+                "{}{} on {} · {} · {}",
+                plural(t.kernel_count(), "kernel"),
+                if execs > 0 {
+                    format!(", {}", plural(execs, "graph execution"))
+                } else {
+                    String::new()
+                },
+                plural(t.devices.len(), "GPU"),
+                plural(t.api_call_count(), "API call"),
+                plural(t.nvtx_range_count(), "NVTX range")
+            );
+            self.counts = Some((Arc::downgrade(&self.trace), text));
+        }
+        &self.counts.as_ref().expect("just set").1
     }
 
     /// Compares this run with the export at `path` (loaded on a worker once this one is

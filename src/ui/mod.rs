@@ -33,7 +33,6 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use crate::format::plural;
 use crate::load;
 use load_job::{LoadJob, progress_bar};
 use loaded::loaded_ui;
@@ -318,13 +317,7 @@ impl App {
                     if ui.button("Find (Ctrl+F)").clicked() {
                         l.timeline.apply(&l.trace, Nav::OpenSearch);
                     }
-                    ui.label(format!(
-                        "{} on {} · {} · {}",
-                        plural(l.trace.kernel_count(), "kernel"),
-                        plural(l.trace.devices.len(), "GPU"),
-                        plural(l.trace.api_call_count(), "API call"),
-                        plural(l.trace.nvtx_range_count(), "NVTX range")
-                    ));
+                    ui.label(l.counts_text());
                     if let Some(job) = l.stage.job() {
                         ui.separator();
                         if l.complete() {

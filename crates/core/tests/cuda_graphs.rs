@@ -240,3 +240,44 @@ fn graph_launches_link_to_their_call() {
         );
     }
 }
+
+/// At node level a graph kernel names its node, and following the node back to its capture
+/// gives the op it was captured in, which its replays no longer show.
+#[test]
+fn a_graph_kernel_names_the_op_it_was_captured_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, trace, _) = generated(dir.path(), Some(GraphTrace::Node));
+    let mut checked = 0;
+    for d in &trace.devices {
+        for s in &d.streams {
+            let ops = &s.ops;
+            for i in 0..ops.len() {
+                if ops.launch_call[i] == u32::MAX {
+                    continue;
+                }
+                let api = &trace.threads[ops.launch_thread[i] as usize].api;
+                if !trace
+                    .strings
+                    .get(api.name[ops.launch_call[i] as usize])
+                    .contains("GraphLaunch")
+                {
+                    continue;
+                }
+                let config = load::launch_config(&trace, d, ops, i).unwrap().unwrap();
+                assert!(config.graph_node.is_some());
+                let path = load::captured_nvtx(&trace, &config);
+                let op = path.last().expect("captured inside NVTX ranges");
+                assert!(op.starts_with("aten::"), "{path:?}");
+                let name = trace.strings.get(ops.name[i]);
+                if name.contains("flash") {
+                    assert_eq!(op, "aten::_flash_attention_forward");
+                }
+                checked += 1;
+                if checked > 40 {
+                    return;
+                }
+            }
+        }
+    }
+    panic!("only {checked} graph kernels");
+}

@@ -33,6 +33,13 @@ pub(super) fn op_tooltip(
         && let Some(Ok(c)) = nsys_explorer_core::load::launch_config(trace, dev, ops, i)
     {
         text += &format!("\ngrid {:?} block {:?}", c.grid, c.block);
+        if let Some(node) = c.graph_node {
+            let path = nsys_explorer_core::load::captured_nvtx(trace, &c);
+            text += &format!("\nCUDA graph node {node}");
+            if !path.is_empty() {
+                text += &format!(", captured in {}", path.join(" > "));
+            }
+        }
     }
     let path = crate::analysis::gaps::launch_nvtx_path(
         trace,

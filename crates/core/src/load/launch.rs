@@ -106,6 +106,7 @@ fn read_row(lookups: &mut Lookups, version: &FileVersion, rowid: u32, duration: 
             "staticSharedMemory",
             "dynamicSharedMemory",
             "demangledName",
+            "graphNodeId",
         ],
     );
     let names = if schema.has("StringIds") {
@@ -122,7 +123,9 @@ fn read_row(lookups: &mut Lookups, version: &FileVersion, rowid: u32, duration: 
         };
         let times = (r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?);
         let config = LaunchConfig {
-            demangled_name: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
+            demangled_name: r.get::<_, Option<String>>(13)?.unwrap_or_default(),
+            graph_node: r.get::<_, Option<i64>>(12)?,
+            captured_at: None,
             grid: [u(2)?, u(3)?, u(4)?],
             block: [u(5)?, u(6)?, u(7)?],
             registers_per_thread: u(8)?,
@@ -138,8 +141,62 @@ fn read_row(lookups: &mut Lookups, version: &FileVersion, rowid: u32, duration: 
         )
     };
     match row {
-        Ok(((Some(start), Some(end)), config)) if end - start == duration => Ok(Arc::new(config)),
+        Ok(((Some(start), Some(end)), mut config)) if end - start == duration => {
+            config.captured_at = config
+                .graph_node
+                .and_then(|node| captured_at(conn, schema, node));
+            Ok(Arc::new(config))
+        }
         Ok(_) | Err(rusqlite::Error::QueryReturnedNoRows) => Err(changed()),
         Err(e) => Err(format!("{}: {e}", version.path.display())),
     }
+}
+
+/// Where graph node `node` was made at capture: its clones followed back through
+/// `originalGraphNodeId` to the row without one, (globalTid, start). Graphs captured before
+/// the profile began have no such row.
+fn captured_at(conn: &Connection, schema: &Schema, node: i64) -> Option<(i64, i64)> {
+    const NODE_EVENTS: &str = "CUDA_GRAPH_NODE_EVENTS";
+    if !schema.has(NODE_EVENTS) {
+        return None;
+    }
+    let sql = format!(
+        "SELECT {} FROM {NODE_EVENTS} WHERE graphNodeId = ?1 ORDER BY originalGraphNodeId IS NULL DESC LIMIT 1",
+        schema.select_list(NODE_EVENTS, &["originalGraphNodeId", "globalTid", "start"])
+    );
+    let mut stmt = conn.prepare(&sql).ok()?;
+    let mut node = node;
+    // A clone of a clone…; a chain longer than this loops.
+    for _ in 0..64 {
+        let (original, tid, start) = stmt
+            .query_row([node], |r| {
+                Ok((
+                    r.get::<_, Option<i64>>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                ))
+            })
+            .ok()?;
+        match original {
+            Some(o) if o != node => node = o,
+            _ => return Some((tid?, start?)),
+        }
+    }
+    None
+}
+
+/// The NVTX ranges (outermost first) around where a graph kernel's node was captured: the
+/// op it was captured in (`aten::linear`), which its replays no longer show.
+pub fn captured_nvtx(trace: &Trace, config: &LaunchConfig) -> Vec<String> {
+    let Some((tid, at)) = config.captured_at else {
+        return Vec::new();
+    };
+    let Some(t) = trace.thread_index(tid).map(|i| &trace.threads[i]) else {
+        return Vec::new();
+    };
+    t.nvtx
+        .path_at(at)
+        .into_iter()
+        .map(|r| trace.strings.get(t.nvtx.text[r as usize]).into_owned())
+        .collect()
 }

@@ -25,7 +25,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 pub use error::LoadError;
-pub use launch::launch_config;
+pub use launch::{captured_nvtx, launch_config};
 
 /// The error a failed read of `path` gives, naming the path.
 pub fn io_error(path: &Path, e: std::io::Error) -> LoadError {

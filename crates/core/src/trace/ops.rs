@@ -54,6 +54,13 @@ pub struct LaunchConfig {
     pub registers_per_thread: u32,
     pub static_shared_bytes: u32,
     pub dynamic_shared_bytes: u32,
+    /// A node of a CUDA graph (`--cuda-graph-trace=node`): its node in the executable
+    /// graph (`graphNodeId`).
+    pub graph_node: Option<i64>,
+    /// Where that node was made at capture (following `originalGraphNodeId` through
+    /// `CUDA_GRAPH_NODE_EVENTS`): the capturing thread's `globalTid` and the time, whose
+    /// NVTX ranges name the op the kernel was captured in.
+    pub captured_at: Option<(i64, i64)>,
 }
 
 /// What a memcpy or memset moved.
