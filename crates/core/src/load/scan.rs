@@ -198,7 +198,7 @@ fn page_error(path: &Path, table: &str, e: PageError) -> LoadError {
         },
         PageError::Damaged(detail) => LoadError::Corrupt {
             path: path.to_owned(),
-            detail: format!("{table}: {detail}"),
+            detail: super::sniff::one_line(&format!("{table}: {detail}")),
         },
     }
 }

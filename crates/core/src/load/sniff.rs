@@ -81,7 +81,18 @@ pub fn io_error(path: &Path, e: std::io::Error) -> LoadError {
 pub fn corrupt(path: &Path, detail: String) -> LoadError {
     LoadError::Corrupt {
         path: path.to_owned(),
-        detail,
+        detail: one_line(&detail),
+    }
+}
+
+/// SQLite's message on one line, and not a page long: a damaged schema's message quotes
+/// the schema's text, newlines and all.
+pub fn one_line(detail: &str) -> String {
+    const MOST: usize = 240;
+    let flat = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(MOST) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
     }
 }
 
@@ -138,6 +149,6 @@ pub fn sqlite_error(path: &Path, table: &str, e: rusqlite::Error) -> LoadError {
     LoadError::Sqlite {
         path: path.to_owned(),
         table: table.to_owned(),
-        detail: e.to_string(),
+        detail: one_line(&e.to_string()),
     }
 }
