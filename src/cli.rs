@@ -88,6 +88,15 @@ pub enum Command {
         /// How many kernels and gap patterns to list (text output; JSON lists all).
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// A gate for CI: exit 1 when AFTER's median step (or span, without iterations) is
+        /// slower than BEFORE's by more than PCT percent and by more than the runs' own
+        /// spread; "inconclusive" (exit 0, or 3 with --strict) when that spread is larger
+        /// than PCT.
+        #[arg(long, value_name = "PCT")]
+        fail_if_slower: Option<f64>,
+        /// With --fail-if-slower: exit 3 when the verdict is inconclusive.
+        #[arg(long, requires = "fail_if_slower")]
+        strict: bool,
     },
     /// What would a change save? Replays FILE with the change (and unchanged, to state the
     /// model's error) and predicts each GPU's iteration median and span.
@@ -333,7 +342,17 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
             top,
-        }) => diff(&before, &after, json, iteration_marker, top),
+            fail_if_slower,
+            strict,
+        }) => match diff(&before, &after, json, iteration_marker, top, fail_if_slower) {
+            // The gate's verdict is the exit code: 1 slower, 3 inconclusive with --strict.
+            Ok(Some(crate::compare::gate::Verdict::Slower)) => return ExitCode::from(1),
+            Ok(Some(crate::compare::gate::Verdict::Inconclusive)) if strict => {
+                return ExitCode::from(3);
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        },
         Some(Command::WhatIf {
             file,
             change,
@@ -748,7 +767,8 @@ fn diff(
     as_json: bool,
     iteration_marker: Option<String>,
     top: usize,
-) -> Result<(), String> {
+    fail_if_slower: Option<f64>,
+) -> Result<Option<crate::compare::gate::Verdict>, String> {
     use crate::compare::{self, Run};
     let options = Options {
         iteration_marker,
@@ -775,12 +795,33 @@ fn diff(
         overview: &ao,
     };
     let c = compare::compare(&before_run, &after_run);
+    let gate = fail_if_slower
+        .filter(|p| p.is_finite() && *p >= 0.0)
+        .map(|p| compare::gate::gate(&before_run, &after_run, p));
+    if fail_if_slower.is_some() && gate.is_none() {
+        return Err("--fail-if-slower wants a percentage of 0 or more".into());
+    }
     print_output(
         as_json,
-        || compare::report::diff_json(&before_run, &after_run, &c),
-        || compare::report::diff_text(&before_run, &after_run, &c, top),
+        || {
+            let mut v = compare::report::diff_json(&before_run, &after_run, &c);
+            if let Some(g) = &gate {
+                v["gate"] = serde_json::to_value(g).unwrap_or_default();
+            }
+            v
+        },
+        || {
+            let mut text = compare::report::diff_text(&before_run, &after_run, &c, top);
+            if let Some(g) = &gate {
+                text += &format!(
+                    "\nGate (--fail-if-slower {}): {}\n",
+                    g.threshold_pct, g.reason
+                );
+            }
+            text
+        },
     )?;
-    Ok(())
+    Ok(gate.map(|g| g.verdict))
 }
 
 /// `--scale-kernel REGEX=F` of `what-if`.

@@ -824,3 +824,60 @@ fn every_command_runs_on_a_graph_launched_run_recorded_either_way() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(json.get("cuda_graphs").is_none());
 }
+
+/// `diff --fail-if-slower`: a run against a copy of itself passes, a run whose hottest
+/// kernel got 2× faster passes, the other way round fails (exit 1); a threshold under the
+/// runs' own spread is inconclusive (exit 0, or 3 with --strict). The JSON carries the
+/// verdict, the figures and the noise.
+#[test]
+fn diff_gates_on_a_slowdown_beyond_the_runs_noise() {
+    use nsys_explorer::synth::{Preset, SynthOptions, generate, kernel_index};
+    let dir = tempfile::tempdir().unwrap();
+    let (before, _) = tiny(dir.path());
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&before, &copy).unwrap();
+    let fast = dir.path().join("fast.sqlite");
+    generate(
+        &fast,
+        SynthOptions {
+            scale_kernel: Some((kernel_index("flash_fwd_kernel").unwrap(), 0.5)),
+            ..SynthOptions::new(Preset::Tiny)
+        },
+    )
+    .unwrap();
+    let code = |a: &std::path::Path, b: &std::path::Path, extra: &[&str]| {
+        bin()
+            .arg("diff")
+            .arg(a)
+            .arg(b)
+            .args(extra)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(code(&before, &copy, &["--fail-if-slower", "3"]), Some(0));
+    assert_eq!(code(&before, &fast, &["--fail-if-slower", "3"]), Some(0));
+    assert_eq!(code(&fast, &before, &["--fail-if-slower", "3"]), Some(1));
+    let out = bin()
+        .arg("diff")
+        .arg(&fast)
+        .arg(&before)
+        .args(["--fail-if-slower", "3", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gate = &json["gate"];
+    assert_eq!(gate["verdict"], "slower");
+    assert_eq!(gate["measure"], "median_iteration");
+    let change = gate["change_pct"].as_f64().unwrap();
+    let noise = gate["noise_pct"].as_f64().unwrap();
+    assert!(change > 3.0 && change > noise, "{gate}");
+    // Asked for less than the runs' own spread: no verdict can be trusted.
+    let tight = format!("{}", (noise / 4.0).max(0.01));
+    assert_eq!(code(&fast, &before, &["--fail-if-slower", &tight]), Some(0));
+    assert_eq!(
+        code(&fast, &before, &["--fail-if-slower", &tight, "--strict"]),
+        Some(3)
+    );
+}

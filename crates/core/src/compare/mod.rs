@@ -3,6 +3,7 @@
 //! up to the iteration's delta, so a faster kernel whose saving moved into idle reads as
 //! such), kernels by name, recurring gap patterns, and a verdict in words.
 
+pub mod gate;
 pub mod report;
 
 use std::collections::HashMap;
