@@ -249,6 +249,10 @@ pub enum Command {
         /// node's kernel).
         #[arg(long, value_enum)]
         cuda_graphs: Option<synth::GraphTrace>,
+        /// The Python of each aten op before its launch, in ns (default 6000); about a
+        /// millisecond or more makes the blocks launch-bound.
+        #[arg(long, value_name = "NS")]
+        host_per_op: Option<i64>,
     },
 }
 
@@ -419,6 +423,7 @@ pub fn main() -> ExitCode {
             sync_after_collective,
             no_checkpoint,
             cuda_graphs,
+            host_per_op,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -442,6 +447,7 @@ pub fn main() -> ExitCode {
                     sync_after_collective,
                     checkpoint: !no_checkpoint,
                     cuda_graphs,
+                    host_per_op_ns: host_per_op,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {
@@ -861,6 +867,11 @@ pub struct ChangeArgs {
     /// (repeatable).
     #[arg(long, value_name = "TEXT")]
     drop_copies: Vec<String>,
+    /// Replay the NVTX ranges whose text contains TEXT as CUDA graphs: each one's kernels
+    /// released by its first launch, the later launch calls and the CPU time after the
+    /// first gone (assumes it captures as it is: no sync inside) (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    capture_graph: Vec<String>,
 }
 
 fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
@@ -881,9 +892,10 @@ fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
             .collect::<Result<_, _>>()?,
         cut_host_gaps: a.cut_host_gaps,
         drop_copies: a.drop_copies,
+        capture_graphs: a.capture_graph,
     };
     if change.is_empty() {
-        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream, --remove-cpu TEXT, --remove-stall TID:START_NS:END_NS, --cut-host-gaps SIGNATURE or --drop-copies TEXT".into());
+        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream, --remove-cpu TEXT, --remove-stall TID:START_NS:END_NS, --cut-host-gaps SIGNATURE, --drop-copies TEXT or --capture-graph TEXT".into());
     }
     Ok(change)
 }

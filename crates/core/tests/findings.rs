@@ -331,3 +331,50 @@ fn faults_come_before_opportunities() {
         .count();
     assert!(hot.is_some_and(|h| h >= faults), "{found:#?}");
 }
+
+/// A launch-bound run (2 ms of Python per op: its blocks' CPU time outgrows their GPU
+/// time) against the same run with the blocks' compute replayed as CUDA graphs: the
+/// "capture it in a CUDA graph" opportunity, saving near what graphs really saved; none on
+/// the default run, whose CPU keeps ahead.
+#[test]
+fn a_launch_bound_run_is_told_to_capture_its_blocks_in_cuda_graphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let bound = |graphs| SynthOptions {
+        host_per_op_ns: Some(2_000_000),
+        checkpoint: false,
+        cuda_graphs: graphs,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let before = generated(dir.path(), "bound.sqlite", bound(None));
+    let after = generated(
+        dir.path(),
+        "graphs.sqlite",
+        bound(Some(synth::GraphTrace::Node)),
+    );
+    let found = findings_of(&before);
+    let f = found
+        .iter()
+        .find(|f| f.kind == Kind::GraphCapture)
+        .unwrap_or_else(|| panic!("no capture finding in {found:#?}"));
+    assert_eq!(f.group, findings::Group::Opportunity);
+    assert!(
+        f.title.contains("attention") && f.title.contains("ffn"),
+        "{}",
+        f.title
+    );
+    let real = real_saving(&before, &after);
+    let predicted = f.saving_ns.unwrap();
+    let off = (predicted - real).abs() as f64 / real as f64;
+    assert!(
+        off <= 0.25,
+        "predicted {predicted} ns, really {real} ns ({:.0} % off)",
+        off * 100.0
+    );
+    let plain = generated(dir.path(), "plain.sqlite", SynthOptions::new(Preset::Tiny));
+    assert!(
+        findings_of(&plain)
+            .iter()
+            .all(|f| f.kind != Kind::GraphCapture),
+        "a run whose CPU keeps ahead gets no capture advice"
+    );
+}

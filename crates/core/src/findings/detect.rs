@@ -42,6 +42,7 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
     one_off_stalls(trace, overview, &worth, &can_gain, stall, &mut out);
     copies(trace, &worth, &mut out);
     hot_kernel(trace, overview, &mut out);
+    graph_capture(trace, overview, &worth, &mut out);
     out
 }
 
@@ -830,6 +831,126 @@ fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
             ..Default::default()
         },
     ));
+}
+
+/// How many occurrences of a range are looked at to tell that it launches a fixed
+/// sequence without syncs.
+const CAPTURE_SAMPLE: usize = 2_000;
+/// The share of those occurrences that must launch the same number of ops.
+const CAPTURE_FIXED_SHARE: f64 = 0.9;
+
+/// Opportunity: host-bound gaps between kernels launched one by one inside steady NVTX
+/// ranges (`attention`, `ffn`) whose every occurrence launches the same sequence with no
+/// sync: captured in a CUDA graph, each occurrence would be one launch. The change replays
+/// those ranges as graphs (their kernels released by the first launch).
+fn graph_capture(
+    trace: &Trace,
+    overview: &Overview,
+    worth: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) {
+    crate::profile_scope!("detect: graph_capture");
+    // Steady range → (host-bound gaps in it, their idle, a launching thread).
+    let mut by_range: FxHashMap<StrId, (Vec<u32>, i64, usize)> = FxHashMap::default();
+    for (i, g) in overview.gaps.iter().enumerate() {
+        if g.cause != Cause::HostBound || g.enclosing == NONE {
+            continue;
+        }
+        if trace
+            .strings
+            .get(g.enclosing)
+            .bytes()
+            .any(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Some((thread, _)) = launching_thread(trace, g) else {
+            continue;
+        };
+        let e = by_range
+            .entry(g.enclosing)
+            .or_insert((Vec::new(), 0, thread));
+        e.0.push(i as u32);
+        e.1 += g.duration_ns;
+    }
+    let mut ranges: Vec<(StrId, Vec<u32>, i64, usize)> = by_range
+        .into_iter()
+        .map(|(r, (m, total, t))| (r, m, total, t))
+        .filter(|r| r.1.len() >= 2)
+        .collect();
+    ranges.sort_by_key(|r| (std::cmp::Reverse(r.2), r.0));
+    // The largest first, each checked against its occurrences until enough are found.
+    let sync_names = sync_call_names(trace);
+    let mut kept = Vec::new();
+    for r in ranges {
+        if kept.len() == PER_KIND {
+            break;
+        }
+        if fixed_launches_without_syncs(trace, &sync_names, r.3, r.0) {
+            kept.push(r);
+        }
+    }
+    let ranges = kept;
+    let total: i64 = ranges.iter().map(|r| r.2).sum();
+    if ranges.is_empty() || !worth(total) {
+        return;
+    }
+    let names: Vec<String> = ranges
+        .iter()
+        .map(|r| trace.strings.get(r.0).into_owned())
+        .collect();
+    let members: Vec<u32> = ranges.iter().flat_map(|r| r.1.iter().copied()).collect();
+    let mut f = gap_finding(Kind::GraphCapture, overview, &members);
+    f.title = format!(
+        "Capture {} in a CUDA graph: the GPU waits {} ({} idle) for kernels launched one by one",
+        names.join(", "),
+        plural(members.len(), "time"),
+        format_ns(total)
+    );
+    f.detail = format!(
+        "Each occurrence of {} launches the same kernels, with no sync inside, and the CPU does not keep up with them. Captured in a CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.CUDAGraph) each occurrence would be one launch. Replayed with every occurrence's kernels released by its first launch (the later launch calls and the CPU time after the first gone); assumes the range captures as it is: fixed shapes, no sync or host read inside.",
+        names.join(", ")
+    );
+    out.push(with_change(
+        f,
+        Change {
+            capture_graphs: names,
+            ..Default::default()
+        },
+    ));
+}
+
+/// Whether the occurrences of range text `text` on `thread` (a sample of them) launch the
+/// same number of ops, at least two, with no synchronising call inside.
+fn fixed_launches_without_syncs(
+    trace: &Trace,
+    sync_names: &[bool],
+    thread: usize,
+    text: StrId,
+) -> bool {
+    let th = &trace.threads[thread];
+    let mut counts: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut seen = 0;
+    for r in (0..th.nvtx.len()).filter(|&r| th.nvtx.text[r] == text) {
+        let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
+        let first = th.api.start.partition_point(|&x| x < s);
+        let end = th.api.start.partition_point(|&x| x <= e);
+        if (first..end).any(|k| sync_names[th.api.name[k] as usize]) {
+            return false;
+        }
+        let launches = (first..end)
+            .filter(|&k| trace.strings.get(th.api.name[k]).contains("Launch"))
+            .count();
+        *counts.entry(launches).or_default() += 1;
+        seen += 1;
+        if seen >= CAPTURE_SAMPLE {
+            break;
+        }
+    }
+    counts
+        .iter()
+        .max_by_key(|c| *c.1)
+        .is_some_and(|(&n, &k)| n >= 2 && k as f64 >= CAPTURE_FIXED_SHARE * seen as f64)
 }
 
 /// 6. Idle that no finding accounts for, said as such: per device, its idle time less the

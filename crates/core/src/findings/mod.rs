@@ -33,6 +33,9 @@ pub enum Kind {
     Copies,
     /// The kernel that takes most GPU time (an opportunity, not a fault: always `info`).
     HotKernel,
+    /// Launch-bound ranges whose kernels repeat as a fixed sequence without syncs: captured
+    /// in a CUDA graph each would be one launch (an opportunity).
+    GraphCapture,
     /// Idle that no detector explains (a fact: no saving).
     UnexplainedIdle,
 }
@@ -61,7 +64,7 @@ impl Kind {
     /// Faults come first whatever an opportunity would save: a speed-up wish is no fault.
     pub fn group(self) -> Group {
         match self {
-            Kind::HotKernel => Group::Opportunity,
+            Kind::HotKernel | Kind::GraphCapture => Group::Opportunity,
             Kind::UnexplainedIdle => Group::Fact,
             _ => Group::Fault,
         }
@@ -76,6 +79,7 @@ impl Kind {
             Kind::OneOffStall => "one-off stall",
             Kind::Copies => "copies",
             Kind::HotKernel => "hot kernel",
+            Kind::GraphCapture => "capture in a CUDA graph",
             Kind::UnexplainedIdle => "unexplained idle",
         }
     }

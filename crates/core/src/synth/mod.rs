@@ -79,6 +79,10 @@ pub struct SynthOptions {
     /// The blocks' compute replayed as CUDA graphs, recorded as nsys's
     /// `--cuda-graph-trace` says.
     pub cuda_graphs: Option<GraphTrace>,
+    /// The Python of each aten op before its launch (default 6 µs): past about a
+    /// millisecond a block's CPU time outgrows its GPU time and the run is launch-bound,
+    /// as small-batch inference is.
+    pub host_per_op_ns: Option<i64>,
 }
 
 impl SynthOptions {
@@ -98,6 +102,7 @@ impl SynthOptions {
             sync_after_collective: false,
             checkpoint: true,
             cuda_graphs: None,
+            host_per_op_ns: None,
         }
     }
 }
@@ -305,6 +310,7 @@ fn generate_into(
                 !options.clean,
             )
             .with_kernel_factor(options.scale_kernel)
+            .with_op_host_ns(options.host_per_op_ns)
             .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
         })
         .collect();

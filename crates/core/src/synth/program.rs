@@ -158,6 +158,9 @@ pub enum Instr {
     Pop,
     /// Python time between calls.
     HostWork(i64),
+    /// The Python of one aten op before its launches (6 µs, or as the run says: see
+    /// `SynthOptions::host_per_op_ns`).
+    OpHostWork,
     /// Python time between calls drawn anew each time between the two bounds (from a
     /// random stream of its own, so that the run's other draws stay those of a run
     /// without it).
@@ -282,7 +285,7 @@ fn aten_sized(
         Some(sizes) => Instr::PushOp { op, sizes },
         None => Instr::Push(op.to_string()),
     });
-    program.push(Instr::HostWork(6_000));
+    program.push(Instr::OpHostWork);
     for &k in kernels {
         program.push(Instr::Launch { kernel: k });
     }
@@ -328,7 +331,7 @@ fn all_to_all(program: &mut Vec<Instr>, shape: &StepShape) {
         return;
     }
     program.push(Instr::Push("nccl:all_to_all".into()));
-    program.push(Instr::HostWork(6_000));
+    program.push(Instr::OpHostWork);
     program.push(Instr::Launch { kernel: SEND_RECV });
     program.push(Instr::Synchronize { device_wide: true });
     program.push(Instr::Pop);

@@ -248,6 +248,8 @@ pub struct RankSim {
     pub collectives_launched: u64,
     /// Draws of `HostWorkBetween`, apart from `rng` (see there).
     python_rng: fastrand::Rng,
+    /// The Python of one aten op (`Instr::OpHostWork`).
+    pub op_host_ns: i64,
     /// The graphs captured so far (a graph is captured at its first launch).
     captured: Vec<u32>,
     /// Graph launches so far, and the kernels they ran.
@@ -331,6 +333,7 @@ impl RankSim {
             collectives_launched: 0,
             python_rng: fastrand::Rng::with_seed(seed.wrapping_add(rank as u64 * 7919 + 101)),
             captured: Vec::new(),
+            op_host_ns: 6_000,
             graph_launches: 0,
             graph_kernels: 0,
         }
@@ -372,6 +375,13 @@ impl RankSim {
         }
         range(self, "ncclGroupEnd", None);
         self.cpu += 500; // an end is inside a range: the launch comes after it
+    }
+
+    pub fn with_op_host_ns(mut self, ns: Option<i64>) -> Self {
+        if let Some(ns) = ns {
+            self.op_host_ns = ns.max(1);
+        }
+        self
     }
 
     pub fn with_kernel_factor(mut self, factor: Option<(usize, f64)>) -> Self {
@@ -502,6 +512,10 @@ impl RankSim {
                 Instr::GraphLaunch { graph, nodes } => self.graph_launch(*graph, nodes),
                 Instr::HostWork(ns) => {
                     let ns = self.jitter(*ns, 0.05);
+                    self.cpu += ns;
+                }
+                Instr::OpHostWork => {
+                    let ns = self.jitter(self.op_host_ns, 0.05);
                     self.cpu += ns;
                 }
                 Instr::HostWorkBetween(lo, hi) => self.cpu += self.python_rng.i64(*lo..=*hi),

@@ -55,6 +55,11 @@ pub struct Change {
     /// take no GPU time (assumed done off the critical path: asynchronous, pinned memory,
     /// a stream of their own).
     pub drop_copies: Vec<String>,
+    /// NVTX ranges whose text contains one of these replayed as CUDA graphs: each
+    /// occurrence's kernels released by its first launch (the later launch calls take no
+    /// time, the CPU time from the first launch to the range's end is gone). Assumes the
+    /// range captures as it is: fixed shapes, no sync or host read inside.
+    pub capture_graphs: Vec<String>,
 }
 
 /// What `nccl_own_stream` keeps of the dependencies between NCCL and compute, said in the
@@ -121,6 +126,7 @@ impl Change {
             && self.remove_stalls.is_empty()
             && self.cut_host_gaps.is_empty()
             && self.drop_copies.is_empty()
+            && self.capture_graphs.is_empty()
     }
 
     /// The `what-if` command-line arguments that make this change.
@@ -148,6 +154,9 @@ impl Change {
         for x in &self.drop_copies {
             add("--drop-copies", x.clone());
         }
+        for x in &self.capture_graphs {
+            add("--capture-graph", x.clone());
+        }
         if self.nccl_own_stream {
             out.push("--nccl-own-stream".into());
             if self.nccl_no_dependencies {
@@ -174,6 +183,7 @@ impl Change {
                 "--remove-stall" => change.remove_stalls.push(HostSpan::parse(&value()?)?),
                 "--cut-host-gaps" => change.cut_host_gaps.push(value()?),
                 "--drop-copies" => change.drop_copies.push(value()?),
+                "--capture-graph" => change.capture_graphs.push(value()?),
                 "--nccl-own-stream" => change.nccl_own_stream = true,
                 "--nccl-no-dependencies" => change.nccl_no_dependencies = true,
                 other => return Err(format!("not a change: `{other}`")),
@@ -530,7 +540,8 @@ fn replay_times(
 ) -> Times {
     let sync_names = &prep.sync_names;
     let removed = removed_syncs(trace, sync_names, &change.remove_sync);
-    let stalls = stall_spans(trace, &change.remove_stalls);
+    let mut stalls = stall_spans(trace, &change.remove_stalls);
+    add_spans(&mut stalls, &capture_spans(trace, &change.capture_graphs));
     let dropped = dropped_copies(trace, &change.drop_copies);
     let nccl_deps =
         (change.nccl_own_stream && !change.nccl_no_dependencies).then(|| nccl_dependencies(trace));
@@ -757,6 +768,44 @@ fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
                 .iter()
                 .filter(|s| s.tid == th.tid)
                 .map(|s| (s.start_ns, s.end_ns))
+                .collect();
+            spans.sort_unstable();
+            union_of(spans)
+        })
+        .collect()
+}
+
+/// Per thread, what replaying the ranges whose text contains one of `texts` as CUDA graphs
+/// removes, as stalls: from the end of each occurrence's first launch call to its end (its
+/// later launches take no time: one launch releases them all).
+fn capture_spans(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            if texts.is_empty() {
+                return Vec::new();
+            }
+            let is_launch: Vec<bool> = th
+                .api
+                .name
+                .iter()
+                .map(|&n| trace.strings.get(n).contains("Launch"))
+                .collect();
+            let mut spans: Vec<(i64, i64)> = (0..th.nvtx.len())
+                .filter(|&r| {
+                    let text = trace.strings.get(th.nvtx.text[r]);
+                    texts.iter().any(|n| text.contains(n.as_str()))
+                })
+                .filter_map(|r| {
+                    let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
+                    let first = th.api.start.partition_point(|&x| x < s);
+                    let end = th.api.start.partition_point(|&x| x <= e);
+                    let mut launches = (first..end).filter(|&k| is_launch[k]);
+                    let k = launches.next()?;
+                    launches.next()?;
+                    Some((th.api.end[k], e))
+                })
                 .collect();
             spans.sort_unstable();
             union_of(spans)
