@@ -97,6 +97,43 @@ fn a_second_report_is_the_first_one_from_the_cache() {
     }
 }
 
+/// A run replaying CUDA graphs, both recordings: the model read back from the cache keeps
+/// the graph executions and each node-level kernel's graph node (the report's CUDA graph
+/// section, first nodes included, is the same warm as cold).
+#[test]
+fn a_graph_launched_run_reads_back_whole_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [synth::GraphTrace::Graph, synth::GraphTrace::Node] {
+        let file = dir.path().join(format!("{mode:?}.sqlite"));
+        synth::generate(
+            &file,
+            SynthOptions {
+                cuda_graphs: Some(mode),
+                ..SynthOptions::new(Preset::Tiny)
+            },
+        )
+        .unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let cold = answer(&report(home.path(), &file, &[]));
+        // Another option: the model from the cache, the analyses worked out again.
+        let from_model = answer(&report(home.path(), &file, &["--top", "3"]));
+        let fresh = answer(&report(home.path(), &file, &["--top", "3", "--no-cache"]));
+        assert_eq!(from_model, fresh, "{mode:?}");
+        let graphs = &cold["cuda_graphs"]["graphs"];
+        assert!(!graphs.as_array().unwrap().is_empty());
+        if mode == synth::GraphTrace::Node {
+            assert!(
+                graphs
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|g| g["first_node"].is_u64()),
+                "{graphs}"
+            );
+        }
+    }
+}
+
 /// In-process cache tests share one folder (the setting is the process's).
 fn in_process_cache() {
     cache::set_folder(&common::test_cache_home().join("nsys-explorer"));

@@ -11,17 +11,7 @@ use crate::trace::Trace;
 pub fn show(ui: &mut egui::Ui, trace: &Trace, g: &CudaGraphs) {
     ui.horizontal(|ui| {
         ui.strong("CUDA graphs");
-        ui.label(format!(
-            "{} launches, {:.1} % of GPU time, recorded at {} level{}",
-            g.launches,
-            g.gpu_pct,
-            g.trace_level,
-            if g.kernels > 0 {
-                format!(", {} ops in them", g.kernels)
-            } else {
-                String::new()
-            }
-        ));
+        ui.label(g.headline());
     });
     if let Some(note) = &g.note {
         ui.label(RichText::new(note).color(super::theme::STRAGGLER));

@@ -241,18 +241,7 @@ pub fn report_text(
     cpu_sync_text(&mut s, overview);
     let graphs = crate::analysis::graphs::cuda_graphs(trace);
     if let Some(g) = &graphs {
-        let _ = writeln!(
-            s,
-            "  CUDA graphs ({} level): {} launches, {:.1} % of GPU time{}",
-            g.trace_level,
-            g.launches,
-            g.gpu_pct,
-            if g.kernels > 0 {
-                format!(", {} ops in them", g.kernels)
-            } else {
-                String::new()
-            }
-        );
+        let _ = writeln!(s, "  CUDA graphs: {}", g.headline());
         if let Some(note) = &g.note {
             let _ = writeln!(s, "    {note}");
         }

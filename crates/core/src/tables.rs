@@ -133,11 +133,13 @@ impl<'t> Dictionary<'t> {
 }
 
 /// Kernels (`kernels`) or copies and memsets: device, stream, start_ns, end_ns,
-/// duration_ns, name, kind, correlation_id (copies: bytes, pageable too).
+/// duration_ns, name, kind, correlation_id (kernels: graph_node and graph_id, -1 outside
+/// CUDA graphs; copies: bytes, pageable).
 pub fn ops(trace: &Trace, kernels: bool) -> Table {
     let (mut device, mut stream, mut start, mut end, mut dur, mut corr) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let (mut names, mut kinds, mut bytes, mut pageable) = (vec![], vec![], vec![], vec![]);
+    let (mut graph_node, mut graph_id) = (vec![], vec![]);
     let mut name_dict = Dictionary::new(trace);
     let mut kind_dict = Dictionary::new(trace);
     for d in &trace.devices {
@@ -159,6 +161,20 @@ pub fn ops(trace: &Trace, kernels: bool) -> Table {
                     let info = d.mem_info.get(ops.detail[i] as usize);
                     bytes.push(info.map_or(0, |m| m.bytes as i64));
                     pageable.push(info.is_some_and(|m| m.pageable));
+                } else if ops.kind[i] == crate::trace::OpKind::Graph {
+                    // A graph execution recorded whole: its graph's id, no node.
+                    graph_node.push(-1);
+                    graph_id.push(
+                        crate::load::graphs::graph_id_of(&trace.strings.get(ops.name[i]))
+                            .unwrap_or(-1),
+                    );
+                } else {
+                    let node = d.graph_node(ops, i);
+                    graph_node.push(node.map_or(-1, |g| g.node as i64));
+                    graph_id.push(
+                        node.filter(|g| g.graph != NONE)
+                            .map_or(-1, |g| g.graph as i64),
+                    );
                 }
             }
         }
@@ -175,6 +191,9 @@ pub fn ops(trace: &Trace, kernels: bool) -> Table {
     if !kernels {
         t.add("bytes", Column::I64(bytes));
         t.add("pageable", Column::Bool(pageable));
+    } else {
+        t.add("graph_node", Column::I64(graph_node));
+        t.add("graph_id", Column::I64(graph_id));
     }
     t
 }

@@ -159,6 +159,18 @@ fn graph_executions_are_busy_compute_whichever_way_nsys_records_them() {
             GraphTrace::Node => {
                 assert_eq!(graphs.trace_level, "node");
                 assert_eq!(graphs.kernels, t.kernels);
+                // Each graph kernel's node, read from the file.
+                let nodes: usize = trace.devices.iter().map(|d| d.graph_nodes.len()).sum();
+                assert_eq!(nodes as u64, t.kernels);
+                assert!(graphs.graphs.iter().all(|g| g.first_node.is_some()));
+                let table = nsys_explorer_core::tables::ops(&trace, true);
+                let in_graphs = match table.columns.iter().find(|c| c.0 == "graph_node") {
+                    Some((_, nsys_explorer_core::tables::Column::I64(v))) => {
+                        v.iter().filter(|&&n| n >= 0).count()
+                    }
+                    _ => panic!("a graph_node column"),
+                };
+                assert_eq!(in_graphs as u64, t.kernels);
                 assert!(graphs.note.is_none());
                 // The ffn graph: 5 kernels a launch.
                 assert!(

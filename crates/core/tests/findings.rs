@@ -36,6 +36,16 @@ fn real_saving(before: &Trace, after: &Trace) -> i64 {
         .unwrap()
 }
 
+/// A predicted saving within a quarter of the real one.
+fn assert_near(predicted: i64, real: i64, what: &str) {
+    let off = (predicted - real).abs() as f64 / real as f64;
+    assert!(
+        off <= 0.25,
+        "{what}: predicted {predicted} ns, really {real} ns ({:.0} % off)",
+        off * 100.0
+    );
+}
+
 #[test]
 fn each_finding_predicts_what_the_really_changed_run_saved_and_they_rank_alike() {
     let dir = tempfile::tempdir().unwrap();
@@ -86,12 +96,7 @@ fn each_finding_predicts_what_the_really_changed_run_saved_and_they_rank_alike()
             real > 0,
             "{kind:?}: the real change saves something ({real})"
         );
-        let off = (predicted - real).abs() as f64 / real as f64;
-        assert!(
-            off <= 0.25,
-            "{kind:?}: predicted {predicted} ns, really {real} ns ({:.0} % off)",
-            off * 100.0
-        );
+        assert_near(predicted, real, &format!("{kind:?}"));
         pairs.push((position, real));
     }
     // Ranked as the true savings are (the hot kernel, an opportunity, after the faults).
@@ -255,12 +260,7 @@ fn the_sync_after_each_collective_is_the_first_thing_to_fix() {
     assert_eq!(top.severity, Severity::Critical, "{}", top.title);
     let real = real_saving(&before, &after);
     let predicted = top.saving_ns.unwrap();
-    let off = (predicted - real).abs() as f64 / real as f64;
-    assert!(
-        off <= 0.25,
-        "predicted {predicted} ns, really {real} ns ({:.0} % off)",
-        off * 100.0
-    );
+    assert_near(predicted, real, "the sync after each collective");
     // Its `what-if` arguments give its figure.
     let change = nsys_explorer_core::whatif::Change::from_args(&top.what_if).unwrap();
     let replayed = measured_spans(&before)
@@ -307,12 +307,7 @@ fn a_straggler_is_found_whether_it_computes_or_waits_in_a_call() {
         assert!(f.title.contains(words), "{stall:?}: {}", f.title);
         let real = real_saving(&before, &after);
         let predicted = f.saving_ns.unwrap();
-        let off = (predicted - real).abs() as f64 / real as f64;
-        assert!(
-            off <= 0.25,
-            "{stall:?}: predicted {predicted} ns, really {real} ns ({:.0} % off)",
-            off * 100.0
-        );
+        assert_near(predicted, real, &format!("{stall:?}"));
     }
 }
 
@@ -364,12 +359,7 @@ fn a_launch_bound_run_is_told_to_capture_its_blocks_in_cuda_graphs() {
     );
     let real = real_saving(&before, &after);
     let predicted = f.saving_ns.unwrap();
-    let off = (predicted - real).abs() as f64 / real as f64;
-    assert!(
-        off <= 0.25,
-        "predicted {predicted} ns, really {real} ns ({:.0} % off)",
-        off * 100.0
-    );
+    assert_near(predicted, real, "capture in a CUDA graph");
     let plain = generated(dir.path(), "plain.sqlite", SynthOptions::new(Preset::Tiny));
     assert!(
         findings_of(&plain)

@@ -404,20 +404,32 @@ pub fn align_by_collectives(
 /// `d` without its first `n` iterations, its statistics worked out again.
 fn without_leading(d: DeviceIterations, n: usize) -> DeviceIterations {
     let n = n.min(d.spans.len());
-    let durations_ns: Vec<i64> = d.durations_ns[n..].to_vec();
-    let stats = steady_state(&durations_ns);
-    DeviceIterations {
-        device: d.device,
-        thread: d.thread,
-        cpu: d.cpu[n..].to_vec(),
-        spans: d.spans[n..].to_vec(),
-        cpu_durations_ns: d.cpu_durations_ns[n..].to_vec(),
-        durations_ns,
-        warmup: stats.warmup,
-        median_ns: stats.median_ns,
-        median_index: stats.median_index,
-        slow_indices: stats.slow,
-        slowest_index: stats.slowest,
+    DeviceIterations::of(
+        d.device,
+        d.thread,
+        d.cpu[n..].to_vec(),
+        d.spans[n..].to_vec(),
+    )
+}
+
+impl DeviceIterations {
+    /// A device's iterations from their CPU ranges and GPU spans, with their statistics.
+    fn of(device: DeviceId, thread: usize, cpu: Vec<Window>, spans: Vec<Option<Window>>) -> Self {
+        let durations_ns: Vec<i64> = spans.iter().map(|s| s.map_or(0, |w| w.len())).collect();
+        let stats = steady_state(&durations_ns);
+        DeviceIterations {
+            device,
+            thread,
+            cpu_durations_ns: cpu.iter().map(|w| w.len()).collect(),
+            cpu,
+            spans,
+            durations_ns,
+            warmup: stats.warmup,
+            median_ns: stats.median_ns,
+            median_index: stats.median_index,
+            slow_indices: stats.slow,
+            slowest_index: stats.slowest,
+        }
     }
 }
 
@@ -797,21 +809,7 @@ fn device_iterations(
         .filter(|(_, s)| s.is_some())
         .map(|(c, s)| (*c, s))
         .unzip();
-    let durations_ns: Vec<i64> = spans.iter().map(|s| s.map_or(0, |w| w.len())).collect();
-    let stats = steady_state(&durations_ns);
-    DeviceIterations {
-        device: device.id,
-        thread,
-        cpu_durations_ns: cpu.iter().map(|w| w.len()).collect(),
-        cpu,
-        spans,
-        durations_ns,
-        warmup: stats.warmup,
-        median_ns: stats.median_ns,
-        median_index: stats.median_index,
-        slow_indices: stats.slow,
-        slowest_index: stats.slowest,
-    }
+    DeviceIterations::of(device.id, thread, cpu, spans)
 }
 
 /// Warm-up, median, slow and slowest of a series of durations.

@@ -8,9 +8,9 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, CommCreation, Device, DeviceId, ExportInfo, GpuOps, MemInfo, NcclCalls,
-    NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex,
-    Scheduling, Stream, StringTable, Thread, Trace,
+    ApiCalls, ApiClass, CommCreation, Device, DeviceId, ExportInfo, GpuOps, GraphNode, MemInfo,
+    NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind,
+    ReachIndex, Scheduling, Stream, StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -215,6 +215,10 @@ fn write_device<W: Write>(w: &mut Writer<W>, d: &Device) -> std::io::Result<()> 
         w.column(&o.launch_call)?;
         w.column(&o.detail)?;
     }
+    let g = &d.graph_nodes;
+    w.column(&g.iter().map(|g| g.rowid).collect::<Vec<u32>>())?;
+    w.column(&g.iter().map(|g| g.node).collect::<Vec<u32>>())?;
+    w.column(&g.iter().map(|g| g.graph).collect::<Vec<u32>>())?;
     Ok(())
 }
 
@@ -271,6 +275,18 @@ fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let (rowids, nodes, graphs): (Vec<u32>, Vec<u32>, Vec<u32>) =
+        (r.column()?, r.column()?, r.column()?);
+    if nodes.len() != rowids.len() || graphs.len() != rowids.len() {
+        return Err(Bad::Damaged("graph nodes"));
+    }
+    let graph_nodes = (0..rowids.len())
+        .map(|i| GraphNode {
+            rowid: rowids[i],
+            node: nodes[i],
+            graph: graphs[i],
+        })
+        .collect();
     Ok(Device {
         id: DeviceId(id),
         name,
@@ -278,6 +294,7 @@ fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
         mem_info,
         key,
         source: 0,
+        graph_nodes,
     })
 }
 

@@ -272,6 +272,7 @@ fn devices_of(
                 mem_info: mem_info.remove(&device_id).unwrap_or_default(),
                 key: None,
                 source: 0,
+                graph_nodes: Vec::new(),
             });
         }
         devices

@@ -14,7 +14,7 @@ use super::error::LoadError;
 use super::scan::Skips;
 use super::schema::Schema;
 use super::sniff::sqlite_error;
-use crate::trace::{OpKind, StringTable, pid_of_global_id};
+use crate::trace::{GraphNode, NONE, OpKind, StringTable, Trace, pid_of_global_id};
 
 pub const GRAPH_TRACE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 /// CUPTI writes `start = end = 0` where it could not time a launch.
@@ -132,4 +132,68 @@ pub fn trace_mode(conn: &Connection, schema: &Schema) -> Option<String> {
         }
     }
     None
+}
+
+/// Each kernel that ran as a graph node (`--cuda-graph-trace=node`: its `graphNodeId`, and
+/// `graphId` where the export has the column), on its device. Read only for a trace whose
+/// kernels were launched by graph launches: a run without graphs pays nothing.
+pub fn read_graph_nodes(
+    conn: &Connection,
+    path: &Path,
+    schema: &Schema,
+    trace: &mut Trace,
+) -> Result<(), LoadError> {
+    let launched_by_graphs = trace.devices.iter().flat_map(|d| &d.streams).any(|s| {
+        (0..s.ops.len()).any(|i| {
+            s.ops.kind[i] != OpKind::Graph
+                && s.ops.kind[i].is_kernel()
+                && s.ops.launch_call[i] != NONE
+                && trace
+                    .strings
+                    .get(
+                        trace.threads[s.ops.launch_thread[i] as usize].api.name
+                            [s.ops.launch_call[i] as usize],
+                    )
+                    .contains("GraphLaunch")
+        })
+    });
+    let kernel = super::schema::KERNEL;
+    if !launched_by_graphs || !schema.has(kernel) {
+        return Ok(());
+    }
+    let cols = schema.select_list(kernel, &["deviceId", "graphNodeId", "graphId"]);
+    let mut read = || -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(&format!(
+            "SELECT rowid, {cols} FROM \"{kernel}\" WHERE graphNodeId IS NOT NULL"
+        ))?;
+        let mut rows = stmt.query([])?;
+        let in_u32 = |v: Option<i64>| {
+            v.filter(|&x| (0..NONE as i64).contains(&x))
+                .map(|x| x as u32)
+        };
+        while let Some(r) = rows.next()? {
+            let int = |i: usize| match r.get_ref(i) {
+                Ok(ValueRef::Integer(v)) => Some(v),
+                _ => None,
+            };
+            let (Some(rowid), Some(device), Some(node)) =
+                (in_u32(int(0)), in_u32(int(1)), in_u32(int(2)))
+            else {
+                continue;
+            };
+            if let Some(d) = trace.devices.iter_mut().find(|d| d.id.0 == device) {
+                d.graph_nodes.push(GraphNode {
+                    rowid,
+                    node,
+                    graph: in_u32(int(3)).unwrap_or(NONE),
+                });
+            }
+        }
+        Ok(())
+    };
+    read().map_err(|e| sqlite_error(path, kernel, e))?;
+    for d in &mut trace.devices {
+        d.graph_nodes.sort_unstable_by_key(|g| g.rowid);
+    }
+    Ok(())
 }

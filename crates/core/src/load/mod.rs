@@ -357,8 +357,9 @@ fn load_inner(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
-    let trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
+    let mut trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
+    graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
     report.finish(&trace, t0);
     progress(Progress {
         phase: Phase::Done,

@@ -87,9 +87,35 @@ pub struct Device {
     pub key: Option<String>,
     /// Index into `Trace::sources` of the export the device was read from.
     pub source: u32,
+    /// Kernels that ran as nodes of CUDA graphs (`--cuda-graph-trace=node`), by the rowid
+    /// their `GpuOps::detail` holds: empty for a run without them.
+    pub graph_nodes: Vec<GraphNode>,
+}
+
+/// A kernel that ran as a node of a CUDA graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphNode {
+    /// The kernel's rowid in its export (its `GpuOps::detail`).
+    pub rowid: u32,
+    /// Its node in the executable graph (`graphNodeId`).
+    pub node: u32,
+    /// Its graph (`graphId`, newer exports), or [`NONE`].
+    pub graph: u32,
 }
 
 impl Device {
+    /// The graph node kernel `i` of `ops` (one of this device's streams' ops) ran as.
+    pub fn graph_node(&self, ops: &GpuOps, i: usize) -> Option<&GraphNode> {
+        if self.graph_nodes.is_empty() || !ops.kind[i].is_kernel() {
+            return None;
+        }
+        let rowid = ops.detail[i];
+        self.graph_nodes
+            .binary_search_by_key(&rowid, |g| g.rowid)
+            .ok()
+            .map(|k| &self.graph_nodes[k])
+    }
+
     /// "GPU 0 · NVIDIA H100 80GB HBM3", or "GPU 0" when the export names no model.
     pub fn label(&self) -> String {
         let plain = match &self.key {

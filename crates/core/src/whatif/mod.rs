@@ -727,6 +727,18 @@ fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]) -> Vec<Ve
 
 /// Per thread, the union of the NVTX ranges whose text contains one of `texts`, sorted.
 fn cpu_cuts(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
+    spans_of_ranges(trace, texts, |th, r| {
+        Some((th.nvtx.start[r], th.nvtx.end[r]))
+    })
+}
+
+/// Per thread, the union of `span(thread, range)` over its NVTX ranges whose text contains
+/// one of `texts`.
+fn spans_of_ranges(
+    trace: &Trace,
+    texts: &[String],
+    span: impl Fn(&crate::trace::Thread, usize) -> Option<(i64, i64)>,
+) -> Vec<Vec<(i64, i64)>> {
     trace
         .threads
         .iter()
@@ -739,7 +751,7 @@ fn cpu_cuts(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
                     let text = trace.strings.get(th.nvtx.text[r]);
                     texts.iter().any(|n| text.contains(n.as_str()))
                 })
-                .map(|r| (th.nvtx.start[r], th.nvtx.end[r]))
+                .filter_map(|r| span(th, r))
                 .collect();
             spans.sort_unstable();
             union_of(spans)
@@ -779,38 +791,17 @@ fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
 /// removes, as stalls: from the end of each occurrence's first launch call to its end (its
 /// later launches take no time: one launch releases them all).
 fn capture_spans(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
-    trace
-        .threads
-        .iter()
-        .map(|th| {
-            if texts.is_empty() {
-                return Vec::new();
-            }
-            let is_launch: Vec<bool> = th
-                .api
-                .name
-                .iter()
-                .map(|&n| trace.strings.get(n).contains("Launch"))
-                .collect();
-            let mut spans: Vec<(i64, i64)> = (0..th.nvtx.len())
-                .filter(|&r| {
-                    let text = trace.strings.get(th.nvtx.text[r]);
-                    texts.iter().any(|n| text.contains(n.as_str()))
-                })
-                .filter_map(|r| {
-                    let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
-                    let first = th.api.start.partition_point(|&x| x < s);
-                    let end = th.api.start.partition_point(|&x| x <= e);
-                    let mut launches = (first..end).filter(|&k| is_launch[k]);
-                    let k = launches.next()?;
-                    launches.next()?;
-                    Some((th.api.end[k], e))
-                })
-                .collect();
-            spans.sort_unstable();
-            union_of(spans)
-        })
-        .collect()
+    let is_launch =
+        |th: &crate::trace::Thread, k: usize| trace.strings.get(th.api.name[k]).contains("Launch");
+    spans_of_ranges(trace, texts, |th, r| {
+        let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
+        let first = th.api.start.partition_point(|&x| x < s);
+        let end = th.api.start.partition_point(|&x| x <= e);
+        let mut launches = (first..end).filter(|&k| is_launch(th, k));
+        let k = launches.next()?;
+        launches.next()?;
+        Some((th.api.end[k], e))
+    })
 }
 
 /// Sorted, overlapping spans merged.

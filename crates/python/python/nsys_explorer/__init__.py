@@ -97,7 +97,9 @@ class Trace:
 
     def kernels(self) -> pa.Table:
         """One row per kernel: device, stream, start_ns, end_ns, duration_ns, name, kind
-        (compute, NCCL, or CUDA graph: a graph launch recorded whole), correlation_id."""
+        (compute, NCCL, or CUDA graph: a graph launch recorded whole), correlation_id,
+        graph_node and graph_id (-1 outside CUDA graphs: a graph-level execution has its
+        graph's id, a node-level kernel its node and, in newer exports, its graph)."""
         return _table(self._t._table("kernels"))
 
     def memory(self) -> pa.Table:
