@@ -198,6 +198,10 @@ fn load_inner(
         "PROCESSES",
         "TARGET_INFO_GPU",
         "ANALYSIS_DETAILS",
+        // CUDA graphs made and instantiated, and their nodes (followed back from a node
+        // kernel to its capture when one is shown).
+        "CUDA_GRAPH_EVENTS",
+        "CUDA_GRAPH_NODE_EVENTS",
     ] {
         if schema.has(table) {
             report.tables.insert(
