@@ -339,3 +339,50 @@ fn extreme_rowids_load_through_both_readers() {
         }
     }
 }
+
+/// A UTF-16 SQLite database (nsys writes UTF-8) is refused with a clear message, by both
+/// readers, and left untouched: the raw scan reads text only where SQLite never converts it.
+#[test]
+fn a_utf16_database_is_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean.sqlite");
+    nsys_explorer::synth::generate(
+        &clean,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let path = dir.path().join("utf16.sqlite");
+    {
+        // Attached databases must share the main one's encoding: the rows are copied over.
+        let src = rusqlite::Connection::open(&clean).unwrap();
+        let dst = rusqlite::Connection::open(&path).unwrap();
+        dst.execute_batch("PRAGMA encoding = 'UTF-16le'; BEGIN;")
+            .unwrap();
+        let tables: Vec<(String, String)> = src
+            .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (t, sql) in tables {
+            dst.execute_batch(&sql).unwrap();
+            let mut read = src.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+            let n = read.column_count();
+            let marks = vec!["?"; n].join(", ");
+            let mut write = dst
+                .prepare(&format!("INSERT INTO \"{t}\" VALUES ({marks})"))
+                .unwrap();
+            let mut rows = read.query([]).unwrap();
+            while let Some(r) = rows.next().unwrap() {
+                let values: Vec<rusqlite::types::Value> =
+                    (0..n).map(|i| r.get(i).unwrap()).collect();
+                write.execute(rusqlite::params_from_iter(values)).unwrap();
+            }
+        }
+        dst.execute_batch("COMMIT;").unwrap();
+    }
+    expect_error(&path, &["UTF-16", "UTF-8"]);
+    let err = load::load_through_sqlite(&path).unwrap_err().to_string();
+    assert!(err.contains("UTF-16"), "{err}");
+}

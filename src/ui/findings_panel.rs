@@ -36,6 +36,9 @@ pub struct FindingsPanel {
     pub selected: Option<usize>,
     job: Option<Job<(), Message>>,
     started: bool,
+    /// Select the first finding once ranked (`--show findings`), on a frame, not by
+    /// waiting on the UI thread.
+    pub select_first_when_ranked: bool,
 }
 
 /// What a click in the panel asks of the window.
@@ -136,6 +139,14 @@ impl FindingsPanel {
         }
         if finished {
             self.job = None;
+        }
+    }
+
+    /// The first finding selected once they are ranked, if that was asked for.
+    pub fn select_first_if_asked(&mut self, trace: &Trace, nav: &mut Vec<Nav>) {
+        if self.select_first_when_ranked && self.ranked {
+            self.select_first_when_ranked = false;
+            self.select(0, trace, nav);
         }
     }
 

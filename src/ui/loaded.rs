@@ -230,11 +230,9 @@ impl Loaded {
                 let overview = overview.clone();
                 self.findings
                     .start(&trace, &overview, self.cache_key.as_ref(), None);
-                while self.findings.busy() {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    self.findings.poll();
-                }
-                self.findings.select(0, &trace, &mut nav);
+                // Selected on the frame the ranking arrives (see `ui`), the window drawn
+                // meanwhile.
+                self.findings.select_first_when_ranked = true;
             }
             "slow-iteration" => {
                 self.tab = Tab::Iterations;
@@ -273,6 +271,7 @@ pub(super) fn loaded_ui(
         l.findings
             .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
         l.findings.poll();
+        l.findings.select_first_if_asked(&trace, &mut nav);
         l.iterations.poll(ui.ctx(), &mut nav);
         // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
         // first, the first thing shown, unless the gap table is wanted now.

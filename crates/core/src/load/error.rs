@@ -43,6 +43,10 @@ pub enum LoadError {
         "{0} is an nvprof / Visual Profiler database, not an Nsight Systems export. Profile with `nsys profile` and export with `nsys export --type sqlite`, or open this file in NVIDIA Visual Profiler"
     )]
     NvprofDatabase(PathBuf),
+    #[error(
+        "{path} is an SQLite database whose text is {encoding}; nsys writes its exports in UTF-8: export the report again with `nsys export --type sqlite`"
+    )]
+    NotUtf8 { path: PathBuf, encoding: String },
     #[error("{path}: SQLite error while reading {table}: {detail}")]
     Sqlite {
         path: PathBuf,

@@ -152,6 +152,17 @@ fn load_inner(
     let conn = sniff::open_read_only(path)?;
     let schema = Schema::read(&conn, path)?;
     schema.check_is_nsys_export(path)?;
+    // The scans read text as SQLite stores it: UTF-8, as nsys writes it (see
+    // `scan::RawStatement`).
+    let encoding: String = conn
+        .query_row("PRAGMA encoding", [], |r| r.get(0))
+        .map_err(|e| sniff::sqlite_error(path, "PRAGMA encoding", e))?;
+    if encoding != "UTF-8" {
+        return Err(LoadError::NotUtf8 {
+            path: path.to_owned(),
+            encoding,
+        });
+    }
     report.phase_done("open", t0);
 
     let t = Instant::now();

@@ -279,9 +279,21 @@ impl From<rusqlite::Error> for ScanStop {
     }
 }
 
+/// What a database in another text encoding than UTF-8 is told.
+pub fn utf16_message(encoding: &str) -> String {
+    format!(
+        "its text is {encoding}; nsys writes its exports in UTF-8: export the report again with `nsys export --type sqlite`"
+    )
+}
+
 /// A prepared statement driven through SQLite's C API. The scans read ~100M values, and
 /// rusqlite's per-value checks (column count, type, `ValueRef`) were ~15 % of load time
 /// in `perf`; here a value costs one or two C calls.
+///
+/// Only a UTF-8 database's statement can be made (`prepare` checks): there SQLite hands
+/// out a TEXT or BLOB value's own bytes and never converts them, so a slice of one stays
+/// valid until the next step whatever else is asked of the row. (In a UTF-16 database
+/// `sqlite3_column_text` converts, and frees what an earlier call returned.)
 pub struct RawStatement {
     db: *mut ffi::sqlite3,
     stmt: *mut ffi::sqlite3_stmt,
@@ -289,6 +301,13 @@ pub struct RawStatement {
 
 impl RawStatement {
     fn prepare(conn: &Connection, sql: &str) -> Result<Self, rusqlite::Error> {
+        let encoding: String = conn.query_row("PRAGMA encoding", [], |r| r.get(0))?;
+        if encoding != "UTF-8" {
+            return Err(rusqlite::Error::SqliteFailure(
+                ffi::Error::new(ffi::SQLITE_MISMATCH),
+                Some(utf16_message(&encoding)),
+            ));
+        }
         // SAFETY: the handle outlives this statement, which borrows nothing else from
         // `conn` and is finalized on drop; the connection is used by one thread at a time.
         let db = unsafe { conn.handle() };
