@@ -760,6 +760,11 @@ fn gaps_name_the_os_runtime_calls_of_the_launching_thread() {
     assert!(!scheduler.is_empty());
     for g in &scheduler {
         let text = cause_text(&trace, g);
+        // The sync it waited in first (not a launch that followed it), then what came next.
+        assert!(
+            text.starts_with("host_sync: waited in cudaStreamSynchronize"),
+            "{text}"
+        );
         assert!(text.contains("in pthread_cond_wait() for"), "{text}");
         assert!(text.ends_with("(scheduler_step)"), "{text}");
         let d = describe(&trace, g, 10);

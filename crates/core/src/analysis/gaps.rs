@@ -458,6 +458,20 @@ fn cause(
     }
 }
 
+/// The synchronising call (thread index, call index) of a host-sync gap's launching thread:
+/// the latest that returned in the gap, or up to [`SYNC_RETURN_SKEW_NS`] before it.
+pub fn sync_call_of_gap(trace: &Trace, g: &Gap) -> Option<(usize, usize)> {
+    let device = trace.device(g.device_id())?;
+    let (thread, _) = launch_index(device, g.after)?;
+    let th = &trace.threads[thread];
+    let from = g.start_ns - SYNC_RETURN_SKEW_NS;
+    th.calls_overlapping(from, g.end_ns() + 1)
+        .filter(|&k| th.api.end[k] >= from && th.api.end[k] <= g.end_ns())
+        .filter(|&k| is_synchronizing(&trace.strings.get(th.api.name[k])))
+        .max_by_key(|&k| th.api.end[k])
+        .map(|k| (thread, k))
+}
+
 /// The NVTX push/pop ranges (text ids, outermost first) around the launch call of `op`.
 pub fn launch_nvtx_path(trace: &Trace, device: &Device, op: OpRef) -> Vec<crate::trace::StrId> {
     let Some((thread, call)) = launch_of(trace, device, op) else {

@@ -148,8 +148,24 @@ pub fn os_call_name(trace: &Trace, thread: &Thread, i: usize) -> String {
 }
 
 /// A gap's cause with what the CPU was doing: `host_bound: in
-/// KernelExecutor::compileFusion > nvrtc_compile for 330.0 ms`.
+/// KernelExecutor::compileFusion > nvrtc_compile for 330.0 ms`; a host-sync gap's names the
+/// synchronising call first (`host_sync: waited in cudaStreamSynchronize for 9.8 ms, then
+/// in pthread_cond_wait() for 40.0 ms (scheduler_step)`).
 pub fn cause_text(trace: &Trace, gap: &Gap) -> String {
+    // A host-sync gap names the synchronising call its thread waited in (the longest call
+    // in the gap may be a launch after it).
+    if gap.cause == super::gaps::Cause::HostSync
+        && let Some((thread, call)) = super::gaps::sync_call_of_gap(trace, gap)
+    {
+        let api = &trace.threads[thread].api;
+        let then = activity(trace, gap).map_or(String::new(), |a| format!(", then {}", a.text()));
+        return format!(
+            "{}: waited in {} for {}{then}",
+            gap.cause.label(),
+            trace.strings.get(api.name[call]),
+            format_ns(api.end[call] - api.start[call])
+        );
+    }
     match activity(trace, gap) {
         Some(a) => format!("{}: {}", gap.cause.label(), a.text()),
         None => gap.cause.label().to_string(),

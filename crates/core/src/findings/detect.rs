@@ -8,7 +8,7 @@ use super::{Finding, Kind, MAX_OCCURRENCES, Severity, Where, run_span};
 use crate::analysis::Overview;
 use crate::analysis::breakdown::{State, first_state_intervals};
 use crate::analysis::gaps::{
-    Cause, Gap, OpRef, SYNC_RETURN_SKEW_NS, launch_nvtx_path, sync_call_names,
+    Cause, Gap, OpRef, launch_nvtx_path, sync_call_names, sync_call_of_gap,
 };
 use crate::analysis::iterations::median;
 use crate::analysis::recurring::{activity, cause_text};
@@ -136,14 +136,13 @@ fn host_syncs(
     out: &mut Vec<Finding>,
 ) {
     crate::profile_scope!("detect: host_syncs");
-    let sync_names = sync_call_names(trace);
     // (call name, steady range around it) → gap indices.
     let mut groups: FxHashMap<(StrId, StrId), Vec<u32>> = FxHashMap::default();
     for (i, g) in overview.gaps.iter().enumerate() {
         if g.cause != Cause::HostSync {
             continue;
         }
-        let Some((thread, call)) = sync_call_in_gap(trace, &sync_names, g) else {
+        let Some((thread, call)) = sync_call_of_gap(trace, g) else {
             continue;
         };
         let api = &trace.threads[thread].api;
@@ -267,18 +266,6 @@ fn launching_thread<'t>(trace: &'t Trace, g: &Gap) -> Option<(usize, &'t crate::
     let device = trace.device(g.device_id())?;
     let thread = device.streams[g.after.stream as usize].ops.launch_thread[g.after.op as usize];
     (thread != NONE).then(|| (thread as usize, &trace.threads[thread as usize]))
-}
-
-/// The synchronising call of the gap's launching thread that returned in the gap (or just
-/// before it, as [`SYNC_RETURN_SKEW_NS`] allows).
-fn sync_call_in_gap(trace: &Trace, sync_names: &[bool], g: &Gap) -> Option<(usize, usize)> {
-    let (thread, th) = launching_thread(trace, g)?;
-    let from = g.start_ns - SYNC_RETURN_SKEW_NS;
-    th.calls_overlapping(from, g.end_ns() + 1)
-        .filter(|&k| sync_names[th.api.name[k] as usize])
-        .filter(|&k| th.api.end[k] >= from && th.api.end[k] <= g.end_ns())
-        .max_by_key(|&k| th.api.end[k])
-        .map(|k| (thread, k))
 }
 
 /// 2. NCCL and compute on one stream: the fix, NCCL on its own stream, replayed with the
