@@ -22,6 +22,10 @@ fn a_bad_file_shows_the_error_text() {
     let mut h = harness(Some(&path));
     wait_for_load(&mut h);
     assert!(matches!(h.state().state, State::Failed { .. }));
+    assert!(
+        !h.state().recent.contains(&path),
+        "a file that failed to open is no recent file"
+    );
     h.get_by_label_contains("not an SQLite database");
     h.get_by_label("Back to the start page").click();
     h.run_steps(2);

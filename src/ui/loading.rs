@@ -192,6 +192,8 @@ impl App {
                             State::Loaded(l) => l.path.clone(),
                             _ => PathBuf::new(),
                         };
+                        // A file that did not open is no recent file to open again.
+                        self.recent.retain(|p| p != &path);
                         self.state = State::Failed {
                             path,
                             message: e.to_string(),
