@@ -94,6 +94,19 @@ fn clicking_idle_of_gpu_0_overlays_its_idle_intervals_and_a_second_click_clears_
         loaded(&h).timeline.marks.overlay.is_none(),
         "second click clears"
     );
+    // Escape clears whatever the panels marked, all at once.
+    h.query_all_by_label_contains("idle  ")
+        .next()
+        .unwrap()
+        .click();
+    h.run_steps(2);
+    assert!(loaded(&h).timeline.marks.overlay.is_some());
+    h.key_press(eframe::egui::Key::Escape);
+    h.run_steps(2);
+    assert!(
+        loaded(&h).timeline.marks.overlay.is_none(),
+        "Escape clears the overlay"
+    );
 }
 
 #[test]

@@ -225,6 +225,12 @@ impl App {
     /// The whole window, in a `Ui` (also what the GUI tests drive).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
+        // Escape closes Help first (taken, so the timeline does not also clear its marks).
+        if self.help_open
+            && ctx.input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::Escape))
+        {
+            self.help_open = false;
+        }
         self.poll_worker();
         if let State::Loaded(l) = &mut self.state
             && let Some(path) = self.compare_when_loaded.take()

@@ -25,12 +25,15 @@ impl Timeline {
         plot: Rect,
         ruler: Rect,
     ) {
-        // Escape closes Find first, then drops a measured span.
+        // Escape closes Find first, then drops a measured span, then clears what the panels
+        // marked (idle overlay, gap, iteration, finding, critical path) all at once.
         if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
             if self.search.open {
                 self.search.open = false;
-            } else {
+            } else if self.measure.is_some() {
                 self.measure = None;
+            } else {
+                self.marks = super::Marks::default();
             }
         }
         let (v0, v1) = self.view;
