@@ -429,7 +429,7 @@ impl Tables {
                         trace.gpu_name(m.device),
                         m.kind.clone(),
                         m.count.to_string(),
-                        format!("{:.3} GB", m.bytes as f64 / 1e9),
+                        crate::format::format_bytes(m.bytes),
                         format_ns(m.total_ns),
                         m.rate_text(),
                         m.pageable.to_string(),

@@ -33,6 +33,39 @@ pub fn format_ns(ns: i64) -> String {
     }
 }
 
+/// [`format_ns`] with as many decimals as telling times `resolution_ns` apart takes: a
+/// tooltip's start in a 25 µs wide view reads `10.6003 ms`, not `10.6 ms`.
+pub fn format_ns_at(ns: i64, resolution_ns: f64) -> String {
+    let a = ns.abs() as f64;
+    let (unit, name, least) = if a < 1e3 {
+        return format!("{ns} ns");
+    } else if a < 1e6 {
+        (1e3, "µs", 1)
+    } else if a < 1e9 {
+        (1e6, "ms", 1)
+    } else {
+        (1e9, "s", 3)
+    };
+    let needed = if resolution_ns > 0.0 {
+        (unit / resolution_ns).log10().ceil().max(0.0) as usize
+    } else {
+        0
+    };
+    format!("{:.*} {name}", needed.clamp(least, 9), ns as f64 / unit)
+}
+
+/// A rate given in GB/s, in the unit that shows it: `12.3 GB/s`, `45.6 MB/s`, `7.8 KB/s`
+/// (a small copy's rate is no `0.0 GB/s`).
+pub fn format_rate(gbps: f64) -> String {
+    if gbps >= 1.0 || gbps == 0.0 {
+        format!("{gbps:.1} GB/s")
+    } else if gbps >= 1e-3 {
+        format!("{:.1} MB/s", gbps * 1e3)
+    } else {
+        format!("{:.1} KB/s", gbps * 1e6)
+    }
+}
+
 /// `text` cut to `max` characters, with an ellipsis when cut.
 pub fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -102,5 +135,25 @@ mod tests {
         assert_eq!(plural(1, "stream"), "1 stream");
         assert_eq!(plural(2, "stream"), "2 streams");
         assert_eq!(shorten("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn times_in_a_narrow_view_get_the_decimals_that_tell_them_apart() {
+        // A 25 µs wide view: a pixel is about 25 ns.
+        assert_eq!(format_ns_at(10_600_250, 25.0), "10.60025 ms");
+        assert_eq!(format_ns_at(10_600_250, 250.0), "10.6003 ms");
+        // A wide view: no more than format_ns gives.
+        assert_eq!(format_ns_at(10_600_250, 1e6), "10.6 ms");
+        assert_eq!(format_ns_at(3_087_000_000, 1e7), "3.087 s");
+        assert_eq!(format_ns_at(812, 1.0), "812 ns");
+    }
+
+    #[test]
+    fn small_sizes_and_rates_read_in_units_that_show_them() {
+        assert_eq!(format_rate(24.96), "25.0 GB/s");
+        assert_eq!(format_rate(0.0042), "4.2 MB/s");
+        assert_eq!(format_rate(0.0000031), "3.1 KB/s");
+        assert_eq!(format_bytes(4), "4 B");
+        assert_eq!(format_bytes(64 << 20), "64.0 MiB");
     }
 }

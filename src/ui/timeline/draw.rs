@@ -116,7 +116,8 @@ impl Timeline {
                             op: i as u32,
                         },
                     },
-                    op_tooltip(trace, device, stream, i, self.full.0),
+                    // A pixel's span of time: the tooltip's precision.
+                    op_tooltip(trace, device, stream, i, self.full.0, t_of(1.0) - t_of(0.0)),
                 ))
             }
             RowKind::Nvtx { thread, depth } => {

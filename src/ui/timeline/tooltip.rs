@@ -1,16 +1,19 @@
 //! What lies under the pointer, and its tooltip.
 
 use crate::analysis::gaps::OpRef;
-use crate::format::format_ns;
+use crate::format::format_ns_at;
 use crate::sorted::partition;
 use crate::trace::{OpKind, Trace};
 
+/// `resolution_ns`: what a pixel of the view spans, so that times read with the precision
+/// of the zoom.
 pub(super) fn op_tooltip(
     trace: &Trace,
     device: usize,
     stream: usize,
     i: usize,
     origin: i64,
+    resolution_ns: f64,
 ) -> String {
     let dev = &trace.devices[device];
     let ops = &dev.streams[stream].ops;
@@ -18,8 +21,8 @@ pub(super) fn op_tooltip(
         "{}\n{}  start {}  duration {}\nGPU {} stream {}",
         trace.strings.get(ops.name[i]),
         ops.kind[i].label(),
-        format_ns(ops.start[i] - origin),
-        format_ns(ops.duration(i)),
+        format_ns_at(ops.start[i] - origin, resolution_ns),
+        format_ns_at(ops.duration(i), resolution_ns),
         dev.id,
         dev.streams[stream].id
     );

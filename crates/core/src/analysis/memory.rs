@@ -37,7 +37,7 @@ impl MemoryStat {
         } else if self.gbps_suspect {
             format!("{:.0} GB/s, suspect: faster than any GPU memory", self.gbps)
         } else {
-            format!("{:.1} GB/s", self.gbps)
+            crate::format::format_rate(self.gbps)
         }
     }
 }
