@@ -435,3 +435,44 @@ fn os_runtime_calls_get_a_row_and_the_gap_finder_names_them() {
         "the cause column names the OS runtime call"
     );
 }
+
+/// Zooming out stops at the trace's extent (no time before its first event), and the rows
+/// scroll no further than the last one: forty notches down come back with one notch up.
+#[test]
+fn zooming_out_and_scrolling_stop_at_the_traces_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    let (full, zoomed_out) = {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        let full = l.timeline.full;
+        let at = full.0 as f64;
+        for _ in 0..60 {
+            l.timeline.zoom(1.5, at);
+        }
+        (full, l.timeline.view)
+    };
+    let extent = (full.1 - full.0) as f64;
+    assert!(
+        zoomed_out.0 >= full.0 as f64 - 0.021 * extent
+            && zoomed_out.1 <= full.1 as f64 + 0.021 * extent,
+        "view {zoomed_out:?} against the trace's {full:?}"
+    );
+    // Scrolled far past the last row: held at the last row once drawn.
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.scroll_y = 1.0e6;
+    }
+    h.run_steps(2);
+    let State::Loaded(l) = &h.state().state else {
+        unreachable!()
+    };
+    assert!(
+        l.timeline.scroll_y < 2_000.0,
+        "scrolled to {} px, past the rows",
+        l.timeline.scroll_y
+    );
+}

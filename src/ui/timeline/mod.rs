@@ -458,6 +458,12 @@ impl Timeline {
             labels,
             layouts: std::mem::take(&mut self.frame.layouts),
         };
+        // Rows scroll no further than their last one at the bottom of the plot.
+        let content: f32 = rows.iter().map(|r| r.height()).sum();
+        self.scroll_y = self
+            .scroll_y
+            .min((content - plot.height()).max(0.0))
+            .max(0.0);
         let mut y = plot.top() - self.scroll_y;
         let mut hovered: Option<(Selection, String)> = None;
         let pointer = response.hover_pos();

@@ -6,6 +6,9 @@ use super::rows::device_band;
 use crate::trace::{DeviceIndex, Trace};
 use crate::ui::timeline::search::Match;
 
+/// How far past the trace's ends (a share of its extent) zooming out may show.
+const ZOOM_OUT_MARGIN: f64 = 0.02;
+
 impl Timeline {
     pub fn fit(&mut self) {
         self.view = (self.full.0 as f64, self.full.1 as f64);
@@ -14,10 +17,17 @@ impl Timeline {
     /// Zooms by `factor` (< 1 zooms in) around time `at`.
     pub fn zoom(&mut self, factor: f64, at: f64) {
         let (s, e) = self.view;
-        let widest = ((self.full.1 - self.full.0) as f64 * 4.0).max(100.0);
-        let span = ((e - s) * factor).clamp(100.0, widest);
+        // Out to the trace's extent and a margin, no further: no time before the trace's.
+        let extent = (self.full.1 - self.full.0) as f64;
+        let margin = extent * ZOOM_OUT_MARGIN;
+        let widest = (extent + 2.0 * margin).max(100.0);
+        let span = ((e - s) * factor).clamp(100.0, widest.max(e - s));
         let frac = ((at - s) / (e - s)).clamp(0.0, 1.0);
-        let start = at - frac * span;
+        let mut start = at - frac * span;
+        if factor > 1.0 {
+            let (lo, hi) = (self.full.0 as f64 - margin, self.full.1 as f64 + margin);
+            start = start.min(hi - span).max(lo);
+        }
         self.view = (start, start + span);
     }
 
