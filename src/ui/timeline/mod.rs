@@ -513,6 +513,11 @@ impl Timeline {
             } else if p.y > plot.top() {
                 self.selection = hovered.as_ref().map(|h| h.0);
                 out.selected = self.selection.is_some();
+                // A new selection is what Details shows: the gap a panel chose before is
+                // not kept above it.
+                if out.selected {
+                    self.marks.selected_gap = None;
+                }
             }
         }
         // A double click zooms to what is under the pointer (an iteration's range, a kernel).
