@@ -279,7 +279,8 @@ impl FindingsPanel {
                             let selected = self.selected == Some(i);
                             let row = ui
                                 .selectable_label(selected, shown(&f.title))
-                                .on_hover_text(shown(&f.detail));
+                                // A long title runs past the panel's edge: whole on hover.
+                                .on_hover_text(shown(&format!("{}\n\n{}", f.title, f.detail)));
                             if row.clicked() {
                                 clicked = Some(i);
                             }

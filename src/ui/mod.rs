@@ -314,7 +314,7 @@ impl App {
                                 .strong()
                                 .color(ui.visuals().warn_fg_color),
                         )
-                        .on_hover_text("A generated Wan2.1-like 4-GPU run, built into the app. File ▸ Open… to open your own export.");
+                        .on_hover_text("A generated Wan2.1-like 4-GPU run, built into the app. File > Open… to open your own export.");
                         ui.separator();
                     }
                     if ui.button("Fit (F)").clicked() {
