@@ -392,10 +392,19 @@ fn a_remembered_split_too_tall_for_the_window_still_leaves_the_timeline_its_room
 }
 
 #[test]
-fn debug_profile_lists_the_load_phases_analyses_and_frames_timed() {
+fn help_developer_profile_lists_the_load_phases_analyses_and_frames_timed() {
     let dir = tempfile::tempdir().unwrap();
     let (mut h, _) = loaded_tiny(dir.path());
-    h.get_by_label("Debug").click();
+    assert!(
+        h.query_by_label("Debug").is_none(),
+        "no Debug menu for every user"
+    );
+    h.get_by_label("Help").click();
+    h.run_steps(2);
+    // The version and where the cache lives, under Help.
+    h.get_by_label_contains(&format!("nsys-explorer {}", env!("CARGO_PKG_VERSION")));
+    h.get_by_label_contains("Cache: ");
+    h.get_by_label("Developer").click();
     h.run_steps(2);
     h.get_by_label("Profile").click();
     h.run_steps(3);

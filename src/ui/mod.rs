@@ -78,7 +78,7 @@ pub struct App {
     sample: Option<PathBuf>,
     /// The keyboard and mouse help (F1 or ?).
     pub help_open: bool,
-    /// Debug ▸ Profile.
+    /// Help ▸ Developer ▸ Profile.
     pub profile_open: bool,
     /// The panels' sizes as the user chose them (remembered).
     pub split: Split,
@@ -295,16 +295,31 @@ impl App {
                     if ui.button("Close").clicked() {
                         self.state = State::Start;
                     }
-                });
-                ui.menu_button("Debug", |ui| {
-                    if ui.button("Profile").clicked() {
-                        self.profile_open = true;
+                    ui.separator();
+                    if ui.button("Quit").clicked() {
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                     }
                 });
                 ui.menu_button("Help", |ui| {
                     if ui.button("Keys and mouse (F1)").clicked() {
                         self.help_open = true;
                     }
+                    ui.separator();
+                    ui.label(format!("nsys-explorer {}", env!("CARGO_PKG_VERSION")));
+                    ui.label(
+                        "The manual: README.md and CHANGELOG.md beside the source; `nsys-explorer --help` for the commands",
+                    );
+                    ui.label(match crate::cache::folder() {
+                        Some(dir) => format!("Cache: {} (never beside a trace)", dir.display()),
+                        None => "Cache: none (no cache folder)".to_string(),
+                    });
+                    ui.separator();
+                    // What developers time the app with, out of the way of everyone else.
+                    ui.menu_button("Developer", |ui| {
+                        if ui.button("Profile").clicked() {
+                            self.profile_open = true;
+                        }
+                    });
                 });
                 if let State::Loaded(l) = &mut self.state {
                     ui.separator();

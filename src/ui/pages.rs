@@ -218,7 +218,7 @@ pub(super) fn pick_exports() -> Option<Vec<PathBuf>> {
         .pick_files()
 }
 
-/// Debug ▸ Profile: every profiled scope (load phases, analyses, frames, replays) with
+/// Help ▸ Developer ▸ Profile: every profiled scope (load phases, analyses, frames, replays) with
 /// how often it ran and how long it took.
 pub(super) fn profile_window(ctx: &egui::Context, open: &mut bool) {
     use crate::format::format_ns;
