@@ -321,16 +321,7 @@ pub fn for_each_gap(
 /// Per string id: is it the name of a synchronising API call? Only the names API calls use
 /// are tested (a trace holds millions of other strings: NVTX texts).
 pub fn sync_call_names(trace: &Trace) -> Vec<bool> {
-    let mut used = vec![false; trace.strings.len()];
-    for t in &trace.threads {
-        for &name in &t.api.name {
-            used[name as usize] = true;
-        }
-    }
-    used.iter()
-        .enumerate()
-        .map(|(id, &u)| u && is_synchronizing(&trace.strings.get(id as StrId)))
-        .collect()
+    trace.api_names_where(is_synchronizing)
 }
 
 /// Is this API call one that makes the CPU wait for the GPU?

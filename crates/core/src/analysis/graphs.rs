@@ -91,18 +91,7 @@ struct Launch {
 /// The trace's CUDA graph launches, `None` when it has none.
 pub fn cuda_graphs(trace: &Trace) -> Option<CudaGraphs> {
     crate::profile_scope!("analysis: CUDA graphs");
-    let is_graph_launch: Vec<bool> = {
-        let mut v = vec![false; trace.strings.len()];
-        for t in &trace.threads {
-            for &n in &t.api.name {
-                v[n as usize] = true;
-            }
-        }
-        v.iter()
-            .enumerate()
-            .map(|(id, &used)| used && trace.strings.get(id as StrId).contains("GraphLaunch"))
-            .collect()
-    };
+    let is_graph_launch: Vec<bool> = { crate::load::graphs::graph_launch_names(trace) };
     let (mut whole, mut nodes) = (
         Vec::<Launch>::new(),
         FxHashMap::<(u32, u32), Launch>::default(),

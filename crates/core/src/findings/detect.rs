@@ -843,14 +843,6 @@ fn graph_capture(
         if g.cause != Cause::HostBound || g.enclosing == NONE {
             continue;
         }
-        if trace
-            .strings
-            .get(g.enclosing)
-            .bytes()
-            .any(|b| b.is_ascii_digit())
-        {
-            continue;
-        }
         let Some((thread, _)) = launching_thread(trace, g) else {
             continue;
         };
@@ -860,10 +852,13 @@ fn graph_capture(
         e.0.push(i as u32);
         e.1 += g.duration_ns;
     }
+    // Steady ranges only (a text with numbers is one op's, not a block's): each text read
+    // once, not once a gap.
     let mut ranges: Vec<(StrId, Vec<u32>, i64, usize)> = by_range
         .into_iter()
         .map(|(r, (m, total, t))| (r, m, total, t))
         .filter(|r| r.1.len() >= 2)
+        .filter(|r| !trace.strings.get(r.0).bytes().any(|b| b.is_ascii_digit()))
         .collect();
     ranges.sort_by_key(|r| (std::cmp::Reverse(r.2), r.0));
     // The largest first, each checked against its occurrences until enough are found.

@@ -13,6 +13,7 @@ use super::big_tables::GpuChunk;
 use super::error::LoadError;
 use super::scan::Skips;
 use super::schema::Schema;
+use super::small_tables::int;
 use super::sniff::sqlite_error;
 use crate::trace::{GraphNode, NONE, OpKind, StringTable, Trace, pid_of_global_id};
 
@@ -52,10 +53,7 @@ pub fn read_graph_execs(
         let mut names: Vec<(i64, u32)> = Vec::new();
         while let Some(r) = rows.next()? {
             chunk.rows += 1;
-            let int = |i: usize| match r.get_ref(i) {
-                Ok(ValueRef::Integer(v)) => Some(v),
-                _ => None,
-            };
+            let int = |i: usize| int(r, i);
             let (start, end) = match (int(0), int(1)) {
                 (Some(0), Some(0)) => {
                     skips.add(GRAPH_TRACE, NOT_TIMED);
@@ -96,6 +94,12 @@ pub fn read_graph_execs(
     };
     read().map_err(|e| sqlite_error(path, GRAPH_TRACE, e))?;
     Ok(Some(chunk))
+}
+
+/// Per string id: whether it names a graph launch call (`cudaGraphLaunch`,
+/// `cuGraphLaunch`).
+pub fn graph_launch_names(trace: &Trace) -> Vec<bool> {
+    trace.api_names_where(|name| name.contains("GraphLaunch"))
 }
 
 /// How a graph execution is named: `CUDA graph 12` (its `graphId`).
@@ -143,20 +147,19 @@ pub fn read_graph_nodes(
     schema: &Schema,
     trace: &mut Trace,
 ) -> Result<(), LoadError> {
-    let launched_by_graphs = trace.devices.iter().flat_map(|d| &d.streams).any(|s| {
-        (0..s.ops.len()).any(|i| {
-            s.ops.kind[i] != OpKind::Graph
-                && s.ops.kind[i].is_kernel()
-                && s.ops.launch_call[i] != NONE
-                && trace
-                    .strings
-                    .get(
-                        trace.threads[s.ops.launch_thread[i] as usize].api.name
-                            [s.ops.launch_call[i] as usize],
-                    )
-                    .contains("GraphLaunch")
-        })
-    });
+    // A run that launched no graph (no such call) pays one pass over its call names.
+    let graph_launch = graph_launch_names(trace);
+    let launched_by_graphs = graph_launch.contains(&true)
+        && trace.devices.iter().flat_map(|d| &d.streams).any(|s| {
+            (0..s.ops.len()).any(|i| {
+                s.ops.kind[i] != OpKind::Graph
+                    && s.ops.kind[i].is_kernel()
+                    && s.ops.launch_call[i] != NONE
+                    && graph_launch[trace.threads[s.ops.launch_thread[i] as usize].api.name
+                        [s.ops.launch_call[i] as usize]
+                        as usize]
+            })
+        });
     let kernel = super::schema::KERNEL;
     if !launched_by_graphs || !schema.has(kernel) {
         return Ok(());
@@ -172,10 +175,7 @@ pub fn read_graph_nodes(
                 .map(|x| x as u32)
         };
         while let Some(r) = rows.next()? {
-            let int = |i: usize| match r.get_ref(i) {
-                Ok(ValueRef::Integer(v)) => Some(v),
-                _ => None,
-            };
+            let int = |i: usize| int(r, i);
             let (Some(rowid), Some(device), Some(node)) =
                 (in_u32(int(0)), in_u32(int(1)), in_u32(int(2)))
             else {

@@ -317,7 +317,7 @@ pub fn count_rows(conn: &Connection, path: &Path, table: &str) -> Result<u64, Lo
 }
 
 /// Column `i` as an integer; NULL (and non-integers) as `None`.
-fn int(row: &rusqlite::Row, i: usize) -> Option<i64> {
+pub(super) fn int(row: &rusqlite::Row, i: usize) -> Option<i64> {
     match row.get_ref(i) {
         Ok(ValueRef::Integer(v)) => Some(v),
         Ok(ValueRef::Real(v)) => Some(v as i64),

@@ -254,6 +254,21 @@ impl Trace {
             .ok()
     }
 
+    /// Per string id: whether it is the name of an API call and passes `wanted`. Only the
+    /// names calls use are tested (a trace holds millions of other strings: NVTX texts).
+    pub fn api_names_where(&self, wanted: impl Fn(&str) -> bool) -> Vec<bool> {
+        let mut used = vec![false; self.strings.len()];
+        for t in &self.threads {
+            for &name in &t.api.name {
+                used[name as usize] = true;
+            }
+        }
+        used.iter()
+            .enumerate()
+            .map(|(id, &u)| u && wanted(&self.strings.get(id as StrId)))
+            .collect()
+    }
+
     pub fn kernel_count(&self) -> usize {
         self.devices
             .iter()

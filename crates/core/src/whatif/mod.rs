@@ -791,8 +791,11 @@ fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
 /// removes, as stalls: from the end of each occurrence's first launch call to its end (its
 /// later launches take no time: one launch releases them all).
 fn capture_spans(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
-    let is_launch =
-        |th: &crate::trace::Thread, k: usize| trace.strings.get(th.api.name[k]).contains("Launch");
+    if texts.is_empty() {
+        return vec![Vec::new(); trace.threads.len()];
+    }
+    let launch_names = trace.api_names_where(|name| name.contains("Launch"));
+    let is_launch = |th: &crate::trace::Thread, k: usize| launch_names[th.api.name[k] as usize];
     spans_of_ranges(trace, texts, |th, r| {
         let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
         let first = th.api.start.partition_point(|&x| x < s);
