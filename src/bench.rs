@@ -5,8 +5,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::analysis::{self, Options};
+use crate::analysis;
 use crate::load;
+use crate::overview::Options;
 
 pub struct Baseline {
     pub seconds: f64,
@@ -237,7 +238,11 @@ fn report_process(file: &Path, cache_home: &Path, extra: &[&str]) -> Result<f64,
 fn warm_report(file: &Path) -> Result<(), String> {
     let dir = BenchCache::new()?;
     let t = Instant::now();
-    crate::cli::report_output(file, true, &Options::default())?;
+    crate::session::report_output(
+        std::slice::from_ref(&file.to_path_buf()),
+        true,
+        &Options::default(),
+    )?;
     let cold = t.elapsed().as_secs_f64();
     let warm: Vec<f64> = (0..3)
         .map(|_| report_process(file, &dir.0, &[]))
@@ -262,7 +267,11 @@ fn warm_report(file: &Path) -> Result<(), String> {
 pub fn bench_reopen(file: &Path) -> Result<(), String> {
     let _dir = BenchCache::new()?;
     let t = Instant::now();
-    crate::cli::report_output(file, true, &Options::default())?;
+    crate::session::report_output(
+        std::slice::from_ref(&file.to_path_buf()),
+        true,
+        &Options::default(),
+    )?;
     window_reopen(file)?;
     println!(
         "cold open through the cache: {:.3} s",
@@ -296,7 +305,7 @@ fn window_reopen(file: &Path) -> Result<(), String> {
     let analyses_kept = kept.analyses.is_some();
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let overview =
-        analysis::overview::overview_with(&trace, &options, &cancel, kept).ok_or("cancelled")?;
+        crate::overview::overview_with(&trace, &options, &cancel, kept).ok_or("cancelled")?;
     if !analyses_kept {
         // The window's options differ from the report's: kept as the window keeps them.
         crate::cache::store_analyses(&key, &options, &overview);
@@ -569,14 +578,14 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         (
             "all (overview, in parallel)",
             best_of_3(&|| {
-                std::hint::black_box(analysis::overview(&trace, &options));
+                std::hint::black_box(crate::overview::overview(&trace, &options));
             }),
         ),
     ];
     for (name, secs) in rows {
         println!("{name:<30} {:>8.1} ms", secs * 1e3);
     }
-    let overview = analysis::overview(&trace, &options);
+    let overview = crate::overview::overview(&trace, &options);
     println!(
         "found: {} gaps, {} recurring patterns, {} iterations (slowest {:?})",
         overview.gaps.len(),
@@ -741,7 +750,7 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
     use crate::ui::timeline::search::{Mode, find};
 
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
-    let overview = analysis::overview::overview(&trace, &Options::default());
+    let overview = crate::overview::overview(&trace, &Options::default());
     println!(
         "file: {} ({} kernels, {} gaps, {} iterations)",
         file.display(),
@@ -897,7 +906,8 @@ pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
     let t = Instant::now();
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let (trace, _, infos) =
-        load::many::load_many(&files, &|_| {}, &cancel).map_err(|e| e.to_string())?;
+        crate::session::open_many(&files, &[], crate::session::Hooks::quiet(&cancel))
+            .map_err(|e| e.to_string())?;
     let together = t.elapsed().as_secs_f64();
     let worst_residual = infos
         .iter()
@@ -911,7 +921,7 @@ pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
         trace.heap_bytes() as f64 / single_bytes.max(1) as f64
     );
     let t = Instant::now();
-    let o = crate::analysis::overview(&trace, &Default::default());
+    let o = crate::overview::overview(&trace, &Default::default());
     println!(
         "analyses of the merged trace: {:.3} s ({} GPUs, {} gaps, {} iterations)",
         t.elapsed().as_secs_f64(),
@@ -929,7 +939,7 @@ pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
 pub fn bench_what_if(file: &Path) -> Result<(), String> {
     use crate::whatif::{Change, replay};
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
-    let o = crate::analysis::overview(&trace, &Default::default());
+    let o = crate::overview::overview(&trace, &Default::default());
     let top = o
         .kernels
         .first()
@@ -957,7 +967,7 @@ pub fn bench_what_if(file: &Path) -> Result<(), String> {
         let replayed = replay(&trace, &change);
         let replay_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let p = crate::analysis::overview(&replayed, &Default::default());
+        let p = crate::overview::overview(&replayed, &Default::default());
         println!(
             "change={what:?} replay_s={replay_s:.3} analyses_s={:.3} iterations={}",
             t.elapsed().as_secs_f64(),
@@ -974,7 +984,7 @@ pub fn bench_what_if(file: &Path) -> Result<(), String> {
 pub fn bench_findings(file: &Path) -> Result<(), String> {
     use std::sync::atomic::AtomicBool;
     let (trace, _) = load::load(file).map_err(|e| e.to_string())?;
-    let o = crate::analysis::overview(&trace, &Default::default());
+    let o = crate::overview::overview(&trace, &Default::default());
     println!("file: {} ({} events)", file.display(), trace.event_count());
     println!("threads: {}", rayon::current_num_threads());
     let t = Instant::now();

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::analysis::{self, Options, Window};
+use crate::analysis::Window;
 use crate::load;
+use crate::overview::Options;
+use crate::session;
 use crate::synth::{self, Flavour, NcclStream, Preset, SynthOptions};
 use crate::trace::DeviceId;
 use clap::{Parser, Subcommand};
@@ -625,125 +627,21 @@ fn trace_and_overview(
 ) -> Result<
     (
         crate::trace::Trace,
-        std::sync::Arc<crate::analysis::Overview>,
+        std::sync::Arc<crate::overview::Overview>,
     ),
     String,
 > {
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    if paths.len() > 1 {
-        let (trace, _, _) =
-            load::many::load_many(paths, &|_| {}, &cancel).map_err(|e| e.to_string())?;
-        let overview = analysis::overview(&trace, options);
-        return Ok((trace, std::sync::Arc::new(overview)));
-    }
+    let source = session::Source::of(paths)?;
     let opened =
-        crate::cache::open_staged(&paths[0], &|_| {}, &cancel, None).map_err(|e| e.to_string())?;
-    let overview = std::thread::scope(|s| {
-        s.spawn(|| opened.store());
-        crate::cache::overview(&opened.trace, options, &cancel, opened.key.as_ref(), |_| {})
-            .expect("not cancelled")
-    });
+        session::open(&source, session::Hooks::quiet(&cancel)).map_err(|e| e.to_string())?;
+    let overview = session::overview(&opened, options, &cancel).expect("not cancelled");
     Ok((opened.trace, overview))
 }
 
 fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), String> {
-    let paths = load::many::expand_paths(files)?;
-    if paths.len() == 1 {
-        return report_one(&paths[0], as_json, options);
-    }
-    let (trace, reports, infos) =
-        load::many::load_many(&paths, &|_| {}, &std::sync::atomic::AtomicBool::new(false))
-            .map_err(|e| e.to_string())?;
-    let overview = analysis::overview(&trace, options);
-    let findings = crate::findings::findings(&trace, &overview);
-    print_output(
-        as_json,
-        || crate::report::many_json(&trace, &reports, &infos, &overview, &findings, options),
-        || crate::report::many_text(&trace, &reports, &infos, &overview, &findings, options),
-    )?;
+    print!("{}", session::report_output(files, as_json, options)?);
     Ok(())
-}
-
-fn report_one(file: &Path, as_json: bool, options: &Options) -> Result<(), String> {
-    print!("{}", report_output(file, as_json, options)?);
-    Ok(())
-}
-
-/// What `report FILE` prints, from the cache when it holds this report of this very file.
-pub fn report_output(file: &Path, as_json: bool, options: &Options) -> Result<String, String> {
-    let t0 = Instant::now();
-    // The answer itself is kept, per format and options: a second report reads it alone.
-    let what = format!("report json={as_json} {} {options:?}", file.display());
-    let key = crate::cache::TraceKey::of(file);
-    if let Some(kept) = key.as_ref().and_then(|k| crate::cache::read_text(k, &what)) {
-        return Ok(with_load_seconds(
-            &kept,
-            as_json,
-            t0.elapsed().as_secs_f64(),
-        ));
-    }
-    let opened = crate::cache::open_staged(
-        file,
-        &|_| {},
-        &std::sync::atomic::AtomicBool::new(false),
-        None,
-    )
-    .map_err(|e| e.to_string())?;
-    let (trace, report) = (&opened.trace, &opened.report);
-    if let Some(id) = options.device
-        && trace.device(id).is_none()
-    {
-        let ids: Vec<String> = trace.devices.iter().map(|d| d.id.to_string()).collect();
-        return Err(format!(
-            "no device {id} in {} (devices: {})",
-            file.display(),
-            ids.join(", ")
-        ));
-    }
-    // The model is written to the cache while the analyses run.
-    let (overview, findings) = std::thread::scope(|s| {
-        // No frames to draw: freed temporaries go back to the system (see the guard).
-        let _memory = crate::memory::LoadMemoryGuard::hold();
-        s.spawn(|| opened.store());
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let overview = crate::cache::overview(trace, options, &cancel, opened.key.as_ref(), |_| {})
-            .expect("not cancelled");
-        // The analyses' freed temporaries given back before the replays add theirs.
-        crate::memory::trim();
-        // The critical path the report prints, worked out beside the replays: they leave a
-        // core free at their end.
-        let (findings, _) = rayon::join(
-            || crate::findings::findings_kept(trace, &overview, opened.key.as_ref()),
-            || overview.slowest_path(trace),
-        );
-        (overview, findings)
-    });
-    let output = if as_json {
-        let json = crate::report::report_json(trace, report, &overview, &findings, options);
-        serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
-    } else {
-        crate::report::report_text(trace, report, &overview, &findings, options)
-    };
-    if let Some(key) = &opened.key {
-        crate::cache::store_text(key, &what, &output);
-    }
-    Ok(output)
-}
-
-/// A kept report with this run's time in it (JSON: `load.seconds`; text: "loaded in").
-fn with_load_seconds(kept: &str, as_json: bool, seconds: f64) -> String {
-    if !as_json {
-        let re = regex::Regex::new(r"loaded in [0-9.]+ s").expect("a valid pattern");
-        let now = format!("loaded in {seconds:.2} s (from the cache)");
-        return re.replace(kept, regex::NoExpand(&now)).into_owned();
-    }
-    let Ok(mut json) = serde_json::from_str::<serde_json::Value>(kept) else {
-        return kept.to_string();
-    };
-    if let Some(load) = json.get_mut("load").and_then(|l| l.as_object_mut()) {
-        load.insert("seconds".into(), seconds.into());
-    }
-    serde_json::to_string_pretty(&json).map_or_else(|_| kept.to_string(), |t| t + "\n")
 }
 
 /// `NAME=F` of `synth --scale-kernel`: the generated kernel NAME names, and F.
@@ -784,8 +682,8 @@ fn diff(
     // Both files load and are analysed at once, each on half the cores' work.
     let analyse = |path: &Path| {
         let (trace, _) =
-            crate::cache::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let overview = analysis::overview(&trace, &options);
+            crate::session::open_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let overview = crate::overview::overview(&trace, &options);
         Ok::<_, String>((trace, overview))
     };
     let (b, a) = rayon::join(|| analyse(before), || analyse(after));
@@ -907,12 +805,12 @@ fn what_if(
     iteration_marker: Option<String>,
 ) -> Result<(), String> {
     use crate::whatif;
-    let (trace, _) = crate::cache::open(file).map_err(|e| e.to_string())?;
+    let (trace, _) = crate::session::open_path(file).map_err(|e| e.to_string())?;
     let options = Options {
         iteration_marker,
         ..Default::default()
     };
-    let measured = analysis::overview(&trace, &options);
+    let measured = crate::overview::overview(&trace, &options);
     let w = whatif::report::what_if(&trace, &measured, &change, &options);
     let name = file.display().to_string();
     print_output(

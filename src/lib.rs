@@ -4,7 +4,7 @@
 
 pub use nsys_explorer_core::{
     analysis, cache, compare, critical_path, export, figures, findings, format, load, memory,
-    profile, report, sorted, summaries, synth, tables, trace, whatif,
+    overview, profile, report, session, sorted, summaries, synth, tables, trace, whatif,
 };
 
 pub mod bench;

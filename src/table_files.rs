@@ -97,7 +97,7 @@ pub fn write(batch: &RecordBatch, path: &Path, format: Format) -> Result<(), Str
 /// `STEM.TABLE.EXT`; the paths written.
 pub fn export_tables(
     trace: &crate::trace::Trace,
-    overview: &crate::analysis::Overview,
+    overview: &crate::overview::Overview,
     source: &Path,
     dir: &Path,
     format: Format,

@@ -317,7 +317,7 @@ fn recurring_gaps_partition_the_gaps_and_come_largest_total_first() {
 #[test]
 fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
     use nsys_explorer::analysis::gaps::Cause;
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     use nsys_explorer::ui::gap_table::{Column, Filter, filtered_order, to_csv};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("table.sqlite");
@@ -437,7 +437,7 @@ fn the_gap_table_filters_sorts_and_exports_the_truths_gaps() {
 /// are too many to list) is what the analysis finds.
 #[test]
 fn the_truths_gap_summary_matches_the_gaps_found_per_device_and_cause() {
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("summary.sqlite");
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
@@ -469,7 +469,7 @@ fn the_truths_gap_summary_matches_the_gaps_found_per_device_and_cause() {
 
 #[test]
 fn cancelled_analyses_stop_and_say_so() {
-    use nsys_explorer::analysis::overview::{Options, overview_cancellable};
+    use nsys_explorer::overview::{Options, overview_cancellable};
     use std::sync::atomic::AtomicBool;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cancel.sqlite");
@@ -612,7 +612,7 @@ fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
 /// gap), and on every other GPU with the time its NCCL kernels waited for the straggler.
 #[test]
 fn the_drilldown_leads_with_what_made_the_slowest_step_slow() {
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("drill.sqlite");
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
@@ -683,8 +683,8 @@ fn nvtx_gpu_time_of_the_step_ranges_is_the_truths_step_spans() {
 /// thread during the gap, not just "host_bound".
 #[test]
 fn a_jit_stall_gap_names_the_compilation_range() {
-    use nsys_explorer::analysis::overview::{Options, overview};
     use nsys_explorer::analysis::recurring::{cause_text, describe};
+    use nsys_explorer::overview::{Options, overview};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jit.sqlite");
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
@@ -718,7 +718,7 @@ fn a_jit_stall_gap_names_the_compilation_range() {
 /// matches the breakdown.
 #[test]
 fn nccl_on_its_own_stream_reports_how_much_of_it_is_hidden() {
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sep.sqlite");
     let mut options = SynthOptions::new(Preset::Tiny);
@@ -750,7 +750,7 @@ fn gaps_name_the_os_runtime_calls_of_the_launching_thread() {
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, report) = load::load(&path).unwrap();
     assert_eq!(report.tables["OSRT_API"], truth.tables["OSRT_API"]);
-    let o = analysis::overview(&trace, &Default::default());
+    let o = nsys_explorer_core::overview::overview(&trace, &Default::default());
     // The gaps after each step's sync: the CPU then waits for the data loader.
     let scheduler: Vec<_> = o
         .gaps
@@ -854,7 +854,7 @@ fn the_drilldown_lists_only_kernels_that_grew() {
     let path = dir.path().join("t.sqlite");
     synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, _) = load::load(&path).unwrap();
-    let o = analysis::overview(&trace, &Default::default());
+    let o = nsys_explorer_core::overview::overview(&trace, &Default::default());
     let drill = o.drilldown.unwrap();
     assert!(drill.devices.iter().any(|d| !d.kernels_grown.is_empty()));
     for d in &drill.devices {
@@ -890,7 +890,7 @@ fn memsets_have_no_bandwidth_and_impossible_rates_are_suspect() {
 #[test]
 fn gap_orders_kept_give_the_rows_a_fresh_sort_gives() {
     use nsys_explorer::analysis::gaps::Cause;
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     use nsys_explorer::ui::gap_table::{Column, Filter, GapOrders, filtered_order_with};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("orders.sqlite");
@@ -958,7 +958,7 @@ fn gap_orders_kept_give_the_rows_a_fresh_sort_gives() {
 /// iteration's straggler is the rank `nccl_wait` finds held the others back longest.
 #[test]
 fn iterations_from_syncs_line_up_across_gpus_by_their_collectives() {
-    use analysis::overview::{Options, overview};
+    use nsys_explorer_core::overview::{Options, overview};
     let path = common::real_fixtures()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("2gpu-nccl-flashattn"))

@@ -368,7 +368,7 @@ fn any_entry_evicted_alone_still_gives_the_right_answer() {
 
 #[test]
 fn gap_findings_read_back_are_the_ones_found() {
-    use nsys_explorer::analysis::overview::{Options, overview};
+    use nsys_explorer::overview::{Options, overview};
     in_process_cache();
     let dir = tempfile::tempdir().unwrap();
     let files = tiny_and_real(dir.path(), "gaps.sqlite", 8);
@@ -405,7 +405,7 @@ fn gap_findings_read_back_are_the_ones_found() {
 
 #[test]
 fn an_overview_from_what_the_cache_kept_is_the_one_worked_out() {
-    use nsys_explorer::analysis::overview::{Options, overview, overview_with};
+    use nsys_explorer::overview::{Options, overview, overview_with};
     in_process_cache();
     let dir = tempfile::tempdir().unwrap();
     let files = tiny_and_real(dir.path(), "kept.sqlite", 9);
@@ -434,7 +434,7 @@ fn an_overview_from_what_the_cache_kept_is_the_one_worked_out() {
             nsys_explorer::report::report_json(&trace, &report, o, &findings, &options)
         };
         assert_eq!(json(&back), json(&found), "{name}");
-        let parts = |o: &nsys_explorer::analysis::Overview| {
+        let parts = |o: &nsys_explorer::overview::Overview| {
             let it: Vec<_> = o
                 .iterations
                 .per_device

@@ -234,7 +234,11 @@ fn a_cancelled_export_ends_nsys_and_leaves_no_file() {
     let t0 = Instant::now();
     let result = std::thread::scope(|scope| {
         let run = scope.spawn(|| {
-            nsys_explorer::cache::open_staged(&report, &|_| {}, &cancel, None).map(|_| ())
+            nsys_explorer::session::open_file(
+                &report,
+                nsys_explorer::session::Hooks::quiet(&cancel),
+            )
+            .map(|_| ())
         });
         while calls().is_empty() && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(20));

@@ -868,7 +868,7 @@ fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
     // on threads of their own: wait for them.
     let key = nsys_explorer::cache::TraceKey::of(&dir.path().join("tiny.sqlite")).unwrap();
     let start = std::time::Instant::now();
-    let options = nsys_explorer::analysis::overview::Options::default();
+    let options = nsys_explorer::overview::Options::default();
     while nsys_explorer::cache::read_model(&key).is_none()
         || nsys_explorer::cache::read_gap_findings(&key, &options).is_none()
     {

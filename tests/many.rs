@@ -6,10 +6,10 @@
 mod common;
 
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
 
-use nsys_explorer::analysis::overview::{Options, overview};
-use nsys_explorer::load::many::{Alignment, expand_paths, load_many};
+use nsys_explorer::load::many::{Alignment, expand_paths};
+use nsys_explorer::overview::{Options, overview};
+use nsys_explorer::session::load_many;
 use nsys_explorer::synth::{self, Preset, SynthOptions};
 
 #[test]
@@ -23,7 +23,7 @@ fn split_ranks_are_aligned_by_their_collectives_and_analysed_as_one_job() {
         "the folder's rank files, truth.json left out"
     );
     nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
-    let (trace, reports, files) = load_many(&paths, &|_| {}, &AtomicBool::new(false)).unwrap();
+    let (trace, reports, files) = nsys_explorer::session::load_many(&paths).unwrap();
     assert_eq!(reports.len(), 4);
     let mut utc_worst = 0;
     for (f, t) in files.iter().zip(&truth.files) {
@@ -163,13 +163,9 @@ fn a_folder_without_exports_and_a_bad_file_among_good_ones_say_so() {
     let bad = dir.path().join("bad.sqlite");
     std::fs::write(&bad, b"not a database").unwrap();
     nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
-    let e = load_many(
-        &[real[0].clone(), bad.clone()],
-        &|_| {},
-        &AtomicBool::new(false),
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let e = load_many(&[real[0].clone(), bad.clone()])
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("bad.sqlite"), "{e}");
 }

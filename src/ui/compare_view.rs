@@ -12,9 +12,9 @@ use egui_extras::{Column, TableBuilder};
 use super::job::Job;
 use super::timeline::search::Mode;
 use super::timeline::{Nav, Timeline};
-use crate::analysis::overview::{self, Overview};
 use crate::compare::{self, Comparison, Run};
 use crate::format::{format_ns, shorten_middle, signed_ns};
+use crate::overview::{self, Overview};
 use crate::trace::{DeviceId, Trace};
 
 /// The run compared with, once loaded and analysed, and the comparison of the two.
@@ -182,7 +182,7 @@ fn start(
     let first_path = PathBuf::from("before");
     Job::compute((), Some(ctx), move |_cancel| {
         let (trace, _) =
-            crate::cache::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            crate::session::open_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let options = overview::Options {
             top: 20,
             ..Default::default()

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use eframe::egui;
 
 use super::job::{Job, take_answer};
-use crate::analysis::Overview;
 use crate::figures::data::timeline_view;
 use crate::figures::{Format, NAMES, Written, figure_data, write_figures, write_view};
+use crate::overview::Overview;
 use crate::trace::Trace;
 
 /// Where a panel's right-click asks for one figure, or the timeline's for its view; read

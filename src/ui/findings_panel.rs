@@ -10,9 +10,9 @@ use eframe::egui::{self, Color32, RichText};
 
 use super::job::Job;
 use super::timeline::{Margin, Nav};
-use crate::analysis::overview::Overview;
 use crate::findings::{self, Finding, Saving, Severity};
 use crate::format::format_ns;
+use crate::overview::Overview;
 use crate::trace::{DeviceIndex, Trace};
 use crate::whatif::Change;
 

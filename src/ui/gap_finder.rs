@@ -11,10 +11,10 @@ use super::gap_table::{Column, Filter, GapOrders, filtered_order_with, to_csv};
 use super::job::{Job, take_answer};
 use super::timeline::{Nav, Timeline};
 use crate::analysis::gaps::{Cause, Gap};
-use crate::analysis::overview::Overview;
 use crate::analysis::recurring::{cause_text, signature};
 use crate::format::format_ns;
 use crate::format::shorten_middle;
+use crate::overview::Overview;
 use crate::trace::Trace;
 
 /// Characters of each name in the "before -> after" column: cut in the middle, so two

@@ -16,12 +16,12 @@ use crate::analysis::breakdown::{State, pct};
 use crate::analysis::drilldown::{Drilldown, drilldown};
 use crate::analysis::gaps::DEFAULT_MIN_GAP_NS;
 use crate::analysis::iterations::{HEURISTIC_MARKER, Iterations, Source, iterations};
-use crate::analysis::overview::Overview;
 use crate::critical_path::Graph;
 use crate::critical_path::report::{Item, PathSummary, summarise};
 use crate::figures;
 use crate::format::format_ns;
 use crate::format::shorten;
+use crate::overview::Overview;
 use crate::trace::Trace;
 
 #[derive(Default)]

@@ -3,16 +3,15 @@
 //! loaded one (`loaded.rs`, which keeps the job while the analyses run) need not import
 //! each other.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use eframe::egui;
 
 use super::job::Job;
 use super::timeline::Timeline;
-use crate::analysis::overview::Overview;
 use crate::load::many::FileInfo;
 use crate::load::{self, LoadError, LoadReport, Progress};
+use crate::overview::Overview;
 use crate::trace::Trace;
 
 pub enum Message {
@@ -39,15 +38,7 @@ pub type LoadedParts = (
     Option<crate::cache::TraceKey>,
 );
 
-/// What to load: one export, or several as one trace (with offsets the user set).
-#[derive(Clone)]
-pub enum Source {
-    One(PathBuf),
-    Many {
-        paths: Vec<PathBuf>,
-        manual: Vec<Option<i64>>,
-    },
-}
+pub use crate::session::Source;
 
 /// A load (and then the analyses) running on a worker thread, and how far it got.
 pub struct LoadJob {

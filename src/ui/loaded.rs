@@ -18,11 +18,11 @@ use super::whatif_panel::WhatIfPanel;
 use super::{details, gap_finder, iterations_panel, summary, tables};
 use crate::analysis::breakdown::State as DeviceState;
 use crate::analysis::nccl_payload::KernelTransfers;
-use crate::analysis::overview::Overview;
 use crate::format::signed_ns;
 use crate::format::{format_ns, plural};
 use crate::load::many::{Alignment, FileInfo};
 use crate::load::{self, LoadReport};
+use crate::overview::Overview;
 use crate::trace::{DeviceIndex, OpKind, Trace};
 
 /// The bottom panel's tabs.

@@ -11,8 +11,8 @@ use super::load_job::{LoadJob, Message, Source};
 use super::loaded::{Loaded, Stage};
 use super::timeline::Timeline;
 use super::{App, State};
-use crate::analysis::overview::{self, Overview};
-use crate::load::{self, LoadError, LoadReport, Progress};
+use crate::load::{LoadError, Progress};
+use crate::overview::{self, Overview};
 use crate::trace::Trace;
 
 /// The analyses' options of a window's first overview.
@@ -57,35 +57,27 @@ impl App {
                 out.send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
             };
             let cancel = out.cancel_flag();
+            let hooks = crate::session::Hooks {
+                progress: &on_progress,
+                cancel,
+                first_look: Some(&on_gpu),
+                use_cache: true,
+            };
+            let mut kept_analyses = crate::overview::Kept::default();
+            let opened = crate::session::open(&source, hooks);
             // The file's key in the cache, and whether its model is still to be kept.
-            let (mut key, mut store) = (None, false);
-            let mut kept_analyses = crate::analysis::overview::Kept::default();
-            let result = match &source {
-                Source::One(path) => {
-                    crate::cache::open_staged(path, &on_progress, cancel, Some(&on_gpu)).map(
-                        |opened| {
-                            (key, store) = (opened.key, !opened.from_cache);
-                            (opened.trace, opened.report, Vec::new())
-                        },
-                    )
-                }
-                Source::Many { paths, manual } => {
-                    // The first file on screen while the others load.
-                    let first = |t: &Trace| {
-                        let timeline = Timeline::new(t);
-                        out.send(Message::GpuReady(Box::new((Arc::new(t.clone()), timeline))));
-                    };
-                    load::many::load_many_with(paths, manual, &on_progress, cancel, Some(&first))
-                        .map(|(trace, reports, files)| {
-                            (trace, LoadReport::combined(&reports), files)
-                        })
-                }
-            }
-            .map(|(trace, report, files)| {
-                let (timeline, kept) = timeline_and_kept(&trace, key.as_ref());
-                kept_analyses = kept;
-                (Arc::new(trace), report, timeline, files, key.clone())
-            });
+            let (key, store) = match &opened {
+                Ok(o) => (o.key.clone(), !o.from_cache),
+                Err(_) => (None, false),
+            };
+            let result =
+                opened
+                    .map(|o| (o.trace, o.report, o.files))
+                    .map(|(trace, report, files)| {
+                        let (timeline, kept) = timeline_and_kept(&trace, key.as_ref());
+                        kept_analyses = kept;
+                        (Arc::new(trace), report, timeline, files, key.clone())
+                    });
             let trace = result.as_ref().ok().map(|r| r.0.clone());
             // Kept for the next open on a thread of its own: the panels need not wait.
             if let (Some(key), true, Ok((trace, report, ..))) = (key.clone(), store, &result) {

@@ -15,8 +15,8 @@ use crate::analysis::breakdown::{
     Breakdown, SameStream, State, breakdown, pct, same_stream, state_intervals,
 };
 use crate::analysis::intervals::Window;
-use crate::analysis::overview::Overview;
 use crate::format::format_ns;
+use crate::overview::Overview;
 use crate::trace::{Device, DeviceIndex, Trace};
 
 #[derive(Default)]

@@ -9,10 +9,10 @@ use super::nccl_bytes::NcclSizes;
 use super::timeline::Nav;
 use super::timeline::search::Mode;
 use crate::analysis::nccl_sizes::{SizeClass, SizeGroup};
-use crate::analysis::overview::Overview;
 use crate::analysis::summary::{KernelStat, NcclStat};
 use crate::format::shorten;
 use crate::format::{format_bytes, format_ns};
+use crate::overview::Overview;
 use crate::trace::{DeviceId, Trace};
 
 pub struct Tables {

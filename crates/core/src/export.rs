@@ -30,12 +30,7 @@ pub fn enabled() -> bool {
     !DISABLED.load(Ordering::Relaxed)
 }
 
-/// Whether `path` names an Nsight Systems report rather than its SQLite export.
-pub fn is_report(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("nsys-rep") || e.eq_ignore_ascii_case("qdrep"))
-}
+pub use crate::load::is_report;
 
 /// The SQLite export beside `report` (same stem) when it is newer than the report: opened
 /// as it is, without running `nsys`.

@@ -6,15 +6,16 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::analysis::breakdown::pct;
+use crate::analysis::iterations::Iterations;
 use crate::analysis::nccl_payload::NcclPayload;
-use crate::analysis::overview::{Overview, selected_devices};
 use crate::analysis::recurring::{activity, cause_text, describe};
-use crate::analysis::{Options, iterations::Iterations};
 use crate::findings::Finding;
 use crate::findings::text::{findings_json, findings_text};
 use crate::format::{format_bytes, format_ns, plural, signed_ns};
 use crate::load::LoadReport;
 use crate::load::many::FileInfo;
+use crate::overview::Options;
+use crate::overview::{Overview, selected_devices};
 use crate::trace::{DeviceId, OpKind, Trace};
 
 pub fn report_json(
@@ -622,13 +623,7 @@ pub fn many_json(
     v
 }
 
-/// The device's `FILE:ID` in a trace of several files, else its id.
-pub fn device_name(trace: &Trace, id: DeviceId) -> Value {
-    match trace.device(id).and_then(|d| d.key.as_ref()) {
-        Some(key) => json!(key),
-        None => json!(id),
-    }
-}
+pub use crate::trace::device_name;
 
 /// Every device id in `v` replaced by its `FILE:ID`: the values of `device`-like keys, and
 /// `id` in the `devices` list.

@@ -36,6 +36,16 @@ pub fn gallop(from: usize, n: usize, pred: impl Fn(usize) -> bool) -> usize {
     known + 1 + partition(bound - known - 1, |k| pred(known + 1 + k))
 }
 
+/// Lower median.
+pub fn median(values: &[i64]) -> i64 {
+    if values.is_empty() {
+        return 0;
+    }
+    let mut v = values.to_vec();
+    let mid = (v.len() - 1) / 2;
+    *v.select_nth_unstable(mid).1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

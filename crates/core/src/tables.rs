@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::analysis::gaps::{Gap, gaps as find_gaps};
 use crate::analysis::intervals::device_window;
-use crate::analysis::overview::Overview;
+use crate::overview::Overview;
 use crate::trace::{NONE, StrId, Trace};
 
 /// One column's values.
@@ -434,7 +434,7 @@ mod tests {
         };
         assert_eq!(ids, &vec![0, 1, 0]);
         assert_eq!(texts.as_slice(), ["a", "b"]);
-        let o = crate::analysis::overview(&trace, &Default::default());
+        let o = crate::overview::overview(&trace, &Default::default());
         let g = gaps(&trace, &o, 1);
         assert_eq!(g.rows(), 2);
         let (_, Column::Names { ids, .. }) = &g.columns[6] else {

@@ -9,9 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use nsys_explorer_core::analysis::iterations::steady_state;
-use nsys_explorer_core::analysis::overview::{Options, Overview, overview};
 use nsys_explorer_core::compare::{Comparison, Run, compare};
 use nsys_explorer_core::load;
+use nsys_explorer_core::overview::{Options, Overview, overview};
 use nsys_explorer_core::synth::{self, GroundTruth, NcclStream, Preset, SynthOptions};
 use nsys_explorer_core::trace::{DeviceId, Trace};
 

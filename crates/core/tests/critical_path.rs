@@ -8,12 +8,11 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
 use nsys_explorer_core::analysis::iterations::{Iterations, iterations};
 use nsys_explorer_core::critical_path::report::{run_table, summarise};
 use nsys_explorer_core::critical_path::{Graph, Place, SegmentKind, slack::slack};
-use nsys_explorer_core::load::{self, many::load_many};
+use nsys_explorer_core::load;
 use nsys_explorer_core::synth::{self, GroundTruth, Preset, SynthOptions};
 use nsys_explorer_core::trace::Trace;
 use nsys_explorer_core::whatif::{Change, HostSpan, replay};
@@ -187,7 +186,7 @@ fn the_straggler_is_found_across_per_rank_files_on_their_own_clocks() {
     let dir = tempfile::tempdir().unwrap();
     let split = synth::generate_split(dir.path(), SynthOptions::new(Preset::Tiny)).unwrap();
     let paths: Vec<_> = split.files.iter().map(|f| f.path.clone()).collect();
-    let (trace, _, _) = load_many(&paths, &|_| {}, &AtomicBool::new(false)).unwrap();
+    let (trace, _, _) = nsys_explorer_core::session::load_many(&paths).unwrap();
     let its = iterations(&trace, None);
     straggler_step_goes_through_the_stall(&trace, &its, &split.run);
 }

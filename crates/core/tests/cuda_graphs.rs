@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use nsys_explorer_core::analysis::graphs::cuda_graphs;
-use nsys_explorer_core::analysis::overview::{Options, overview};
 use nsys_explorer_core::critical_path::Graph;
 use nsys_explorer_core::load;
+use nsys_explorer_core::overview::{Options, overview};
 use nsys_explorer_core::synth::{self, GraphTrace, GroundTruth, Preset, SynthOptions};
 use nsys_explorer_core::trace::{OpKind, Trace};
 use nsys_explorer_core::whatif::{Change, measured_spans, predicted_spans};

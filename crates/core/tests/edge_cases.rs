@@ -269,7 +269,10 @@ fn a_device_with_no_kernels_is_listed_but_not_analysed() {
     let (_, trace) = built(dir.path(), "nokernels.sqlite", streams_trace);
     let device = trace.device(DeviceId(2)).expect("device 2 has a memset");
     assert!(analysis::intervals::device_window(device).is_none());
-    let overview = analysis::overview(&trace, &analysis::Options::default());
+    let overview = nsys_explorer_core::overview::overview(
+        &trace,
+        &nsys_explorer_core::overview::Options::default(),
+    );
     assert!(overview.devices.iter().all(|d| d.device != DeviceId(2)));
     assert!(overview.devices.iter().any(|d| d.device == DeviceId(0)));
 }

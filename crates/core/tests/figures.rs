@@ -7,9 +7,9 @@ mod common;
 
 use std::path::Path;
 
-use nsys_explorer_core::analysis::{self, Options};
 use nsys_explorer_core::figures::{self, Format, NAMES, figure_data, write_figures};
 use nsys_explorer_core::load;
+use nsys_explorer_core::overview::Options;
 use nsys_explorer_core::synth::{self, Preset, SynthOptions};
 use serde_json::Value;
 
@@ -29,7 +29,7 @@ fn the_five_figures_of_a_generated_run_are_written_with_their_true_numbers() {
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, report) = load::load(&path).unwrap();
     let options = Options::default();
-    let overview = analysis::overview(&trace, &options);
+    let overview = nsys_explorer_core::overview::overview(&trace, &options);
     let data = figure_data(&trace, &overview, None, None);
     let out = dir.path().join("figures");
     let written = write_figures(&data, &out, &[Format::Png, Format::Svg], &NAMES).unwrap();
@@ -197,7 +197,7 @@ fn a_trace_without_iterations_or_nccl_skips_those_figures_and_says_why() {
         b.kernel(0, 7, "gemm", (k * 10_000, k * 10_000 + 6_000), None);
     }
     let trace = b.build();
-    let overview = analysis::overview(&trace, &Options::default());
+    let overview = nsys_explorer_core::overview::overview(&trace, &Options::default());
     let data = figure_data(&trace, &overview, None, None);
     let out = dir.path().join("figures");
     let written = write_figures(&data, &out, &[Format::Png], &NAMES).unwrap();
@@ -224,7 +224,7 @@ fn the_walltime_figure_of_tiny_matches_its_snapshot() {
     let path = dir.path().join("tiny.sqlite");
     synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, _) = load::load(&path).unwrap();
-    let overview = analysis::overview(&trace, &Options::default());
+    let overview = nsys_explorer_core::overview::overview(&trace, &Options::default());
     let data = figure_data(&trace, &overview, None, None);
     let png = figures::render("4_per_device_walltime", &data, Format::Png, figures::SIZE).unwrap();
     let got = dir.path().join("got.png");
@@ -298,9 +298,8 @@ fn figures_of_one_job_in_several_files_have_a_series_per_file_and_gpu() {
     let ranks = dir.path().join("ranks");
     synth::generate_split(&ranks, SynthOptions::new(Preset::Tiny)).unwrap();
     let paths = load::many::expand_paths(&[ranks]).unwrap();
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let (trace, _, _) = load::many::load_many(&paths, &|_| {}, &cancel).unwrap();
-    let overview = analysis::overview(&trace, &Options::default());
+    let (trace, _, _) = nsys_explorer_core::session::load_many(&paths).unwrap();
+    let overview = nsys_explorer_core::overview::overview(&trace, &Options::default());
     let data = figure_data(&trace, &overview, None, None);
     let keys: Vec<&String> = data.per_device_walltime.keys().collect();
     assert_eq!(keys.len(), paths.len());

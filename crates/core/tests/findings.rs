@@ -8,9 +8,9 @@ mod common;
 
 use std::path::Path;
 
-use nsys_explorer_core::analysis::overview::{Options, overview};
 use nsys_explorer_core::findings::{self, Finding, Kind, Severity};
 use nsys_explorer_core::load;
+use nsys_explorer_core::overview::{Options, overview};
 use nsys_explorer_core::synth::{self, NcclStream, Preset, SynthOptions};
 use nsys_explorer_core::trace::Trace;
 use nsys_explorer_core::whatif::measured_spans;

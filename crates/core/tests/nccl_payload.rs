@@ -6,11 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
 use nsys_explorer_core::analysis::nccl_payload::{NcclPayload, kernel_transfers, nccl_payload};
 use nsys_explorer_core::analysis::nccl_sizes::{SizeClass, size_groups};
-use nsys_explorer_core::load::{self, many::load_many};
+use nsys_explorer_core::load;
 use nsys_explorer_core::synth::{self, NcclPayloadTruth, Preset, SynthOptions};
 
 fn check(p: &NcclPayload, truth: &NcclPayloadTruth) {
@@ -119,7 +118,7 @@ fn per_rank_files_make_one_communicator() {
     let dir = tempfile::tempdir().unwrap();
     let split = synth::generate_split(dir.path(), SynthOptions::new(Preset::Tiny)).unwrap();
     let paths: Vec<_> = split.files.iter().map(|f| f.path.clone()).collect();
-    let (trace, _, _) = load_many(&paths, &|_| {}, &AtomicBool::new(false)).unwrap();
+    let (trace, _, _) = nsys_explorer_core::session::load_many(&paths).unwrap();
     check(
         &nccl_payload(&trace, 10),
         split.run.nccl_payload.as_ref().unwrap(),

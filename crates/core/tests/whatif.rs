@@ -7,8 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use nsys_explorer_core::analysis::overview::{Options, overview};
 use nsys_explorer_core::load;
+use nsys_explorer_core::overview::{Options, overview};
 use nsys_explorer_core::synth::{self, Preset, SynthOptions};
 use nsys_explorer_core::trace::Trace;
 use nsys_explorer_core::whatif::Change;

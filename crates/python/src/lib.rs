@@ -14,12 +14,12 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use nsys_explorer_core::analysis::{self, Options, overview::Overview};
-use nsys_explorer_core::cache::{self, TraceKey};
+use nsys_explorer_core::cache::TraceKey;
 use nsys_explorer_core::findings::{self, Finding};
-use nsys_explorer_core::load::{self, LoadReport, many::FileInfo};
+use nsys_explorer_core::load::{LoadReport, many::FileInfo};
+use nsys_explorer_core::overview::{Options, Overview};
 use nsys_explorer_core::trace::{OpKind, Trace as Model};
-use nsys_explorer_core::{compare, critical_path, report, synth, tables, whatif};
+use nsys_explorer_core::{compare, critical_path, report, session, synth, tables, whatif};
 
 create_exception!(
     _native,
@@ -60,60 +60,26 @@ fn load_and_analyse(
     use_cache: bool,
     cancel: &AtomicBool,
 ) -> Result<Loaded, String> {
-    let paths = load::many::expand_paths(paths)?;
-    let cancelled = || "cancelled".to_string();
-    if paths.len() > 1 {
-        let (trace, reports, files) =
-            load::many::load_many(&paths, &|_| {}, cancel).map_err(|e| e.to_string())?;
-        let overview = Arc::new(analysis::overview(&trace, &options));
-        return Ok(Loaded {
-            trace,
-            overview,
-            options,
-            reports,
-            files,
-            paths,
-            key: None,
-            findings: OnceLock::new(),
-        });
-    }
-    let path = &paths[0];
-    // An .nsys-rep is exported into the cache folder whatever `cache` says (never beside it).
-    if use_cache || nsys_explorer_core::export::is_report(path) {
-        let opened = cache::open_staged(path, &|_| {}, cancel, None).map_err(|e| e.to_string())?;
-        let key = if use_cache { opened.key.clone() } else { None };
-        let overview = std::thread::scope(|s| {
-            if use_cache {
-                s.spawn(|| opened.store());
-            }
-            cache::overview(&opened.trace, &options, cancel, key.as_ref(), |_| {})
-        })
-        .ok_or_else(cancelled)?;
-        return Ok(Loaded {
-            trace: opened.trace,
-            overview,
-            options,
-            reports: vec![opened.report],
-            files: Vec::new(),
-            paths,
-            key,
-            findings: OnceLock::new(),
-        });
-    }
-    let (trace, report) =
-        load::load_staged(path, &|_| {}, cancel, None).map_err(|e| e.to_string())?;
-    if cancel.load(Ordering::Relaxed) {
-        return Err(cancelled());
-    }
-    let overview = Arc::new(analysis::overview(&trace, &options));
+    let source = session::Source::of(paths)?;
+    let paths = match &source {
+        session::Source::One(p) => vec![p.clone()],
+        session::Source::Many { paths, .. } => paths.clone(),
+    };
+    let hooks = session::Hooks {
+        use_cache,
+        ..session::Hooks::quiet(cancel)
+    };
+    let opened = session::open(&source, hooks).map_err(|e| e.to_string())?;
+    let overview =
+        session::overview(&opened, &options, cancel).ok_or_else(|| "cancelled".to_string())?;
     Ok(Loaded {
-        trace,
+        key: opened.key,
+        trace: opened.trace,
         overview,
         options,
-        reports: vec![report],
-        files: Vec::new(),
+        reports: opened.reports,
+        files: opened.files,
         paths,
-        key: None,
         findings: OnceLock::new(),
     })
 }

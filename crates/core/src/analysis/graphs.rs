@@ -6,8 +6,8 @@
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::analysis::iterations::median;
 use crate::load::graphs::graph_id_of;
+use crate::sorted::median;
 use crate::trace::{DeviceId, NONE, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize)]

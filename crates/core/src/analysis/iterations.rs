@@ -1,6 +1,7 @@
 //! Iterations: the NVTX marker that delimits them (auto-detected or given), per-device GPU
 //! spans and CPU lengths, warm-up, slow iterations and the slowest one.
 
+use crate::sorted::median;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
@@ -861,16 +862,6 @@ pub fn steady_state(durations: &[i64]) -> SteadyState {
         slow,
         slowest,
     }
-}
-
-/// Lower median.
-pub fn median(values: &[i64]) -> i64 {
-    if values.is_empty() {
-        return 0;
-    }
-    let mut v = values.to_vec();
-    let mid = (v.len() - 1) / 2;
-    *v.select_nth_unstable(mid).1
 }
 
 #[cfg(test)]

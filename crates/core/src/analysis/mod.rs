@@ -13,10 +13,8 @@ pub mod nccl_payload;
 pub mod nccl_sizes;
 pub mod nccl_wait;
 pub mod nvtx_gpu;
-pub mod overview;
 pub mod recurring;
 pub mod summary;
 
 pub use breakdown::{Breakdown, SameStream, breakdown, same_stream};
 pub use intervals::Window;
-pub use overview::{Options, Overview, overview};

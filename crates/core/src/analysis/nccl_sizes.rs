@@ -4,9 +4,9 @@
 use crate::trace::{DeviceId, DeviceIndex};
 use std::collections::{BTreeMap, HashMap};
 
-use super::iterations::median;
 use super::nccl_payload::{KernelTransfers, percentile};
 use super::summary::{collective_type, histogram};
+use crate::sorted::median;
 use crate::trace::{OpKind, StrId, Trace};
 
 /// Which of a type's kernels a [`SizeGroup`] holds.

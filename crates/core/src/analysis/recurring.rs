@@ -6,8 +6,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
-use super::iterations::median;
 use crate::format::format_ns;
+use crate::sorted::median;
 use crate::trace::{Device, NONE, StrId, TemplateId, Thread, Trace};
 
 /// A call of the launching thread that overlaps a gap: a CUDA API call, or an OS runtime

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::intervals::{Window, ops_starting_in};
-use super::iterations::median;
+use crate::sorted::median;
 use crate::trace::{Device, DeviceId, OpKind, StrId, Trace};
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]

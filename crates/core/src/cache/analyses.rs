@@ -17,10 +17,10 @@ use crate::analysis::memory::MemoryStat;
 use crate::analysis::nccl_payload::NcclPayload;
 use crate::analysis::nccl_wait::NcclWaits;
 use crate::analysis::nvtx_gpu::{NvtxGpu, NvtxGpuDevice};
-use crate::analysis::overview::GapFindings;
-use crate::analysis::overview::{Analyses, DeviceSummary, Overview};
 use crate::analysis::recurring::RecurringGap;
 use crate::analysis::summary::{KernelStat, NcclStat};
+use crate::overview::GapFindings;
+use crate::overview::{Analyses, DeviceSummary, Overview};
 use crate::trace::DeviceId;
 
 const CAUSES: [Cause; 4] = [

@@ -22,7 +22,7 @@ mod store;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 
@@ -30,8 +30,8 @@ pub use store::{
     DEFAULT_LIMIT_BYTES, FORMAT_VERSION, disable, folder, limit_bytes, set_folder, tidy,
 };
 
-use crate::analysis::overview::{self, Analyses, GapFindings, Kept, Options, Overview};
-use crate::load::{self, LoadError, LoadReport, Phase, Progress};
+use crate::load::LoadReport;
+use crate::overview::{self, Analyses, GapFindings, Kept, Options, Overview};
 use crate::trace::Trace;
 
 /// Who a trace file is, for the cache: the same text exactly when the file is unchanged.
@@ -285,82 +285,4 @@ pub fn read_text(key: &TraceKey, what: &str) -> Option<String> {
 pub fn store_text(key: &TraceKey, what: &str, text: &str) {
     store::write(&key.entry(what), |w| w.str(text));
     store::tidy();
-}
-
-/// A trace opened through the cache.
-pub struct Opened {
-    pub trace: Trace,
-    pub report: LoadReport,
-    /// The file's key (`None` with the cache off): what to store answers under.
-    pub key: Option<TraceKey>,
-    /// Read from the cache, not from the file: nothing to store.
-    pub from_cache: bool,
-}
-
-impl Opened {
-    /// Keeps the model for the next open, unless it came from there.
-    pub fn store(&self) {
-        if let (Some(key), false) = (&self.key, self.from_cache) {
-            store_model(key, &self.trace, &self.report);
-        }
-    }
-}
-
-/// Opens `path` from the cache when it holds this very file, else loads it as
-/// [`load::load_staged`] does (the caller stores it: see [`Opened::store`]). A hit's load
-/// report is the first load's, with this read's time. An `.nsys-rep` is exported first
-/// ([`crate::export`]) and its export opened.
-pub fn open_staged(
-    path: &Path,
-    progress: &(dyn Fn(Progress) + Sync),
-    cancel: &AtomicBool,
-    on_gpu: Option<&(dyn Fn(Trace) + Sync)>,
-) -> Result<Opened, LoadError> {
-    if crate::export::is_report(path) && crate::export::enabled() {
-        let exported = crate::export::export(path, progress, cancel)?;
-        let mut opened = open_staged(&exported.sqlite, progress, cancel, on_gpu)?;
-        opened.report.file = path.to_owned();
-        opened.report.export = Some(exported.how);
-        return Ok(opened);
-    }
-    let t0 = Instant::now();
-    let key = TraceKey::of(path);
-    if let Some(key) = &key {
-        progress(Progress {
-            phase: Phase::ReadingCache,
-            fraction: 0.0,
-            rows_read: 0,
-        });
-        if let Some((trace, mut report)) = read_model(key) {
-            let seconds = t0.elapsed().as_secs_f64();
-            report.file = path.to_owned();
-            report.seconds = seconds;
-            report.phases = vec![("read cache".to_string(), seconds)];
-            progress(Progress {
-                phase: Phase::Done,
-                fraction: 1.0,
-                rows_read: report.tables.values().sum(),
-            });
-            return Ok(Opened {
-                trace,
-                report,
-                key: Some(key.clone()),
-                from_cache: true,
-            });
-        }
-    }
-    let (trace, report) = load::load_staged(path, progress, cancel, on_gpu)?;
-    Ok(Opened {
-        trace,
-        report,
-        key,
-        from_cache: false,
-    })
-}
-
-/// [`open_staged`] with no progress, and the model stored before it returns.
-pub fn open(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
-    let opened = open_staged(path, &|_| {}, &AtomicBool::new(false), None)?;
-    opened.store();
-    Ok((opened.trace, opened.report))
 }

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::Run;
-use crate::analysis::iterations::median;
+use crate::sorted::median;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,8 +68,8 @@ pub fn gate(before: &Run, after: &Run, threshold_pct: f64) -> Gate {
         (Some(b), Some(a)) => ("median_iteration", b, a),
         _ => (
             "span",
-            (crate::findings::run_span(before.trace), 0.0),
-            (crate::findings::run_span(after.trace), 0.0),
+            (crate::trace::run_span(before.trace), 0.0),
+            (crate::trace::run_span(after.trace), 0.0),
         ),
     };
     let change_pct = if b > 0 {

@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::analysis::breakdown::{Breakdown, breakdown};
 use crate::analysis::gaps::{Cause, Gap};
 use crate::analysis::intervals::Window;
-use crate::analysis::overview::Overview;
+use crate::overview::Overview;
 use crate::trace::{DeviceId, Trace};
 
 /// One run: its file, trace and analyses.

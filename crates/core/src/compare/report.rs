@@ -19,7 +19,7 @@ fn signed_pct(delta: i64, base: i64) -> String {
 
 fn median_of(values: impl Iterator<Item = i64>) -> Option<i64> {
     let v: Vec<i64> = values.collect();
-    (!v.is_empty()).then(|| crate::analysis::iterations::median(&v))
+    (!v.is_empty()).then(|| crate::sorted::median(&v))
 }
 
 /// Per GPU (the mean over `n` GPUs) of the parts `parts` gives each, those of at least

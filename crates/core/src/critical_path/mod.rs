@@ -24,8 +24,8 @@ use rustc_hash::FxHashMap;
 use crate::analysis::iterations::Iterations;
 use crate::analysis::nccl_wait::{Collectives, collectives};
 use crate::analysis::{gaps::sync_call_names, nccl_wait::Collective};
+use crate::trace::launches::{Launched, launched_by_thread, waited_ops};
 use crate::trace::{DeviceIndex, NONE, OpKind, StrId, Trace};
-use crate::whatif::{Launched, launched_by_thread, waited_ops};
 
 /// An op's place: (device index, stream index, op index).
 pub type OpAt = (usize, usize, usize);
@@ -148,7 +148,7 @@ impl<'a> Graph<'a> {
     }
 
     /// Like [`Graph::new`], with the trace's collectives worked out already (see
-    /// [`crate::analysis::overview::Overview::collectives`]).
+    /// [`crate::overview::Overview::collectives`]).
     pub fn with_collectives(trace: &'a Trace, groups: std::sync::Arc<Collectives>) -> Self {
         crate::profile_scope!("critical path: graph");
         let mut member = FxHashMap::default();

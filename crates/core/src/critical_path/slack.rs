@@ -167,9 +167,13 @@ pub fn slack(graph: &Graph, start: i64, end: i64) -> Slack {
             events.push((th.api.start[k], Event::CallStart(t, k)));
             events.push((th.api.end[k], Event::CallEnd(t, k)));
             if graph.is_sync(th.api.name[k]) {
-                let waited: Vec<(usize, usize, usize)> =
-                    crate::whatif::waited_ops(trace, &graph.launched[t], k as u32, th.api.end[k])
-                        .collect();
+                let waited: Vec<(usize, usize, usize)> = crate::trace::launches::waited_ops(
+                    trace,
+                    &graph.launched[t],
+                    k as u32,
+                    th.api.end[k],
+                )
+                .collect();
                 let observed = waited
                     .iter()
                     .map(|&(d, s, i)| trace.devices[d].streams[s].ops.end[i])

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::breakdown::pct;
 use crate::analysis::iterations::DeviceIterations;
-use crate::analysis::overview::Overview;
+use crate::overview::Overview;
 use crate::trace::{Device, DeviceId, OpKind, Trace};
 
 /// What the five figures draw; `None` for a figure the trace has nothing for, with why in

@@ -5,14 +5,14 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::{Finding, Kind, MAX_OCCURRENCES, Severity, Where, run_span};
-use crate::analysis::Overview;
 use crate::analysis::breakdown::{State, first_state_intervals};
 use crate::analysis::gaps::{
     Cause, Gap, OpRef, launch_nvtx_path, sync_call_names, sync_call_of_gap,
 };
-use crate::analysis::iterations::median;
 use crate::analysis::recurring::{activity, cause_text};
 use crate::format::{format_ns, plural};
+use crate::overview::Overview;
+use crate::sorted::median;
 use crate::trace::{DeviceId, NONE, StrId, Trace};
 use crate::whatif::{Change, HOST_GAP_OUTLIER_FACTOR, HostSpan};
 

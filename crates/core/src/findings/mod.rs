@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::Overview;
+use crate::overview::Overview;
+use crate::trace::measured_spans;
 use crate::trace::{DeviceId, Trace};
-use crate::whatif::{Change, Prepared, measured_spans, predicted_spans_with};
+use crate::whatif::{Change, Prepared, predicted_spans_with};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,10 +173,7 @@ pub struct Finding {
 
 pub const MAX_OCCURRENCES: usize = 5_000;
 
-/// The run's span: the longest GPU span (first kernel start to last kernel end).
-pub fn run_span(trace: &Trace) -> i64 {
-    measured_spans(trace).into_iter().max().unwrap_or(0)
-}
+pub use crate::trace::run_span;
 
 /// The findings without their savings: fast, no replay.
 pub fn detect(trace: &Trace, overview: &Overview) -> Vec<Finding> {
@@ -369,7 +367,7 @@ fn drop_idle_advice(found: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{Options, overview};
+    use crate::overview::{Options, overview};
     use crate::trace::builder::TraceBuilder;
 
     /// A healthy run: 20 steps of 100 kernels of 100 µs, launched well ahead, 1 µs apart

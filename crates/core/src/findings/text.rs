@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::Finding;
 use crate::format::format_ns;
-use crate::report::device_name;
 use crate::trace::Trace;
+use crate::trace::device_name;
 
 pub fn findings_json(trace: &Trace, findings: &[Finding]) -> Value {
     Value::Array(

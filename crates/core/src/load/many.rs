@@ -6,11 +6,8 @@
 //! configurations joined.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use rayon::prelude::*;
-
-use super::{LoadError, LoadReport, Phase, Progress};
+use super::LoadReport;
 use crate::trace::{DeviceId, NONE, OpKind, StringTable, Trace, global_tid_sort_key};
 
 /// How a file was put on the first file's clock.
@@ -87,50 +84,14 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Loads every file (in parallel), aligns their clocks and merges them. `progress` hears
-/// of each file as it is done.
-pub fn load_many(
+/// Files loaded one by one (see `crate::session::open_many`), their clocks aligned and
+/// merged into one trace: file `k` put at `manual[k]` when that is given (the user's nudge)
+/// instead of where its clock alignment puts it.
+pub fn merge_loaded(
     paths: &[PathBuf],
-    progress: &(dyn Fn(Progress) + Sync),
-    cancel: &AtomicBool,
-) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
-    load_many_with(paths, &[], progress, cancel, None)
-}
-
-/// Like [`load_many`], file `k` put at `manual[k]` when that is given (the user's nudge)
-/// instead of where its clock alignment puts it. `first_file` sees the first file (the
-/// reference clock) as soon as it is in, so a window can show it while the rest load.
-pub fn load_many_with(
-    paths: &[PathBuf],
+    loaded: Vec<(Trace, LoadReport)>,
     manual: &[Option<i64>],
-    progress: &(dyn Fn(Progress) + Sync),
-    cancel: &AtomicBool,
-    first_file: Option<&(dyn Fn(&Trace) + Sync)>,
-) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
-    let done = AtomicUsize::new(0);
-    let loaded: Vec<(Trace, LoadReport)> = paths
-        .par_iter()
-        .enumerate()
-        .map(|(k, p)| {
-            // Each file through the cache: a job's ranks re-open as fast as one file.
-            let r = crate::cache::open_staged(p, &|_| {}, cancel, None).map(|opened| {
-                opened.store();
-                (opened.trace, opened.report)
-            });
-            if k == 0
-                && let (Some(f), Ok((t, _))) = (first_file, &r)
-            {
-                f(t);
-            }
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            progress(Progress {
-                phase: Phase::ReadingTables,
-                fraction: n as f32 / paths.len() as f32,
-                rows_read: 0,
-            });
-            r
-        })
-        .collect::<Result<_, _>>()?;
+) -> (Trace, Vec<LoadReport>, Vec<FileInfo>) {
     let (traces, reports): (Vec<Trace>, Vec<LoadReport>) = loaded.into_iter().unzip();
     let names = file_names(paths);
     let mut offsets = align(&traces);
@@ -155,12 +116,7 @@ pub fn load_many_with(
         })
         .collect();
     let trace = merge(traces, &mut files);
-    progress(Progress {
-        phase: Phase::Done,
-        fraction: 1.0,
-        rows_read: 0,
-    });
-    Ok((trace, reports, files))
+    (trace, reports, files)
 }
 
 /// Base names, made unique with their folder when two are alike.
@@ -286,7 +242,7 @@ pub fn collective_offset(
         if diffs.len() < MIN_COLLECTIVES {
             continue;
         }
-        let m = crate::analysis::iterations::median(&diffs);
+        let m = crate::sorted::median(&diffs);
         let mut deviations: Vec<i64> = diffs.iter().map(|d| (d - m).abs()).collect();
         deviations.sort_unstable();
         let residual = deviations[(deviations.len() - 1) / 2];

@@ -26,6 +26,7 @@ use rayon::prelude::*;
 
 pub use error::LoadError;
 pub use launch::{captured_nvtx, launch_config};
+pub use sniff::is_report;
 
 /// The error a failed read of `path` gives, naming the path.
 pub fn io_error(path: &Path, e: std::io::Error) -> LoadError {

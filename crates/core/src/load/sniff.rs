@@ -96,9 +96,16 @@ pub fn one_line(detail: &str) -> String {
     }
 }
 
+/// Whether `path` names an Nsight Systems report rather than its SQLite export.
+pub fn is_report(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("nsys-rep") || e.eq_ignore_ascii_case("qdrep"))
+}
+
 fn is_nsys_report_name(path: &Path) -> bool {
     // A raw `.qdstrm` stream is a report too, though `nsys export` cannot read it.
-    crate::export::is_report(path)
+    is_report(path)
         || path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))

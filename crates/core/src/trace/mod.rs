@@ -7,6 +7,7 @@
 pub mod builder;
 mod cpu;
 mod device_id;
+pub mod launches;
 mod nccl_calls;
 mod ops;
 mod reach;
@@ -385,4 +386,26 @@ pub fn global_tid_sort_key(global_tid: i64) -> (u32, u32, i64) {
         tid_of_global_id(global_tid),
         global_tid,
     )
+}
+
+/// The device's `FILE:ID` in a trace of several files, else its id.
+pub fn device_name(trace: &Trace, id: DeviceId) -> serde_json::Value {
+    match trace.device(id).and_then(|d| d.key.as_ref()) {
+        Some(key) => serde_json::json!(key),
+        None => serde_json::json!(id),
+    }
+}
+
+/// Each device's span as recorded (first kernel start to last kernel end).
+pub fn measured_spans(trace: &Trace) -> Vec<i64> {
+    trace
+        .devices
+        .iter()
+        .map(|d| d.kernel_window().map_or(0, |(a, b)| b - a))
+        .collect()
+}
+
+/// The run's span: the longest GPU span (first kernel start to last kernel end).
+pub fn run_span(trace: &Trace) -> i64 {
+    measured_spans(trace).into_iter().max().unwrap_or(0)
 }

@@ -21,10 +21,11 @@ use crate::analysis::gaps::{
     Cause, CpuIndex, DEFAULT_MIN_GAP_NS, Gap, OpRef, gaps, launch_nvtx_path, sync_call_names,
 };
 use crate::analysis::intervals::device_window;
-use crate::analysis::iterations::median;
 use crate::analysis::nccl_wait::{Collectives, collectives};
 use crate::analysis::recurring::signature;
 use crate::sorted::gallop;
+use crate::sorted::median;
+use crate::trace::launches::{Launched, launched_by_thread, waited_ops};
 use crate::trace::{NONE, OpKind, Stream, Trace};
 
 /// A change to replay.
@@ -238,10 +239,6 @@ enum Event {
     CallStart { thread: u32, call: u32 },
 }
 
-/// The ops a thread launched, per stream: ((device, stream), its (launch call, op) pairs in
-/// call order).
-pub(crate) type Launched = Vec<((u32, u32), Vec<(u32, u32)>)>;
-
 /// What every replay of a trace needs, whatever the change: built once, shared by the
 /// replays of several changes (the findings replay theirs in parallel).
 pub struct Prepared {
@@ -396,7 +393,7 @@ impl Prepared {
     }
 
     /// Like [`Prepared::new`], with the trace's collectives worked out already (see
-    /// [`crate::analysis::overview::Overview::collectives`]).
+    /// [`crate::overview::Overview::collectives`]).
     pub fn with_collectives(trace: &Trace, groups: std::sync::Arc<Collectives>) -> Self {
         Self::build(trace, Some(groups))
     }
@@ -521,14 +518,7 @@ pub fn predicted_spans_with(
         .collect()
 }
 
-/// Each device's span as recorded (see [`predicted_spans`]).
-pub fn measured_spans(trace: &Trace) -> Vec<i64> {
-    trace
-        .devices
-        .iter()
-        .map(|d| d.kernel_window().map_or(0, |(a, b)| b - a))
-        .collect()
-}
+pub use crate::trace::measured_spans;
 
 fn replay_times(
     trace: &Trace,
@@ -1051,46 +1041,6 @@ fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
         .collect()
 }
 
-pub(crate) fn launched_by_thread(trace: &Trace) -> Vec<Launched> {
-    let mut out: Vec<Launched> = vec![Vec::new(); trace.threads.len()];
-    for (di, d) in trace.devices.iter().enumerate() {
-        for (si, s) in d.streams.iter().enumerate() {
-            let key = (di as u32, si as u32);
-            // Each thread's launches into this stream counted first: its list is sized once.
-            let mut counts: Vec<u32> = vec![0; out.len()];
-            for i in 0..s.ops.len() {
-                let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
-                if th != NONE && call != NONE {
-                    counts[th as usize] += 1;
-                }
-            }
-            for (streams, &n) in out.iter_mut().zip(&counts) {
-                if n > 0 {
-                    streams.push((key, Vec::with_capacity(n as usize)));
-                }
-            }
-            for i in 0..s.ops.len() {
-                let (th, call) = (s.ops.launch_thread[i], s.ops.launch_call[i]);
-                if th == NONE || call == NONE {
-                    continue;
-                }
-                // This stream's entry is the thread's last, pushed above.
-                out[th as usize]
-                    .last_mut()
-                    .expect("pushed")
-                    .1
-                    .push((call, i as u32));
-            }
-        }
-    }
-    for streams in &mut out {
-        for (_, list) in streams.iter_mut() {
-            list.sort_unstable();
-        }
-    }
-    out
-}
-
 /// When the work a synchronising call waited for was done, as recorded and as replayed.
 fn waited_for(trace: &Trace, t: &Times, launched: &Launched, call: u32, end: i64) -> (i64, i64) {
     let mut observed = i64::MIN;
@@ -1102,33 +1052,6 @@ fn waited_for(trace: &Trace, t: &Times, launched: &Launched, call: u32, end: i64
         replayed = replayed.max(if r == UNSET { recorded } else { r });
     }
     (observed, replayed)
-}
-
-/// The ops a synchronising call of a thread (`call`, returning at `end`) may have waited
-/// for: per stream the thread launched to, its last op launched up to this call that ended
-/// before the call returned (or the stream's last op to end by then). (device, stream, op).
-pub(crate) fn waited_ops<'a>(
-    trace: &'a Trace,
-    launched: &'a Launched,
-    call: u32,
-    end: i64,
-) -> impl Iterator<Item = (usize, usize, usize)> + 'a {
-    launched.iter().filter_map(move |((d, s), list)| {
-        let n = list.partition_point(|l| l.0 <= call);
-        if n == 0 {
-            return None;
-        }
-        let (d, s) = (*d as usize, *s as usize);
-        let ops = &trace.devices[d].streams[s].ops;
-        let i = list[n - 1].1 as usize;
-        let i = if ops.end[i] <= end {
-            i
-        } else {
-            // Not waited for; an earlier op of this stream may have been.
-            ops.end[..i].partition_point(|&e| e <= end).checked_sub(1)?
-        };
-        Some((d, s, i))
-    })
 }
 
 /// The op's predecessor on its stream (with NCCL on its own stream: the previous op of the

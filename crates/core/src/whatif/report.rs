@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use super::{Change, NCCL_DEPENDENCIES, replay_with_progress};
 use crate::analysis::iterations::iterations;
-use crate::analysis::overview::{Options, Overview, overview};
 use crate::compare::{IdleByCause, Run, whole_run};
 use crate::format::{format_ns, signed_ns};
-use crate::report::device_name;
+use crate::overview::{Options, Overview, overview};
+use crate::trace::device_name;
 use crate::trace::{DeviceId, OpKind, Trace};
 
 /// One GPU in one version of the run.

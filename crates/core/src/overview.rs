@@ -6,18 +6,18 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use super::breakdown::{Breakdown, SameStream, breakdown, same_stream};
-use super::cpu_sync::{ThreadSync, sync_time_per_thread};
-use super::drilldown::{Drilldown, drilldown};
-use super::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, count_gaps, gaps_into};
-use super::intervals::{Window, device_window};
-use super::iterations::{Iterations, iterations_with};
-use super::memory::{MemoryStat, memory_by_kind};
-use super::nccl_payload::{NcclPayload, nccl_payload_with};
-use super::nccl_wait::{Collectives, NcclWaits, collectives, nccl_waits};
-use super::nvtx_gpu::{NvtxGpu, nvtx_gpu};
-use super::recurring::{RecurringGap, recurring};
-use super::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
+use crate::analysis::breakdown::{Breakdown, SameStream, breakdown, same_stream};
+use crate::analysis::cpu_sync::{ThreadSync, sync_time_per_thread};
+use crate::analysis::drilldown::{Drilldown, drilldown};
+use crate::analysis::gaps::{CpuIndex, DEFAULT_MIN_GAP_NS, Gap, count_gaps, gaps_into};
+use crate::analysis::intervals::{Window, device_window};
+use crate::analysis::iterations::{Iterations, iterations_with};
+use crate::analysis::memory::{MemoryStat, memory_by_kind};
+use crate::analysis::nccl_payload::{NcclPayload, nccl_payload_with};
+use crate::analysis::nccl_wait::{Collectives, NcclWaits, collectives, nccl_waits};
+use crate::analysis::nvtx_gpu::{NvtxGpu, nvtx_gpu};
+use crate::analysis::recurring::{RecurringGap, recurring};
+use crate::analysis::summary::{KernelStat, NcclStat, kernels_by_name, nccl_by_type};
 use crate::critical_path::report::PathSummary;
 use crate::trace::{Device, DeviceId, Trace};
 

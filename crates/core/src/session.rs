@@ -1,0 +1,355 @@
+//! One way to open and analyse, shared by the command line, the window and the Python
+//! package: a file, several ranks' files or an `.nsys-rep`, through the cache; then the
+//! overview, the findings with their savings and the slowest iteration's critical path.
+//! Each caller adds only its own progress display and output.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::cache::{self, TraceKey};
+use crate::findings::{self, Finding};
+use crate::load::many::{self, FileInfo};
+use crate::load::{self, LoadError, LoadReport, Phase, Progress};
+use crate::overview::{Options, Overview};
+use crate::trace::Trace;
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub enum Source {
+    One(PathBuf),
+    /// One export per rank, merged on the first one's clock; file `k` put at `manual[k]`
+    /// when that is given (the user's nudge in the window).
+    Many {
+        paths: Vec<PathBuf>,
+        manual: Vec<Option<i64>>,
+    },
+}
+
+impl Source {
+    /// The files named (folders stand for every `*.sqlite` in them): one, or several.
+    pub fn of(paths: &[PathBuf]) -> Result<Source, String> {
+        let mut paths = many::expand_paths(paths)?;
+        Ok(match paths.len() {
+            0 => return Err("no file to open".into()),
+            1 => Source::One(paths.remove(0)),
+            _ => Source::Many {
+                paths,
+                manual: Vec::new(),
+            },
+        })
+    }
+}
+
+/// How an open reports and stops.
+#[derive(Clone, Copy)]
+pub struct Hooks<'a> {
+    pub progress: &'a (dyn Fn(Progress) + Sync),
+    pub cancel: &'a AtomicBool,
+    /// Sees the GPU side of one file as soon as it is read (the CPU side still loading),
+    /// or the first of several files as soon as it is in: a window shows it meanwhile.
+    pub first_look: Option<&'a (dyn Fn(Trace) + Sync)>,
+    /// Read from and keep in the cache (`false`: the file alone, as the Python
+    /// package's `cache=False`).
+    pub use_cache: bool,
+}
+
+impl<'a> Hooks<'a> {
+    /// No progress shown, not cancelled, through the cache.
+    pub fn quiet(cancel: &'a AtomicBool) -> Hooks<'a> {
+        Hooks {
+            progress: &|_| {},
+            cancel,
+            first_look: None,
+            use_cache: true,
+        }
+    }
+}
+
+/// A trace opened.
+pub struct Opened {
+    pub trace: Trace,
+    /// The load's report (several files: combined).
+    pub report: LoadReport,
+    /// Each file's load report (one for one file).
+    pub reports: Vec<LoadReport>,
+    /// Several files: how each was put on the first one's clock (empty for one file).
+    pub files: Vec<FileInfo>,
+    /// One file's key in the cache (`None` with the cache off, or for several files):
+    /// what to store answers under.
+    pub key: Option<TraceKey>,
+    /// Read from the cache, not from the file: nothing to store.
+    pub from_cache: bool,
+}
+
+impl Opened {
+    /// Keeps the model for the next open, unless it came from there.
+    pub fn store(&self) {
+        if let (Some(key), false) = (&self.key, self.from_cache) {
+            cache::store_model(key, &self.trace, &self.report);
+        }
+    }
+}
+
+/// Opens `source` (the caller keeps the model: see [`Opened::store`]; several files are
+/// each kept as they load).
+pub fn open(source: &Source, hooks: Hooks) -> Result<Opened, LoadError> {
+    match source {
+        Source::One(path) => open_file(path, hooks),
+        Source::Many { paths, manual } => {
+            let (trace, reports, files) = open_many(paths, manual, hooks)?;
+            Ok(Opened {
+                trace,
+                report: LoadReport::combined(&reports),
+                reports,
+                files,
+                key: None,
+                from_cache: false,
+            })
+        }
+    }
+}
+
+/// One file from the cache when it holds this very file, else loaded as
+/// [`load::load_staged`] does. A hit's load report is the first load's, with this read's
+/// time. An `.nsys-rep` is exported first (into the cache folder, whatever `use_cache`
+/// says: never beside it) and its export opened.
+pub fn open_file(path: &Path, hooks: Hooks) -> Result<Opened, LoadError> {
+    let Hooks {
+        progress,
+        cancel,
+        first_look,
+        use_cache,
+    } = hooks;
+    if crate::export::is_report(path) && crate::export::enabled() {
+        let exported = crate::export::export(path, progress, cancel)?;
+        let mut opened = open_file(&exported.sqlite, hooks)?;
+        opened.report.file = path.to_owned();
+        opened.report.export = Some(exported.how);
+        opened.reports = vec![opened.report.clone()];
+        return Ok(opened);
+    }
+    let t0 = Instant::now();
+    let key = use_cache.then(|| TraceKey::of(path)).flatten();
+    if let Some(key) = &key {
+        progress(Progress {
+            phase: Phase::ReadingCache,
+            fraction: 0.0,
+            rows_read: 0,
+        });
+        if let Some((trace, mut report)) = cache::read_model(key) {
+            let seconds = t0.elapsed().as_secs_f64();
+            report.file = path.to_owned();
+            report.seconds = seconds;
+            report.phases = vec![("read cache".to_string(), seconds)];
+            progress(Progress {
+                phase: Phase::Done,
+                fraction: 1.0,
+                rows_read: report.tables.values().sum(),
+            });
+            return Ok(Opened {
+                trace,
+                reports: vec![report.clone()],
+                report,
+                files: Vec::new(),
+                key: Some(key.clone()),
+                from_cache: true,
+            });
+        }
+    }
+    let (trace, report) = load::load_staged(path, progress, cancel, first_look)?;
+    Ok(Opened {
+        trace,
+        reports: vec![report.clone()],
+        report,
+        files: Vec::new(),
+        key,
+        from_cache: false,
+    })
+}
+
+/// [`open_file`] with no progress, and the model kept before it returns.
+pub fn open_path(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
+    let opened = open_file(path, Hooks::quiet(&AtomicBool::new(false)))?;
+    opened.store();
+    Ok((opened.trace, opened.report))
+}
+
+/// Several files loaded in parallel, each through the cache (a job's ranks re-open as
+/// fast as one file), their clocks aligned and merged. `hooks.progress` hears of each
+/// file as it is done.
+pub fn open_many(
+    paths: &[PathBuf],
+    manual: &[Option<i64>],
+    hooks: Hooks,
+) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
+    let done = AtomicUsize::new(0);
+    let one_file = Hooks {
+        progress: &|_| {},
+        first_look: None,
+        ..hooks
+    };
+    let loaded: Vec<(Trace, LoadReport)> = paths
+        .par_iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let r = open_file(p, one_file).map(|opened| {
+                opened.store();
+                (opened.trace, opened.report)
+            });
+            if k == 0
+                && let (Some(f), Ok((t, _))) = (hooks.first_look, &r)
+            {
+                f(t.clone());
+            }
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            (hooks.progress)(Progress {
+                phase: Phase::ReadingTables,
+                fraction: n as f32 / paths.len() as f32,
+                rows_read: 0,
+            });
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    let merged = many::merge_loaded(paths, loaded, manual);
+    (hooks.progress)(Progress {
+        phase: Phase::Done,
+        fraction: 1.0,
+        rows_read: 0,
+    });
+    Ok(merged)
+}
+
+/// [`open_many`] with no progress, not cancelled.
+pub fn load_many(paths: &[PathBuf]) -> Result<(Trace, Vec<LoadReport>, Vec<FileInfo>), LoadError> {
+    open_many(paths, &[], Hooks::quiet(&AtomicBool::new(false)))
+}
+
+/// The analyses of an opened trace (from the cache what it kept), the model kept
+/// meanwhile on a thread of its own. `None` when cancelled.
+pub fn overview(opened: &Opened, options: &Options, cancel: &AtomicBool) -> Option<Arc<Overview>> {
+    std::thread::scope(|s| {
+        s.spawn(|| opened.store());
+        cache::overview(&opened.trace, options, cancel, opened.key.as_ref(), |_| {})
+    })
+}
+
+/// Everything a report prints: the overview, the findings with their savings, and the
+/// slowest iteration's critical path (kept in the overview).
+pub struct Answers {
+    pub overview: Arc<Overview>,
+    pub findings: Vec<Finding>,
+}
+
+/// [`overview`], then the findings' replays beside the slowest iteration's critical path.
+/// `None` when cancelled.
+pub fn answer(opened: &Opened, options: &Options, cancel: &AtomicBool) -> Option<Answers> {
+    // No frames to draw: freed temporaries go back to the system (see the guard).
+    let _memory = crate::memory::LoadMemoryGuard::hold();
+    let overview = overview(opened, options, cancel)?;
+    // The analyses' freed temporaries given back before the replays add theirs.
+    crate::memory::trim();
+    // The critical path the report prints, worked out beside the replays: they leave a
+    // core free at their end.
+    let trace = &opened.trace;
+    let (findings, _) = rayon::join(
+        || findings::findings_kept(trace, &overview, opened.key.as_ref()),
+        || overview.slowest_path(trace),
+    );
+    (!cancel.load(Ordering::Relaxed)).then_some(Answers { overview, findings })
+}
+
+/// What `report FILE...` prints; for one file, from the cache when it holds this report
+/// of this very file.
+pub fn report_output(
+    files: &[PathBuf],
+    as_json: bool,
+    options: &Options,
+) -> Result<String, String> {
+    let t0 = Instant::now();
+    let source = Source::of(files)?;
+    // The answer itself is kept, per format and options: a second report reads it alone.
+    let what = match &source {
+        Source::One(file) => format!("report json={as_json} {} {options:?}", file.display()),
+        Source::Many { .. } => String::new(),
+    };
+    let key = match &source {
+        Source::One(file) => cache::TraceKey::of(file),
+        Source::Many { .. } => None,
+    };
+    if let Some(kept) = key.as_ref().and_then(|k| cache::read_text(k, &what)) {
+        return Ok(with_load_seconds(
+            &kept,
+            as_json,
+            t0.elapsed().as_secs_f64(),
+        ));
+    }
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let opened = open(&source, Hooks::quiet(&cancel)).map_err(|e| e.to_string())?;
+    let trace = &opened.trace;
+    if let Some(id) = options.device
+        && trace.device(id).is_none()
+    {
+        let ids: Vec<String> = trace.devices.iter().map(|d| d.id.to_string()).collect();
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        return Err(format!(
+            "no device {id} in {} (devices: {})",
+            files.join(", "),
+            ids.join(", ")
+        ));
+    }
+    let answers = answer(&opened, options, &cancel).expect("not cancelled");
+    let (overview, findings) = (&answers.overview, &answers.findings);
+    let output = match (&source, as_json) {
+        (Source::One(_), true) => {
+            let json =
+                crate::report::report_json(trace, &opened.report, overview, findings, options);
+            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
+        }
+        (Source::One(_), false) => {
+            crate::report::report_text(trace, &opened.report, overview, findings, options)
+        }
+        (Source::Many { .. }, true) => {
+            let json = crate::report::many_json(
+                trace,
+                &opened.reports,
+                &opened.files,
+                overview,
+                findings,
+                options,
+            );
+            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
+        }
+        (Source::Many { .. }, false) => crate::report::many_text(
+            trace,
+            &opened.reports,
+            &opened.files,
+            overview,
+            findings,
+            options,
+        ),
+    };
+    if let Some(key) = &opened.key {
+        cache::store_text(key, &what, &output);
+    }
+    Ok(output)
+}
+
+/// A kept report with this run's time in it (JSON: `load.seconds`; text: "loaded in").
+fn with_load_seconds(kept: &str, as_json: bool, seconds: f64) -> String {
+    if !as_json {
+        let re = regex::Regex::new(r"loaded in [0-9.]+ s").expect("a valid pattern");
+        let now = format!("loaded in {seconds:.2} s (from the cache)");
+        return re.replace(kept, regex::NoExpand(&now)).into_owned();
+    }
+    let Ok(mut json) = serde_json::from_str::<serde_json::Value>(kept) else {
+        return kept.to_string();
+    };
+    if let Some(load) = json.get_mut("load").and_then(|l| l.as_object_mut()) {
+        load.insert("seconds".into(), seconds.into());
+    }
+    serde_json::to_string_pretty(&json).map_or_else(|_| kept.to_string(), |t| t + "\n")
+}
