@@ -350,7 +350,7 @@ pub fn finish(
         }
     }
     drop_idle_advice(&mut found);
-    detect::add_unexplained_idle(trace, overview, &mut found);
+    detect::device::add_unexplained_idle(trace, overview, &mut found);
     rank(&mut found);
     found
 }

@@ -1,0 +1,435 @@
+//! The findings of the GPU side: NCCL sharing a stream, copies, a hot kernel, launches
+//! that a CUDA graph would capture.
+
+use super::*;
+
+/// 2. NCCL and compute on one stream: the fix, NCCL on its own stream, replayed with the
+///    data dependencies kept; the upper bound without them.
+pub(super) fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: nccl_same_stream");
+    let serial: Vec<_> = overview
+        .devices
+        .iter()
+        .filter_map(|s| s.same_stream.map(|ss| (s, ss)))
+        .filter(|(_, ss)| ss.nccl_pct >= 50.0 && ss.compute_pct >= 50.0)
+        .collect();
+    let Some((first, ss)) = serial.first() else {
+        return;
+    };
+    // A sync after each collective already proposes NCCL on its own stream with it.
+    if out
+        .iter()
+        .any(|f| f.change.as_ref().is_some_and(|c| c.nccl_own_stream))
+    {
+        return;
+    }
+    let nccl: i64 = serial.iter().map(|(s, _)| s.breakdown.nccl_only).sum();
+    let all: i64 = serial.iter().map(|(s, _)| s.breakdown.total()).sum();
+    let mut f = finding(
+        Kind::NcclSameStream,
+        format!(
+            "NCCL shares stream {} with compute on {}: {:.0} % of GPU time is NCCL, {:.0} % of it hidden",
+            ss.stream,
+            if serial.len() == 1 {
+                trace.gpu_name(first.device)
+            } else {
+                format!("{} GPUs", serial.len())
+            },
+            crate::analysis::breakdown::pct(nccl, all),
+            ss.hidden_pct.unwrap_or(0.0),
+        ),
+        format!(
+            "{} Replayed with NCCL on a stream of its own ({}); without any dependency between NCCL and compute the upper bound.",
+            ss.sentence(),
+            crate::whatif::NCCL_DEPENDENCIES
+        ),
+    );
+    f.devices = serial.iter().map(|(s, _)| s.device).collect();
+    // Each GPU's first NCCL-only moments, an equal share of the occurrences each.
+    let per_device = MAX_OCCURRENCES / serial.len();
+    f.occurrences = serial
+        .par_iter()
+        .flat_map_iter(|(s, _)| {
+            let intervals = trace.device(s.device).map_or_else(Vec::new, |device| {
+                first_state_intervals(device, s.window, State::NcclOnly, per_device)
+            });
+            intervals.into_iter().map(|(a, b)| Where {
+                device: Some(s.device),
+                start_ns: a,
+                end_ns: b,
+            })
+        })
+        .collect();
+    f.first = f.occurrences.iter().min_by_key(|w| w.start_ns).copied();
+    f.upper_change = Some(Change {
+        nccl_own_stream: true,
+        nccl_no_dependencies: true,
+        ..Default::default()
+    });
+    out.push(with_change(
+        f,
+        Change {
+            nccl_own_stream: true,
+            ..Default::default()
+        },
+    ));
+}
+
+/// 5b. Copies that hold the GPU inside its span (a blocking checkpoint, host-to-device
+///     transfers, pageable memory), grouped by kind and the NVTX range they were
+///     launched in; the fix, those copies off the critical path.
+pub(super) fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: copies");
+    #[derive(Default)]
+    struct Group {
+        count: usize,
+        bytes: u64,
+        pageable: usize,
+        per_device: FxHashMap<DeviceId, i64>,
+        occurrences: Vec<Where>,
+    }
+    let mut groups: FxHashMap<(StrId, StrId), Group> = FxHashMap::default();
+    for device in &trace.devices {
+        let Some((lo, hi)) = device.kernel_window() else {
+            continue;
+        };
+        for (s, stream) in device.streams.iter().enumerate() {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.kind[i].is_kernel() || ops.end[i] <= lo || ops.start[i] >= hi {
+                    continue;
+                }
+                let path = launch_nvtx_path(
+                    trace,
+                    device,
+                    OpRef {
+                        stream: s as u32,
+                        op: i as u32,
+                    },
+                );
+                let range = path
+                    .into_iter()
+                    .rev()
+                    .find(|&id| !trace.strings.get(id).bytes().any(|b| b.is_ascii_digit()))
+                    .unwrap_or(NONE);
+                let g = groups.entry((ops.name[i], range)).or_default();
+                let info = device
+                    .mem_info
+                    .get(ops.detail[i] as usize)
+                    .copied()
+                    .unwrap_or_default();
+                g.count += 1;
+                g.bytes += info.bytes;
+                g.pageable += info.pageable as usize;
+                *g.per_device.entry(device.id).or_default() +=
+                    ops.end[i].min(hi) - ops.start[i].max(lo);
+                if g.occurrences.len() < MAX_OCCURRENCES {
+                    g.occurrences.push(Where {
+                        device: Some(device.id),
+                        start_ns: ops.start[i],
+                        end_ns: ops.end[i],
+                    });
+                }
+            }
+        }
+    }
+    let mut groups: Vec<((StrId, StrId), Group, i64)> = groups
+        .into_iter()
+        .map(|(k, g)| {
+            let most = g.per_device.values().copied().max().unwrap_or(0);
+            (k, g, most)
+        })
+        .filter(|g| worth(g.2))
+        .collect();
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.2), g.0));
+    for ((name, range), mut g, most) in groups.into_iter().take(PER_KIND) {
+        let name = trace.strings.get(name).into_owned();
+        let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
+        let place = range_text
+            .as_ref()
+            .map_or(String::new(), |r| format!(" in {r}"));
+        let mut devices: Vec<DeviceId> = g.per_device.keys().copied().collect();
+        devices.sort_unstable();
+        g.occurrences.sort_by_key(|w| w.start_ns);
+        let mut f = finding(
+            Kind::Copies,
+            format!(
+                "Copies hold the GPU: {} of {name}{place} on {} ({}, {})",
+                format_ns(most),
+                on_gpus(trace, &devices),
+                if g.count == 1 {
+                    "1 copy".to_string()
+                } else {
+                    format!("{} copies", g.count)
+                },
+                crate::format::format_bytes(g.bytes)
+            ),
+            format!(
+                "{} copies{place} take {} of the busiest GPU's span{}. Moved off the critical path (asynchronous, from pinned memory, on a stream of their own, or prefetched) they would not hold it.",
+                g.count,
+                format_ns(most),
+                if g.pageable > 0 {
+                    format!(
+                        "; {} from or to pageable memory (staged, synchronous, slower than pinned)",
+                        g.pageable
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        f.devices = devices;
+        f.first = g.occurrences.first().copied();
+        f.occurrences = g.occurrences;
+        out.push(with_change(
+            f,
+            Change {
+                drop_copies: vec![range_text.unwrap_or(name)],
+                ..Default::default()
+            },
+        ));
+    }
+}
+
+/// The kernel that takes the most time, if it takes much: what it would save at twice
+/// the speed (`info`: a speed-up is not a fault).
+pub(super) fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
+    crate::profile_scope!("detect: hot_kernel");
+    let Some(k) = overview
+        .kernels
+        .iter()
+        // A graph execution is many kernels, unknown: no single one to make faster.
+        .find(|k| {
+            !crate::trace::is_nccl_name(&k.name)
+                && crate::load::graphs::graph_id_of(&k.name).is_none()
+        })
+        .filter(|k| k.share_pct >= HOT_KERNEL_PCT)
+    else {
+        return;
+    };
+    let mut f = finding(
+        Kind::HotKernel,
+        format!(
+            "{} takes {:.0} % of kernel time: twice as fast, the run would save the figure beside it",
+            k.name, k.share_pct
+        ),
+        format!(
+            "{}, {} in all, median {}. The saving assumes the kernel alone runs twice as fast (a better kernel, a fused one, lower precision); nothing is wrong with it.",
+            if k.count == 1 {
+                "1 launch".to_string()
+            } else {
+                format!("{} launches", k.count)
+            },
+            format_ns(k.total_ns),
+            format_ns(k.median_ns)
+        ),
+    );
+    f.info_only = true;
+    if let Some(id) = trace.strings.find(&k.name) {
+        for device in &trace.devices {
+            for stream in &device.streams {
+                let ops = &stream.ops;
+                for i in (0..ops.len()).filter(|&i| ops.name[i] == id && ops.kind[i].is_kernel()) {
+                    if f.occurrences.len() < MAX_OCCURRENCES {
+                        f.occurrences.push(Where {
+                            device: Some(device.id),
+                            start_ns: ops.start[i],
+                            end_ns: ops.end[i],
+                        });
+                    }
+                }
+            }
+            if f.occurrences.iter().any(|w| w.device == Some(device.id)) {
+                f.devices.push(device.id);
+            }
+        }
+        f.occurrences.sort_by_key(|w| w.start_ns);
+        f.first = f.occurrences.first().copied();
+    }
+    // The name comes from the file: a name too long for a pattern gets no finding, never
+    // a panic.
+    let Ok(re) = regex::Regex::new(&format!("^{}$", regex::escape(&k.name))) else {
+        return;
+    };
+    out.push(with_change(
+        f,
+        Change {
+            scale_kernels: vec![(re, 0.5)],
+            ..Default::default()
+        },
+    ));
+}
+
+/// How many occurrences of a range are looked at to tell that it launches a fixed
+/// sequence without syncs.
+pub(super) const CAPTURE_SAMPLE: usize = 2_000;
+/// The share of those occurrences that must launch the same number of ops.
+pub(super) const CAPTURE_FIXED_SHARE: f64 = 0.9;
+
+/// Opportunity: host-bound gaps between kernels launched one by one inside steady NVTX
+/// ranges (`attention`, `ffn`) whose every occurrence launches the same sequence with no
+/// sync: captured in a CUDA graph, each occurrence would be one launch. The change replays
+/// those ranges as graphs (their kernels released by the first launch).
+pub(super) fn graph_capture(
+    trace: &Trace,
+    overview: &Overview,
+    worth: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) {
+    crate::profile_scope!("detect: graph_capture");
+    // Steady range → (host-bound gaps in it, their idle, a launching thread).
+    let mut by_range: FxHashMap<StrId, (Vec<u32>, i64, usize)> = FxHashMap::default();
+    for (i, g) in overview.gaps.iter().enumerate() {
+        if g.cause != Cause::HostBound || g.enclosing == NONE {
+            continue;
+        }
+        let Some((thread, _)) = launching_thread(trace, g) else {
+            continue;
+        };
+        let e = by_range
+            .entry(g.enclosing)
+            .or_insert((Vec::new(), 0, thread));
+        e.0.push(i as u32);
+        e.1 += g.duration_ns;
+    }
+    // Steady ranges only (a text with numbers is one op's, not a block's): each text read
+    // once, not once a gap.
+    let mut ranges: Vec<(StrId, Vec<u32>, i64, usize)> = by_range
+        .into_iter()
+        .map(|(r, (m, total, t))| (r, m, total, t))
+        .filter(|r| r.1.len() >= 2)
+        .filter(|r| !trace.strings.get(r.0).bytes().any(|b| b.is_ascii_digit()))
+        .collect();
+    ranges.sort_by_key(|r| (std::cmp::Reverse(r.2), r.0));
+    // The largest first, each checked against its occurrences until enough are found.
+    let sync_names = sync_call_names(trace);
+    let mut kept = Vec::new();
+    for r in ranges {
+        if kept.len() == PER_KIND {
+            break;
+        }
+        if fixed_launches_without_syncs(trace, &sync_names, r.3, r.0) {
+            kept.push(r);
+        }
+    }
+    let ranges = kept;
+    let total: i64 = ranges.iter().map(|r| r.2).sum();
+    if ranges.is_empty() || !worth(total) {
+        return;
+    }
+    let names: Vec<String> = ranges
+        .iter()
+        .map(|r| trace.strings.get(r.0).into_owned())
+        .collect();
+    let members: Vec<u32> = ranges.iter().flat_map(|r| r.1.iter().copied()).collect();
+    let mut f = gap_finding(Kind::GraphCapture, overview, &members);
+    f.title = format!(
+        "Capture {} in a CUDA graph: the GPU waits {} ({} idle) for kernels launched one by one",
+        names.join(", "),
+        plural(members.len(), "time"),
+        format_ns(total)
+    );
+    f.detail = format!(
+        "Each occurrence of {} launches the same kernels, with no sync inside, and the CPU does not keep up with them. Captured in a CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.CUDAGraph) each occurrence would be one launch. Replayed with every occurrence's kernels released by its first launch (the later launch calls and the CPU time after the first gone); assumes the range captures as it is: fixed shapes, no sync or host read inside.",
+        names.join(", ")
+    );
+    out.push(with_change(
+        f,
+        Change {
+            capture_graphs: names,
+            ..Default::default()
+        },
+    ));
+}
+
+/// Whether the occurrences of range text `text` on `thread` (a sample of them) launch the
+/// same number of ops, at least two, with no synchronising call inside.
+pub(super) fn fixed_launches_without_syncs(
+    trace: &Trace,
+    sync_names: &[bool],
+    thread: usize,
+    text: StrId,
+) -> bool {
+    let th = &trace.threads[thread];
+    let mut counts: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut seen = 0;
+    for r in (0..th.nvtx.len()).filter(|&r| th.nvtx.text[r] == text) {
+        let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
+        let first = th.api.start.partition_point(|&x| x < s);
+        let end = th.api.start.partition_point(|&x| x <= e);
+        if (first..end).any(|k| sync_names[th.api.name[k] as usize]) {
+            return false;
+        }
+        let launches = (first..end)
+            .filter(|&k| trace.strings.get(th.api.name[k]).contains("Launch"))
+            .count();
+        *counts.entry(launches).or_default() += 1;
+        seen += 1;
+        if seen >= CAPTURE_SAMPLE {
+            break;
+        }
+    }
+    counts
+        .iter()
+        .max_by_key(|c| *c.1)
+        .is_some_and(|(&n, &k)| n >= 2 && k as f64 >= CAPTURE_FIXED_SHARE * seen as f64)
+}
+
+/// 6. Idle that no finding accounts for, said as such: per device, its idle time less the
+///    gaps the findings explain.
+pub(in crate::findings) fn add_unexplained_idle(
+    trace: &Trace,
+    overview: &Overview,
+    found: &mut Vec<Finding>,
+) {
+    let span = run_span(trace);
+    if span <= 0 {
+        return;
+    }
+    let mut explained: FxHashMap<DeviceId, i64> = FxHashMap::default();
+    for f in found.iter() {
+        for &(d, ns) in &f.explains_idle {
+            *explained.entry(d).or_default() += ns;
+        }
+    }
+    let worst = overview
+        .devices
+        .iter()
+        .map(|s| {
+            let idle = s.breakdown.idle;
+            (idle - explained.get(&s.device).copied().unwrap_or(0), s)
+        })
+        .max_by_key(|x| x.0);
+    let Some((left, s)) = worst else {
+        return;
+    };
+    let pct = 100.0 * left as f64 / span as f64;
+    if pct < UNEXPLAINED_PCT || left < 1_000_000 {
+        return;
+    }
+    let gaps: Vec<i64> = overview
+        .gaps
+        .iter()
+        .filter(|g| g.device_id() == s.device)
+        .map(|g| g.duration_ns)
+        .collect();
+    let mut f = finding(
+        Kind::UnexplainedIdle,
+        format!(
+            "{} of {}'s idle time ({pct:.1} % of the span) is in no finding above",
+            format_ns(left),
+            trace.gpu_name(s.device)
+        ),
+        format!(
+            "{} idles {} in {} (median {}); the findings above account for {}. The rest is spread over gaps no detector turns into a change: look at the Gaps tab's recurring patterns.",
+            trace.gpu_name(s.device),
+            format_ns(s.breakdown.idle),
+            plural(gaps.len(), "gap"),
+            format_ns(median(&gaps)),
+            format_ns(explained.get(&s.device).copied().unwrap_or(0))
+        ),
+    );
+    f.devices = vec![s.device];
+    f.info_only = true;
+    found.push(f);
+}

@@ -1,0 +1,443 @@
+//! The findings of the CPU side: synchronising calls, stalls, a straggling rank, a host
+//! that cannot keep up.
+
+use super::*;
+
+/// 1. Synchronising calls that starve the GPU: host-sync gaps grouped by the call that
+///    made the CPU wait and the NVTX range around it; the fix, that sync removed.
+pub(super) fn host_syncs(
+    trace: &Trace,
+    overview: &Overview,
+    worth: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) {
+    crate::profile_scope!("detect: host_syncs");
+    // (call name, steady range around it) → gap indices.
+    let mut groups: FxHashMap<(StrId, StrId), Vec<u32>> = FxHashMap::default();
+    for (i, g) in overview.gaps.iter().enumerate() {
+        if g.cause != Cause::HostSync {
+            continue;
+        }
+        let Some((thread, call)) = sync_call_of_gap(trace, g) else {
+            continue;
+        };
+        let api = &trace.threads[thread].api;
+        let range = steady_range_at(trace, thread, api.start[call]).unwrap_or(NONE);
+        groups
+            .entry((api.name[call], range))
+            .or_default()
+            .push(i as u32);
+    }
+    let mut groups: Vec<((StrId, StrId), Vec<u32>, i64)> = groups
+        .into_iter()
+        .filter(|(_, m)| m.len() >= 2)
+        .map(|(k, m)| {
+            let total = m
+                .iter()
+                .map(|&i| overview.gaps[i as usize].duration_ns)
+                .sum();
+            (k, m, total)
+        })
+        .filter(|g| worth(g.2))
+        .collect();
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.2), g.0));
+    for ((call, range), members, total) in groups.into_iter().take(PER_KIND) {
+        let call_name = trace.strings.get(call).into_owned();
+        let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
+        let durations: Vec<i64> = members
+            .iter()
+            .map(|&i| overview.gaps[i as usize].duration_ns)
+            .collect();
+        let place = range_text
+            .as_ref()
+            .map_or(String::new(), |r| format!(" in {r}"));
+        let mut f = gap_finding(Kind::HostSync, overview, &members);
+        // A sync that waits for each collective, on GPUs whose NCCL shares the compute
+        // stream: the two fixes only pay together (without the sync a collective still
+        // holds the compute behind it; on its own stream it is still waited for), so the
+        // change replayed is both.
+        let stream = after_collectives_on_one_stream(trace, overview, &members);
+        let first = f.first.map_or(0, |w| w.start_ns);
+        let evidence = format!(
+            "median gap {}, first at {} on {}",
+            format_ns(median(&durations)),
+            format_ns(first - trace.time_origin().unwrap_or(0)),
+            f.first
+                .and_then(|w| w.device)
+                .map_or(String::new(), |d| trace.gpu_name(d)),
+        );
+        let sync_removed = Change {
+            remove_sync: vec![range_text.unwrap_or(call_name.clone())],
+            ..Default::default()
+        };
+        let change = match stream {
+            None => {
+                f.title = format!(
+                    "{call_name}{place} starves the GPU: {} idle in {} on {}",
+                    format_ns(total),
+                    plural(members.len(), "gap"),
+                    on_gpus(trace, &f.devices)
+                );
+                f.detail = format!(
+                    "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
+                );
+                sync_removed
+            }
+            Some(stream) => {
+                f.title = format!(
+                    "{call_name} after each collective{place}, NCCL on compute stream {stream}: {} idle in {} on {}",
+                    format_ns(total),
+                    plural(members.len(), "gap"),
+                    on_gpus(trace, &f.devices)
+                );
+                f.detail = format!(
+                    "Each time, the launching thread waits in {call_name}{place} for the collective and all compute to drain, then runs its Python and launches the next kernel late ({evidence}). Replayed without that sync and with NCCL on a stream of its own ({}): the CPU queues work ahead while the exchange runs. Without any dependency between NCCL and compute, the upper bound.",
+                    crate::whatif::NCCL_DEPENDENCIES
+                );
+                f.upper_change = Some(Change {
+                    nccl_own_stream: true,
+                    nccl_no_dependencies: true,
+                    ..sync_removed.clone()
+                });
+                Change {
+                    nccl_own_stream: true,
+                    ..sync_removed
+                }
+            }
+        };
+        out.push(with_change(f, change));
+    }
+}
+
+/// The compute stream that NCCL shares, when most of the gaps `members` follow an NCCL
+/// kernel on GPUs whose NCCL and compute share one stream.
+pub(super) fn after_collectives_on_one_stream(
+    trace: &Trace,
+    overview: &Overview,
+    members: &[u32],
+) -> Option<u32> {
+    let after_nccl = members
+        .iter()
+        .filter(|&&i| {
+            let g = &overview.gaps[i as usize];
+            trace.device(g.device_id()).is_some_and(|d| {
+                d.streams[g.before.stream as usize].ops.kind[g.before.op as usize]
+                    == crate::trace::OpKind::Nccl
+            })
+        })
+        .count();
+    if after_nccl * 2 <= members.len() {
+        return None;
+    }
+    overview
+        .devices
+        .iter()
+        .filter_map(|s| s.same_stream)
+        .find(|ss| ss.nccl_pct >= 50.0 && ss.compute_pct >= 50.0)
+        .map(|ss| ss.stream)
+}
+
+/// The thread that launched the op after the gap (its index and itself).
+pub(super) fn launching_thread<'t>(
+    trace: &'t Trace,
+    g: &Gap,
+) -> Option<(usize, &'t crate::trace::Thread)> {
+    let device = trace.device(g.device_id())?;
+    let thread = device.streams[g.after.stream as usize].ops.launch_thread[g.after.op as usize];
+    (thread != NONE).then(|| (thread as usize, &trace.threads[thread as usize]))
+}
+
+/// 3. A straggler: the rank that started the slowest iteration's collectives last, with
+///    what its thread was doing; the fix, that stall removed. Slow iterations fold into
+///    it. Returns the stall's span (its one-off gap is this finding's, not another's).
+pub(super) fn straggler(
+    trace: &Trace,
+    overview: &Overview,
+    can_gain: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) -> Option<HostSpan> {
+    crate::profile_scope!("detect: straggler");
+    let d = overview.drilldown.as_ref()?;
+    let device = d.straggler_device?;
+    let activity = d.straggler_activity.as_ref()?;
+    let late = d.collectives.first()?;
+    let it = overview
+        .iterations
+        .per_device
+        .iter()
+        .find(|x| x.device == device)?;
+    let thread = &trace.threads[it.thread];
+    // The stall: the call its thread sat in, or its own CPU time with no call (Python
+    // computing), whichever was longer.
+    let (what, start, length) = match (&activity.longest_call, activity.longest_call_start_ns) {
+        (Some(call), Some(start)) if activity.longest_call_ns >= activity.cpu_ns => {
+            (format!("in {call}"), start, activity.longest_call_ns)
+        }
+        _ => (
+            match activity.nvtx_path.last() {
+                Some(range) => format!("computing in {range} (no CUDA or OS call)"),
+                None => "computing (no CUDA or OS call)".to_string(),
+            },
+            activity.cpu_start_ns?,
+            activity.cpu_ns,
+        ),
+    };
+    let mut span = HostSpan {
+        tid: thread.tid,
+        start_ns: start,
+        end_ns: start + length,
+    };
+    // A sync right before the stall (`empty_cache()` drains the device first) is part of it.
+    let k = thread.api.start.partition_point(|&s| s < start);
+    if let Some(prev) = k.checked_sub(1)
+        && crate::analysis::gaps::is_synchronizing(&trace.strings.get(thread.api.name[prev]))
+        && start - thread.api.end[prev] <= STALL_JOIN_NS
+    {
+        span.start_ns = thread.api.start[prev];
+    }
+    if length <= 0 || !can_gain(stall_gain_bound(trace, &span)) {
+        return Some(span);
+    }
+    let slow = it.slow_indices.len();
+    let k = d.iteration;
+    let duration = it.durations_ns.get(k).copied().unwrap_or(0);
+    let mut f = finding(
+        Kind::Straggler,
+        format!(
+            "{} holds the others back: {} late at a collective of iteration {k}, its thread {what} for {}",
+            trace.gpu_name(device),
+            format_ns(late.lateness_ns),
+            format_ns(length)
+        ),
+        format!(
+            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}. Every other rank waited in NCCL.",
+            format_ns(duration),
+            format_ns(it.median_ns),
+            plural(slow, "iteration"),
+            late.name,
+            trace.gpu_name(device),
+            format_ns(late.lateness_ns),
+            format_ns(length),
+            if activity.nvtx_path.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", activity.nvtx_path.join(" > "))
+            }
+        ),
+    );
+    f.devices = vec![device];
+    // The straggler's own GPU idles while its thread stalls: those gaps are this finding's.
+    let idle: i64 = overview
+        .gaps
+        .iter()
+        .filter(|g| g.device_id() == device)
+        .map(|g| (g.end_ns().min(span.end_ns) - g.start_ns.max(span.start_ns)).max(0))
+        .sum();
+    f.explains_idle = vec![(device, idle)];
+    let w = Where {
+        device: Some(device),
+        start_ns: span.start_ns,
+        end_ns: span.end_ns,
+    };
+    f.first = Some(w);
+    f.occurrences = vec![w];
+    out.push(with_change(
+        f,
+        Change {
+            remove_stalls: vec![span],
+            ..Default::default()
+        },
+    ));
+    Some(span)
+}
+
+/// The most removing a host stall can give back: its length on each thread with its tid.
+/// Its calls take no time and the CPU time between them is gone, and a replay moves no
+/// event earlier by more than the time taken out of the events before it.
+pub(super) fn stall_gain_bound(trace: &Trace, span: &HostSpan) -> i64 {
+    let threads = trace.threads.iter().filter(|t| t.tid == span.tid).count();
+    (span.end_ns - span.start_ns).saturating_mul(threads as i64)
+}
+
+/// A synchronising call ending this close before a stall is taken with it.
+pub(super) const STALL_JOIN_NS: i64 = 200_000;
+
+/// 4. Host- or launch-bound stretches: recurring host-bound gap patterns; the fix, the
+///    launching thread's CPU time in those gaps cut (CUDA graphs, torch.compile, less
+///    Python per launch). Long one-off members are the one-off detector's.
+pub(super) fn host_bound(
+    trace: &Trace,
+    overview: &Overview,
+    worth: &dyn Fn(i64) -> bool,
+    out: &mut Vec<Finding>,
+) {
+    crate::profile_scope!("detect: host_bound");
+    let mut taken = 0;
+    for p in &overview.recurring {
+        if taken >= PER_KIND {
+            break;
+        }
+        let Some(&first) = p.members.first() else {
+            continue;
+        };
+        if overview.gaps[first as usize].cause != Cause::HostBound {
+            continue;
+        }
+        let limit = p.median_ns.saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        let kept: Vec<&Gap> = p
+            .members
+            .iter()
+            .map(|&i| &overview.gaps[i as usize])
+            .filter(|g| g.duration_ns <= limit)
+            .collect();
+        let total: i64 = kept.iter().map(|g| g.duration_ns).sum();
+        if kept.len() < 2 || !worth(total) {
+            continue;
+        }
+        taken += 1;
+        let mut f = finding(Kind::HostBound, String::new(), String::new());
+        from_gaps(&mut f, &mut kept.iter().copied());
+        let longest = kept.iter().max_by_key(|g| g.duration_ns).copied();
+        let cpu = longest.map(|g| cause_text(trace, g)).unwrap_or_default();
+        f.title = format!(
+            "Host-bound: the GPU waits for launches {} ({} idle, median {}) at {}",
+            plural(kept.len(), "time"),
+            format_ns(total),
+            format_ns(p.median_ns),
+            p.signature.trim_end_matches(" [host_bound]")
+        );
+        f.detail = format!(
+            "The next kernel was launched only after the GPU had run dry, with no sync in between: the CPU did not keep up ({cpu}). Fewer, larger launches (CUDA graphs, torch.compile) or less Python per op would close these gaps. Gaps over {HOST_GAP_OUTLIER_FACTOR}× the median are one-offs, counted apart."
+        );
+        out.push(with_change(
+            f,
+            Change {
+                cut_host_gaps: vec![p.signature.clone()],
+                ..Default::default()
+            },
+        ));
+    }
+}
+
+/// 5a. One-off stalls: long gaps seen once (or far longer than the rest of their
+///     pattern) while the launching thread was in an NVTX range of its own (a JIT
+///     compilation, a data load) or a long call; the fix, that host work gone.
+pub(super) fn one_off_stalls(
+    trace: &Trace,
+    overview: &Overview,
+    worth: &dyn Fn(i64) -> bool,
+    can_gain: &dyn Fn(i64) -> bool,
+    straggler: Option<HostSpan>,
+    out: &mut Vec<Finding>,
+) {
+    crate::profile_scope!("detect: one_off_stalls");
+    let mut candidates: Vec<u32> = overview
+        .single_gaps
+        .iter()
+        .copied()
+        .take_while(|&i| worth(overview.gaps[i as usize].duration_ns))
+        .collect();
+    for p in &overview.recurring {
+        let limit = p.median_ns.saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        candidates.extend(p.members.iter().copied().filter(|&i| {
+            let g = &overview.gaps[i as usize];
+            g.duration_ns > limit && worth(g.duration_ns)
+        }));
+    }
+    // By what the CPU was doing: the same JIT on every rank is one finding.
+    let mut by_activity: Vec<(String, Change, Vec<u32>)> = Vec::new();
+    for i in candidates {
+        let g = &overview.gaps[i as usize];
+        if g.cause == Cause::HostSync {
+            continue;
+        }
+        let Some(a) = activity(trace, g) else {
+            continue;
+        };
+        let change = if let Some(range) = a.nvtx.first() {
+            Change {
+                remove_cpu: vec![range.clone()],
+                ..Default::default()
+            }
+        } else {
+            let Some(span) = longest_call_span(trace, g) else {
+                continue;
+            };
+            let is_straggler = straggler.is_some_and(|s| {
+                s.tid == span.tid && s.start_ns <= span.end_ns && span.start_ns <= s.end_ns
+            });
+            // A long gap whose longest call is short was mostly something else.
+            if is_straggler || !can_gain(stall_gain_bound(trace, &span)) {
+                continue;
+            }
+            Change {
+                remove_stalls: vec![span],
+                ..Default::default()
+            }
+        };
+        // The ranges the CPU was in name the stall (their times differ rank by rank).
+        let text = if a.nvtx.is_empty() {
+            a.text()
+        } else {
+            format!("in {}", a.nvtx.join(" > "))
+        };
+        match by_activity
+            .iter_mut()
+            .find(|b| b.0 == text && !a.nvtx.is_empty())
+        {
+            Some(b) => b.2.push(i),
+            None => by_activity.push((text, change, vec![i])),
+        }
+    }
+    by_activity.sort_by_key(|b| {
+        std::cmp::Reverse(
+            b.2.iter()
+                .map(|&i| overview.gaps[i as usize].duration_ns)
+                .sum::<i64>(),
+        )
+    });
+    for (text, change, members) in by_activity.into_iter().take(PER_KIND) {
+        let total: i64 = members
+            .iter()
+            .map(|&i| overview.gaps[i as usize].duration_ns)
+            .sum();
+        let mut f = gap_finding(Kind::OneOffStall, overview, &members);
+        f.title = format!(
+            "One-off stall: {} idle on {} while the CPU was {text}",
+            format_ns(total),
+            on_gpus(trace, &f.devices)
+        );
+        f.detail = format!(
+            "{} of {} ({}); nothing else ran meanwhile. Done ahead of time (a warm-up outside the profiled run, a compilation cache, a prefetching loader) it would not hold the GPU.",
+            plural(members.len(), "gap"),
+            format_ns(total),
+            members
+                .iter()
+                .take(4)
+                .map(|&i| {
+                    let g = &overview.gaps[i as usize];
+                    format!(
+                        "{} on {}",
+                        format_ns(g.duration_ns),
+                        trace.gpu_name(g.device_id())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        out.push(with_change(f, change));
+    }
+}
+
+/// The launching thread's longest call overlapping the gap, as a host span.
+pub(super) fn longest_call_span(trace: &Trace, g: &Gap) -> Option<HostSpan> {
+    let (_, th) = launching_thread(trace, g)?;
+    let k = th
+        .calls_overlapping(g.start_ns, g.end_ns())
+        .max_by_key(|&k| th.api.end[k] - th.api.start[k])?;
+    Some(HostSpan {
+        tid: th.tid,
+        start_ns: th.api.start[k],
+        end_ns: th.api.end[k],
+    })
+}

@@ -1,0 +1,169 @@
+//! The change a replay makes, and its parsing.
+
+use super::*;
+
+/// A change to replay.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// Synchronising calls whose name contains one of these no longer wait for the GPU.
+    pub remove_sync: Vec<String>,
+    /// Kernels whose name matches take `factor` times as long.
+    pub scale_kernels: Vec<(Regex, f64)>,
+    /// NCCL kernels on a stream of their own. The data dependencies are kept (see
+    /// [`NCCL_DEPENDENCIES`]) unless `nccl_no_dependencies`.
+    pub nccl_own_stream: bool,
+    /// With `nccl_own_stream`: nothing on the compute stream waits for NCCL, nor NCCL for
+    /// it, beyond launch order — the upper bound of what a stream of its own can gain.
+    pub nccl_no_dependencies: bool,
+    /// CPU time between calls inside NVTX ranges whose text contains one of these is
+    /// removed (the host work after a sync, say).
+    pub remove_cpu: Vec<String>,
+    /// Host stalls removed: on the threads with the span's tid, the calls that start in it
+    /// take no time (a synchronising one does not wait) and the CPU time between them is
+    /// gone (a straggler's `cudaMalloc`, say).
+    pub remove_stalls: Vec<HostSpan>,
+    /// Host-bound gaps whose signature (`before → after in range [host_bound]`) is one of
+    /// these: the launching thread's CPU time during each such gap is cut, so the next
+    /// launch comes as early as its launch latency allows.
+    pub cut_host_gaps: Vec<String>,
+    /// Copies (memcpy, memset) whose name or NVTX range at launch contains one of these
+    /// take no GPU time (assumed done off the critical path: asynchronous, pinned memory,
+    /// a stream of their own).
+    pub drop_copies: Vec<String>,
+    /// NVTX ranges whose text contains one of these replayed as CUDA graphs: each
+    /// occurrence's kernels released by its first launch (the later launch calls take no
+    /// time, the CPU time from the first launch to the range's end is gone). Assumes the
+    /// range captures as it is: fixed shapes, no sync or host read inside.
+    pub capture_graphs: Vec<String>,
+}
+
+/// What `nccl_own_stream` keeps of the dependencies between NCCL and compute, said in the
+/// assumptions: a collective waits for the compute launched before it on its stream (its
+/// input, as an event recorded before it), and its result is needed by the compute
+/// launched after the next collective (one collective in flight beside compute, as an
+/// event waited for one collective later). A result needed by the very next kernel leaves
+/// nothing to overlap; that bound is the unchanged run.
+pub const NCCL_DEPENDENCIES: &str = "each collective waits for the compute launched before it; its result is first needed by the compute launched after the next collective";
+
+/// A span of one thread's time, on the export's clock: `TID:START_NS:END_NS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSpan {
+    pub tid: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+impl HostSpan {
+    pub fn parse(arg: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = arg.split(':').collect();
+        let bad = || format!("a host span is TID:START_NS:END_NS, not `{arg}`");
+        let [tid, start, end] = parts[..] else {
+            return Err(bad());
+        };
+        let span = HostSpan {
+            tid: tid.parse().map_err(|_| bad())?,
+            start_ns: start.parse().map_err(|_| bad())?,
+            end_ns: end.parse().map_err(|_| bad())?,
+        };
+        if span.end_ns < span.start_ns {
+            return Err(format!("{arg}: the span ends before it starts"));
+        }
+        Ok(span)
+    }
+}
+
+impl std::fmt::Display for HostSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.tid, self.start_ns, self.end_ns)
+    }
+}
+
+/// `--scale-kernel`'s `REGEX=FACTOR`.
+pub fn parse_scale_kernel(arg: &str) -> Result<(Regex, f64), String> {
+    let (re, factor) = arg
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--scale-kernel wants REGEX=FACTOR, not `{arg}`"))?;
+    let factor: f64 = factor
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0)
+        .ok_or_else(|| format!("--scale-kernel: `{factor}` is not a positive number"))?;
+    let re = Regex::new(re).map_err(|e| format!("--scale-kernel: {e}"))?;
+    Ok((re, factor))
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.remove_sync.is_empty()
+            && self.scale_kernels.is_empty()
+            && !self.nccl_own_stream
+            && self.remove_cpu.is_empty()
+            && self.remove_stalls.is_empty()
+            && self.cut_host_gaps.is_empty()
+            && self.drop_copies.is_empty()
+            && self.capture_graphs.is_empty()
+    }
+
+    /// The `what-if` command-line arguments that make this change.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut add = |flag: &str, value: String| {
+            out.push(flag.to_string());
+            out.push(value);
+        };
+        for x in &self.remove_sync {
+            add("--remove-sync", x.clone());
+        }
+        for (re, f) in &self.scale_kernels {
+            add("--scale-kernel", format!("{}={f}", re.as_str()));
+        }
+        for x in &self.remove_cpu {
+            add("--remove-cpu", x.clone());
+        }
+        for x in &self.remove_stalls {
+            add("--remove-stall", x.to_string());
+        }
+        for x in &self.cut_host_gaps {
+            add("--cut-host-gaps", x.clone());
+        }
+        for x in &self.drop_copies {
+            add("--drop-copies", x.clone());
+        }
+        for x in &self.capture_graphs {
+            add("--capture-graph", x.clone());
+        }
+        if self.nccl_own_stream {
+            out.push("--nccl-own-stream".into());
+            if self.nccl_no_dependencies {
+                out.push("--nccl-no-dependencies".into());
+            }
+        }
+        out
+    }
+
+    /// The change [`Change::to_args`] wrote (the cache keeps findings' changes so).
+    pub fn from_args(args: &[String]) -> Result<Change, String> {
+        let mut change = Change::default();
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            let mut value = || {
+                args.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{flag} wants a value"))
+            };
+            match flag.as_str() {
+                "--remove-sync" => change.remove_sync.push(value()?),
+                "--scale-kernel" => change.scale_kernels.push(parse_scale_kernel(&value()?)?),
+                "--remove-cpu" => change.remove_cpu.push(value()?),
+                "--remove-stall" => change.remove_stalls.push(HostSpan::parse(&value()?)?),
+                "--cut-host-gaps" => change.cut_host_gaps.push(value()?),
+                "--drop-copies" => change.drop_copies.push(value()?),
+                "--capture-graph" => change.capture_graphs.push(value()?),
+                "--nccl-own-stream" => change.nccl_own_stream = true,
+                "--nccl-no-dependencies" => change.nccl_no_dependencies = true,
+                other => return Err(format!("not a change: `{other}`")),
+            }
+        }
+        Ok(change)
+    }
+}

@@ -1,0 +1,285 @@
+//! What a change cuts from the trace: the synchronising calls made non-blocking, the CPU
+//! stretches removed, the copies dropped, and NCCL's dependencies on a stream of its own.
+
+use super::*;
+
+/// Per thread, the synchronising calls (indices, sorted) to make non-blocking: those whose
+/// name, or the text of an NVTX range around them, contains one of `texts`.
+pub(super) fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]) -> Vec<Vec<u32>> {
+    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            if texts.is_empty() {
+                return Vec::new();
+            }
+            (0..th.api.len())
+                .filter(|&k| sync_names[th.api.name[k] as usize])
+                .filter(|&k| {
+                    let (s, e) = (th.api.start[k], th.api.end[k]);
+                    if matches(&trace.strings.get(th.api.name[k])) {
+                        return true;
+                    }
+                    // The ranges open around the call: nested ranges start before it and
+                    // end after it; the innermost are the latest to start.
+                    let n = th.nvtx.start.partition_point(|&x| x <= s);
+                    (n.saturating_sub(RANGES_LOOKED_AT)..n)
+                        .filter(|&r| th.nvtx.end[r] >= e)
+                        .any(|r| matches(&trace.strings.get(th.nvtx.text[r])))
+                })
+                .map(|k| k as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Per thread, the union of the NVTX ranges whose text contains one of `texts`, sorted.
+pub(super) fn cpu_cuts(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
+    spans_of_ranges(trace, texts, |th, r| {
+        Some((th.nvtx.start[r], th.nvtx.end[r]))
+    })
+}
+
+/// Per thread, the union of `span(thread, range)` over its NVTX ranges whose text contains
+/// one of `texts`.
+pub(super) fn spans_of_ranges(
+    trace: &Trace,
+    texts: &[String],
+    span: impl Fn(&crate::trace::Thread, usize) -> Option<(i64, i64)>,
+) -> Vec<Vec<(i64, i64)>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            if texts.is_empty() {
+                return Vec::new();
+            }
+            let mut spans: Vec<(i64, i64)> = (0..th.nvtx.len())
+                .filter(|&r| {
+                    let text = trace.strings.get(th.nvtx.text[r]);
+                    texts.iter().any(|n| text.contains(n.as_str()))
+                })
+                .filter_map(|r| span(th, r))
+                .collect();
+            spans.sort_unstable();
+            union_of(spans)
+        })
+        .collect()
+}
+
+/// How much of `[a, b)` the sorted, disjoint `spans` cover.
+pub(super) fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {
+    let first = spans.partition_point(|s| s.1 <= a);
+    spans[first..]
+        .iter()
+        .take_while(|s| s.0 < b)
+        .map(|s| s.1.min(b) - s.0.max(a))
+        .filter(|&x| x > 0)
+        .sum()
+}
+
+/// Per thread, the sorted spans of `stalls` that fall on it (by tid).
+pub(super) fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            let mut spans: Vec<(i64, i64)> = stalls
+                .iter()
+                .filter(|s| s.tid == th.tid)
+                .map(|s| (s.start_ns, s.end_ns))
+                .collect();
+            spans.sort_unstable();
+            union_of(spans)
+        })
+        .collect()
+}
+
+/// Per thread, what replaying the ranges whose text contains one of `texts` as CUDA graphs
+/// removes, as stalls: from the end of each occurrence's first launch call to its end (its
+/// later launches take no time: one launch releases them all).
+pub(super) fn capture_spans(trace: &Trace, texts: &[String]) -> Vec<Vec<(i64, i64)>> {
+    if texts.is_empty() {
+        return vec![Vec::new(); trace.threads.len()];
+    }
+    let launch_names = trace.api_names_where(|name| name.contains("Launch"));
+    let is_launch = |th: &crate::trace::Thread, k: usize| launch_names[th.api.name[k] as usize];
+    spans_of_ranges(trace, texts, |th, r| {
+        let (s, e) = (th.nvtx.start[r], th.nvtx.end[r]);
+        let first = th.api.start.partition_point(|&x| x < s);
+        let end = th.api.start.partition_point(|&x| x <= e);
+        let mut launches = (first..end).filter(|&k| is_launch(th, k));
+        let k = launches.next()?;
+        launches.next()?;
+        Some((th.api.end[k], e))
+    })
+}
+
+/// Sorted, overlapping spans merged.
+pub(super) fn union_of(spans: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    let mut union: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match union.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => union.push((s, e)),
+        }
+    }
+    union
+}
+
+/// Each thread's spans in `more` added to `cut`'s, kept sorted and disjoint.
+pub(super) fn add_spans(cut: &mut [Vec<(i64, i64)>], more: &[Vec<(i64, i64)>]) {
+    for (c, m) in cut.iter_mut().zip(more) {
+        if m.is_empty() {
+            continue;
+        }
+        let mut all = std::mem::take(c);
+        all.extend_from_slice(m);
+        all.sort_unstable();
+        *c = union_of(all);
+    }
+}
+
+pub(super) fn in_spans(spans: &[(i64, i64)], t: i64) -> bool {
+    let i = spans.partition_point(|s| s.1 < t);
+    spans.get(i).is_some_and(|s| s.0 <= t)
+}
+
+/// Every gap of every device, as the analyses find them (default minimum).
+pub(super) fn all_gaps(trace: &Trace) -> Vec<Gap> {
+    let cpu = CpuIndex::new(trace);
+    trace
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let w = device_window(d)?;
+            Some(gaps(trace, &cpu, d, w, DEFAULT_MIN_GAP_NS))
+        })
+        .flatten()
+        .collect()
+}
+
+/// Per thread, the CPU time to cut for the host-bound gaps whose signature is one of
+/// `signatures`: the gap itself, moved back by the launch latency the op after it had (so
+/// that op's launch reaches the GPU as the op before it ends).
+pub(super) fn host_gap_cuts(
+    trace: &Trace,
+    gaps: &[Gap],
+    signatures: &[String],
+) -> Vec<Vec<(i64, i64)>> {
+    let mut out: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.threads.len()];
+    // Signatures are put in words once per distinct pattern, not once per gap.
+    let mut wanted: rustc_hash::FxHashMap<(u32, u32, u32), bool> = Default::default();
+    let mut matched: rustc_hash::FxHashMap<(u32, u32, u32), Vec<&Gap>> = Default::default();
+    for g in gaps.iter().filter(|g| g.cause == Cause::HostBound) {
+        let template = g
+            .enclosing()
+            .map_or(NONE, |id| trace.strings.template_of(id));
+        let key = (g.before_name(trace), g.after_name(trace), template);
+        let hit = *wanted
+            .entry(key)
+            .or_insert_with(|| signatures.contains(&signature(trace, g)));
+        if hit {
+            matched.entry(key).or_default().push(g);
+        }
+    }
+    for members in matched.values() {
+        let durations: Vec<i64> = members.iter().map(|g| g.duration_ns).collect();
+        let limit = median(&durations).saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        for g in members.iter().filter(|g| g.duration_ns <= limit) {
+            let Some(device) = trace.device(g.device_id()) else {
+                continue;
+            };
+            let ops = &device.streams[g.after.stream as usize].ops;
+            let i = g.after.op as usize;
+            let (th, call) = (ops.launch_thread[i], ops.launch_call[i]);
+            if th == NONE || call == NONE {
+                continue;
+            }
+            let latency =
+                (ops.start[i] - trace.threads[th as usize].api.start[call as usize]).max(0);
+            out[th as usize].push((g.start_ns - latency, g.end_ns() - latency));
+        }
+    }
+    for spans in &mut out {
+        spans.sort_unstable();
+        *spans = union_of(std::mem::take(spans));
+    }
+    out
+}
+
+/// Gaps of a host-bound pattern longer than this many times its median are one-offs (a
+/// JIT compilation after the same kernel as every step's short gap): `cut_host_gaps`
+/// leaves them to a change of their own.
+pub const HOST_GAP_OUTLIER_FACTOR: i64 = 4;
+
+/// The copies `texts` name (by the op's name or an NVTX range at its launch): (device,
+/// stream, op).
+pub(super) fn dropped_copies(
+    trace: &Trace,
+    texts: &[String],
+) -> rustc_hash::FxHashSet<(u32, u32, u32)> {
+    let mut out = rustc_hash::FxHashSet::default();
+    if texts.is_empty() {
+        return out;
+    }
+    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    for (d, device) in trace.devices.iter().enumerate() {
+        for (s, stream) in device.streams.iter().enumerate() {
+            let ops = &stream.ops;
+            for i in 0..ops.len() {
+                if ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let op = OpRef {
+                    stream: s as u32,
+                    op: i as u32,
+                };
+                let hit = matches(&trace.strings.get(ops.name[i]))
+                    || launch_nvtx_path(trace, device, op)
+                        .into_iter()
+                        .any(|id| matches(&trace.strings.get(id)));
+                if hit {
+                    out.insert((d as u32, s as u32, i as u32));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// With NCCL on a stream of its own, what each op of a stream that ran NCCL still waits
+/// for (an op index on the same stream, or [`NONE`]), as [`NCCL_DEPENDENCIES`] says: a
+/// collective, the compute op before it; a compute op, the collective before the latest
+/// one launched before it.
+pub(super) fn nccl_dependencies(trace: &Trace) -> Vec<Vec<Vec<u32>>> {
+    trace
+        .devices
+        .iter()
+        .map(|d| {
+            d.streams
+                .iter()
+                .map(|s| {
+                    let ops = &s.ops;
+                    let mut deps = vec![NONE; ops.len()];
+                    if !ops.kind.contains(&OpKind::Nccl) {
+                        return deps;
+                    }
+                    let (mut last_compute, mut latest, mut before_latest) = (NONE, NONE, NONE);
+                    for (i, dep) in deps.iter_mut().enumerate() {
+                        if ops.kind[i] == OpKind::Nccl {
+                            *dep = last_compute;
+                            before_latest = latest;
+                            latest = i as u32;
+                        } else {
+                            *dep = before_latest;
+                            last_compute = i as u32;
+                        }
+                    }
+                    deps
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -1,0 +1,350 @@
+//! The replay itself: every event in recorded order, each op's and call's new time from
+//! what it waits for.
+
+use super::*;
+
+/// New times of every op and call, indexed like the trace.
+pub(super) struct Times {
+    /// Every op's replayed start: kept only when the trace is rebuilt (a replay for spans
+    /// alone needs the two below, and two replays at once held 70 MB each of starts on
+    /// the realistic large trace).
+    pub(super) op_start: Option<Vec<Vec<Vec<i64>>>>,
+    pub(super) op_end: Vec<Vec<Vec<i64>>>,
+    /// Every call's replayed end, [`UNSET`] until the replay reaches it. A call's start is
+    /// not kept beside it (35 MB a replay on the realistic large trace): a call that does
+    /// not synchronise keeps its duration, a removed stall takes none (see
+    /// [`call_start`]); a synchronising call's start is kept in `sync_start`.
+    pub(super) call_end: Vec<Vec<i64>>,
+    /// Per thread, the replayed start of each synchronising call, in the order of
+    /// [`Prepared::sync_calls`].
+    pub(super) sync_start: Vec<Vec<i64>>,
+    /// Per thread, the CPU spans the change removes as stalls.
+    pub(super) stalls: Vec<Vec<(i64, i64)>>,
+    /// Per device, the earliest replayed kernel start (`i64::MAX` before any).
+    pub(super) first_kernel_start: Vec<i64>,
+    /// Per collective, the latest replayed start of its kernels so far.
+    pub(super) latest_start: Vec<i64>,
+}
+
+/// What a replay keeps of every op.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// Starts and ends: the trace is rebuilt from them.
+    Starts,
+    /// Ends only: the spans are all that is wanted.
+    Ends,
+}
+
+pub(super) const UNSET: i64 = i64::MIN;
+/// Events between two progress reports.
+pub(super) const PROGRESS_EVERY: usize = 1 << 18;
+
+pub(super) fn replay_times(
+    trace: &Trace,
+    prep: &Prepared,
+    change: &Change,
+    gaps: Option<&[Gap]>,
+    keep: Keep,
+    progress: &dyn Fn(f32),
+) -> Times {
+    let sync_names = &prep.sync_names;
+    let removed = removed_syncs(trace, sync_names, &change.remove_sync);
+    let mut stalls = stall_spans(trace, &change.remove_stalls);
+    add_spans(&mut stalls, &capture_spans(trace, &change.capture_graphs));
+    let dropped = dropped_copies(trace, &change.drop_copies);
+    let nccl_deps =
+        (change.nccl_own_stream && !change.nccl_no_dependencies).then(|| nccl_dependencies(trace));
+    // Kernel names only (a trace has millions of other strings): each tested once. Held
+    // only when a kernel is scaled (a factor per string of the trace).
+    let mut scale: Vec<f64> = Vec::new();
+    if !change.scale_kernels.is_empty() {
+        scale = vec![1.0f64; trace.strings.len()];
+        let mut seen = vec![false; trace.strings.len()];
+        for s in trace.devices.iter().flat_map(|d| &d.streams) {
+            for i in 0..s.ops.len() {
+                let id = s.ops.name[i] as usize;
+                if s.ops.kind[i].is_kernel() && !std::mem::replace(&mut seen[id], true) {
+                    let name = trace.strings.get(id as u32);
+                    scale[id] = change
+                        .scale_kernels
+                        .iter()
+                        .filter(|(re, _)| re.is_match(&name))
+                        .map(|(_, f)| *f)
+                        .product();
+                }
+            }
+        }
+    }
+    let mut t = Times {
+        op_start: (keep == Keep::Starts).then(|| shape_of_ops(trace)),
+        op_end: shape_of_ops(trace),
+        first_kernel_start: vec![i64::MAX; trace.devices.len()],
+        latest_start: vec![i64::MIN; prep.groups.len()],
+        call_end: trace
+            .threads
+            .iter()
+            .map(|th| vec![UNSET; th.api.len()])
+            .collect(),
+        sync_start: prep
+            .sync_calls
+            .iter()
+            .map(|calls| vec![UNSET; calls.len()])
+            .collect(),
+        stalls,
+    };
+    let (groups, member, launched) = (&prep.groups, &prep.member, &prep.launched);
+    let mut arrived = vec![0usize; groups.len()];
+    let mut cut = cpu_cuts(trace, &change.remove_cpu);
+    add_spans(&mut cut, &t.stalls);
+    if !change.cut_host_gaps.is_empty() {
+        let own;
+        let gaps = match gaps {
+            Some(g) => g,
+            None => {
+                own = all_gaps(trace);
+                &own[..]
+            }
+        };
+        add_spans(&mut cut, &host_gap_cuts(trace, gaps, &change.cut_host_gaps));
+    }
+    let events: Box<dyn Iterator<Item = Event>> = match &prep.order {
+        Some(order) => Box::new(order.events(&prep.sync_calls)),
+        None => Box::new(RecordedOrder::new(trace, sync_names)),
+    };
+    let total = prep
+        .order
+        .as_ref()
+        .map_or(
+            trace.gpu_op_count() + trace.api_call_count(),
+            PackedOrder::len,
+        )
+        .max(1);
+    for (n, e) in events.enumerate() {
+        if n % PROGRESS_EVERY == 0 {
+            progress(n as f32 / total as f32);
+        }
+        match e {
+            Event::CallStart { thread, call } => {
+                let (ti, k) = (thread as usize, call as usize);
+                let api = &trace.threads[ti].api;
+                let start = if k == 0 || t.call_end[ti][k - 1] == UNSET {
+                    api.start[k]
+                } else {
+                    // The CPU time between two calls is kept, less what the change removes.
+                    let (a, b) = (api.end[k - 1], api.start[k]);
+                    t.call_end[ti][k - 1] + (b - a) - overlap(&cut[ti], a, b)
+                };
+                let sync = sync_names[api.name[k] as usize];
+                if sync {
+                    t.sync_start[ti][prep.sync_slot(ti, k).expect("a sync call")] = start;
+                }
+                if in_spans(&t.stalls[ti], api.start[k]) {
+                    // A removed stall: the call takes no time, a sync waits for nothing.
+                    t.call_end[ti][k] = start;
+                } else if !sync {
+                    t.call_end[ti][k] = start + (api.end[k] - api.start[k]);
+                }
+            }
+            Event::SyncEnd { thread, call } => {
+                let (ti, k) = (thread as usize, call as usize);
+                let api = &trace.threads[ti].api;
+                let (s, e) = (api.start[k], api.end[k]);
+                if in_spans(&t.stalls[ti], s) {
+                    continue;
+                }
+                let (observed, replayed) = waited_for(trace, &t, &launched[ti], call, e);
+                // The call's own time: all of it but the wait for the GPU.
+                let own = e - observed.max(s);
+                let start = t.sync_start[ti][prep.sync_slot(ti, k).expect("a sync call")];
+                t.call_end[ti][k] = if removed[ti].binary_search(&call).is_ok() {
+                    start + own
+                } else {
+                    start.max(replayed) + own
+                };
+            }
+            Event::OpStart { device, stream, op } => {
+                let (d, s, i) = (device as usize, stream as usize, op as usize);
+                let ops = &trace.devices[d].streams[s].ops;
+                let mut start = op_start(trace, prep, &t, change, d, s, i);
+                if let Some(deps) = &nccl_deps {
+                    let j = deps[d][s][i];
+                    if j != NONE && t.op_end[d][s][j as usize] != UNSET {
+                        start = start.max(t.op_end[d][s][j as usize]);
+                    }
+                }
+                let mut duration = ops.end[i] - ops.start[i];
+                if ops.kind[i].is_kernel() {
+                    if let Some(&factor) = scale.get(ops.name[i] as usize) {
+                        duration = (duration as f64 * factor).round() as i64;
+                    }
+                } else if dropped.contains(&(d as u32, s as u32, i as u32)) {
+                    duration = 0;
+                }
+                if let Some(starts) = &mut t.op_start {
+                    starts[d][s][i] = start;
+                }
+                t.op_end[d][s][i] = start + duration;
+                if ops.kind[i].is_kernel() {
+                    t.first_kernel_start[d] = t.first_kernel_start[d].min(start);
+                }
+                let g = member[d][s][i];
+                if g != NONE {
+                    let g = g as usize;
+                    t.latest_start[g] = t.latest_start[g].max(start);
+                    arrived[g] += 1;
+                    if arrived[g] == groups.devices.len() {
+                        let last = t.latest_start[g];
+                        finish_collective(trace, &mut t, groups.get(g), last);
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
+pub(super) fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
+    trace
+        .devices
+        .iter()
+        .map(|d| d.streams.iter().map(|s| vec![UNSET; s.ops.len()]).collect())
+        .collect()
+}
+
+/// When the work a synchronising call waited for was done, as recorded and as replayed.
+pub(super) fn waited_for(
+    trace: &Trace,
+    t: &Times,
+    launched: &Launched,
+    call: u32,
+    end: i64,
+) -> (i64, i64) {
+    let mut observed = i64::MIN;
+    let mut replayed = i64::MIN;
+    for (d, s, i) in waited_ops(trace, launched, call, end) {
+        let recorded = trace.devices[d].streams[s].ops.end[i];
+        observed = observed.max(recorded);
+        let r = t.op_end[d][s][i];
+        replayed = replayed.max(if r == UNSET { recorded } else { r });
+    }
+    (observed, replayed)
+}
+
+/// The op's predecessor on its stream (with NCCL on its own stream: the previous op of the
+/// same kind there).
+pub(super) fn previous_op(
+    trace: &Trace,
+    change: &Change,
+    d: usize,
+    s: usize,
+    i: usize,
+) -> Option<usize> {
+    let ops = &trace.devices[d].streams[s].ops;
+    if !change.nccl_own_stream {
+        return i.checked_sub(1);
+    }
+    let nccl = ops.kind[i] == OpKind::Nccl;
+    (0..i)
+        .rev()
+        .find(|&j| (ops.kind[j] == OpKind::Nccl) == nccl)
+}
+
+/// A call's replayed start, or [`UNSET`] before the replay reaches it.
+pub(super) fn call_start(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: usize) -> i64 {
+    let api = &trace.threads[ti].api;
+    if prep.sync_names[api.name[k] as usize] {
+        return prep.sync_slot(ti, k).map_or(UNSET, |n| t.sync_start[ti][n]);
+    }
+    match t.call_end[ti][k] {
+        UNSET => UNSET,
+        end if in_spans(&t.stalls[ti], api.start[k]) => end,
+        end => end - (api.end[k] - api.start[k]),
+    }
+}
+
+pub(super) fn op_start(
+    trace: &Trace,
+    prep: &Prepared,
+    t: &Times,
+    change: &Change,
+    d: usize,
+    s: usize,
+    i: usize,
+) -> i64 {
+    let ops = &trace.devices[d].streams[s].ops;
+    let start = ops.start[i];
+    // Launch: the call's start, replayed, plus the latency observed from it.
+    let launch = match (ops.launch_thread[i], ops.launch_call[i]) {
+        (th, c) if th != NONE && c != NONE => {
+            let (th, c) = (th as usize, c as usize);
+            let observed = trace.threads[th].api.start[c];
+            let replayed = call_start(trace, prep, t, th, c);
+            (replayed != UNSET).then_some((observed, replayed))
+        }
+        _ => None,
+    };
+    // The predecessor as recorded (what the op may have waited for) and in the replay
+    // (another op when NCCL moves to its own stream: then only the spacing is kept).
+    let recorded = i.checked_sub(1).map(|j| ops.end[j]);
+    let prev = previous_op(trace, change, d, s, i).and_then(|j| {
+        let replayed = t.op_end[d][s][j];
+        (replayed != UNSET).then_some((j, replayed))
+    });
+    let distance = |po: i64, same: bool| {
+        if same {
+            start - po
+        } else {
+            (start - po).min(MIN_SPACING_NS)
+        }
+    };
+    match (launch, recorded, prev) {
+        (None, _, None) => start,
+        (Some((lo, lr)), _, None) => {
+            lr + (start - lo).min(match recorded {
+                // Its recorded predecessor is gone from its stream: it waited for it, not
+                // for the launch, so only the launch latency's minimum is kept.
+                Some(po) if po > lo && change.nccl_own_stream => MIN_LAUNCH_LATENCY_NS,
+                _ => i64::MAX,
+            })
+        }
+        (None, po, Some((j, pr))) => {
+            let po = po.unwrap_or(ops.end[j]);
+            pr + distance(po, j + 1 == i)
+        }
+        (Some((lo, lr)), po, Some((j, pr))) => {
+            let same = j + 1 == i;
+            let po = po.unwrap_or(ops.end[j]);
+            // The later of the two held the op: it keeps its observed distance; the other
+            // only its minimum (launch latency, back-to-back spacing).
+            if lo >= po {
+                (lr + (start - lo)).max(pr + (start - po).clamp(0, MIN_SPACING_NS))
+            } else {
+                (pr + distance(po, same)).max(lr + (start - lo).min(MIN_LAUNCH_LATENCY_NS))
+            }
+        }
+    }
+}
+
+/// Two ops of a stream back to back are at least this far apart.
+pub(super) const MIN_SPACING_NS: i64 = 1_000;
+/// A launch reaches the GPU at least this long after its call starts.
+pub(super) const MIN_LAUNCH_LATENCY_NS: i64 = 5_000;
+
+/// Once every rank's kernel of a collective has started: they end together, the transfer
+/// time observed after the last start.
+pub(super) fn finish_collective(
+    trace: &Trace,
+    t: &mut Times,
+    group: &[(usize, usize, usize)],
+    replayed_last: i64,
+) {
+    let observed_last = group
+        .iter()
+        .map(|&(d, s, i)| trace.devices[d].streams[s].ops.start[i])
+        .max()
+        .unwrap_or(0);
+    for &(d, s, i) in group {
+        let transfer = trace.devices[d].streams[s].ops.end[i] - observed_last;
+        t.op_end[d][s][i] = replayed_last + transfer.max(0);
+    }
+}

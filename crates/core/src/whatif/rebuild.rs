@@ -1,0 +1,102 @@
+//! A copy of the trace with the replayed times.
+
+use super::*;
+
+/// A copy of the trace with the replayed times.
+pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change) -> Trace {
+    let starts = t.op_start.as_ref().expect("a rebuild keeps the starts");
+    let mut out = trace.clone();
+    for (di, d) in out.devices.iter_mut().enumerate() {
+        let mut extra: Vec<Stream> = Vec::new();
+        for (si, s) in d.streams.iter_mut().enumerate() {
+            let replayed = starts[di][si].iter().zip(&t.op_end[di][si]);
+            for (i, (&a, &b)) in replayed.enumerate() {
+                if a != UNSET {
+                    s.ops.start[i] = a;
+                    s.ops.end[i] = b.max(a);
+                }
+            }
+            if change.nccl_own_stream && s.ops.kind.contains(&OpKind::Nccl) {
+                let order: Vec<usize> = (0..s.ops.len()).collect();
+                let (nccl, other): (Vec<usize>, Vec<usize>) = order
+                    .into_iter()
+                    .partition(|&i| s.ops.kind[i] == OpKind::Nccl);
+                let nccl_ops = s.ops.select(&nccl);
+                s.ops = s.ops.select(&other);
+                extra.push(Stream::new(
+                    s.id + NCCL_STREAM_ID_OFFSET,
+                    s.pid,
+                    sorted(nccl_ops),
+                ));
+            }
+            let ops = sorted(std::mem::take(&mut s.ops));
+            *s = Stream::new(s.id, s.pid, ops);
+        }
+        d.streams.extend(extra);
+    }
+    for (ti, th) in out.threads.iter_mut().enumerate() {
+        let starts: Vec<i64> = (0..th.api.len())
+            .map(|k| call_start(trace, prep, t, ti, k))
+            .collect();
+        let ends = &t.call_end[ti];
+        let observed_start = th.api.start.clone();
+        let observed_end = th.api.end.clone();
+        // A CPU time on this thread, moved as the calls around it moved; `k` is the last
+        // call starting at or before it.
+        let moved = |x: i64, k: usize| -> i64 {
+            if k == 0 {
+                return x;
+            }
+            let k = k - 1;
+            if starts[k] == UNSET || ends[k] == UNSET {
+                return x;
+            }
+            if x < observed_end[k] {
+                (x + starts[k] - observed_start[k]).min(ends[k])
+            } else {
+                x + ends[k] - observed_end[k]
+            }
+        };
+        // Ranges in start order: the call before a start only moves on; an end lies after
+        // its start, found by galloping from there.
+        let mut cursor = 0;
+        for i in 0..th.nvtx.len() {
+            let (a, b) = (th.nvtx.start[i], th.nvtx.end[i]);
+            cursor = gallop(cursor, observed_start.len(), |c| observed_start[c] <= a);
+            let end_call = gallop(cursor, observed_start.len(), |c| observed_start[c] <= b);
+            th.nvtx.start[i] = moved(a, cursor);
+            th.nvtx.end[i] = moved(b, end_call).max(th.nvtx.start[i]);
+        }
+        for x in &mut th.marks.time {
+            let k = observed_start.partition_point(|&s| s <= *x);
+            *x = moved(*x, k);
+        }
+        // OS runtime calls move with the CPU time around them, as the ranges do.
+        let mut cursor = 0;
+        for i in 0..th.osrt.len() {
+            let (a, b) = (th.osrt.start[i], th.osrt.end[i]);
+            cursor = gallop(cursor, observed_start.len(), |c| observed_start[c] <= a);
+            let end_call = gallop(cursor, observed_start.len(), |c| observed_start[c] <= b);
+            th.osrt.start[i] = moved(a, cursor);
+            th.osrt.end[i] = moved(b, end_call).max(th.osrt.start[i]);
+        }
+        th.osrt.sort_by_start();
+        for k in 0..th.api.len() {
+            if starts[k] != UNSET && ends[k] != UNSET {
+                th.api.start[k] = starts[k];
+                th.api.end[k] = ends[k].max(starts[k]);
+            }
+        }
+        th.index_calls();
+    }
+    out
+}
+
+/// Streams NCCL is moved to get the compute stream's id plus this.
+pub(super) const NCCL_STREAM_ID_OFFSET: u32 = 10_000;
+
+/// Ops sorted by start (replayed starts keep each stream's order, except where NCCL left).
+pub(super) fn sorted(mut ops: crate::trace::GpuOps) -> crate::trace::GpuOps {
+    ops.sort_by_start();
+    ops
+}

@@ -1,0 +1,288 @@
+//! The command line's arguments, as clap reads them.
+
+use super::*;
+
+#[derive(Parser)]
+#[command(
+    name = "nsys-explorer",
+    version,
+    about = "Explore Nsight Systems SQLite exports"
+)]
+pub struct Cli {
+    /// An `nsys export --type sqlite` file to open in the window, or an `.nsys-rep` (exported
+    /// with the installed `nsys` into the cache folder first). Without one the window
+    /// opens on a built-in sample trace (a generated 4-GPU run); see --start-page. Several
+    /// files (or a folder: every *.sqlite in it) are one job's per-rank exports, opened as
+    /// one trace.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Open the start page (Open…, Open sample trace, recent files) instead of the sample
+    /// trace when no FILE is given.
+    #[arg(long)]
+    pub start_page: bool,
+    /// Once analysed, open a view as if clicked (for the screenshot script):
+    /// idle-overlay, recurring-gap or slow-iteration.
+    #[arg(long, hide = true)]
+    pub show: Option<String>,
+    /// Compare FILE with this export of another run (before / after a change): its
+    /// timeline under FILE's, aligned by iteration, and a Diff tab.
+    #[arg(long, value_name = "AFTER")]
+    pub compare: Option<PathBuf>,
+    /// Neither read nor write the cache (`$XDG_CACHE_HOME/nsys-explorer`) for this run.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+    /// Never run `nsys` to export an `.nsys-rep`: say how to export it instead.
+    #[arg(long, global = true)]
+    pub no_export: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print the load report, per-device counts and a diagnosis of FILE. Several files (or
+    /// a folder of them: every *.sqlite in it) are one job's per-rank exports, opened as one
+    /// trace, their clocks aligned by their collectives.
+    Report {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// Only this device (deviceId).
+        #[arg(long)]
+        device: Option<u32>,
+        /// Analyse this window (ns, the trace's clock) instead of each device's own.
+        #[arg(long, num_args = 2, value_names = ["START_NS", "END_NS"])]
+        window: Option<Vec<i64>>,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+        /// Shortest idle interval counted as a gap.
+        #[arg(long, default_value_t = crate::analysis::gaps::DEFAULT_MIN_GAP_NS)]
+        min_gap_ns: i64,
+        /// How many gaps, patterns, kernels and collectives to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
+    /// Compare two runs of the same job (before and after a change): per GPU the median
+    /// iteration and where its time went, kernels and gap patterns by change, a verdict.
+    Diff {
+        before: PathBuf,
+        after: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations in both runs (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+        /// How many kernels and gap patterns to list (text output; JSON lists all).
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// A gate for CI: exit 1 when AFTER's median step (or span, without iterations) is
+        /// slower than BEFORE's by more than PCT percent and by more than the runs' own
+        /// spread; "inconclusive" (exit 0, or 3 with --strict) when that spread is larger
+        /// than PCT.
+        #[arg(long, value_name = "PCT")]
+        fail_if_slower: Option<f64>,
+        /// With --fail-if-slower: exit 3 when the verdict is inconclusive.
+        #[arg(long, requires = "fail_if_slower")]
+        strict: bool,
+    },
+    /// What would a change save? Replays FILE with the change (and unchanged, to state the
+    /// model's error) and predicts each GPU's iteration median and span.
+    WhatIf {
+        file: PathBuf,
+        #[command(flatten)]
+        change: ChangeArgs,
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
+    /// The critical path of an iteration (default: the slowest), across ranks: the chain of
+    /// work in which each piece could not start earlier because of the one before it —
+    /// kernels, copies, NCCL transfers, launches, API calls and CPU time — with totals by
+    /// kind and GPU, the top items on it, and the slack of the largest kernels off it.
+    CriticalPath {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The iteration (index from 0; default: the slowest).
+        #[arg(long)]
+        iteration: Option<usize>,
+        /// The whole run's table instead: time on the path over every iteration, by
+        /// kernel name and by NVTX range.
+        #[arg(long, conflicts_with = "iteration")]
+        all: bool,
+        /// How many kernels and ranges the whole run's table lists.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+        #[arg(long)]
+        json: bool,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
+    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations)
+    /// as Arrow IPC or Parquet files into DIR, named STEM.TABLE.EXT, so that DuckDB, Spark
+    /// or pandas read them without the Python bindings. Each file is exported on its own
+    /// (one task per rank of a Slurm array); a `file` column names it.
+    Export {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder to write into (made if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[arg(long, value_enum, default_value = "parquet")]
+        format: crate::table_files::Format,
+        /// Shortest idle interval counted as a gap.
+        #[arg(long, default_value_t = crate::analysis::gaps::DEFAULT_MIN_GAP_NS)]
+        min_gap_ns: i64,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
+    /// Write the five figures people draw to discuss a trace, as PNG and SVG, and the
+    /// numbers drawn (figures.json): iteration duration over time, its histogram, one
+    /// iteration stream by stream, where each GPU's time goes, NCCL kernel durations.
+    Figures {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder to write into (default: STEM-figures in the current folder).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Formats, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "png,svg")]
+        format: Vec<String>,
+        /// The iteration the streams figure draws (default: the median one).
+        #[arg(long)]
+        iteration: Option<usize>,
+        /// The GPU (deviceId) the streams figure draws (default: the first).
+        #[arg(long)]
+        device: Option<u32>,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+    },
+    /// Benchmarks: each prints its figures and the peak RSS (see the README's figures).
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `nsys-explorer completions bash > ~/.local/share/bash-completion/completions/nsys-explorer`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Install the app for the current user: desktop entry, MIME types (*.sqlite,
+    /// *.nsys-rep) and icon, under XDG_DATA_HOME (~/.local/share).
+    InstallDesktop {
+        /// Also make nsys-explorer the default app for .sqlite and .nsys-rep files.
+        #[arg(long)]
+        default: bool,
+    },
+    /// Remove everything install-desktop wrote.
+    UninstallDesktop,
+    /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
+    Synth {
+        #[arg(long, value_enum, default_value = "tiny")]
+        preset: Preset,
+        #[arg(long, required_unless_present = "split_ranks")]
+        out: Option<PathBuf>,
+        /// Write one file per rank into this folder instead (rank00.sqlite, …), each with its
+        /// own clock, a UTC start a few ms off and its GPU as device 0, and truth.json with
+        /// the true clock offsets.
+        #[arg(long, value_name = "DIR", conflicts_with = "out")]
+        split_ranks: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "2024")]
+        flavour: Flavour,
+        #[arg(long, value_enum, default_value = "same")]
+        nccl_stream: NcclStream,
+        #[arg(long, default_value_t = 311)]
+        seed: u64,
+        /// The old, kinder shape (repeated NVTX texts, sub-µs kernel spacing, no JIT stall
+        /// or checkpoint), for comparison with the realistic default.
+        #[arg(long)]
+        clean: bool,
+        /// The same run with one kernel taking F times as long (NAME: part of a generated
+        /// kernel's name, e.g. flash_fwd_kernel=0.5), for before/after pairs.
+        #[arg(long, value_name = "NAME=F")]
+        scale_kernel: Option<String>,
+        /// The same run without the scheduler's per-step stream synchronisation.
+        #[arg(long)]
+        no_step_sync: bool,
+        /// Without the straggler's stall in the slow step (the "after" of fixing it).
+        #[arg(long)]
+        no_straggler: bool,
+        /// NCCL's NVTX ranges without their payloads (an export made without
+        /// `--include-blobs=true`).
+        #[arg(long)]
+        no_nccl_blobs: bool,
+        /// Ranks (GPUs) instead of the preset's 4 (at least 3).
+        #[arg(long)]
+        ranks: Option<u32>,
+        /// What the straggler's thread does in its stall: a `read()` after draining its
+        /// device, or plain Python (CPU time with no call) inside `attention`.
+        #[arg(long, value_enum, default_value = "read")]
+        straggler_stall: synth::StragglerStall,
+        /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
+        /// next launch (the seed's Ulysses attention with `use_sync=True`).
+        #[arg(long)]
+        sync_after_collective: bool,
+        /// Without the realistic shape's blocking checkpoint copy (an inference run saves
+        /// no weights).
+        #[arg(long)]
+        no_checkpoint: bool,
+        /// The blocks' compute replayed as CUDA graphs, recorded as `nsys
+        /// --cuda-graph-trace=graph` (one row per launch, nsys's default) or `node` (every
+        /// node's kernel).
+        #[arg(long, value_enum)]
+        cuda_graphs: Option<synth::GraphTrace>,
+        /// The Python of each aten op before its launch, in ns (default 6000); about a
+        /// millisecond or more makes the blocks launch-bound.
+        #[arg(long, value_name = "NS")]
+        host_per_op: Option<i64>,
+    },
+}
+
+/// The benchmarks (`nsys-explorer bench <which>`).
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Time a full load of FILE, phase by phase, against a plain sqlite3 scan.
+    Load { file: PathBuf },
+    /// Time every analysis of FILE after loading it.
+    Analysis { file: PathBuf },
+    /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
+    /// scan, with its peak RSS.
+    Report { file: PathBuf },
+    /// Time opening several per-rank files (or a folder of them) as one trace, against
+    /// each file alone, with the merged model's size and the peak RSS.
+    Many {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+    },
+    /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
+    WhatIf { file: PathBuf },
+    /// Time what to fix first on FILE: the findings' detection and replays against one
+    /// what-if replay, with the peak RSS.
+    Findings { file: PathBuf },
+    /// Time headless timeline frames of FILE at three zoom levels.
+    Frame {
+        file: PathBuf,
+        /// A trace to time frame for frame alongside FILE (e.g. the `tiny` preset), and
+        /// print FILE's ratio to it.
+        #[arg(long)]
+        against: Option<PathBuf>,
+    },
+    /// Time the panels' work on a click: sorting and filtering the gap table, a summary
+    /// overlay, a drill-down, a kernel search (each should stay under 100 ms).
+    Panels { file: PathBuf },
+    /// Time the window's re-open of FILE from the cache, step by step (best of 3), after
+    /// one cold open that fills a cache of its own.
+    Reopen { file: PathBuf },
+    /// Time the critical path of FILE: the slowest iteration's (with slack) and the whole
+    /// run's table, with the peak RSS.
+    CriticalPath { file: PathBuf },
+}
