@@ -5,6 +5,7 @@
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::cpu_samples::{FrameName, WindowSamples, backtrace, samples_in};
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
 use crate::format::format_ns;
 use crate::sorted::median;
@@ -19,7 +20,15 @@ pub struct CallDuringGap {
     pub name: String,
     pub start_ns: i64,
     pub duration_ns: i64,
+    /// An OS runtime call's backtrace (its innermost frames first), when nsys kept one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtrace: Option<Vec<FrameName>>,
 }
+
+/// Frames of a backtrace listed with a gap.
+const BACKTRACE_FRAMES: usize = 8;
+/// Frames listed with a gap's CPU samples.
+const SAMPLE_FRAMES: usize = 5;
 
 /// A gap in words.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +47,9 @@ pub struct GapDetail {
     pub calls_during: Vec<CallDuringGap>,
     /// What that thread was doing meanwhile, when something covers much of the gap.
     pub activity: Option<CpuActivity>,
+    /// That thread's CPU samples in the gap, when the capture sampled it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_samples: Option<WindowSamples>,
 }
 
 /// What the thread that launched the op after a gap was doing during it: the NVTX ranges
@@ -208,6 +220,7 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
             enclosing_nvtx: None,
             calls_during: Vec::new(),
             activity: None,
+            cpu_samples: None,
         };
     };
     let texts = |op: OpRef| -> Vec<String> {
@@ -227,7 +240,25 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
         enclosing_nvtx: gap.enclosing().map(|id| trace.strings.get(id).into_owned()),
         calls_during: calls_during(trace, device, gap, max_calls),
         activity: activity(trace, gap),
+        cpu_samples: samples_of_launcher(trace, device, gap),
     }
+}
+
+/// The CPU samples, in the gap, of the thread that launched the op after it.
+pub fn samples_of_launcher(trace: &Trace, device: &Device, gap: &Gap) -> Option<WindowSamples> {
+    if trace.samples.is_empty() {
+        return None;
+    }
+    let ops = &device.streams[gap.after.stream as usize].ops;
+    let thread = ops.launch_thread[gap.after.op as usize];
+    let thread = trace.threads.get(thread as usize)?;
+    samples_in(
+        trace,
+        thread.global_tid,
+        gap.start_ns,
+        gap.end_ns(),
+        SAMPLE_FRAMES,
+    )
 }
 
 fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> Vec<CallDuringGap> {
@@ -246,6 +277,7 @@ fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
             name: trace.strings.get(api.name[i]).into_owned(),
             start_ns: api.start[i],
             duration_ns: api.end[i] - api.start[i],
+            backtrace: None,
         })
         .chain(
             thread
@@ -255,6 +287,11 @@ fn calls_during(trace: &Trace, device: &Device, gap: &Gap, max_calls: usize) -> 
                     name: os_call_name(trace, thread, i),
                     start_ns: os.start[i],
                     duration_ns: os.end[i] - os.start[i],
+                    backtrace: os.stack_of(i).map(|s| {
+                        let mut frames = backtrace(trace, s);
+                        frames.truncate(BACKTRACE_FRAMES);
+                        frames
+                    }),
                 }),
         )
         .collect();

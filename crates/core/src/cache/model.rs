@@ -8,9 +8,9 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, CommCreation, Device, DeviceId, ExportInfo, GpuOps, GraphNode, MemInfo,
-    NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind,
-    ReachIndex, Scheduling, Stream, StringTable, Thread, Trace,
+    ApiCalls, ApiClass, CommCreation, CpuSamples, Device, DeviceId, ExportInfo, GpuOps, GraphNode,
+    MemInfo, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind,
+    ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -27,6 +27,8 @@ struct Meta {
     devices: usize,
     /// The threads of each thread part, as index ranges.
     thread_parts: Vec<(usize, usize)>,
+    /// The CPU samples' threads (their samples' columns follow the strings).
+    sampled_threads: Vec<crate::trace::SampledThread>,
 }
 
 /// A model is kept as several entries, read and written in parallel: the head (the small
@@ -101,6 +103,7 @@ fn write_head<W: Write>(
         report: report.clone(),
         devices: trace.devices.len(),
         thread_parts: thread_parts.to_vec(),
+        sampled_threads: trace.samples.threads.clone(),
     })?;
     let strings = trace.strings.columns();
     w.column(strings.template_bytes)?;
@@ -108,7 +111,16 @@ fn write_head<W: Write>(
     w.column(strings.template)?;
     w.column(strings.number_bytes)?;
     w.column(strings.number_ends)?;
-    Ok(())
+    let s = &trace.stacks;
+    w.column(&s.frame_symbol)?;
+    w.column(&s.frame_module)?;
+    w.codes(&s.frame_unresolved, |u| u as u8)?;
+    w.column(&s.node_parent)?;
+    w.column(&s.node_frame)?;
+    let c = &trace.samples;
+    w.column(&c.time)?;
+    w.column(&c.node)?;
+    w.column(&c.state)
 }
 
 /// The head: a trace with no devices and no threads yet, its load report, and the parts
@@ -123,6 +135,37 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         r.column()?,
     )
     .ok_or(Bad::Damaged("string table"))?;
+    let stacks = Stacks {
+        frame_symbol: r.column()?,
+        frame_module: r.column()?,
+        frame_unresolved: r.codes(|c| Some(c != 0))?,
+        node_parent: r.column()?,
+        node_frame: r.column()?,
+    };
+    let samples = CpuSamples {
+        threads: meta.sampled_threads,
+        time: r.column()?,
+        node: r.column()?,
+        state: r.column()?,
+    };
+    let frames = stacks.frame_symbol.len();
+    let nodes = stacks.node_frame.len();
+    let stacks_ok = stacks.frame_module.len() == frames
+        && stacks.frame_unresolved.len() == frames
+        && stacks.node_parent.len() == nodes
+        && stacks.node_frame.iter().all(|&f| (f as usize) < frames)
+        && stacks
+            .node_parent
+            .iter()
+            .all(|&p| p == crate::trace::NONE || (p as usize) < nodes)
+        && samples.consistent()
+        && samples
+            .node
+            .iter()
+            .all(|&n| n == crate::trace::NONE || (n as usize) < nodes);
+    if !stacks_ok {
+        return Err(Bad::Damaged("call stacks"));
+    }
     let contiguous = meta
         .thread_parts
         .iter()
@@ -144,6 +187,8 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         nvtx_domains: meta.nvtx_domains,
         capture_window: meta.capture_window,
         nccl_payloads: meta.nccl_payloads,
+        stacks,
+        samples,
     };
     Ok((trace, meta.report, parts))
 }
@@ -325,6 +370,7 @@ fn write_thread<W: Write>(w: &mut Writer<W>, t: &Thread) -> std::io::Result<()> 
     w.ends(&o.start, &o.end)?;
     w.column(&o.name)?;
     w.column(&o.return_value)?;
+    w.column(&o.stack)?;
     let s = &t.scheduling;
     w.times(&s.start)?;
     w.ends(&s.start, &s.end)?;
@@ -387,6 +433,7 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         end,
         name: r.column()?,
         return_value: r.column()?,
+        stack: r.column()?,
     };
     let (start, end) = start_end(r)?;
     let scheduling = Scheduling {
@@ -442,6 +489,7 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
             osrt.name.len(),
             osrt.return_value.len(),
         ])
+        && (osrt.stack.is_empty() || osrt.stack.len() == osrt.len())
         && same(&[scheduling.len(), scheduling.end.len(), scheduling.cpu.len()]);
     if !ok {
         return Err(Bad::Damaged("a thread's columns differ in length"));

@@ -191,6 +191,7 @@ pub fn columns(table: &str, payloads: &PayloadSchemas) -> &'static [&'static str
             "globalTid",
             "nameId",
             "returnValue",
+            "callchainId",
         ],
         // Blobs only when some domain declared NCCL's schemas: a trace without pays nothing.
         NVTX if payloads.is_empty() => &[
@@ -357,6 +358,9 @@ pub fn read_osrt_calls(
         calls.end.push(end);
         calls.name.push(names.ids.get(int(r, 4)));
         calls.return_value.push(int(r, 5).unwrap_or(0));
+        // The raw callchain id, made a stack's node once the chains are read (0: none).
+        let chain = int(r, 6).filter(|&c| c > 0 && c < NONE as i64);
+        calls.stack.push(chain.map_or(NONE, |c| c as u32));
         Ok(())
     })?;
     Ok(chunk)

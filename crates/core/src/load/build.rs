@@ -60,6 +60,8 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         nvtx_domains: Vec::new(),
         capture_window: parts.capture_window,
         nccl_payloads: Default::default(),
+        stacks: Default::default(),
+        samples: Default::default(),
     }
 }
 
@@ -133,6 +135,7 @@ impl<'a> ThreadMerger<'a> {
             t.end.extend(calls.end);
             t.name.extend(calls.name);
             t.return_value.extend(calls.return_value);
+            t.stack.extend(calls.stack);
         }
     }
 
@@ -250,6 +253,8 @@ pub fn build_trace(
         nvtx_domains,
         capture_window: parts.capture_window,
         nccl_payloads,
+        stacks: Default::default(),
+        samples: Default::default(),
     })
 }
 

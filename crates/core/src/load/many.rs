@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use super::LoadReport;
-use crate::trace::{DeviceId, NONE, OpKind, StringTable, Trace, global_tid_sort_key};
+use crate::trace::{
+    DeviceId, NONE, OpKind, StacksBuilder, StringTable, Trace, global_tid_sort_key,
+};
 
 /// How a file was put on the first file's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -266,6 +268,7 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         ..Default::default()
     };
     let mut strings = StringTable::new();
+    let mut stacks = StacksBuilder::default();
     let mut next_device = 0u32;
     // Each file's threads, before they are sorted: (file, old index) → position.
     let mut thread_file: Vec<usize> = Vec::new();
@@ -274,6 +277,7 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         let remap = strings.absorb(&t.strings);
         let id = |s: u32| remap[s as usize];
         let thread_base = out.threads.len() as u32;
+        let nodes = append_stacks(&mut out, &mut stacks, &t, file, k, &id);
         // Devices index their file among all the files read.
         let source = out.sources.len() as u32;
         out.sources.extend(std::mem::take(&mut t.sources));
@@ -320,6 +324,11 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                 th.osrt.end[i] += dt;
                 th.osrt.name[i] = id(th.osrt.name[i]);
             }
+            for s in &mut th.osrt.stack {
+                if *s != NONE {
+                    *s = nodes[*s as usize];
+                }
+            }
             // Files' pids and tids may repeat (ranks on different nodes): the file's index
             // above the bits nsys uses keeps every thread apart.
             th.global_tid += (k as i64) << 48;
@@ -345,8 +354,56 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
     }
     strings.freeze();
     out.strings = strings;
+    out.stacks = stacks.stacks;
     sort_threads(&mut out);
     out
+}
+
+/// File `k`'s call stacks and CPU samples added to `out` (its strings through `id`, its
+/// times put on the first file's clock; frames and stacks the files share kept once);
+/// each of its stacks' nodes in `out`'s.
+fn append_stacks(
+    out: &mut Trace,
+    stacks: &mut StacksBuilder,
+    t: &Trace,
+    file: &FileInfo,
+    k: usize,
+    id: &dyn Fn(u32) -> u32,
+) -> Vec<u32> {
+    let s = &t.stacks;
+    let frames: Vec<u32> = (0..s.frame_symbol.len())
+        .map(|f| {
+            stacks.frame(
+                id(s.frame_symbol[f]),
+                id(s.frame_module[f]),
+                s.frame_unresolved[f],
+            )
+        })
+        .collect();
+    // A node's caller comes before it: mapped in one pass.
+    let mut nodes: Vec<u32> = Vec::with_capacity(s.node_frame.len());
+    for n in 0..s.node_frame.len() {
+        let p = s.node_parent[n];
+        let parent = if p == NONE { NONE } else { nodes[p as usize] };
+        nodes.push(stacks.child(parent, frames[s.node_frame[n] as usize]));
+    }
+    let node = |n: u32| if n == NONE { NONE } else { nodes[n as usize] };
+    let (c, samples) = (&t.samples, &mut out.samples);
+    let sample_base = samples.len();
+    for th in &c.threads {
+        samples.threads.push(crate::trace::SampledThread {
+            global_tid: th.global_tid + ((k as i64) << 48),
+            name: format!("{}: {}", file.name, th.name),
+            first: th.first + sample_base,
+            count: th.count,
+        });
+    }
+    samples
+        .time
+        .extend(c.time.iter().map(|&x| x + file.offset_ns));
+    samples.node.extend(c.node.iter().map(|&n| node(n)));
+    samples.state.extend_from_slice(&c.state);
+    nodes
 }
 
 /// Threads sorted by (pid, tid) as the model promises, launch links following them.

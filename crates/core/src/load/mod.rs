@@ -17,6 +17,7 @@ mod scan;
 mod schema;
 mod small_tables;
 mod sniff;
+pub mod stacks;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -376,6 +377,7 @@ fn load_inner(
     let mut trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
+    stacks::read_call_stacks(&conn, path, &schema, &mut trace, &mut report)?;
     report.finish(&trace, t0);
     progress(Progress {
         phase: Phase::Done,

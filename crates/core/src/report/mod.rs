@@ -54,7 +54,7 @@ pub fn report_json(
         .collect();
     let gap_json = |i: usize| {
         let g = describe(trace, &overview.gaps[i], 3);
-        json!({
+        let mut v = json!({
             "device": g.gap.device,
             "start_ns": g.gap.start_ns,
             "duration_ns": g.gap.duration_ns,
@@ -69,7 +69,11 @@ pub fn report_json(
             "cause_text": cause_text(trace, &g.gap),
             "cpu_activity": g.activity,
             "calls_during": g.calls_during,
-        })
+        });
+        if let Some(s) = &g.cpu_samples {
+            v["cpu_samples"] = json!(s);
+        }
+        v
     };
     let top_gaps: Vec<Value> = overview
         .longest_gaps(options.top)
@@ -148,6 +152,14 @@ pub fn report_json(
         },
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
+    // Absent when the capture recorded no call stacks.
+    if let Some(p) = crate::analysis::cpu_samples::cpu_profile(trace, options.top) {
+        out["cpu_samples"] = json!(p);
+    }
+    let longest = crate::analysis::cpu_samples::longest_os_calls(trace, options.top);
+    if !longest.is_empty() {
+        out["osrt"] = json!({ "longest": longest });
+    }
     // Absent when the run launched no CUDA graph.
     if let Some(g) = crate::analysis::graphs::cuda_graphs(trace) {
         out["cuda_graphs"] = cuda_graphs_json(trace, &g, options.top);

@@ -57,6 +57,9 @@ pub struct OsCalls {
     pub end: Vec<i64>,
     pub name: Vec<StrId>,
     pub return_value: Vec<i64>,
+    /// Each call's backtrace (its innermost frame's node in [`crate::trace::Stacks`]), or
+    /// `NONE`; empty when the export has no backtraces.
+    pub stack: Vec<u32>,
 }
 
 /// A thread's time on a CPU: scheduled in at `start`, out at `end`, on core `cpu`; sorted,
@@ -154,6 +157,14 @@ impl OsCalls {
         permute(&mut self.end, &order);
         permute(&mut self.name, &order);
         permute(&mut self.return_value, &order);
+        if !self.stack.is_empty() {
+            permute(&mut self.stack, &order);
+        }
+    }
+
+    /// Call `i`'s backtrace, if it has one.
+    pub fn stack_of(&self, i: usize) -> Option<u32> {
+        self.stack.get(i).copied().filter(|&s| s != super::NONE)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod launches;
 mod nccl_calls;
 mod ops;
 mod reach;
+pub mod stacks;
 mod strings;
 
 pub use cpu::{
@@ -20,6 +21,7 @@ pub use device_id::{DeviceId, DeviceIndex};
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
+pub use stacks::{CpuSamples, SampledThread, Stacks, StacksBuilder};
 pub use strings::{DigitRun, StrId, StringTable, TemplateId};
 
 /// `globalTid`/`globalPid` → process id (bits 24..48).
@@ -240,6 +242,10 @@ pub struct Trace {
     pub capture_window: Option<(i64, i64)>,
     /// How NCCL's NVTX payloads read (see [`Thread::nccl`]).
     pub nccl_payloads: PayloadStats,
+    /// Every call stack recorded (CPU samples' and OS runtime calls' backtraces).
+    pub stacks: Stacks,
+    /// The CPU samples, per sampled thread.
+    pub samples: CpuSamples,
 }
 
 impl Trace {

@@ -1,0 +1,269 @@
+//! What the CPU was doing, from its call stacks: the samples' flat profile (self: the
+//! innermost frame; total: any frame of the stack), per thread and per time window (a
+//! gap's, a stall's), and the OS runtime calls' backtraces.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::trace::{NONE, Trace};
+
+/// A frame as a report names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameName {
+    pub symbol: String,
+    pub module: String,
+    /// nsys could not resolve it (the symbol is an address).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unresolved: bool,
+    /// A Python frame (its module a `.py` file).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub python: bool,
+}
+
+impl FrameName {
+    pub fn of(trace: &Trace, frame: u32) -> FrameName {
+        let s = &trace.stacks;
+        let f = frame as usize;
+        let module = trace.strings.get(s.frame_module[f]).into_owned();
+        FrameName {
+            symbol: trace.strings.get(s.frame_symbol[f]).into_owned(),
+            python: crate::trace::stacks::is_python_module(&module),
+            unresolved: s.frame_unresolved[f],
+            module,
+        }
+    }
+
+    /// `symbol` (`libfoo.so`): the module's file name only.
+    pub fn label(&self) -> String {
+        let module = self.module.rsplit('/').next().unwrap_or(&self.module);
+        if module.is_empty() {
+            self.symbol.clone()
+        } else {
+            format!("{} ({module})", self.symbol)
+        }
+    }
+}
+
+/// A frame and how many samples it is in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameCount {
+    #[serde(flatten)]
+    pub frame: FrameName,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SampledThreadCount {
+    pub tid: u32,
+    pub name: String,
+    pub count: u64,
+}
+
+/// The samples' flat profile over the whole capture.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuProfile {
+    pub count: u64,
+    pub threads: Vec<SampledThreadCount>,
+    /// The most sampled innermost frames, most first.
+    pub top_self: Vec<FrameCount>,
+    /// The frames in the most samples' stacks, most first.
+    pub top_total: Vec<FrameCount>,
+}
+
+/// Self and total counts of frames over `samples` (indices into the columns).
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub count: u64,
+    pub self_counts: HashMap<u32, u64>,
+    pub total_counts: HashMap<u32, u64>,
+}
+
+impl Tally {
+    pub fn add(&mut self, trace: &Trace, node: u32) {
+        self.count += 1;
+        if node == NONE {
+            return;
+        }
+        let mut seen: Vec<u32> = Vec::new();
+        for (depth, frame) in trace.stacks.frames(node).enumerate() {
+            if depth == 0 {
+                *self.self_counts.entry(frame).or_default() += 1;
+            }
+            // A recursive frame counts once a sample.
+            if !seen.contains(&frame) {
+                seen.push(frame);
+                *self.total_counts.entry(frame).or_default() += 1;
+            }
+        }
+    }
+
+    pub fn of(trace: &Trace, samples: impl Iterator<Item = usize>) -> Tally {
+        let mut t = Tally::default();
+        for i in samples {
+            t.add(trace, trace.samples.node[i]);
+        }
+        t
+    }
+
+    /// The `n` frames counted most, most first (ties by frame name, so the order is the
+    /// same on every run).
+    pub fn top(trace: &Trace, counts: &HashMap<u32, u64>, n: usize) -> Vec<FrameCount> {
+        let mut v: Vec<FrameCount> = counts
+            .iter()
+            .map(|(&f, &count)| FrameCount {
+                frame: FrameName::of(trace, f),
+                count,
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.frame.symbol.cmp(&b.frame.symbol))
+                .then_with(|| a.frame.module.cmp(&b.frame.module))
+        });
+        v.truncate(n);
+        v
+    }
+}
+
+/// The capture's CPU profile; `None` without samples.
+pub fn cpu_profile(trace: &Trace, top: usize) -> Option<CpuProfile> {
+    let s = &trace.samples;
+    if s.is_empty() {
+        return None;
+    }
+    let tally = Tally::of(trace, 0..s.len());
+    let mut threads: Vec<SampledThreadCount> = s
+        .threads
+        .iter()
+        .map(|t| SampledThreadCount {
+            tid: crate::trace::tid_of_global_id(t.global_tid),
+            name: t.name.clone(),
+            count: t.count as u64,
+        })
+        .collect();
+    threads.sort_by(|a, b| b.count.cmp(&a.count).then(a.tid.cmp(&b.tid)));
+    Some(CpuProfile {
+        count: s.len() as u64,
+        threads,
+        top_self: Tally::top(trace, &tally.self_counts, top),
+        top_total: Tally::top(trace, &tally.total_counts, top),
+    })
+}
+
+/// What one thread's samples say of a window: how many, and the top innermost frames.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowSamples {
+    pub count: u64,
+    pub top_self: Vec<FrameCount>,
+}
+
+impl WindowSamples {
+    /// "72 % of 1,200 samples in `copy_` (libtorch_cpu.so)"; `None` without samples.
+    pub fn summary(&self) -> Option<String> {
+        let first = self.top_self.first()?;
+        Some(format!(
+            "{:.0} % of its {} CPU samples in {}",
+            100.0 * first.count as f64 / self.count.max(1) as f64,
+            self.count,
+            first.frame.label()
+        ))
+    }
+}
+
+/// `global_tid`'s samples in `[a, b)`; `None` when it has none there.
+pub fn samples_in(
+    trace: &Trace,
+    global_tid: i64,
+    a: i64,
+    b: i64,
+    top: usize,
+) -> Option<WindowSamples> {
+    let range = trace.samples.of_thread_in(global_tid, a, b);
+    if range.is_empty() {
+        return None;
+    }
+    let tally = Tally::of(trace, range);
+    Some(WindowSamples {
+        count: tally.count,
+        top_self: Tally::top(trace, &tally.self_counts, top),
+    })
+}
+
+/// An OS runtime call with its backtrace.
+#[derive(Debug, Clone, Serialize)]
+pub struct OsCallBacktrace {
+    pub tid: u32,
+    pub name: String,
+    pub call: String,
+    pub start_ns: i64,
+    pub duration_ns: i64,
+    /// Innermost first.
+    pub backtrace: Vec<FrameName>,
+}
+
+/// A call's backtrace, innermost first.
+pub fn backtrace(trace: &Trace, node: u32) -> Vec<FrameName> {
+    trace
+        .stacks
+        .frames(node)
+        .map(|f| FrameName::of(trace, f))
+        .collect()
+}
+
+/// The `n` longest OS runtime calls that have a backtrace, longest first.
+pub fn longest_os_calls(trace: &Trace, n: usize) -> Vec<OsCallBacktrace> {
+    let mut calls: Vec<(i64, usize, usize)> = Vec::new();
+    for (ti, t) in trace.threads.iter().enumerate() {
+        for i in 0..t.osrt.len() {
+            if t.osrt.stack_of(i).is_some() {
+                calls.push((t.osrt.end[i] - t.osrt.start[i], ti, i));
+            }
+        }
+    }
+    calls.sort_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    calls
+        .into_iter()
+        .take(n)
+        .map(|(d, ti, i)| {
+            let t = &trace.threads[ti];
+            OsCallBacktrace {
+                tid: t.tid,
+                name: t.name.clone(),
+                call: trace.strings.get(t.osrt.name[i]).into_owned(),
+                start_ns: t.osrt.start[i],
+                duration_ns: d,
+                backtrace: t
+                    .osrt
+                    .stack_of(i)
+                    .map_or_else(Vec::new, |s| backtrace(trace, s)),
+            }
+        })
+        .collect()
+}
+
+/// "`read` called from `load_batch` (libdata.so)": the first frame of a backtrace that is
+/// not the call itself or the C library around it; `None` without one.
+pub fn called_from(trace: &Trace, node: u32) -> Option<String> {
+    let frames = backtrace(trace, node);
+    let caller = frames
+        .iter()
+        .find(|f| !f.unresolved && !is_system_module(&f.module))
+        .or_else(|| frames.get(1))?;
+    Some(caller.label())
+}
+
+fn is_system_module(module: &str) -> bool {
+    let file = module.rsplit('/').next().unwrap_or(module);
+    [
+        "libc.so",
+        "libc-",
+        "libpthread",
+        "ld-linux",
+        "libstdc++",
+        "[kernel",
+        "libnvToolsExt",
+    ]
+    .iter()
+    .any(|p| file.starts_with(p))
+}

@@ -1,0 +1,149 @@
+//! Call stacks on every real export that has them, against plain SQL over the same file:
+//! the samples' count, the most sampled innermost symbol, the longest OS runtime call's
+//! backtrace; and the stacks through the cache and a merge of files.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+
+use nsys_explorer_core::analysis::cpu_samples::{cpu_profile, longest_os_calls};
+use nsys_explorer_core::load;
+use nsys_explorer_core::trace::Trace;
+use rusqlite::{Connection, OpenFlags};
+
+fn open_plain(path: &Path) -> Connection {
+    Connection::open_with_flags(
+        format!("file:{}?immutable=1", path.display()),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap()
+}
+
+fn has_table(conn: &Connection, table: &str) -> bool {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap()
+        > 0
+}
+
+fn load(path: &Path) -> Trace {
+    load::load(path).unwrap().0
+}
+
+#[test]
+fn samples_and_backtraces_match_sql_on_every_real_export_that_has_them() {
+    let mut with_samples = 0;
+    let mut with_backtraces = 0;
+    for path in common::real_fixtures() {
+        let conn = open_plain(&path);
+        let trace = load(&path);
+        let name = path.display();
+        if has_table(&conn, "COMPOSITE_EVENTS") && has_table(&conn, "SAMPLING_CALLCHAINS") {
+            with_samples += 1;
+            let rows: i64 = conn
+                .query_row("SELECT count(*) FROM COMPOSITE_EVENTS", [], |r| r.get(0))
+                .unwrap();
+            let profile = cpu_profile(&trace, 5).expect("a profile");
+            assert_eq!(profile.count as i64, rows, "{name}");
+            // The most sampled innermost frame, by SQL (ties: by symbol, as the report).
+            let (symbol, module, count): (String, String, i64) = conn
+                .query_row(
+                    "SELECT s.value, m.value, count(*) AS n FROM SAMPLING_CALLCHAINS c \
+                     JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module \
+                     WHERE c.stackDepth = 0 GROUP BY c.symbol, c.module, c.unresolved \
+                     ORDER BY n DESC, s.value, m.value LIMIT 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            let top = &profile.top_self[0];
+            assert_eq!(
+                (
+                    top.frame.symbol.as_str(),
+                    top.frame.module.as_str(),
+                    top.count as i64
+                ),
+                (symbol.as_str(), module.as_str(), count),
+                "{name}"
+            );
+            let per_thread: u64 = profile.threads.iter().map(|t| t.count).sum();
+            assert_eq!(per_thread, profile.count, "{name}");
+        }
+        if has_table(&conn, "OSRT_CALLCHAINS") {
+            with_backtraces += 1;
+            let (duration, chain): (i64, i64) = conn
+                .query_row(
+                    "SELECT end - start, callchainId FROM OSRT_API WHERE eventClass = 27 \
+                     AND callchainId IN (SELECT id FROM OSRT_CALLCHAINS) \
+                     ORDER BY end - start DESC LIMIT 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            let mut stmt = conn
+                .prepare(
+                    "SELECT s.value FROM OSRT_CALLCHAINS c JOIN StringIds s ON s.id = c.symbol \
+                     WHERE c.id = ?1 ORDER BY c.stackDepth",
+                )
+                .unwrap();
+            let frames: Vec<String> = stmt
+                .query_map([chain], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let longest = &longest_os_calls(&trace, 3)[0];
+            assert_eq!(longest.duration_ns, duration, "{name}");
+            let got: Vec<&str> = longest
+                .backtrace
+                .iter()
+                .map(|f| f.symbol.as_str())
+                .collect();
+            assert_eq!(got, frames, "{name}");
+            assert!(!got.is_empty());
+        } else {
+            assert!(longest_os_calls(&trace, 3).is_empty(), "{name}");
+        }
+    }
+    assert!(
+        with_samples >= 1 && with_backtraces >= 1,
+        "the round-4 export has both"
+    );
+}
+
+#[test]
+fn stacks_survive_the_cache_and_a_merge_of_files() {
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("callchains"))
+        .expect("the round-4 export");
+    let plain = load(&path);
+    nsys_explorer_core::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
+    // Twice: the second open reads the model back from the cache.
+    let _ = nsys_explorer_core::session::open_path(&path).unwrap();
+    let (cached, report) = nsys_explorer_core::session::open_path(&path).unwrap();
+    assert_eq!(report.phases[0].0, "read cache");
+    assert_eq!(
+        cpu_profile(&cached, 5).unwrap().top_self,
+        cpu_profile(&plain, 5).unwrap().top_self
+    );
+    assert_eq!(
+        longest_os_calls(&cached, 2)[0].backtrace,
+        longest_os_calls(&plain, 2)[0].backtrace
+    );
+    // The same file twice as a job of two: every sample and backtrace twice, named alike.
+    let (merged, _, _) =
+        nsys_explorer_core::session::load_many(&[path.clone(), path.clone()]).unwrap();
+    let one = cpu_profile(&plain, 3).unwrap();
+    let two = cpu_profile(&merged, 3).unwrap();
+    assert_eq!(two.count, 2 * one.count);
+    assert_eq!(two.top_self[0].frame, one.top_self[0].frame);
+    assert_eq!(two.top_self[0].count, 2 * one.top_self[0].count);
+    assert_eq!(
+        longest_os_calls(&merged, 2)[1].backtrace,
+        longest_os_calls(&plain, 1)[0].backtrace
+    );
+}
