@@ -244,6 +244,11 @@ pub enum Command {
         /// millisecond or more makes the blocks launch-bound.
         #[arg(long, value_name = "NS")]
         host_per_op: Option<i64>,
+        /// CPU samples of each rank's main thread at 1 kHz and a backtrace on every OS
+        /// runtime call, as `nsys profile` records by default; the truth names each gap's
+        /// most sampled innermost frame.
+        #[arg(long)]
+        cpu_samples: bool,
     },
 }
 

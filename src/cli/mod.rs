@@ -144,6 +144,7 @@ pub fn main() -> ExitCode {
             no_checkpoint,
             cuda_graphs,
             host_per_op,
+            cpu_samples,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -168,6 +169,7 @@ pub fn main() -> ExitCode {
                     checkpoint: !no_checkpoint,
                     cuda_graphs,
                     host_per_op_ns: host_per_op,
+                    cpu_samples,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

@@ -147,3 +147,74 @@ fn stacks_survive_the_cache_and_a_merge_of_files() {
         longest_os_calls(&plain, 1)[0].backtrace
     );
 }
+
+/// Each gap the generator lists with samples: the loader's launching-thread samples in it
+/// count the same and name the same innermost frame; the injected stalls' frames are in
+/// their findings.
+#[test]
+fn each_gaps_top_frame_matches_the_generators_truth_and_is_in_its_finding() {
+    use nsys_explorer_core::analysis::recurring::describe;
+    use nsys_explorer_core::synth::{self, Preset, StragglerStall, SynthOptions};
+    use nsys_explorer_core::trace::DeviceId;
+    let dir = tempfile::tempdir().unwrap();
+    for stall in [StragglerStall::Read, StragglerStall::Cpu] {
+        let path = dir.path().join(format!("{stall:?}.sqlite"));
+        let options = SynthOptions {
+            cpu_samples: true,
+            straggler_stall: stall,
+            ..SynthOptions::new(Preset::Tiny)
+        };
+        let truth = synth::generate(&path, options).unwrap();
+        let trace = load(&path);
+        let overview = nsys_explorer_core::overview::overview(&trace, &Default::default());
+        let mut checked = 0;
+        for t in truth
+            .gaps
+            .iter()
+            .filter(|t| t.cpu_samples.unwrap_or(0) >= 5)
+        {
+            let g = overview
+                .gaps
+                .iter()
+                .find(|g| g.start_ns == t.start_ns && g.device_id() == DeviceId(t.device))
+                .unwrap_or_else(|| panic!("gap at {} on {}", t.start_ns, t.device));
+            let samples = describe(&trace, g, 0)
+                .cpu_samples
+                .expect("samples in the gap");
+            assert_eq!(Some(samples.count as u32), t.cpu_samples, "{t:?}");
+            assert_eq!(
+                Some(&samples.top_self[0].frame.symbol),
+                t.cpu_top_frame.as_ref(),
+                "{t:?}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 8, "{checked} gaps with samples");
+        let findings = nsys_explorer_core::findings::findings(&trace, &overview);
+        let text = |kind: &str| {
+            findings
+                .iter()
+                .filter(|f| format!("{:?}", f.kind) == kind)
+                .map(|f| f.detail.clone())
+                .collect::<String>()
+        };
+        // The JIT stall's gaps sample the compiler, and its finding says so.
+        assert!(
+            text("OneOffStall").contains("nvrtcCompileProgram"),
+            "{}",
+            text("OneOffStall")
+        );
+        match stall {
+            StragglerStall::Read => assert!(
+                text("Straggler").contains("`read` called from load_next_batch"),
+                "{}",
+                text("Straggler")
+            ),
+            StragglerStall::Cpu => assert!(
+                text("Straggler").contains("slow_attention_mask"),
+                "{}",
+                text("Straggler")
+            ),
+        }
+    }
+}

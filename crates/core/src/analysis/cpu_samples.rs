@@ -267,3 +267,51 @@ fn is_system_module(module: &str) -> bool {
     .iter()
     .any(|p| file.starts_with(p))
 }
+
+/// What the CPU was running over windows of threads (`(global_tid, start, end)`), in
+/// words for a finding's evidence: "CPU samples: 97 % of 350 in `nvrtcCompileProgram`
+/// (libnvrtc.so.12)", and the caller of the longest OS runtime call there with a
+/// backtrace ("`read` called from load_next_batch (data_loader.py)"). `None` when the
+/// capture recorded neither there.
+pub fn code_in(trace: &Trace, windows: &[(i64, i64, i64)]) -> Option<String> {
+    let mut parts = Vec::new();
+    if !trace.samples.is_empty() {
+        let mut tally = Tally::default();
+        for &(tid, a, b) in windows {
+            for i in trace.samples.of_thread_in(tid, a, b) {
+                tally.add(trace, trace.samples.node[i]);
+            }
+        }
+        if let Some(top) = Tally::top(trace, &tally.self_counts, 1).first() {
+            parts.push(format!(
+                "CPU samples: {:.0} % of {} in {}",
+                100.0 * top.count as f64 / tally.count.max(1) as f64,
+                tally.count,
+                top.frame.label()
+            ));
+        }
+    }
+    let mut longest: Option<(i64, usize, usize)> = None;
+    for &(tid, a, b) in windows {
+        let Some(ti) = trace.thread_index(tid) else {
+            continue;
+        };
+        let t = &trace.threads[ti];
+        for i in t.osrt_overlapping(a, b) {
+            let d = t.osrt.end[i].min(b) - t.osrt.start[i].max(a);
+            if t.osrt.stack_of(i).is_some() && longest.is_none_or(|l| d > l.0) {
+                longest = Some((d, ti, i));
+            }
+        }
+    }
+    if let Some((_, ti, i)) = longest {
+        let t = &trace.threads[ti];
+        if let Some(caller) = t.osrt.stack_of(i).and_then(|s| called_from(trace, s)) {
+            parts.push(format!(
+                "`{}` called from {caller}",
+                trace.strings.get(t.osrt.name[i])
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}

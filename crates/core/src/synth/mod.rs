@@ -6,6 +6,7 @@
 //! step the slowest. Beside the file it writes the ground truth it knows (`*.truth.json`).
 
 pub mod program;
+mod samples;
 mod sim;
 mod truth;
 mod writer;
@@ -83,6 +84,9 @@ pub struct SynthOptions {
     /// millisecond a block's CPU time outgrows its GPU time and the run is launch-bound,
     /// as small-batch inference is.
     pub host_per_op_ns: Option<i64>,
+    /// CPU samples of each rank's main thread at 1 kHz and a backtrace on every OS runtime
+    /// call (`COMPOSITE_EVENTS`, `SAMPLING_CALLCHAINS`, `OSRT_CALLCHAINS`).
+    pub cpu_samples: bool,
 }
 
 impl SynthOptions {
@@ -103,6 +107,7 @@ impl SynthOptions {
             checkpoint: true,
             cuda_graphs: None,
             host_per_op_ns: None,
+            cpu_samples: false,
         }
     }
 }
@@ -423,6 +428,7 @@ fn generate_into(
                 shifts[f],
                 rank,
                 options.cuda_graphs,
+                options.cpu_samples,
             )
             .map_err(sql)?;
         }
@@ -437,7 +443,16 @@ fn generate_into(
         for mut row in rows {
             row.start -= shifts[f];
             row.end -= shifts[f];
-            writers[f].osrt(pid_of_rank(r as u32), &row).map_err(sql)?;
+            let backtrace = if options.cpu_samples {
+                let mut frames = samples::os_call_frames(row.name);
+                frames.extend([("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6")]);
+                frames
+            } else {
+                Vec::new()
+            };
+            writers[f]
+                .osrt(pid_of_rank(r as u32), &row, &backtrace)
+                .map_err(sql)?;
         }
     }
     let last_end = ranks
@@ -491,7 +506,17 @@ fn generate_into(
             device_gaps
                 .iter()
                 .filter(|g| g.duration_ns >= gaps_listed_from_ns)
-                .map(|g| truth::describe_gap(rank, r as u32, g)),
+                .map(|g| {
+                    let mut t = truth::describe_gap(rank, r as u32, g);
+                    if options.cpu_samples {
+                        (t.cpu_samples, t.cpu_top_frame) = truth::top_sampled_frame(
+                            &rank.sample_leaves,
+                            t.start_ns,
+                            t.duration_ns,
+                        );
+                    }
+                    t
+                }),
         );
     }
     let not_ranges = if nccl_calls.is_some() { 3 } else { 2 };
@@ -548,10 +573,22 @@ fn flush_rows(
     shift: i64,
     rank: &mut RankSim,
     graphs: Option<GraphTrace>,
+    cpu_samples: bool,
 ) -> rusqlite::Result<()> {
     let mut rows = std::mem::take(&mut rank.rows);
     if shift != 0 {
         rows.shift(-shift);
+    }
+    if cpu_samples {
+        // The main thread sampled up to where its step ended.
+        let index = samples::StepIndex::new(&rows);
+        while rank.next_sample < rank.cpu {
+            let t = rank.next_sample;
+            let stack = index.stack_at(t - shift);
+            rank.sample_leaves.push((t, stack[0].0));
+            writer.sample(pid, 0, t - shift, &stack)?;
+            rank.next_sample += samples::SAMPLE_PERIOD_NS;
+        }
     }
     for row in &rows.kernels {
         // At graph level a graph's kernels are not recorded: its execution is.
@@ -588,7 +625,14 @@ fn flush_rows(
         writer.nvtx_range(pid, row)?;
     }
     for row in &rows.osrt {
-        writer.osrt(pid, row)?;
+        let backtrace = if cpu_samples {
+            let mut frames = samples::os_call_frames(row.name);
+            frames.extend([("generate", "/app/wan/generate.py")]);
+            frames
+        } else {
+            Vec::new()
+        };
+        writer.osrt(pid, row, &backtrace)?;
     }
     Ok(())
 }

@@ -129,6 +129,32 @@ pub struct GapTruth {
     pub after_nvtx: Vec<String>,
     pub enclosing_nvtx: Option<String>,
     pub cause: String,
+    /// With `--cpu-samples`: the launching (main) thread's samples in the gap, and the
+    /// innermost frame most of them are in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_samples: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_top_frame: Option<String>,
+}
+
+/// Of samples (time, innermost frame) sorted by time, those in `[start, start + duration)`:
+/// how many, and the frame most of them are in (ties: the first by name).
+pub fn top_sampled_frame(
+    samples: &[(i64, &'static str)],
+    start: i64,
+    duration: i64,
+) -> (Option<u32>, Option<String>) {
+    let lo = samples.partition_point(|s| s.0 < start);
+    let hi = samples.partition_point(|s| s.0 < start + duration);
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+    for s in &samples[lo..hi] {
+        *counts.entry(s.1).or_default() += 1;
+    }
+    let top = counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(f, _)| f.to_string());
+    (Some((hi - lo) as u32), top)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -349,6 +375,8 @@ pub fn describe_gap(rank: &RankSim, device: u32, gap: &RawGap) -> GapTruth {
         before_nvtx,
         after_nvtx,
         cause: cause_of(rank, gap).to_string(),
+        cpu_samples: None,
+        cpu_top_frame: None,
     }
 }
 

@@ -35,6 +35,10 @@ pub struct Writer {
     strings: HashMap<String, i64>,
     pub rows: BTreeMap<&'static str, u64>,
     grid_id: i64,
+    /// The last callchain id given (samples' and OS runtime calls' chains).
+    chain_id: i64,
+    /// Tables made on first use (call stacks: only with `--cpu-samples`).
+    made: Vec<&'static str>,
 }
 
 /// `globalPid` as nsys encodes it: pid in bits 24..48, a machine id above.
@@ -72,6 +76,8 @@ impl Writer {
             strings: HashMap::new(),
             rows: BTreeMap::new(),
             grid_id: 0,
+            chain_id: 0,
+            made: Vec::new(),
         })
     }
 
@@ -287,20 +293,93 @@ impl Writer {
         Ok(())
     }
 
-    /// An OS runtime call (event class 27) of the main thread or the polling one.
-    pub fn osrt(&mut self, pid: u32, row: &OsrtRow) -> rusqlite::Result<()> {
+    /// An OS runtime call (event class 27) of the main thread or the polling one, with
+    /// its backtrace (innermost frame first) when `backtrace` has one.
+    pub fn osrt(
+        &mut self,
+        pid: u32,
+        row: &OsrtRow,
+        backtrace: &[super::samples::Frame],
+    ) -> rusqlite::Result<()> {
         let name = self.string_id(row.name);
+        let chain = if backtrace.is_empty() {
+            0
+        } else {
+            self.chain("OSRT_CALLCHAINS", backtrace)?
+        };
         let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO OSRT_API (start, end, eventClass, globalTid, correlationId, nameId, returnValue, nestingLevel, callchainId) VALUES (?1, ?2, 27, ?3, 0, ?4, ?5, 0, 0)",
+            "INSERT INTO OSRT_API (start, end, eventClass, globalTid, correlationId, nameId, returnValue, nestingLevel, callchainId) VALUES (?1, ?2, 27, ?3, 0, ?4, ?5, 0, ?6)",
         )?;
         stmt.execute(params![
             row.start,
             row.end,
             global_pid(pid) | (pid + row.tid_offset) as i64,
             name,
-            row.return_value
+            row.return_value,
+            chain
         ])?;
         *self.rows.entry("OSRT_API").or_default() += 1;
+        Ok(())
+    }
+
+    fn make(&mut self, table: &'static str, ddl: &str) -> rusqlite::Result<()> {
+        if !self.made.contains(&table) {
+            self.conn.execute_batch(ddl)?;
+            self.made.push(table);
+        }
+        Ok(())
+    }
+
+    /// A callchain of `table` (frames innermost first, as nsys numbers `stackDepth`): its id.
+    fn chain(
+        &mut self,
+        table: &'static str,
+        frames: &[super::samples::Frame],
+    ) -> rusqlite::Result<i64> {
+        self.make(table, &format!(
+            "CREATE TABLE {table} (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));"
+        ))?;
+        self.chain_id += 1;
+        let id = self.chain_id;
+        for (depth, (symbol, module)) in frames.iter().enumerate() {
+            let (s, m) = (self.string_id(symbol), self.string_id(module));
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "INSERT INTO {table} (id, symbol, module, kernelMode, thumbCode, unresolved, specialEntry, originalIP, unwindMethod, stackDepth) VALUES (?1, ?2, ?3, 0, 0, ?4, 0, NULL, 1, ?5)"
+            ))?;
+            stmt.execute(params![
+                id,
+                s,
+                m,
+                symbol.starts_with("0x") as i64,
+                depth as i64
+            ])?;
+        }
+        *self.rows.entry(table).or_default() += frames.len() as u64;
+        Ok(id)
+    }
+
+    /// A CPU sample of thread `pid + tid_offset` at `time` with its stack.
+    pub fn sample(
+        &mut self,
+        pid: u32,
+        tid_offset: u32,
+        time: i64,
+        stack: &[super::samples::Frame],
+    ) -> rusqlite::Result<()> {
+        self.make(
+            "COMPOSITE_EVENTS",
+            "CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER, threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);",
+        )?;
+        let id = self.chain("SAMPLING_CALLCHAINS", stack)?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO COMPOSITE_EVENTS (id, start, cpu, threadState, globalTid, cpuCycles) VALUES (?1, ?2, 0, 1, ?3, 0)",
+        )?;
+        stmt.execute(params![
+            id,
+            time,
+            global_pid(pid) | (pid + tid_offset) as i64
+        ])?;
+        *self.rows.entry("COMPOSITE_EVENTS").or_default() += 1;
         Ok(())
     }
 

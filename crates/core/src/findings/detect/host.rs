@@ -210,7 +210,7 @@ pub(super) fn straggler(
             format_ns(length)
         ),
         format!(
-            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}. Every other rank waited in NCCL.",
+            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}.{} Every other rank waited in NCCL.",
             format_ns(duration),
             format_ns(it.median_ns),
             plural(slow, "iteration"),
@@ -222,7 +222,8 @@ pub(super) fn straggler(
                 String::new()
             } else {
                 format!(" ({})", activity.nvtx_path.join(" > "))
-            }
+            },
+            code_sentence(trace, &[(thread.global_tid, span.start_ns, span.end_ns)])
         ),
     );
     f.devices = vec![device];
@@ -307,7 +308,8 @@ pub(super) fn host_bound(
             p.signature.trim_end_matches(" [host_bound]")
         );
         f.detail = format!(
-            "The next kernel was launched only after the GPU had run dry, with no sync in between: the CPU did not keep up ({cpu}). Fewer, larger launches (CUDA graphs, torch.compile) or less Python per op would close these gaps. Gaps over {HOST_GAP_OUTLIER_FACTOR}× the median are one-offs, counted apart."
+            "The next kernel was launched only after the GPU had run dry, with no sync in between: the CPU did not keep up ({cpu}).{} Fewer, larger launches (CUDA graphs, torch.compile) or less Python per op would close these gaps. Gaps over {HOST_GAP_OUTLIER_FACTOR}× the median are one-offs, counted apart.",
+            code_in_gaps(trace, kept.iter().copied())
         );
         out.push(with_change(
             f,
@@ -407,8 +409,9 @@ pub(super) fn one_off_stalls(
             format_ns(total),
             on_gpus(trace, &f.devices)
         );
+        let code = code_in_gaps(trace, members.iter().map(|&i| &overview.gaps[i as usize]));
         f.detail = format!(
-            "{} of {} ({}); nothing else ran meanwhile. Done ahead of time (a warm-up outside the profiled run, a compilation cache, a prefetching loader) it would not hold the GPU.",
+            "{} of {} ({}); nothing else ran meanwhile.{code} Done ahead of time (a warm-up outside the profiled run, a compilation cache, a prefetching loader) it would not hold the GPU.",
             plural(members.len(), "gap"),
             format_ns(total),
             members
@@ -440,4 +443,20 @@ pub(super) fn longest_call_span(trace: &Trace, g: &Gap) -> Option<HostSpan> {
         start_ns: th.api.start[k],
         end_ns: th.api.end[k],
     })
+}
+
+/// " What the CPU ran: …." for the launching threads of `gaps` (empty without call stacks).
+fn code_in_gaps<'g>(trace: &Trace, gaps: impl Iterator<Item = &'g Gap>) -> String {
+    let windows: Vec<(i64, i64, i64)> = gaps
+        .filter_map(|g| {
+            let (_, th) = launching_thread(trace, g)?;
+            Some((th.global_tid, g.start_ns, g.end_ns()))
+        })
+        .collect();
+    code_sentence(trace, &windows)
+}
+
+fn code_sentence(trace: &Trace, windows: &[(i64, i64, i64)]) -> String {
+    crate::analysis::cpu_samples::code_in(trace, windows)
+        .map_or_else(String::new, |c| format!(" What the CPU ran: {c}."))
 }

@@ -87,6 +87,10 @@ pub struct RankSim {
     /// Graph launches so far, and the kernels they ran.
     pub graph_launches: u64,
     pub graph_kernels: u64,
+    /// With `--cpu-samples`: the next sample's time, and each sample's time with its
+    /// innermost frame (the truth of what a gap's samples name).
+    pub next_sample: i64,
+    pub sample_leaves: Vec<(i64, &'static str)>,
 }
 
 impl Rows {
@@ -168,6 +172,8 @@ impl RankSim {
             op_host_ns: 6_000,
             graph_launches: 0,
             graph_kernels: 0,
+            next_sample: start_ns,
+            sample_leaves: Vec::new(),
         }
     }
 
