@@ -268,6 +268,9 @@ fn is_system_module(module: &str) -> bool {
     .any(|p| file.starts_with(p))
 }
 
+/// Samples needed before a finding names the code they were in.
+pub const MIN_SAMPLES: u64 = 10;
+
 /// What the CPU was running over windows of threads (`(global_tid, start, end)`), in
 /// words for a finding's evidence: "CPU samples: 97 % of 350 in `nvrtcCompileProgram`
 /// (libnvrtc.so.12)", and the caller of the longest OS runtime call there with a
@@ -282,7 +285,11 @@ pub fn code_in(trace: &Trace, windows: &[(i64, i64, i64)]) -> Option<String> {
                 tally.add(trace, trace.samples.node[i]);
             }
         }
-        if let Some(top) = Tally::top(trace, &tally.self_counts, 1).first() {
+        // Named only where the samples say something: enough of them, mostly in one place.
+        if let Some(top) = Tally::top(trace, &tally.self_counts, 1)
+            .first()
+            .filter(|t| tally.count >= MIN_SAMPLES && t.count * 4 >= tally.count)
+        {
             parts.push(format!(
                 "CPU samples: {:.0} % of {} in {}",
                 100.0 * top.count as f64 / tally.count.max(1) as f64,

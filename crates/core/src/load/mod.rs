@@ -103,6 +103,8 @@ enum ChunkOut {
     Api(ApiChunk),
     Nvtx(Box<NvtxChunk>),
     Osrt(OsrtChunk),
+    Chains(stacks::ChainChunk),
+    Samples(stacks::SampleChunk),
 }
 
 /// Loads `path`, calling `progress` from worker threads and checking `cancel` every few
@@ -235,11 +237,28 @@ fn load_inner(
     let mut plans: Vec<TablePlan> = Vec::new();
     let mut tasks = Vec::new();
     let mut rows_expected = 0;
-    for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT] {
+    // Call stacks where the export has them (samples only with their chains).
+    let stack_tables = [
+        (stacks::OSRT_CALLCHAINS, schema.has(OSRT)),
+        (stacks::SAMPLING_CALLCHAINS, schema.has(stacks::SAMPLES)),
+        (stacks::SAMPLES, schema.has(stacks::SAMPLING_CALLCHAINS)),
+    ]
+    .into_iter()
+    .filter(|&(_, with)| with)
+    .map(|(table, _)| table);
+    for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
+        .into_iter()
+        .chain(stack_tables)
+    {
         if !schema.has(table) {
             continue;
         }
-        let wanted = big_tables::columns(table, &payloads);
+        let wanted = match table {
+            stacks::OSRT_CALLCHAINS | stacks::SAMPLING_CALLCHAINS | stacks::SAMPLES => {
+                stacks::columns(table)
+            }
+            _ => big_tables::columns(table, &payloads),
+        };
         let plan = scan::plan(
             &conn,
             db.as_ref(),
@@ -290,9 +309,11 @@ fn load_inner(
             NVTX => ChunkOut::Nvtx(Box::new(big_tables::read_nvtx(
                 &ctx, &conn, plan, &names, &payloads, span,
             )?)),
-            _ => ChunkOut::Osrt(big_tables::read_osrt_calls(
+            OSRT => ChunkOut::Osrt(big_tables::read_osrt_calls(
                 &ctx, &conn, plan, &names, span,
             )?),
+            stacks::SAMPLES => ChunkOut::Samples(stacks::read_samples(&ctx, &conn, plan, span)?),
+            _ => ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &names, span)?),
         })
     };
     let parts = build::Parts {
@@ -338,6 +359,7 @@ fn load_inner(
         rows_of(NVTX),
     );
     // The GPU side is sorted (and handed over) while the CPU tables are read.
+    let mut stack_merger = stacks::StackMerger::default();
     let (gpu_parts, cpu) = rayon::join(
         || {
             let gpu_parts = build::build_gpu(gpu);
@@ -360,6 +382,14 @@ fn load_inner(
                     tally(OSRT, chunk.rows, &mut chunk.skips);
                     merger.add_osrt(chunk);
                 }
+                ChunkOut::Chains(chunk) => {
+                    tally(chunk.table, chunk.rows, &mut Default::default());
+                    stack_merger.add_chains(chunk);
+                }
+                ChunkOut::Samples(chunk) => {
+                    tally(stacks::SAMPLES, chunk.rows, &mut Default::default());
+                    stack_merger.add_samples(chunk);
+                }
                 ChunkOut::Gpu(..) => unreachable!("the GPU tables are read first"),
             })
         },
@@ -374,10 +404,17 @@ fn load_inner(
         fraction: 0.0,
         rows_read: ctx.rows_read.into_inner(),
     });
+    // Names of sampled threads that made no CUDA call (the model has no row for them).
+    let thread_names_for_samples = if schema.has(stacks::SAMPLES) {
+        parts.thread_names.clone()
+    } else {
+        Default::default()
+    };
     let mut trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
-    stacks::read_call_stacks(&conn, path, &schema, &mut trace, &mut report)?;
+    stack_merger.finish(&mut trace, &mut report.skips);
+    stacks::name_sampled_threads(&mut trace.samples, &thread_names_for_samples);
     report.finish(&trace, t0);
     progress(Progress {
         phase: Phase::Done,

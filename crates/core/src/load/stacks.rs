@@ -1,21 +1,19 @@
-//! Call stacks, read after the model is built (they hang off its threads and OS runtime
-//! calls): CPU samples (`COMPOSITE_EVENTS`, their stacks in `SAMPLING_CALLCHAINS`) and the
-//! backtraces of OS runtime calls (`OSRT_API.callchainId` → `OSRT_CALLCHAINS`). nsys
-//! records both by default when it launches the program. Frames are kept as nsys wrote
-//! them, innermost first; a chain with a hole in its `stackDepth`s keeps the frames it has,
-//! and each oddity is counted in the load report, never a failure.
+//! Call stacks: CPU samples (`COMPOSITE_EVENTS`, their stacks in `SAMPLING_CALLCHAINS`) and
+//! the backtraces of OS runtime calls (`OSRT_API.callchainId` → `OSRT_CALLCHAINS`). nsys
+//! records both by default when it launches the program, a row per frame: 10 minutes of
+//! samples on 8 threads are ~150 M rows. So they are read like the big tables, in parallel
+//! chunks, each chunk building the stacks it holds into a little tree of its own; the merge
+//! adds only each chunk's distinct stacks to the trace's tree, and a chain cut by a chunk's
+//! edge is joined there. Frames stay as nsys wrote them, innermost first; a hole in a
+//! chain's `stackDepth`s or a chain with no frames is counted in the load report.
 
-use std::path::Path;
-
-use rusqlite::Connection;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::error::LoadError;
-use super::report::LoadReport;
-use super::schema::Schema;
-use super::small_tables::int;
-use super::sniff::sqlite_error;
-use crate::trace::{CpuSamples, NONE, SampledThread, StacksBuilder, StringTable, Trace};
+use super::LoadError;
+use super::scan::{ScanContext, Skips, Span, TablePlan, int, scan_range};
+use super::small_tables::Names;
+use crate::trace::{CpuSamples, NONE, SampledThread, StacksBuilder, StrId, Trace};
 
 pub const SAMPLES: &str = "COMPOSITE_EVENTS";
 pub const SAMPLING_CALLCHAINS: &str = "SAMPLING_CALLCHAINS";
@@ -23,252 +21,395 @@ pub const OSRT_CALLCHAINS: &str = "OSRT_CALLCHAINS";
 
 const NO_FRAMES: &str = "callchain id with no frames";
 const DEPTH_HOLE: &str = "stackDepth not contiguous (frames kept as they are)";
+const OUT_OF_ORDER: &str = "callchain rows out of (id, stackDepth) order (kept first seen)";
 const NO_THREAD: &str = "sample with no thread (NULL globalTid)";
 const BAD_TIME: &str = "NULL start";
 
-/// Reads the samples and the OS runtime backtraces into `trace` (nothing when the export
-/// has neither).
-pub fn read_call_stacks(
-    conn: &Connection,
-    path: &Path,
-    schema: &Schema,
-    trace: &mut Trace,
-    report: &mut LoadReport,
-) -> Result<(), LoadError> {
-    let wants_osrt = schema.has(OSRT_CALLCHAINS)
-        && trace
-            .threads
-            .iter()
-            .any(|t| t.osrt.stack.iter().any(|&s| s != NONE));
-    let wants_samples = schema.has(SAMPLES) && schema.has(SAMPLING_CALLCHAINS);
-    if !wants_osrt && !wants_samples {
-        for t in &mut trace.threads {
-            t.osrt.stack.clear();
-        }
-        return Ok(());
+/// The columns each table's reader reads.
+pub fn columns(table: &str) -> &'static [&'static str] {
+    match table {
+        SAMPLES => &["id", "start", "threadState", "globalTid"],
+        _ => &["id", "stackDepth", "symbol", "module", "unresolved"],
     }
-    let mut texts = StringIds::new(conn);
-    let mut builder = StacksBuilder::from(std::mem::take(&mut trace.stacks));
-    if wants_osrt {
-        let chains = read_chains(
-            conn,
-            path,
-            OSRT_CALLCHAINS,
-            &mut builder,
-            &mut texts,
-            &mut trace.strings,
-            report,
-        )?;
+}
+
+/// A frame as read: (symbol, module, unresolved).
+type RawFrame = (StrId, StrId, bool);
+
+/// A chain whose frames may go on in the next chunk (or began in the one before).
+#[derive(Default)]
+pub struct Fragment {
+    id: i64,
+    /// The first frame's `stackDepth`.
+    first_depth: i64,
+    frames: Vec<RawFrame>,
+}
+
+/// One chunk of a callchain table: its whole chains built into a tree of its own.
+pub struct ChainChunk {
+    pub table: &'static str,
+    pub rows: u64,
+    pub skips: Skips,
+    local: StacksBuilder,
+    /// (chain id, node in `local`), in id order.
+    chains: Vec<(i64, u32)>,
+    /// The chain the chunk begins in the middle of, if any, and the one it ends with.
+    head: Option<Fragment>,
+    tail: Option<Fragment>,
+}
+
+pub fn read_chains(
+    ctx: &ScanContext,
+    conn: &rusqlite::Connection,
+    plan: &TablePlan,
+    names: &Names,
+    span: Span,
+) -> Result<ChainChunk, LoadError> {
+    let mut chunk = ChainChunk {
+        table: plan.table,
+        rows: 0,
+        skips: Skips::default(),
+        local: StacksBuilder::default(),
+        chains: Vec::new(),
+        head: None,
+        tail: None,
+    };
+    let mut current: Option<Fragment> = None;
+    let mut first = true;
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
+        let (Some(id), Some(depth)) = (int(r, 0), int(r, 1)) else {
+            return Ok(());
+        };
+        let frame = (
+            names.ids.get(int(r, 2)),
+            names.ids.get(int(r, 3)),
+            int(r, 4).is_some_and(|u| u != 0),
+        );
+        match &mut current {
+            Some(c) if c.id == id => {
+                let expected = c.first_depth + c.frames.len() as i64;
+                if depth != expected {
+                    chunk.skips.add(plan.table, DEPTH_HOLE);
+                }
+                c.frames.push(frame);
+            }
+            _ => {
+                if let Some(done) = current.take() {
+                    chunk.finish(done, first);
+                    first = false;
+                }
+                current = Some(Fragment {
+                    id,
+                    first_depth: depth,
+                    frames: vec![frame],
+                });
+            }
+        }
+        Ok(())
+    })?;
+    // The last chain may go on in the next chunk: the merge decides.
+    if let Some(last) = current {
+        if first && last.first_depth != 0 {
+            chunk.head = Some(last);
+        } else {
+            chunk.tail = Some(last);
+        }
+    }
+    Ok(chunk)
+}
+
+impl ChainChunk {
+    /// A chain read whole within the chunk (`first`: the chunk's first, which may have begun
+    /// in the chunk before).
+    fn finish(&mut self, f: Fragment, first: bool) {
+        if first && f.first_depth != 0 {
+            self.head = Some(f);
+            return;
+        }
+        if f.first_depth != 0 {
+            self.skips.add(self.table, DEPTH_HOLE);
+        }
+        let frames: Vec<u32> = f
+            .frames
+            .iter()
+            .map(|&(s, m, u)| self.local.frame(s, m, u))
+            .collect();
+        let node = self.local.stack(&frames);
+        self.chains.push((f.id, node));
+    }
+}
+
+/// One chunk of `COMPOSITE_EVENTS`.
+#[derive(Default)]
+pub struct SampleChunk {
+    pub rows: u64,
+    pub skips: Skips,
+    /// (globalTid, time, sample id, thread state)
+    samples: Vec<(i64, i64, i64, u8)>,
+}
+
+pub fn read_samples(
+    ctx: &ScanContext,
+    conn: &rusqlite::Connection,
+    plan: &TablePlan,
+    span: Span,
+) -> Result<SampleChunk, LoadError> {
+    let mut chunk = SampleChunk::default();
+    chunk.rows = scan_range(ctx, conn, plan, span, |r| {
+        let Some(time) = int(r, 1) else {
+            chunk.skips.add(SAMPLES, BAD_TIME);
+            return Ok(());
+        };
+        let Some(tid) = int(r, 3) else {
+            chunk.skips.add(SAMPLES, NO_THREAD);
+            return Ok(());
+        };
+        let state = int(r, 2).map_or(0, |s| s.clamp(0, 255) as u8);
+        chunk
+            .samples
+            .push((tid, time, int(r, 0).unwrap_or(-1), state));
+        Ok(())
+    })?;
+    Ok(chunk)
+}
+
+/// The chains of one table, merged chunk by chunk in file order.
+#[derive(Default)]
+struct Chains {
+    /// (chain id, node in the trace's tree), in the order read.
+    nodes: Vec<(i64, u32)>,
+    /// The previous chunk's last chain, perhaps unfinished.
+    tail: Option<Fragment>,
+}
+
+/// The call stacks of a load, merged as their chunks arrive.
+#[derive(Default)]
+pub struct StackMerger {
+    builder: StacksBuilder,
+    osrt: Chains,
+    sampling: Chains,
+    samples: Vec<SampleChunk>,
+    skips: Skips,
+}
+
+impl StackMerger {
+    pub fn add_chains(&mut self, mut chunk: ChainChunk) {
+        self.skips.merge(std::mem::take(&mut chunk.skips));
+        let chains = if chunk.table == OSRT_CALLCHAINS {
+            &mut self.osrt
+        } else {
+            &mut self.sampling
+        };
+        let builder = &mut self.builder;
+        let mut add = |f: Fragment, skips: &mut Skips| {
+            if f.first_depth != 0 {
+                skips.add(chunk.table, DEPTH_HOLE);
+            }
+            let frames: Vec<u32> = f
+                .frames
+                .iter()
+                .map(|&(s, m, u)| builder.frame(s, m, u))
+                .collect();
+            chains.nodes.push((f.id, builder.stack(&frames)));
+        };
+        // The chain cut by the chunks' edge, joined; else each on its own.
+        match (chains.tail.take(), chunk.head.take()) {
+            (Some(mut tail), Some(head)) if tail.id == head.id => {
+                tail.frames.extend(head.frames);
+                add(tail, &mut self.skips);
+            }
+            (tail, head) => {
+                tail.into_iter()
+                    .chain(head)
+                    .for_each(|f| add(f, &mut self.skips));
+            }
+        }
+        // The chunk's own tree, node by node (a caller before its callees) into the trace's.
+        let local = &chunk.local.stacks;
+        let frames: Vec<u32> = (0..local.frame_symbol.len())
+            .map(|f| {
+                builder.frame(
+                    local.frame_symbol[f],
+                    local.frame_module[f],
+                    local.frame_unresolved[f],
+                )
+            })
+            .collect();
+        let mut nodes: Vec<u32> = Vec::with_capacity(local.node_frame.len());
+        for n in 0..local.node_frame.len() {
+            let p = local.node_parent[n];
+            let parent = if p == NONE { NONE } else { nodes[p as usize] };
+            nodes.push(builder.child(parent, frames[local.node_frame[n] as usize]));
+        }
+        chains
+            .nodes
+            .extend(chunk.chains.iter().map(|&(id, n)| (id, nodes[n as usize])));
+        chains.tail = chunk.tail;
+    }
+
+    pub fn add_samples(&mut self, mut chunk: SampleChunk) {
+        self.skips.merge(std::mem::take(&mut chunk.skips));
+        self.samples.push(chunk);
+    }
+
+    /// The stacks and samples into `trace`: each OS runtime call's chain id made its node,
+    /// each sample given its stack and grouped by thread.
+    pub fn finish(mut self, trace: &mut Trace, skips: &mut Skips) {
+        for chains in [&mut self.osrt, &mut self.sampling] {
+            if let Some(last) = chains.tail.take() {
+                let frames: Vec<u32> = last
+                    .frames
+                    .iter()
+                    .map(|&(s, m, u)| self.builder.frame(s, m, u))
+                    .collect();
+                chains.nodes.push((last.id, self.builder.stack(&frames)));
+            }
+        }
+        let osrt = ChainIndex::new(std::mem::take(&mut self.osrt.nodes), &mut self.skips);
         let mut missing = 0u64;
         for t in &mut trace.threads {
             for s in &mut t.osrt.stack {
-                if *s == NONE {
-                    continue;
-                }
-                *s = match chains.get(&(*s as i64)) {
-                    Some(&node) => node,
-                    None => {
+                if *s != NONE {
+                    *s = osrt.get(*s as i64).unwrap_or_else(|| {
                         missing += 1;
                         NONE
-                    }
-                };
+                    });
+                }
+            }
+            if t.osrt.stack.iter().all(|&s| s == NONE) {
+                t.osrt.stack = Vec::new();
             }
         }
         for _ in 0..missing {
-            report.skips.add(OSRT_CALLCHAINS, NO_FRAMES);
+            self.skips.add(OSRT_CALLCHAINS, NO_FRAMES);
         }
-    } else {
-        for t in &mut trace.threads {
-            t.osrt.stack.clear();
-        }
-    }
-    if wants_samples {
-        let chains = read_chains(
-            conn,
-            path,
-            SAMPLING_CALLCHAINS,
-            &mut builder,
-            &mut texts,
-            &mut trace.strings,
-            report,
-        )?;
-        trace.samples = read_samples(conn, path, schema, &chains, trace, report)?;
-    }
-    trace.stacks = builder.stacks;
-    Ok(())
-}
-
-/// `StringIds` texts, looked up one id at a time (a capture's frames are a few thousand
-/// distinct ids, where the table can hold millions of NVTX texts).
-struct StringIds<'c> {
-    conn: &'c Connection,
-    ids: HashMap<i64, u32>,
-}
-
-impl<'c> StringIds<'c> {
-    fn new(conn: &'c Connection) -> Self {
-        StringIds {
-            conn,
-            ids: HashMap::default(),
-        }
-    }
-
-    fn get(&mut self, id: i64, strings: &mut StringTable) -> rusqlite::Result<u32> {
-        if let Some(&s) = self.ids.get(&id) {
-            return Ok(s);
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT value FROM StringIds WHERE id = ?1")?;
-        let text: Option<String> = stmt
-            .query_row([id], |r| r.get::<_, Option<String>>(0))
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?;
-        let s = strings.intern(text.as_deref().unwrap_or("[unknown]"));
-        self.ids.insert(id, s);
-        Ok(s)
+        let sampling = ChainIndex::new(std::mem::take(&mut self.sampling.nodes), &mut self.skips);
+        trace.samples = group_samples(trace, self.samples, &sampling);
+        trace.stacks = self.builder.stacks;
+        skips.merge(self.skips);
     }
 }
 
-/// Every chain of `table`, as callchain id → the node of its innermost frame.
-fn read_chains(
-    conn: &Connection,
-    path: &Path,
-    table: &'static str,
-    builder: &mut StacksBuilder,
-    texts: &mut StringIds,
-    strings: &mut StringTable,
-    report: &mut LoadReport,
-) -> Result<HashMap<i64, u32>, LoadError> {
-    let mut chains: HashMap<i64, u32> = HashMap::default();
-    let mut rows_read = 0u64;
-    let mut read = || -> rusqlite::Result<()> {
-        // The primary key's order: each chain's frames together, innermost first.
-        let mut stmt = conn.prepare(&format!(
-            "SELECT id, stackDepth, symbol, module, unresolved FROM {table} ORDER BY id, stackDepth"
-        ))?;
-        let mut rows = stmt.query([])?;
-        let mut current: Option<i64> = None;
-        let mut frames: Vec<u32> = Vec::new();
-        let mut expected_depth = 0i64;
-        let mut finish = |id: Option<i64>, frames: &mut Vec<u32>, builder: &mut StacksBuilder| {
-            if let Some(id) = id
-                && !frames.is_empty()
-            {
-                chains.insert(id, builder.stack(frames));
-            }
-            frames.clear();
+/// Chain id → node: a vector when ids are dense (nsys numbers them from 1), else a sorted
+/// list searched by halving.
+enum ChainIndex {
+    Dense { first: i64, nodes: Vec<u32> },
+    Sorted(Vec<(i64, u32)>),
+}
+
+impl ChainIndex {
+    fn new(mut chains: Vec<(i64, u32)>, skips: &mut Skips) -> ChainIndex {
+        if !chains.is_sorted_by_key(|c| c.0) {
+            chains.par_sort_by_key(|c| c.0);
+        }
+        let before = chains.len();
+        chains.dedup_by_key(|c| c.0);
+        for _ in chains.len()..before {
+            skips.add(SAMPLING_CALLCHAINS, OUT_OF_ORDER);
+        }
+        let (Some(first), Some(last)) = (chains.first(), chains.last()) else {
+            return ChainIndex::Sorted(chains);
         };
-        while let Some(r) = rows.next()? {
-            rows_read += 1;
-            let (Some(id), Some(depth)) = (int(r, 0), int(r, 1)) else {
-                continue;
-            };
-            if current != Some(id) {
-                finish(current, &mut frames, builder);
-                current = Some(id);
-                expected_depth = 0;
+        let span = last.0.checked_sub(first.0).and_then(|d| d.checked_add(1));
+        match span {
+            Some(n) if n as u64 <= 2 * chains.len() as u64 + 1024 => {
+                let first = first.0;
+                let mut nodes = vec![NONE; n as usize];
+                for &(id, node) in &chains {
+                    nodes[(id - first) as usize] = node;
+                }
+                ChainIndex::Dense { first, nodes }
             }
-            if depth != expected_depth {
-                report.skips.add(table, DEPTH_HOLE);
-            }
-            expected_depth = depth + 1;
-            let symbol = texts.get(int(r, 2).unwrap_or(-1), strings)?;
-            let module = texts.get(int(r, 3).unwrap_or(-1), strings)?;
-            let unresolved = int(r, 4).is_some_and(|u| u != 0);
-            frames.push(builder.frame(symbol, module, unresolved));
+            _ => ChainIndex::Sorted(chains),
         }
-        finish(current, &mut frames, builder);
-        Ok(())
-    };
-    read().map_err(|e| sqlite_error(path, table, e))?;
-    report.tables.insert(table.to_string(), rows_read);
-    Ok(chains)
+    }
+
+    fn get(&self, id: i64) -> Option<u32> {
+        match self {
+            ChainIndex::Dense { first, nodes } => id
+                .checked_sub(*first)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| nodes.get(i))
+                .copied()
+                .filter(|&n| n != NONE),
+            ChainIndex::Sorted(v) => v.binary_search_by_key(&id, |c| c.0).ok().map(|i| v[i].1),
+        }
+    }
 }
 
-/// The samples, grouped by thread and sorted by time.
-fn read_samples(
-    conn: &Connection,
-    path: &Path,
-    schema: &Schema,
-    chains: &HashMap<i64, u32>,
-    trace: &Trace,
-    report: &mut LoadReport,
-) -> Result<CpuSamples, LoadError> {
-    let cols = schema.select_list(SAMPLES, &["id", "start", "threadState", "globalTid"]);
-    let mut rows_read = 0u64;
-    // (globalTid, time, node, state)
-    let mut all: Vec<(i64, i64, u32, u8)> = Vec::new();
-    let mut read = || -> rusqlite::Result<()> {
-        let mut stmt = conn.prepare(&format!("SELECT {cols} FROM {SAMPLES}"))?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            rows_read += 1;
-            let Some(time) = int(r, 1) else {
-                report.skips.add(SAMPLES, BAD_TIME);
-                continue;
-            };
-            let Some(tid) = int(r, 3) else {
-                report.skips.add(SAMPLES, NO_THREAD);
-                continue;
-            };
-            let node = int(r, 0)
-                .and_then(|id| chains.get(&id).copied())
-                .unwrap_or(NONE);
-            let state = int(r, 2).map_or(0, |s| s.clamp(0, 255) as u8);
-            all.push((tid, time, node, state));
+/// Samples grouped by thread (threads by global id), each thread's by time: counted per
+/// thread, then placed, in file order (already by time, as nsys writes them; sorted where
+/// not).
+fn group_samples(trace: &Trace, chunks: Vec<SampleChunk>, chains: &ChainIndex) -> CpuSamples {
+    let mut counts: HashMap<i64, usize> = HashMap::default();
+    for c in &chunks {
+        for s in &c.samples {
+            *counts.entry(s.0).or_default() += 1;
         }
-        Ok(())
-    };
-    read().map_err(|e| sqlite_error(path, SAMPLES, e))?;
-    report.tables.insert(SAMPLES.to_string(), rows_read);
-    all.sort_unstable_by_key(|s| (s.0, s.1));
-    let names = thread_names(conn, trace);
-    let mut out = CpuSamples {
-        time: Vec::with_capacity(all.len()),
-        node: Vec::with_capacity(all.len()),
-        state: Vec::with_capacity(all.len()),
-        threads: Vec::new(),
-    };
-    for run in all.chunk_by(|a, b| a.0 == b.0) {
-        let global_tid = run[0].0;
-        let name = match trace.thread_index(global_tid) {
+    }
+    let mut tids: Vec<i64> = counts.keys().copied().collect();
+    tids.sort_unstable();
+    let total: usize = counts.values().sum();
+    let mut threads = Vec::with_capacity(tids.len());
+    let mut next: HashMap<i64, usize> = HashMap::default();
+    let mut first = 0;
+    for &tid in &tids {
+        let count = counts[&tid];
+        let name = match trace.thread_index(tid) {
             Some(i) => trace.threads[i].name.clone(),
-            None => names.get(&global_tid).cloned().unwrap_or_default(),
+            None => String::new(),
         };
-        out.threads.push(SampledThread {
-            global_tid,
+        threads.push(SampledThread {
+            global_tid: tid,
             name,
-            first: out.time.len(),
-            count: run.len(),
+            first,
+            count,
         });
-        for &(_, time, node, state) in run {
-            out.time.push(time);
-            out.node.push(node);
-            out.state.push(state);
+        next.insert(tid, first);
+        first += count;
+    }
+    let mut out = CpuSamples {
+        threads,
+        time: vec![0; total],
+        node: vec![NONE; total],
+        state: vec![0; total],
+    };
+    for c in chunks {
+        for (tid, time, id, state) in c.samples {
+            let at = next.get_mut(&tid).expect("counted");
+            out.time[*at] = time;
+            out.node[*at] = chains.get(id).unwrap_or(NONE);
+            out.state[*at] = state;
+            *at += 1;
         }
     }
-    Ok(out)
-}
-
-/// Thread names of threads the model has no row for (a sampled thread that made no CUDA
-/// call); none when the export has no `ThreadNames`.
-fn thread_names(conn: &Connection, _trace: &Trace) -> HashMap<i64, String> {
-    let mut out = HashMap::default();
-    let Ok(mut stmt) = conn.prepare(
-        "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId",
-    ) else {
-        return out;
-    };
-    let Ok(mut rows) = stmt.query([]) else {
-        return out;
-    };
-    while let Ok(Some(r)) = rows.next() {
-        if let (Some(tid), Ok(Some(name))) = (int(r, 0), r.get::<_, Option<String>>(1)) {
-            out.insert(tid, name);
+    for t in &out.threads {
+        let range = t.first..t.first + t.count;
+        if !out.time[range.clone()].is_sorted() {
+            let mut order: Vec<usize> = range.clone().collect();
+            order.sort_by_key(|&i| out.time[i]);
+            let time: Vec<i64> = order.iter().map(|&i| out.time[i]).collect();
+            let node: Vec<u32> = order.iter().map(|&i| out.node[i]).collect();
+            let state: Vec<u8> = order.iter().map(|&i| out.state[i]).collect();
+            out.time[range.clone()].copy_from_slice(&time);
+            out.node[range.clone()].copy_from_slice(&node);
+            out.state[range].copy_from_slice(&state);
         }
     }
     out
+}
+
+/// Thread names for sampled threads the model has no row for (a data loader's that made
+/// no CUDA call), from `ThreadNames` as the load read it.
+pub fn name_sampled_threads(
+    samples: &mut CpuSamples,
+    names: &std::collections::HashMap<i64, String>,
+) {
+    for t in &mut samples.threads {
+        if t.name.is_empty()
+            && let Some(n) = names.get(&t.global_tid)
+        {
+            t.name = n.clone();
+        }
+    }
 }

@@ -54,6 +54,7 @@ pub fn report_text(
         let _ = writeln!(s, "  no GPU activity recorded ({why})");
     }
     cpu_sync_text(&mut s, overview);
+    call_stacks_text(&mut s, trace);
     let graphs = crate::analysis::graphs::cuda_graphs(trace);
     if let Some(g) = &graphs {
         let _ = writeln!(s, "  CUDA graphs: {}", g.headline());
@@ -545,6 +546,50 @@ pub(super) fn critical_path_text(s: &mut String, trace: &Trace, overview: &Overv
             format_ns(*total),
             pct(*total, wall),
             format_ns(ns)
+        );
+    }
+}
+
+/// The CPU samples' hottest code and the longest OS runtime call's caller (nothing when
+/// the capture recorded no call stacks).
+fn call_stacks_text(s: &mut String, trace: &Trace) {
+    use crate::analysis::cpu_samples::{called_from, cpu_profile, longest_os_calls};
+    if let Some(p) = cpu_profile(trace, 3) {
+        let top: Vec<String> = p
+            .top_self
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {:.0} %",
+                    f.frame.label(),
+                    100.0 * f.count as f64 / p.count.max(1) as f64
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  CPU samples: {} on {}; most in {}",
+            p.count,
+            plural(p.threads.len(), "thread"),
+            top.join(", ")
+        );
+    }
+    if let Some(c) = longest_os_calls(trace, 1).first() {
+        let caller = trace.threads.iter().find(|t| t.tid == c.tid).and_then(|t| {
+            let i = (0..t.osrt.len()).find(|&i| t.osrt.start[i] == c.start_ns)?;
+            called_from(trace, t.osrt.stack_of(i)?)
+        });
+        let _ = writeln!(
+            s,
+            "  longest OS runtime call with a backtrace: {} for {} on {}{}",
+            c.call,
+            format_ns(c.duration_ns),
+            if c.name.is_empty() {
+                format!("thread {}", c.tid)
+            } else {
+                c.name.clone()
+            },
+            caller.map_or_else(String::new, |c| format!(", called from {c}"))
         );
     }
 }
