@@ -971,3 +971,87 @@ fn file_export_figures_writes_the_five_figures_from_the_window() {
         assert!(out.join(format!("{name}.png")).exists(), "{name}");
     }
 }
+
+/// A run with CPU samples: the CPU tab profiles the window chosen on the timeline (here
+/// the JIT stall's gap), its bottom-up table names the compiler first, and a click on that
+/// frame marks its samples on the launching thread's row.
+#[test]
+fn the_cpu_tab_profiles_the_chosen_window_and_a_frame_marks_its_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("samples.sqlite");
+    let options = SynthOptions {
+        cpu_samples: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    // The longest gap the generator sampled: the JIT compile.
+    let jit = truth
+        .gaps
+        .iter()
+        .filter(|g| g.cpu_samples.unwrap_or(0) > 0)
+        .max_by_key(|g| g.duration_ns)
+        .unwrap();
+    assert_eq!(jit.cpu_top_frame.as_deref(), Some("nvrtcCompileProgram"));
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.window = Some((jit.start_ns, jit.start_ns + jit.duration_ns)); // as Shift+drag sets it
+    }
+    h.get_by_label("CPU").click();
+    let start = Instant::now();
+    loop {
+        h.run_steps(1);
+        let ready = loaded(&h)
+            .cpu
+            .profile
+            .as_ref()
+            .is_some_and(|(s, _)| s.start == jit.start_ns);
+        if ready || start.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.run_steps(2);
+    assert_eq!(loaded(&h).tab, nsys_explorer::ui::loaded::Tab::Cpu);
+    let samples = loaded(&h).cpu.profile.as_ref().unwrap().1.flame.count;
+    // Every rank's main thread sampled once a millisecond over the gap.
+    assert!(
+        samples as i64 >= jit.duration_ns / 1_000_000,
+        "{samples} samples"
+    );
+    h.get_by_label_contains(&format!("{samples} samples"));
+    // The bottom-up table's first row is the compiler; clicked, its samples are marked.
+    h.get_all_by_label("nvrtcCompileProgram")
+        .next()
+        .expect("the compiler in the bottom-up table")
+        .click();
+    h.run_steps(2);
+    let l = loaded(&h);
+    assert_eq!(
+        l.cpu
+            .chosen
+            .map(|f| l.trace.stacks.frame_symbol[f as usize])
+            .map(|s| l.trace.strings.get(s).into_owned())
+            .as_deref(),
+        Some("nvrtcCompileProgram")
+    );
+    let marked: usize = l
+        .timeline
+        .marks
+        .samples
+        .iter()
+        .map(|m| m.starts.len())
+        .sum();
+    assert!(
+        marked > 0 && marked <= samples as usize,
+        "{marked} of {samples}"
+    );
+    assert!(l.timeline.marks.samples.iter().all(|m| {
+        m.starts
+            .iter()
+            .all(|&t| t >= jit.start_ns && t < jit.start_ns + jit.duration_ns)
+    }));
+}

@@ -197,6 +197,12 @@ pub fn show(
                         "thread",
                         format!("{} (pid {}, tid {})", t.name, t.pid, t.tid),
                     );
+                    // nsys keeps a backtrace of calls over 80 µs (its default threshold).
+                    if let Some(stack) = o.stack_of(call) {
+                        let frames = crate::analysis::cpu_samples::backtrace(trace, stack);
+                        let lines: Vec<String> = frames.iter().map(|f| f.label()).collect();
+                        row("backtrace", lines.join("\n"));
+                    }
                 }
                 Selection::Call { thread, call } => {
                     let t = &trace.threads[thread];

@@ -45,6 +45,8 @@ pub enum Tab {
     WhatIf,
     /// CUDA graph launches per graph and GPU (only in a run that launched graphs).
     Graphs,
+    /// What the CPU ran, from its samples (only in a capture with CPU samples).
+    Cpu,
 }
 
 /// Where a loaded trace is in its life: the one owner of its load's lifecycle.
@@ -121,6 +123,7 @@ pub struct Loaded {
     pub cache_key: Option<crate::cache::TraceKey>,
     /// The run's CUDA graph launches, once counted on the loading worker.
     pub graphs: Option<Arc<crate::analysis::graphs::CudaGraphs>>,
+    pub cpu: super::cpu_panel::CpuPanel,
     /// The header's counts of the trace they were counted for (a count walks every op: not
     /// once a frame).
     counts: Option<(std::sync::Weak<Trace>, String)>,
@@ -149,6 +152,7 @@ impl Loaded {
             figures: Default::default(),
             cache_key: None,
             graphs: None,
+            cpu: Default::default(),
             counts: None,
         }
     }
@@ -354,10 +358,12 @@ pub(super) fn loaded_ui(
                     (Tab::Ranks, "Ranks"),
                     (Tab::WhatIf, "What if"),
                     (Tab::Graphs, "Graphs"),
+                    (Tab::Cpu, "CPU"),
                 ] {
                     let shown = match tab {
                         Tab::Diff => l.compare.is_some(),
                         Tab::Graphs => l.graphs.is_some(),
+                        Tab::Cpu => !trace.samples.is_empty(),
                         Tab::Ranks => trace.devices.len() >= 2,
                         _ => true,
                     };
@@ -392,6 +398,7 @@ pub(super) fn loaded_ui(
                         super::graphs_panel::show(ui, &trace, g);
                     }
                 }
+                (Tab::Cpu, _, _) => l.cpu.show(ui, &trace, &l.timeline, &mut nav),
                 (Tab::Details, _, _) => {
                     egui::ScrollArea::vertical()
                         .show(ui, |ui| details::show(ui, &trace, &l.timeline, transfers));

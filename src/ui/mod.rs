@@ -3,6 +3,7 @@
 //! thread and hands over the finished `Trace`.
 
 pub mod compare_view;
+pub mod cpu_panel;
 pub mod details;
 pub mod figures_window;
 pub mod findings_panel;

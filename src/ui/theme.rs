@@ -29,6 +29,8 @@ pub const FOLDED_API: Color32 = Color32::from_rgb(90, 140, 90);
 
 /// Search matches: a strip on top of their rows.
 pub const SEARCH_MARK: Color32 = Color32::from_rgb(255, 70, 220);
+/// CPU samples of the frame chosen in the CPU tab, along their thread's row.
+pub const SAMPLE_MARK: Color32 = Color32::from_rgb(120, 230, 120);
 /// The selected item's outline and its launch arrow.
 pub const SELECTION: Color32 = Color32::from_rgb(255, 210, 0);
 /// The chosen gap's outline (not the idle overlay's red).

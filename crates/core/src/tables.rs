@@ -62,7 +62,7 @@ impl Table {
 }
 
 /// The tables by name, as `export` writes them.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 9] = [
     "kernels",
     "memory",
     "api_calls",
@@ -70,6 +70,8 @@ pub const NAMES: [&str; 7] = [
     "gaps",
     "iterations",
     "graphs",
+    "cpu_samples",
+    "stacks",
 ];
 
 /// The table called `name` (one of [`NAMES`]); gaps of at least `min_gap_ns`.
@@ -82,6 +84,8 @@ pub fn by_name(trace: &Trace, overview: &Overview, name: &str, min_gap_ns: i64) 
         "gaps" => gaps(trace, overview, min_gap_ns),
         "iterations" => iterations(overview),
         "graphs" => graphs(trace),
+        "cpu_samples" => cpu_samples(trace),
+        "stacks" => stacks(trace),
         _ => return None,
     })
 }
@@ -409,6 +413,85 @@ pub fn graphs(trace: &Trace) -> Table {
     t.add("median_ns", col(&|g| g.median_ns));
     t.add("launch_cpu_ns", col(&|g| g.launch_cpu_ns));
     t.add("nvtx", nvtx.column(ids));
+    t
+}
+
+/// One row per CPU sample: time_ns, tid, thread, stack (a row of `stacks`: its innermost
+/// frame; -1 without one), state (nsys's `threadState`).
+pub fn cpu_samples(trace: &Trace) -> Table {
+    let s = &trace.samples;
+    let mut tid = Vec::with_capacity(s.len());
+    let mut thread = Vec::with_capacity(s.len());
+    let mut names = Dictionary::new(trace);
+    for t in &s.threads {
+        let name = names.text(&t.name);
+        for _ in 0..t.count {
+            tid.push(crate::trace::tid_of_global_id(t.global_tid) as i64);
+            thread.push(name);
+        }
+    }
+    let mut t = Table::default();
+    t.add("time_ns", Column::I64(s.time.clone()));
+    t.add("tid", Column::I64(tid));
+    t.add("thread", names.column(thread));
+    t.add(
+        "stack",
+        Column::I64(
+            s.node
+                .iter()
+                .map(|&n| if n == NONE { -1 } else { n as i64 })
+                .collect(),
+        ),
+    );
+    t.add(
+        "state",
+        Column::I64(s.state.iter().map(|&x| x as i64).collect()),
+    );
+    t
+}
+
+/// The stacks' tree, a row per node: id (what `cpu_samples.stack` names), parent (its
+/// caller's node, -1 for an outermost frame), symbol, module, unresolved, python.
+pub fn stacks(trace: &Trace) -> Table {
+    let s = &trace.stacks;
+    let (mut symbols, mut modules) = (Dictionary::new(trace), Dictionary::new(trace));
+    let frame = |n: usize| s.node_frame[n] as usize;
+    let n = s.node_frame.len();
+    let mut t = Table::default();
+    t.add("id", Column::I64((0..n as i64).collect()));
+    t.add(
+        "parent",
+        Column::I64(
+            s.node_parent
+                .iter()
+                .map(|&p| if p == NONE { -1 } else { p as i64 })
+                .collect(),
+        ),
+    );
+    let symbol: Vec<i32> = (0..n)
+        .map(|i| symbols.id(s.frame_symbol[frame(i)]))
+        .collect();
+    let module: Vec<i32> = (0..n)
+        .map(|i| modules.id(s.frame_module[frame(i)]))
+        .collect();
+    t.add(
+        "python",
+        Column::Bool(
+            (0..n)
+                .map(|i| {
+                    crate::trace::stacks::is_python_module(
+                        &trace.strings.get(s.frame_module[frame(i)]),
+                    )
+                })
+                .collect(),
+        ),
+    );
+    t.add(
+        "unresolved",
+        Column::Bool((0..n).map(|i| s.frame_unresolved[frame(i)]).collect()),
+    );
+    t.add("symbol", symbols.column(symbol));
+    t.add("module", modules.column(module));
     t
 }
 

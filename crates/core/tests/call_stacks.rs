@@ -218,3 +218,39 @@ fn each_gaps_top_frame_matches_the_generators_truth_and_is_in_its_finding() {
         }
     }
 }
+
+#[test]
+fn the_flame_graph_and_bottom_up_table_add_up_to_the_samples() {
+    use nsys_explorer_core::analysis::cpu_samples::{Flame, samples_of};
+    let path = common::real_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("callchains"))
+        .expect("the round-4 export");
+    let trace = load(&path);
+    let all = samples_of(&trace, &[], i64::MIN, i64::MAX);
+    assert_eq!(all.len(), trace.samples.len());
+    let flame = Flame::of(&trace, all.iter().copied());
+    assert_eq!(flame.count as usize, trace.samples.len());
+    let with_stack = trace
+        .samples
+        .node
+        .iter()
+        .filter(|&&n| n != u32::MAX)
+        .count() as u64;
+    let roots: u64 = flame.roots.iter().map(|&r| flame.nodes[r].total).sum();
+    assert_eq!(roots, with_stack);
+    // Each node's width is its own samples and its callees'.
+    for n in &flame.nodes {
+        let below: u64 = n.children.iter().map(|&c| flame.nodes[c].total).sum();
+        assert_eq!(n.total, n.own + below);
+    }
+    let rows = flame.bottom_up();
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), with_stack);
+    let top = &cpu_profile(&trace, 1).unwrap().top_self[0];
+    assert_eq!(rows[0].1, top.count);
+    // One thread, one window: fewer samples, all of that thread.
+    let t = &trace.samples.threads[0];
+    let mid = trace.samples.time[t.first + t.count / 2];
+    let some = samples_of(&trace, &[t.global_tid], i64::MIN, mid);
+    assert!(!some.is_empty() && some.len() < t.count);
+}

@@ -664,7 +664,20 @@ fn the_page_reader_gives_the_model_sql_gives() {
         let (sql, sql_report) = load::load_through_sqlite(&path).unwrap();
         // Every big table the export has went through the page reader.
         let big: Vec<&String> = (pages_report.tables.keys())
-            .filter(|t| [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, load::OSRT].contains(&t.as_str()))
+            .filter(|t| {
+                [
+                    KERNEL,
+                    MEMCPY,
+                    MEMSET,
+                    RUNTIME,
+                    NVTX,
+                    load::OSRT,
+                    load::stacks::SAMPLES,
+                    load::stacks::SAMPLING_CALLCHAINS,
+                    load::stacks::OSRT_CALLCHAINS,
+                ]
+                .contains(&t.as_str())
+            })
             .collect();
         assert!(!big.is_empty(), "{name}");
         let mut read = pages_report.read_from_pages.iter().collect::<Vec<_>>();
@@ -687,6 +700,16 @@ fn the_page_reader_gives_the_model_sql_gives() {
                 "domains",
                 format!("{:?}", pages.nvtx_domains),
                 format!("{:?}", sql.nvtx_domains),
+            ),
+            (
+                "stacks",
+                format!("{:?}", pages.stacks),
+                format!("{:?}", sql.stacks),
+            ),
+            (
+                "samples",
+                format!("{:?}", pages.samples),
+                format!("{:?}", sql.samples),
             ),
             (
                 "payloads",

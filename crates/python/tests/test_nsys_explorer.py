@@ -70,6 +70,32 @@ def test_kernel_rows_equal_the_exports_sql_count(tiny):
         assert sum(d["kernels"] for d in t.devices) == kernels.num_rows
 
 
+def test_cpu_samples_and_stacks_equal_the_exports_sql(tiny):
+    """Every sample of a real export that has them, and its innermost frame: the most
+    sampled one equals SQL's over stackDepth = 0."""
+    with_samples = [p for p in real_fixtures() if sql_count(p, "COMPOSITE_EVENTS") > 0]
+    assert with_samples or not FIXTURES.exists(), "the round-4 export has samples"
+    for path in with_samples:
+        t = nx.open(path, cache=False)
+        samples, stacks = t.cpu_samples(), t.stacks()
+        assert samples.num_rows == sql_count(path, "COMPOSITE_EVENTS")
+        symbol = {i: s for i, s in zip(stacks["id"].to_pylist(), stacks["symbol"].to_pylist())}
+        leaves = {}
+        for node in samples["stack"].to_pylist():
+            if node >= 0:
+                leaves[symbol[node]] = leaves.get(symbol[node], 0) + 1
+        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        top, count = con.execute(
+            "SELECT s.value, count(*) AS n FROM SAMPLING_CALLCHAINS c JOIN StringIds s "
+            "ON s.id = c.symbol WHERE c.stackDepth = 0 GROUP BY c.symbol ORDER BY n DESC, s.value LIMIT 1"
+        ).fetchone()
+        con.close()
+        assert max(leaves.values()) == count
+        assert leaves[top] == count
+    # A capture without samples has empty tables, not an error.
+    assert nx.open(tiny[0]).cpu_samples().num_rows == 0
+
+
 def test_gaps_and_iterations_equal_the_reports(tiny):
     t = nx.open(tiny[0])
     report = t.report()

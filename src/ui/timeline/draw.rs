@@ -417,6 +417,21 @@ impl Timeline {
                 fold(&m.starts, &m.ends, m.longest, r, color, &mut mesh);
             }
         }
+        // Samples of a frame chosen in the CPU tab: a strip along the bottom of the row.
+        for m in &self.marks.samples {
+            if let Some(y) = row_top(rows, m.row, plot.top() - self.scroll_y) {
+                let bottom = y + ROW_H - 1.0;
+                let r = Rect::from_x_y_ranges(plot.x_range(), bottom - 5.0..=bottom);
+                fold(
+                    &m.starts,
+                    &m.ends,
+                    m.longest,
+                    r,
+                    theme::SAMPLE_MARK,
+                    &mut mesh,
+                );
+            }
+        }
         painter.add(egui::Shape::mesh(mesh));
         // The chosen iteration on every GPU, then the chosen gap: outlines over the stream
         // rows (not the headers' text), the gap's tinted.

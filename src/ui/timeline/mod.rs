@@ -115,6 +115,8 @@ pub struct Marks {
     pub selected_gap: Option<crate::analysis::gaps::Gap>,
     /// The opened iteration's critical path, drawn as a line through its segments.
     pub critical_path: std::sync::Arc<Vec<PathMark>>,
+    /// CPU samples in a frame chosen in the CPU tab, on their threads' rows.
+    pub samples: Vec<search::RowMatches>,
 }
 
 /// A piece of a critical path on the timeline: the row it lies on, and when.

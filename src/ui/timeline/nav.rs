@@ -51,6 +51,8 @@ pub enum Nav {
     MarkPath(std::sync::Arc<Vec<super::PathMark>>),
     /// Intervals of one GPU state shown over the rows (or none).
     Overlay(Option<Overlay>),
+    /// CPU samples marked on their threads' rows (none: cleared).
+    MarkSamples(Vec<super::search::RowMatches>),
     /// The current window the panels analyse (or the whole trace).
     Window(Option<(i64, i64)>),
     /// The search bar opened (Ctrl+F).
@@ -93,6 +95,7 @@ impl Timeline {
             Nav::MarkIteration(marks) => self.marks.iteration_mark = marks,
             Nav::MarkPath(path) => self.marks.critical_path = path,
             Nav::Overlay(o) => self.marks.overlay = o,
+            Nav::MarkSamples(m) => self.marks.samples = m,
             Nav::Window(w) => self.window = w,
             Nav::OpenSearch => self.search.open = true,
             Nav::Find { query, mode } => {

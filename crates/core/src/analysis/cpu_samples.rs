@@ -322,3 +322,128 @@ pub fn code_in(trace: &Trace, windows: &[(i64, i64, i64)]) -> Option<String> {
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
+
+/// A flame graph's tree: callers above callees, a node per distinct path from the
+/// outermost frame, with how many samples passed through it and ended in it.
+#[derive(Debug, Clone, Default)]
+pub struct Flame {
+    /// Samples in it.
+    pub count: u64,
+    pub nodes: Vec<FlameNode>,
+    /// The outermost frames' nodes, most samples first.
+    pub roots: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlameNode {
+    pub frame: u32,
+    /// Samples whose stack passes through this node (its width).
+    pub total: u64,
+    /// Samples whose innermost frame it is.
+    pub own: u64,
+    /// Its callees, most samples first.
+    pub children: Vec<usize>,
+    pub depth: u16,
+}
+
+impl Flame {
+    /// The flame graph of `samples` (indices into the trace's sample columns). Samples are
+    /// counted per recorded stack first, so a stack is walked once however often it was
+    /// sampled.
+    pub fn of(trace: &Trace, samples: impl Iterator<Item = usize>) -> Flame {
+        let mut per_stack: HashMap<u32, u64> = HashMap::default();
+        let mut count = 0u64;
+        for i in samples {
+            count += 1;
+            let node = trace.samples.node[i];
+            if node != NONE {
+                *per_stack.entry(node).or_default() += 1;
+            }
+        }
+        let mut flame = Flame {
+            count,
+            ..Default::default()
+        };
+        let mut index: HashMap<(usize, u32), usize> = HashMap::default();
+        let mut path: Vec<u32> = Vec::new();
+        let mut stacks: Vec<(u32, u64)> = per_stack.into_iter().collect();
+        stacks.sort_unstable();
+        for (node, n) in stacks {
+            path.clear();
+            path.extend(trace.stacks.frames(node));
+            let mut parent = usize::MAX;
+            for (depth, &frame) in path.iter().rev().enumerate() {
+                let next = flame.nodes.len();
+                let at = *index.entry((parent, frame)).or_insert(next);
+                if at == next {
+                    flame.nodes.push(FlameNode {
+                        frame,
+                        total: 0,
+                        own: 0,
+                        children: Vec::new(),
+                        depth: depth.min(u16::MAX as usize) as u16,
+                    });
+                    if parent == usize::MAX {
+                        flame.roots.push(at);
+                    } else {
+                        flame.nodes[parent].children.push(at);
+                    }
+                }
+                flame.nodes[at].total += n;
+                parent = at;
+            }
+            if parent != usize::MAX {
+                flame.nodes[parent].own += n;
+            }
+        }
+        let totals: Vec<u64> = flame.nodes.iter().map(|n| n.total).collect();
+        let by_total = |v: &mut Vec<usize>| v.sort_by_key(|&c| (std::cmp::Reverse(totals[c]), c));
+        by_total(&mut flame.roots);
+        for n in &mut flame.nodes {
+            by_total(&mut n.children);
+        }
+        flame
+    }
+
+    /// The frames by samples they are innermost in (self) and in at all (total), most
+    /// self first: the bottom-up table. A recursive frame counts once a sample (its
+    /// outermost node's total).
+    pub fn bottom_up(&self) -> Vec<(u32, u64, u64)> {
+        let mut own: HashMap<u32, u64> = HashMap::default();
+        let mut total: HashMap<u32, u64> = HashMap::default();
+        let mut open: HashMap<u32, u32> = HashMap::default();
+        // Depth first: (node, leaving); a frame open above a node is not counted again.
+        let mut stack: Vec<(usize, bool)> = self.roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((at, leaving)) = stack.pop() {
+            let n = &self.nodes[at];
+            let depth = open.entry(n.frame).or_default();
+            if leaving {
+                *depth -= 1;
+                continue;
+            }
+            if *depth == 0 {
+                *total.entry(n.frame).or_default() += n.total;
+            }
+            *depth += 1;
+            *own.entry(n.frame).or_default() += n.own;
+            stack.push((at, true));
+            stack.extend(n.children.iter().rev().map(|&c| (c, false)));
+        }
+        let mut rows: Vec<(u32, u64, u64)> = total
+            .into_iter()
+            .map(|(f, t)| (f, own.get(&f).copied().unwrap_or(0), t))
+            .collect();
+        rows.sort_by_key(|&(f, s, t)| (std::cmp::Reverse(s), std::cmp::Reverse(t), f));
+        rows
+    }
+}
+
+/// The samples of `threads` (global ids; every sampled thread when empty) in `[a, b)`.
+pub fn samples_of(trace: &Trace, threads: &[i64], a: i64, b: i64) -> Vec<usize> {
+    let s = &trace.samples;
+    s.threads
+        .iter()
+        .filter(|t| threads.is_empty() || threads.contains(&t.global_tid))
+        .flat_map(|t| s.of_thread_in(t.global_tid, a, b))
+        .collect()
+}

@@ -133,6 +133,19 @@ class Trace:
         level: not recorded), gpu_ns, median_ns, launch_cpu_ns, nvtx."""
         return _table(self._t._table("graphs"))
 
+    def cpu_samples(self) -> pa.Table:
+        """One row per CPU sample (nsys's ``--sample``, on by default): time_ns, tid, thread,
+        stack (the ``id`` in :meth:`stacks` of its innermost frame; -1 without one),
+        state (nsys's ``threadState``). Empty when the capture sampled nothing."""
+        return _table(self._t._table("cpu_samples"))
+
+    def stacks(self) -> pa.Table:
+        """The call stacks of the samples and of OS runtime calls as a tree, a row per
+        node: id, parent (the calling frame's node, -1 for the outermost), python (a
+        ``.py`` frame), unresolved (an address nsys could not name), symbol, module.
+        Follow ``parent`` from a sample's ``stack`` for its frames, innermost first."""
+        return _table(self._t._table("stacks"))
+
 
 def open(
     path: Union[PathLike, Sequence[PathLike]],
