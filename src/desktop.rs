@@ -123,6 +123,7 @@ fn snapshot(dirs: &XdgDirs) -> BTreeSet<PathBuf> {
         dirs.data_home.join("applications"),
         dirs.data_home.join("mime"),
         dirs.data_home.join("icons"),
+        dirs.data_home.join("man"),
         dirs.data_home.join("nsys-explorer"),
         dirs.config_home.join("menus"),
     ]
@@ -155,7 +156,14 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-pub fn install(dirs: &XdgDirs, exe: &Path, make_default: bool) -> Result<Outcome, String> {
+/// Installs the desktop entry, MIME types, icons and the manual page `man_page` (roff,
+/// under `~/.local/share/man/man1/`, where `man` looks by default).
+pub fn install(
+    dirs: &XdgDirs,
+    exe: &Path,
+    make_default: bool,
+    man_page: &[u8],
+) -> Result<Outcome, String> {
     let before = snapshot(dirs);
     let mut notes = Vec::new();
     // Staged in our own folder: the XDG tools install from files named like their targets.
@@ -216,6 +224,7 @@ pub fn install(dirs: &XdgDirs, exe: &Path, make_default: bool) -> Result<Outcome
         }
     }
     write_file(&icons.join("scalable/apps/nsys-explorer.svg"), ICON_SVG)?;
+    write_file(&dirs.data_home.join("man/man1/nsys-explorer.1"), man_page)?;
     for (size, png) in ICON_PNGS {
         write_file(
             &icons.join(format!("{size}x{size}/apps/nsys-explorer.png")),

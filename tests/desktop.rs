@@ -149,6 +149,16 @@ fn install_without_the_xdg_tools_copies_and_says_so_and_uninstall_removes_it_all
             .join("data/mime/packages/nsys-explorer.xml")
             .is_file()
     );
+    // The manual page, where `man` finds it, naming every subcommand.
+    let man = std::fs::read_to_string(home.root.join("data/man/man1/nsys-explorer.1")).unwrap();
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH"),
+        "{}",
+        &man[..80.min(man.len())]
+    );
+    for sub in ["report", "diff", "what-if", "install-desktop"] {
+        assert!(man.contains(sub), "{sub} in the manual page");
+    }
     let defaults = std::fs::read_to_string(home.root.join("config/mimeapps.list")).unwrap();
     assert!(
         defaults

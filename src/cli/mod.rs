@@ -556,13 +556,23 @@ fn print_output(
     Ok(())
 }
 
+/// The manual page, from the same clap definitions as `--help`.
+pub fn man_page() -> Result<Vec<u8>, String> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
 fn desktop_command(install: bool, make_default: bool) -> Result<(), String> {
     use crate::desktop;
     let dirs = desktop::XdgDirs::from_env()?;
     let outcome = if install {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-        desktop::install(&dirs, &exe, make_default)?
+        desktop::install(&dirs, &exe, make_default, &man_page()?)?
     } else {
         desktop::uninstall(&dirs)?
     };

@@ -377,11 +377,12 @@ impl Trace {
         let osrt: usize = self
             .threads
             .iter()
-            .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL)
+            .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL + t.osrt.stack.len() * 4)
             .sum();
+        let stacks = self.stacks.bytes() + self.samples.len() * CpuSamples::BYTES_PER_SAMPLE;
         let nccl: usize = self.threads.iter().map(|t| t.nccl.heap_bytes()).sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
-        ops + api + nvtx + marks + osrt + nccl + mem + self.strings.heap_bytes()
+        ops + api + nvtx + marks + osrt + nccl + mem + stacks + self.strings.heap_bytes()
     }
 }
 
