@@ -117,18 +117,6 @@ pub fn bench_load(file: &Path) -> Result<(), String> {
                 / n.max(1) as f64
         );
     }
-    if !trace.samples.is_empty() || !trace.stacks.is_empty() {
-        let n = trace.samples.len();
-        println!(
-            "call stacks            {n} CPU samples ({} bytes each) + a tree of {} frames and {} stacks ({:.1} MB): {:.1} bytes a sample in all",
-            crate::trace::CpuSamples::BYTES_PER_SAMPLE,
-            trace.stacks.frame_symbol.len(),
-            trace.stacks.node_frame.len(),
-            trace.stacks.bytes() as f64 / 1e6,
-            (n * crate::trace::CpuSamples::BYTES_PER_SAMPLE + trace.stacks.bytes()) as f64
-                / n.max(1) as f64
-        );
-    }
     if let Some(peak) = crate::memory::peak_rss_bytes() {
         println!("peak RSS               {:>8.1} MB", peak as f64 / 1e6);
     }
