@@ -157,7 +157,10 @@ fn install_without_the_xdg_tools_copies_and_says_so_and_uninstall_removes_it_all
         &man[..80.min(man.len())]
     );
     for sub in ["report", "diff", "what-if", "install-desktop"] {
-        assert!(man.replace("\\-", "-").contains(sub), "{sub} in the manual page");
+        assert!(
+            man.replace("\\-", "-").contains(sub),
+            "{sub} in the manual page"
+        );
     }
     let defaults = std::fs::read_to_string(home.root.join("config/mimeapps.list")).unwrap();
     assert!(

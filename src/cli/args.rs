@@ -124,7 +124,7 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
-    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations)
+    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations, graphs, cpu_samples, stacks)
     /// as Arrow IPC or Parquet files into DIR, named STEM.TABLE.EXT, so that DuckDB, Spark
     /// or pandas read them without the Python bindings. Each file is exported on its own
     /// (one task per rank of a Slurm array); a `file` column names it.
@@ -165,7 +165,7 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
-    /// Benchmarks: each prints its figures and the peak RSS (see the README's figures).
+    /// Benchmarks: each prints its figures and the peak RSS (figures and method in docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
         which: Bench,

@@ -308,7 +308,7 @@ impl App {
                     ui.separator();
                     ui.label(format!("nsys-explorer {}", env!("CARGO_PKG_VERSION")));
                     ui.label(
-                        "The manual: README.md and CHANGELOG.md beside the source; `nsys-explorer --help` for the commands",
+                        "The manual: docs/guide.md (the window), docs/cli.md (the commands) and CHANGELOG.md beside the source; `man nsys-explorer` once install-desktop ran",
                     );
                     ui.label(match crate::cache::folder() {
                         Some(dir) => format!("Cache: {} (never beside a trace)", dir.display()),

@@ -1,4 +1,4 @@
-//! The `diff` command's output: the comparison as JSON (keys documented in the README) or
+//! The `diff` command's output: the comparison as JSON (keys documented in docs/cli.md) or
 //! as tables and a verdict in words.
 
 use std::fmt::Write;

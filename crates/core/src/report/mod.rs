@@ -1,5 +1,5 @@
 //! The `report` command's output: the load report, per-device counts and every analysis,
-//! as JSON (keys documented in the README) or as a short diagnosis in words.
+//! as JSON (keys documented in docs/cli.md) or as a short diagnosis in words.
 
 use std::fmt::Write;
 
