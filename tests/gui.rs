@@ -1055,3 +1055,73 @@ fn the_cpu_tab_profiles_the_chosen_window_and_a_frame_marks_its_samples() {
             .all(|&t| t >= jit.start_ns && t < jit.start_ns + jit.duration_ns)
     }));
 }
+
+/// A selected range drives the tables: the Kernels tab of a Shift+drag selection equals the
+/// whole trace's kernels restricted to the range, counted here independently (every
+/// kernel starting in it, by name); the banner says so and clears it.
+#[test]
+fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    wait_for_load(&mut h);
+    let (a, b) = {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        let (s, e) = l.trace.devices[0].kernel_window().unwrap();
+        let w = (s + (e - s) / 3, s + (e - s) / 2);
+        l.timeline.window = Some(w); // as Shift+drag sets it
+        w
+    };
+    h.get_by_label("Kernels").click();
+    let start = Instant::now();
+    while loaded(&h)
+        .selection
+        .ready
+        .as_ref()
+        .is_none_or(|(k, _)| *k != (a, b))
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(2);
+    h.get_by_label_contains("Selection:");
+    h.get_by_label_contains("the tables below are of the selection");
+    let l = loaded(&h);
+    let selected = &l.selection.ready.as_ref().unwrap().1.kernels;
+    let mut expected: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+    for d in &l.trace.devices {
+        for s in &d.streams {
+            for i in 0..s.ops.len() {
+                if s.ops.kind[i].is_kernel() && s.ops.start[i] >= a && s.ops.start[i] < b {
+                    let e = expected
+                        .entry(l.trace.strings.get(s.ops.name[i]).into_owned())
+                        .or_default();
+                    e.0 += 1;
+                    e.1 += s.ops.end[i] - s.ops.start[i];
+                }
+            }
+        }
+    }
+    let got: BTreeMap<String, (usize, i64)> = selected
+        .iter()
+        .map(|k| (k.name.clone(), (k.count, k.total_ns)))
+        .collect();
+    assert_eq!(got, expected);
+    let whole: usize = l
+        .overview
+        .as_ref()
+        .unwrap()
+        .kernels
+        .iter()
+        .map(|k| k.count)
+        .sum();
+    assert!(got.values().map(|v| v.0).sum::<usize>() < whole);
+    // The banner's clear: the whole trace again.
+    h.get_by_label("clear: whole trace").click();
+    h.run_steps(2);
+    assert_eq!(loaded(&h).timeline.window, None);
+    assert!(h.query_by_label_contains("Selection:").is_none());
+}

@@ -124,6 +124,8 @@ pub struct Loaded {
     /// The run's CUDA graph launches, once counted on the loading worker.
     pub graphs: Option<Arc<crate::analysis::graphs::CudaGraphs>>,
     pub cpu: super::cpu_panel::CpuPanel,
+    /// Every analysis of the selected range, for the tables.
+    pub selection: super::selection_overview::SelectionOverview,
     /// The header's counts of the trace they were counted for (a count walks every op: not
     /// once a frame).
     counts: Option<(std::sync::Weak<Trace>, String)>,
@@ -153,6 +155,7 @@ impl Loaded {
             cache_key: None,
             graphs: None,
             cpu: Default::default(),
+            selection: Default::default(),
             counts: None,
         }
     }
@@ -376,6 +379,16 @@ pub(super) fn loaded_ui(
                 }
             });
             ui.separator();
+            // A selected range: the tables answer for it (worked out on a worker).
+            let window = l.timeline.window;
+            let selected = l.selection.for_selection(&trace, window, ui.ctx());
+            super::selection_overview::banner(
+                ui,
+                window,
+                l.timeline.full.0,
+                window.is_some() && selected.is_none(),
+                &mut nav,
+            );
             let waiting = if matches!(l.stage, Stage::LoadCancelled) {
                 Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
             } else if !l.complete() {
@@ -424,12 +437,22 @@ pub(super) fn loaded_ui(
                         .map(|c| &c.overview.iterations);
                     l.iterations.show(ui, &trace, o, &l.timeline, &mut nav, other)
                 }
-                (Tab::Kernels, None, Some(o)) => l.tables.kernels(ui, o, &mut nav),
-                (Tab::Nccl, None, Some(o)) => {
-                    l.tables.nccl(ui, &trace, o, sizes.as_deref(), &mut nav)
+                (Tab::Kernels, None, Some(o)) => {
+                    l.tables.kernels(ui, selected.as_deref().unwrap_or(o), &mut nav)
                 }
-                (Tab::Memory, None, Some(o)) => l.tables.memory(ui, &trace, o),
-                (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, o, &mut nav),
+                (Tab::Nccl, None, Some(o)) => l.tables.nccl(
+                    ui,
+                    &trace,
+                    selected.as_deref().unwrap_or(o),
+                    sizes.as_deref(),
+                    &mut nav,
+                ),
+                (Tab::Memory, None, Some(o)) => {
+                    l.tables.memory(ui, &trace, selected.as_deref().unwrap_or(o))
+                }
+                (Tab::Nvtx, None, Some(o)) => {
+                    l.tables.nvtx(ui, selected.as_deref().unwrap_or(o), &mut nav)
+                }
                 (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
                 (Tab::Ranks, None, Some(o)) => {
                     let its = l.iterations.iterations(o);

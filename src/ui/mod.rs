@@ -22,6 +22,7 @@ pub mod loading;
 mod lod;
 pub mod nccl_bytes;
 mod pages;
+pub mod selection_overview;
 pub mod split;
 pub mod summary;
 pub mod tables;

@@ -25,13 +25,16 @@ impl Timeline {
         plot: Rect,
         ruler: Rect,
     ) {
-        // Escape closes Find first, then drops a measured span, then clears what the panels
-        // marked (idle overlay, gap, iteration, finding, critical path) all at once.
+        // Escape closes Find first, then drops a measured span, then the selection, then
+        // clears what the panels marked (idle overlay, gap, iteration, finding, critical
+        // path, samples) all at once.
         if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
             if self.search.open {
                 self.search.open = false;
             } else if self.measure.is_some() {
                 self.measure = None;
+            } else if self.window.is_some() {
+                self.window = None;
             } else {
                 self.marks = super::Marks::default();
             }

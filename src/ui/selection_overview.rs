@@ -1,0 +1,96 @@
+//! The analyses of the selected time range (Shift+drag on the timeline): the Kernels, NCCL,
+//! Memory and NVTX tabs answer for the selection, not the whole trace, once a worker has
+//! run every analysis over it. A banner above the tabs says what is selected, with a clear.
+
+use std::sync::Arc;
+
+use eframe::egui;
+
+use super::job::{Job, take_answer};
+use super::timeline::Nav;
+use crate::analysis::intervals::Window;
+use crate::format::format_ns;
+use crate::overview::{Kept, Options, Overview, overview_with};
+use crate::trace::Trace;
+
+#[derive(Default)]
+pub struct SelectionOverview {
+    /// The selection analysed and its overview.
+    pub ready: Option<((i64, i64), Arc<Overview>)>,
+    job: Option<Job<(i64, i64), Option<Overview>>>,
+}
+
+impl SelectionOverview {
+    /// The overview of `selection` if it is worked out, starting its work when it is not;
+    /// `None` without a selection or while it runs.
+    pub fn for_selection(
+        &mut self,
+        trace: &Arc<Trace>,
+        selection: Option<(i64, i64)>,
+        ctx: &egui::Context,
+    ) -> Option<Arc<Overview>> {
+        if let Some((key, Some(o))) = take_answer(&mut self.job) {
+            self.ready = Some((key, Arc::new(o)));
+        }
+        let w = selection?;
+        if let Some((key, o)) = &self.ready
+            && *key == w
+        {
+            return Some(o.clone());
+        }
+        if self.job.as_ref().is_none_or(|j| j.key != w) {
+            let trace = trace.clone();
+            self.job = Some(Job::compute(w, Some(ctx), move |cancel| {
+                let options = Options {
+                    window: Some(Window::new(w.0, w.1)),
+                    top: 20,
+                    ..Default::default()
+                };
+                overview_with(&trace, &options, cancel, Kept::default())
+            }));
+        }
+        None
+    }
+
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+}
+
+/// "Selection: 12.3 ms from 1.2 s — the tabs answer for it" with a button back to the
+/// whole trace; nothing without a selection.
+pub fn banner(
+    ui: &mut egui::Ui,
+    selection: Option<(i64, i64)>,
+    origin: i64,
+    busy: bool,
+    nav: &mut Vec<Nav>,
+) {
+    let Some((a, b)) = selection else {
+        return;
+    };
+    ui.horizontal(|ui| {
+        ui.label(
+            egui::RichText::new(format!(
+                "Selection: {} from {}",
+                format_ns(b - a),
+                format_ns(a - origin)
+            ))
+            .strong()
+            .color(super::theme::SELECTION),
+        );
+        if busy {
+            ui.spinner();
+            ui.label("analysing it… (the tables show the whole trace meanwhile)");
+        } else {
+            ui.label("— the tables below are of the selection");
+        }
+        if ui
+            .small_button("clear: whole trace")
+            .on_hover_text("clear the selection (Esc)")
+            .clicked()
+        {
+            nav.push(Nav::Window(None));
+        }
+    });
+}
