@@ -28,11 +28,11 @@ hover_for() {
   done
 }
 
-# start_display N: an Xvfb display :N of 1400×900 for this script (ended on exit), and a
-# fresh user: no remembered files or panel sizes.
+# start_display N [WxH]: an Xvfb display :N of WxH (default 1400x900) for this script (ended
+# on exit), and a fresh user: no remembered files or panel sizes.
 start_display() {
   export DISPLAY=":$1"
-  Xvfb "$DISPLAY" -screen 0 1400x900x24 >/dev/null 2>&1 &
+  Xvfb "$DISPLAY" -screen 0 "${2:-1400x900}x24" >/dev/null 2>&1 &
   XVFB=$!
   trap 'kill $XVFB 2>/dev/null || true' EXIT
   sleep 1

@@ -195,6 +195,9 @@ impl App {
                 Message::Graphs(graphs) => {
                     if let State::Loaded(l) = &mut self.state {
                         l.summary.graphs_note = graphs.as_ref().and_then(|g| g.note.clone());
+                        l.summary.capture_note =
+                            crate::analysis::capture_use::capture_use(&l.trace)
+                                .and_then(|c| c.sentence());
                         l.graphs = graphs;
                     }
                 }

@@ -29,6 +29,8 @@ pub struct SummaryPanel {
     /// Graph launches recorded whole: their time is counted, their kernels unknown (said
     /// above the breakdowns).
     pub graphs_note: Option<String>,
+    /// The GPU used for a sliver of the capture: said first.
+    pub capture_note: Option<String>,
 }
 
 /// A window and the worker's answer for it.
@@ -82,6 +84,13 @@ impl SummaryPanel {
         no_kernel_table: bool,
     ) {
         ui.heading("Where time goes");
+        if let Some(note) = &self.capture_note {
+            ui.label(
+                egui::RichText::new(note)
+                    .small()
+                    .color(super::theme::STRAGGLER),
+            );
+        }
         if let Some(note) = &self.graphs_note {
             // Graph launches recorded whole: their time is counted, their kernels unknown.
             ui.label(

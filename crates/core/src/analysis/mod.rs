@@ -2,6 +2,7 @@
 //! Definitions: `../shared/docs/analysis-definitions.md`.
 
 pub mod breakdown;
+pub mod capture_use;
 pub mod cpu_samples;
 pub mod cpu_sync;
 pub mod drilldown;

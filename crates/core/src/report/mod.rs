@@ -152,6 +152,7 @@ pub fn report_json(
         },
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
+    out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
     // Absent when the capture recorded no call stacks.
     if let Some(p) = crate::analysis::cpu_samples::cpu_profile(trace, options.top) {
         out["cpu_samples"] = json!(p);

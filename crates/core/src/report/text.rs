@@ -36,6 +36,11 @@ pub fn report_text(
     if let Some(export) = &report.export {
         let _ = writeln!(s, "  SQLite: {export}");
     }
+    // A GPU used for a sliver of the run: said before anything measured in its window.
+    if let Some(note) = crate::analysis::capture_use::capture_use(trace).and_then(|c| c.sentence())
+    {
+        let _ = writeln!(s, "\n{note}");
+    }
     s.push('\n');
     s.push_str(&findings_text(findings));
     s.push('\n');
