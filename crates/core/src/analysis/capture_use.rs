@@ -81,7 +81,7 @@ pub fn capture_use(trace: &Trace) -> Option<CaptureUse> {
                 }
             }
         }
-        spans.sort_by(|a, b| b.0.cmp(&a.0));
+        spans.sort_by_key(|s| std::cmp::Reverse(s.0));
         cpu_outside = spans
             .into_iter()
             .filter(|s| s.0 > 0)
