@@ -485,3 +485,45 @@ fn zooming_out_and_scrolling_stop_at_the_traces_edges() {
         l.timeline.scroll_y
     );
 }
+
+/// Keys as in Nsight and Perfetto: W zooms a quarter per press, ←/→ pan a tenth of the view,
+/// ↓/↑ move a row; held, the view keeps moving (not one step per frame).
+#[test]
+fn arrow_keys_pan_and_move_rows_and_w_zooms_a_quarter_per_press() {
+    use eframe::egui::Key;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    h.hover_at(eframe::egui::pos2(900.0, 300.0));
+    h.run_steps(2);
+    // Half the trace in view first, so that panning has room both ways.
+    h.key_press(Key::W);
+    h.key_press(Key::W);
+    h.run_steps(1);
+    let (s0, e0) = loaded(&h).timeline.view;
+    h.key_press(Key::W);
+    h.run_steps(1);
+    let (s1, e1) = loaded(&h).timeline.view;
+    let ratio = (e1 - s1) / (e0 - s0);
+    assert!(
+        (ratio - 0.75).abs() < 0.01,
+        "one press zooms to {ratio} of the view"
+    );
+    h.key_press(Key::ArrowRight);
+    h.run_steps(1);
+    let (s2, e2) = loaded(&h).timeline.view;
+    let moved = (s2 - s1) / (e1 - s1);
+    assert!((moved - 0.1).abs() < 0.01, "→ pans {moved} of the view");
+    assert!(((e2 - s2) - (e1 - s1)).abs() < 1.0);
+    h.key_press(Key::ArrowLeft);
+    h.run_steps(1);
+    let (s3, _) = loaded(&h).timeline.view;
+    assert!((s3 - s1).abs() < (e1 - s1) * 0.001, "← pans back");
+    let y0 = loaded(&h).timeline.scroll_y;
+    h.key_press(Key::ArrowDown);
+    h.run_steps(1);
+    let y1 = loaded(&h).timeline.scroll_y;
+    assert!(y1 > y0, "↓ moves down a row: {y0} → {y1}");
+    h.key_press(Key::ArrowUp);
+    h.run_steps(1);
+    assert_eq!(loaded(&h).timeline.scroll_y, y0, "↑ back");
+}

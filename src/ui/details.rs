@@ -32,7 +32,7 @@ pub fn show(
     let Some(selection) = timeline.selection else {
         ui.label("Click a kernel, NVTX range or API call on the timeline.");
         ui.add_space(8.0);
-        ui.label("Zoom: Ctrl+wheel or W/S · pan: drag, wheel or A/D · fit: F · drag on the ruler to zoom to a range · double-click an item to zoom to it.");
+        ui.label("Zoom: Ctrl+wheel or W/S · pan: drag, wheel, A/D or Left/Right · rows: Up/Down · fit: F · drag on the ruler to zoom to a range · double-click an item to zoom to it.");
         return;
     };
     let origin = timeline.full.0;

@@ -123,10 +123,16 @@ impl App {
 const HELP: [(&str, &str); 20] = [
     (
         "Ctrl + wheel, pinch, W / S",
-        "zoom in / out (around the pointer; W/S around the middle)",
+        "zoom in / out (around the pointer; W/S a quarter around the middle, smoothly held)",
     ),
-    ("drag, A / D, Shift + wheel", "pan"),
-    ("wheel", "scroll the rows"),
+    (
+        "drag, A / D, Left / Right, Shift + wheel",
+        "pan (a tenth of the view a press)",
+    ),
+    (
+        "wheel, Up / Down",
+        "scroll the rows (the arrow keys: a row a press)",
+    ),
     ("drag on the ruler", "zoom to the dragged range"),
     (
         "double-click an item",
@@ -135,7 +141,7 @@ const HELP: [(&str, &str); 20] = [
     ("F", "fit: the whole trace, CPU side included"),
     (
         "Shift + drag",
-        "set the current window (the summary and the gap table follow it)",
+        "select a range: the summary, the tables, the gaps and the CPU tab answer for it",
     ),
     (
         "Ctrl + drag",

@@ -57,34 +57,43 @@ impl Timeline {
             }
         }
         if response.hovered() || response.has_focus() {
-            let keys = ui.input(|i| {
+            // A press moves one step (a quarter of the view in zoom, a tenth across, a row
+            // up or down); held, the view keeps moving at four steps a second, smoothly
+            // whatever the frame rate.
+            use egui::Key;
+            let (zoom_in, zoom_out, left, right, up, down, fit, mods) = ui.input(|i| {
                 (
-                    i.key_down(egui::Key::W),
-                    i.key_down(egui::Key::S),
-                    i.key_down(egui::Key::A),
-                    i.key_down(egui::Key::D),
-                    i.key_pressed(egui::Key::F),
+                    KeyMotion::of(i, &[Key::W]),
+                    KeyMotion::of(i, &[Key::S]),
+                    KeyMotion::of(i, &[Key::A, Key::ArrowLeft]),
+                    KeyMotion::of(i, &[Key::D, Key::ArrowRight]),
+                    KeyMotion::of(i, &[Key::ArrowUp]),
+                    KeyMotion::of(i, &[Key::ArrowDown]),
+                    i.key_pressed(Key::F),
                     i.modifiers.any(),
                 )
             });
-            if !keys.5 {
+            if !mods {
                 let mid = (v0 + v1) / 2.0;
-                if keys.0 {
-                    self.zoom(0.9, mid);
+                let zoom = zoom_in.steps() - zoom_out.steps();
+                if zoom != 0.0 {
+                    self.zoom(ZOOM_STEP.powf(zoom), mid);
                 }
-                if keys.1 {
-                    self.zoom(1.0 / 0.9, mid);
+                let across = right.steps() - left.steps();
+                if across != 0.0 {
+                    self.pan(PAN_STEP * across);
                 }
-                if keys.2 {
-                    self.pan(-0.05);
+                let rows = down.steps() - up.steps();
+                if rows != 0.0 {
+                    self.scroll_y = (self.scroll_y + rows as f32 * super::ROW_H).max(0.0);
                 }
-                if keys.3 {
-                    self.pan(0.05);
-                }
-                if keys.4 {
+                if fit {
                     self.fit();
                 }
-                if keys.0 || keys.1 || keys.2 || keys.3 {
+                let held = [zoom_in, zoom_out, left, right, up, down]
+                    .iter()
+                    .any(|k| k.held);
+                if held {
                     ui.ctx().request_repaint();
                 }
             }
@@ -138,6 +147,46 @@ impl Timeline {
         }
         if response.drag_stopped() {
             self.input.drag = None;
+        }
+    }
+}
+
+/// The view's width after one zoom step of W (S: its inverse).
+const ZOOM_STEP: f64 = 0.75;
+/// One pan step of A/D or ←/→, in views.
+const PAN_STEP: f64 = 0.1;
+/// Steps a second while a key is held.
+const HELD_STEPS_PER_S: f64 = 4.0;
+
+/// A key's motion this frame: pressed now (one step), or held since an earlier frame
+/// (steps in proportion to the time).
+#[derive(Clone, Copy)]
+struct KeyMotion {
+    pressed: bool,
+    held: bool,
+    dt: f64,
+}
+
+impl KeyMotion {
+    fn of(i: &egui::InputState, keys: &[egui::Key]) -> KeyMotion {
+        let pressed = i.events.iter().any(|e| {
+            matches!(e, egui::Event::Key { key, pressed: true, repeat: false, .. } if keys.contains(key))
+        });
+        let held = keys.iter().any(|k| i.key_down(*k));
+        KeyMotion {
+            pressed,
+            held,
+            dt: (i.stable_dt as f64).min(0.1),
+        }
+    }
+
+    fn steps(&self) -> f64 {
+        if self.pressed {
+            1.0
+        } else if self.held {
+            HELD_STEPS_PER_S * self.dt
+        } else {
+            0.0
         }
     }
 }
