@@ -177,6 +177,65 @@ fn filtering_the_gap_table_by_cause_shows_the_analysis_count() {
     }
 }
 
+/// The cause counts follow the other filters (here one GPU and a minimum), and the
+/// Recurring view counts each pattern over its gaps that pass them, counted here apart.
+#[test]
+fn cause_counts_and_recurring_patterns_follow_the_gpu_and_minimum_filters() {
+    use nsys_explorer::analysis::gaps::Cause;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, _) = loaded_tiny(dir.path());
+    open_tab(&mut h, "Gaps");
+    let (device, min) = {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        let device = l.trace.devices[1].id;
+        l.gaps.filter.device = Some(device);
+        l.gaps.filter.min_duration_ns = 20_000;
+        (device, 20_000)
+    };
+    h.run_steps(3);
+    let l = loaded(&h);
+    let o = l.overview.as_ref().unwrap();
+    let kept =
+        |g: &&nsys_explorer::analysis::gaps::Gap| g.device_id() == device && g.duration_ns >= min;
+    let host_sync = o
+        .gaps
+        .iter()
+        .filter(kept)
+        .filter(|g| g.cause == Cause::HostSync)
+        .count();
+    let all = o.gaps.iter().filter(kept).count();
+    assert!(all > 0 && all < o.gaps.len());
+    assert_eq!(l.gaps.counts.any_cause, all);
+    assert_eq!(l.gaps.counts.causes[0], host_sync);
+    h.get_by_label(&format!("any cause ({all})"));
+    h.get_by_label(&format!("{} ({host_sync})", Cause::HostSync.label()));
+    for &(p, count, total, _) in &l.gaps.counts.patterns {
+        let members: Vec<_> = o.recurring[p]
+            .members
+            .iter()
+            .map(|&i| &o.gaps[i as usize])
+            .filter(kept)
+            .collect();
+        assert_eq!(count, members.len());
+        assert_eq!(total, members.iter().map(|g| g.duration_ns).sum::<i64>());
+    }
+    assert!(!l.gaps.counts.patterns.is_empty());
+    // The Recurring view lists the filtered patterns' counts.
+    h.get_by_label("Recurring").click();
+    h.run_steps(2);
+    let (_, count, _, _) = loaded(&h)
+        .gaps
+        .counts
+        .patterns
+        .iter()
+        .max_by_key(|p| p.2)
+        .copied()
+        .unwrap();
+    assert!(h.query_all_by_label(&count.to_string()).next().is_some());
+}
+
 /// The Iterations tab, then its "Slowest: iter K" button, as a person clicks them.
 fn open_the_slowest_iteration(
     h: &mut egui_kittest::Harness<'static, nsys_explorer::ui::App>,

@@ -10,7 +10,7 @@ use egui_extras::{Column as TableColumn, TableBuilder};
 use super::gap_table::{Column, Filter, GapOrders, filtered_order_with, to_csv};
 use super::job::{Job, take_answer};
 use super::timeline::{Nav, Timeline};
-use crate::analysis::gaps::{Cause, Gap};
+use crate::analysis::gaps::Gap;
 use crate::analysis::recurring::{cause_text, signature};
 use crate::format::format_ns;
 use crate::format::shorten_middle;
@@ -21,12 +21,7 @@ use crate::trace::Trace;
 /// long names that share a prefix still read apart.
 const NAME_CHARS: usize = 34;
 
-const CAUSES: [Cause; 4] = [
-    Cause::HostSync,
-    Cause::HostBound,
-    Cause::Dependency,
-    Cause::Unknown,
-];
+use super::gap_table::{CAUSES, FilterCounts, filter_counts};
 
 /// What an order is of: the filter, the column sorted by, descending.
 type OrderKey = (Filter, Column, bool);
@@ -39,14 +34,14 @@ pub struct GapFinder {
     pub order: Vec<u32>,
     applied: Option<OrderKey>,
     /// An order being computed on a worker, and what it is for.
-    pending: Option<Job<OrderKey, Vec<u32>>>,
+    pending: Option<Job<OrderKey, (Vec<u32>, Arc<FilterCounts>)>>,
     pub recurring_view: bool,
     /// Position in `order` of the selected gap.
     pub current: Option<usize>,
     min_us: f64,
     message: Option<String>,
-    /// Gaps per cause, in `CAUSES` order (counted once).
-    cause_counts: Option<[usize; 4]>,
+    /// What the applied filter leaves per cause and per recurring pattern.
+    pub counts: Arc<FilterCounts>,
     /// The gaps sorted by every column, for the overview they are of (its address): filled
     /// on a worker once the analyses are in, so that a sort or filter is one pass.
     orders: Option<(usize, Arc<GapOrders>)>,
@@ -66,7 +61,7 @@ impl Default for GapFinder {
             current: None,
             min_us: 0.0,
             message: None,
-            cause_counts: None,
+            counts: Arc::default(),
             orders: None,
             filling: None,
         }
@@ -135,12 +130,14 @@ impl GapFinder {
                 key.2,
                 Some(&orders),
             );
-            self.set_order(key, order);
+            let counts = filter_counts(trace, &overview.gaps, &overview.recurring, &key.0);
+            self.set_order(key, (order, Arc::new(counts)));
         }
     }
 
-    fn set_order(&mut self, key: OrderKey, order: Vec<u32>) {
+    fn set_order(&mut self, key: OrderKey, (order, counts): (Vec<u32>, Arc<FilterCounts>)) {
         self.order = order;
+        self.counts = counts;
         self.current = None;
         self.applied = Some(key);
         self.pending = None;
@@ -170,7 +167,7 @@ impl GapFinder {
             let orders = self.orders_of(overview);
             let (trace, overview, job) = (trace.clone(), overview.clone(), key.clone());
             self.pending = Some(Job::compute(key, Some(ctx), move |_| {
-                filtered_order_with(
+                let order = filtered_order_with(
                     &trace,
                     &overview.gaps,
                     &overview.recurring,
@@ -178,7 +175,9 @@ impl GapFinder {
                     job.1,
                     job.2,
                     Some(&orders),
-                )
+                );
+                let counts = filter_counts(&trace, &overview.gaps, &overview.recurring, &job.0);
+                (order, Arc::new(counts))
             }));
         }
         false
@@ -278,19 +277,14 @@ impl GapFinder {
                     }
                 });
             ui.separator();
-            let counts = *self.cause_counts.get_or_insert_with(|| {
-                let mut counts = [0; 4];
-                for g in &overview.gaps {
-                    counts[CAUSES.iter().position(|c| *c == g.cause).unwrap_or(3)] += 1;
-                }
-                counts
-            });
+            // What each cause would show with the other filters as they are.
+            let counts = self.counts.clone();
             ui.selectable_value(
                 &mut self.filter.cause,
                 None,
-                format!("any cause ({})", overview.gaps.len()),
+                format!("any cause ({})", counts.any_cause),
             );
-            for (c, n) in CAUSES.into_iter().zip(counts) {
+            for (c, n) in CAUSES.into_iter().zip(counts.causes) {
                 ui.selectable_value(
                     &mut self.filter.cause,
                     Some(c),
@@ -451,8 +445,39 @@ impl GapFinder {
     ) {
         let mut open = None;
         let mut single = None;
-        let groups = overview.recurring.len();
-        let singles = overview.single_gaps.len().min(MAX_SINGLES_LISTED);
+        // The filters apply here too: each pattern counted over its gaps that pass them
+        // (patterns none of whose gaps pass are left out), single gaps likewise.
+        let f = &self.filter;
+        let filtered = f.min_duration_ns > 0
+            || f.device.is_some()
+            || f.cause.is_some()
+            || f.window.is_some()
+            || !f.text.is_empty();
+        let patterns: Vec<(usize, usize, i64, i64)> = if filtered {
+            let mut p = self.counts.patterns.clone();
+            p.sort_by_key(|x| (std::cmp::Reverse(x.2), x.0));
+            p
+        } else {
+            (overview.recurring.iter().enumerate())
+                .map(|(k, r)| (k, r.count, r.total_ns, r.median_ns))
+                .collect()
+        };
+        let passes = |g: &Gap| {
+            g.duration_ns >= f.min_duration_ns
+                && f.device.is_none_or(|d| g.device_id() == d)
+                && f.cause.is_none_or(|c| g.cause == c)
+                && f.window
+                    .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
+        };
+        let single_gaps: Vec<u32> = overview
+            .single_gaps
+            .iter()
+            .copied()
+            .filter(|&i| passes(&overview.gaps[i as usize]))
+            .take(MAX_SINGLES_LISTED)
+            .collect();
+        let groups = patterns.len();
+        let singles = single_gaps.len();
         TableBuilder::new(ui)
             .striped(true)
             .sense(egui::Sense::click())
@@ -476,21 +501,22 @@ impl GapFinder {
                 body.rows(18.0, groups + singles, |mut row| {
                     let k = row.index();
                     if k < groups {
-                        let r = &overview.recurring[k];
+                        let (p, count, total, median) = patterns[k];
+                        let r = &overview.recurring[p];
                         for text in [
                             shorten_middle(&r.signature.replace('→', "->"), 110),
-                            r.count.to_string(),
-                            format_ns(r.total_ns),
-                            format_ns(r.median_ns),
+                            count.to_string(),
+                            format_ns(total),
+                            format_ns(median),
                         ] {
                             row.col(|ui| cell(ui, text));
                         }
                         if row.response().clicked() {
-                            open = Some(k);
+                            open = Some(p);
                         }
                         return;
                     }
-                    let i = overview.single_gaps[k - groups];
+                    let i = single_gaps[k - groups];
                     let g = &overview.gaps[i as usize];
                     let sig = signature(trace, g);
                     let text = format!(

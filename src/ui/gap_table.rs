@@ -118,31 +118,8 @@ pub fn filtered_order_with(
     descending: bool,
     orders: Option<&GapOrders>,
 ) -> Vec<u32> {
-    let strings = &trace.strings;
-    let needle = filter.text.to_lowercase();
-    let name_hits: Vec<bool> = if needle.is_empty() {
-        Vec::new()
-    } else {
-        let used = used_names(trace, gaps.iter());
-        (0..strings.len() as StrId)
-            .into_par_iter()
-            .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
-            .collect()
-    };
-    let hit = |id: StrId| name_hits.get(id as usize).copied().unwrap_or(false);
-    let passes = |i: u32| {
-        let g = &gaps[i as usize];
-        g.duration_ns >= filter.min_duration_ns
-            && filter.device.is_none_or(|d| g.device_id() == d)
-            && filter.cause.is_none_or(|c| g.cause == c)
-            && filter
-                .window
-                .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
-            && (needle.is_empty()
-                || hit(g.before_name(trace))
-                || hit(g.after_name(trace))
-                || g.enclosing().is_some_and(hit))
-    };
+    let name_hits = name_hits(trace, gaps, filter);
+    let passes = |i: u32| passes(trace, &gaps[i as usize], filter, &name_hits, true);
     if let Some(orders) = orders {
         let sorted = orders.order(trace, gaps, column);
         let take = |mut order: Vec<u32>| {
@@ -207,6 +184,95 @@ pub fn filtered_order_with(
     };
     sort(trace, gaps, &mut order, column, descending);
     order
+}
+
+/// Per string id the gaps use: does it hold the filter's text (empty without one).
+fn name_hits(trace: &Trace, gaps: &[Gap], filter: &Filter) -> Vec<bool> {
+    let needle = filter.text.to_lowercase();
+    if needle.is_empty() {
+        return Vec::new();
+    }
+    let strings = &trace.strings;
+    let used = used_names(trace, gaps.iter());
+    (0..strings.len() as StrId)
+        .into_par_iter()
+        .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
+        .collect()
+}
+
+/// Whether gap `g` passes `filter` (its cause too when `with_cause`).
+fn passes(trace: &Trace, g: &Gap, filter: &Filter, name_hits: &[bool], with_cause: bool) -> bool {
+    let hit = |id: StrId| name_hits.get(id as usize).copied().unwrap_or(false);
+    g.duration_ns >= filter.min_duration_ns
+        && filter.device.is_none_or(|d| g.device_id() == d)
+        && (!with_cause || filter.cause.is_none_or(|c| g.cause == c))
+        && filter
+            .window
+            .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
+        && (filter.text.is_empty()
+            || hit(g.before_name(trace))
+            || hit(g.after_name(trace))
+            || g.enclosing().is_some_and(hit))
+}
+
+/// The causes a filter chooses from, in the order they are listed.
+pub const CAUSES: [Cause; 4] = [
+    Cause::HostSync,
+    Cause::HostBound,
+    Cause::Dependency,
+    Cause::Unknown,
+];
+
+/// What the filter leaves besides its order: the gaps of each cause that pass the rest of
+/// it (so the cause buttons count what choosing one would show), and per recurring pattern
+/// the members that pass it all: (pattern, count, total, median).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FilterCounts {
+    pub any_cause: usize,
+    pub causes: [usize; 4],
+    pub patterns: Vec<(usize, usize, i64, i64)>,
+}
+
+pub fn filter_counts(
+    trace: &Trace,
+    gaps: &[Gap],
+    recurring: &[RecurringGap],
+    filter: &Filter,
+) -> FilterCounts {
+    let name_hits = name_hits(trace, gaps, filter);
+    let causes = (0..gaps.len())
+        .into_par_iter()
+        .with_min_len(4096)
+        .fold(
+            || [0usize; 4],
+            |mut c, i| {
+                let g = &gaps[i];
+                if passes(trace, g, filter, &name_hits, false) {
+                    c[CAUSES.iter().position(|&k| k == g.cause).unwrap_or(3)] += 1;
+                }
+                c
+            },
+        )
+        .reduce(|| [0; 4], |a, b| std::array::from_fn(|k| a[k] + b[k]));
+    let patterns = recurring
+        .par_iter()
+        .enumerate()
+        .filter_map(|(k, r)| {
+            let d: Vec<i64> = r
+                .members
+                .iter()
+                .map(|&i| &gaps[i as usize])
+                .filter(|g| passes(trace, g, filter, &name_hits, true))
+                .map(|g| g.duration_ns)
+                .collect();
+            (!d.is_empty()).then(|| (k, d.len(), d.iter().sum(), crate::sorted::median(&d)))
+        })
+        .collect();
+    FilterCounts {
+        any_cause: causes.iter().sum(),
+        causes,
+        patterns,
+    }
 }
 
 /// Per string id: does one of `gaps` name it (neighbour or enclosing range)?
