@@ -23,6 +23,9 @@ const NAME_CHARS: usize = 34;
 
 use super::gap_table::{CAUSES, FilterCounts, filter_counts};
 
+/// A filter's rows in order, and what it leaves per cause and pattern.
+type Filtered = (Vec<u32>, Arc<FilterCounts>);
+
 /// What an order is of: the filter, the column sorted by, descending.
 type OrderKey = (Filter, Column, bool);
 
@@ -34,7 +37,7 @@ pub struct GapFinder {
     pub order: Vec<u32>,
     applied: Option<OrderKey>,
     /// An order being computed on a worker, and what it is for.
-    pending: Option<Job<OrderKey, (Vec<u32>, Arc<FilterCounts>)>>,
+    pending: Option<Job<OrderKey, Filtered>>,
     pub recurring_view: bool,
     /// Position in `order` of the selected gap.
     pub current: Option<usize>,
@@ -135,7 +138,7 @@ impl GapFinder {
         }
     }
 
-    fn set_order(&mut self, key: OrderKey, (order, counts): (Vec<u32>, Arc<FilterCounts>)) {
+    fn set_order(&mut self, key: OrderKey, (order, counts): Filtered) {
         self.order = order;
         self.counts = counts;
         self.current = None;
