@@ -1129,7 +1129,8 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
             unreachable!()
         };
         let (s, e) = l.trace.devices[0].kernel_window().unwrap();
-        let w = (s + (e - s) / 3, s + (e - s) / 2);
+        // Steps of kernels (the tiny run's checkpoint copy holds its middle third).
+        let w = (s + (e - s) / 10, s + (e - s) / 4);
         l.timeline.window = Some(w); // as Shift+drag sets it
         w
     };
@@ -1168,6 +1169,10 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         .iter()
         .map(|k| (k.name.clone(), (k.count, k.total_ns)))
         .collect();
+    assert!(
+        expected.len() >= 3,
+        "kernels in the selection: {expected:?}"
+    );
     assert_eq!(got, expected);
     let whole: usize = l
         .overview
@@ -1178,6 +1183,22 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         .map(|k| k.count)
         .sum();
     assert!(got.values().map(|v| v.0).sum::<usize>() < whole);
+    // Its summary copied as text: the span, each GPU's breakdown, the top kernels.
+    h.get_by_label("copy summary").click();
+    h.run_steps(2);
+    let copied = loaded(&h)
+        .selection
+        .copied
+        .clone()
+        .expect("a summary copied");
+    assert!(copied.starts_with("Selection: "), "{copied}");
+    assert_eq!(
+        copied.matches("idle").count(),
+        loaded(&h).trace.devices.len(),
+        "{copied}"
+    );
+    let top = &loaded(&h).selection.ready.as_ref().unwrap().1.kernels[0];
+    assert!(copied.contains(&top.name), "{copied}");
     // The banner's clear: the whole trace again.
     h.get_by_label("clear: whole trace").click();
     h.run_steps(2);

@@ -384,9 +384,10 @@ pub(super) fn loaded_ui(
             let selected = l.selection.for_selection(&trace, window, ui.ctx());
             super::selection_overview::banner(
                 ui,
+                &mut l.selection,
+                &trace,
                 window,
                 l.timeline.full.0,
-                window.is_some() && selected.is_none(),
                 &mut nav,
             );
             let waiting = if matches!(l.stage, Stage::LoadCancelled) {

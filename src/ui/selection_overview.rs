@@ -18,6 +18,8 @@ pub struct SelectionOverview {
     /// The selection analysed and its overview.
     pub ready: Option<((i64, i64), Arc<Overview>)>,
     job: Option<Job<(i64, i64), Option<Overview>>>,
+    /// The last summary copied to the clipboard (what a test reads back).
+    pub copied: Option<String>,
 }
 
 impl SelectionOverview {
@@ -57,18 +59,62 @@ impl SelectionOverview {
     }
 }
 
-/// "Selection: 12.3 ms from 1.2 s — the tabs answer for it" with a button back to the
-/// whole trace; nothing without a selection.
+/// The selection in words, for an issue or a chat: its span, each GPU's breakdown and
+/// the kernels that took the most of it.
+pub fn summary_text(trace: &Trace, o: &Overview, (a, b): (i64, i64), origin: i64) -> String {
+    use crate::analysis::breakdown::pct;
+    use std::fmt::Write;
+    let mut s = format!(
+        "Selection: {} from {}\n",
+        format_ns(b - a),
+        format_ns(a - origin)
+    );
+    for d in &o.devices {
+        let br = &d.breakdown;
+        let t = br.total();
+        let _ = writeln!(
+            s,
+            "{}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} % ({} gaps)",
+            trace.gpu_name(d.device),
+            pct(br.compute_only, t),
+            pct(br.nccl_only, t),
+            pct(br.overlap, t),
+            pct(br.memory_only, t),
+            pct(br.idle, t),
+            o.gaps.iter().filter(|g| g.device_id() == d.device).count()
+        );
+    }
+    for k in o.kernels.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "  {} × {}: {} ({:.1} % of kernel time)",
+            k.count,
+            k.name,
+            format_ns(k.total_ns),
+            k.share_pct
+        );
+    }
+    s
+}
+
+/// "Selection: 12.3 ms from 1.2 s — the tables below are of the selection", with a button
+/// that copies its summary and one back to the whole trace; nothing without a selection.
 pub fn banner(
     ui: &mut egui::Ui,
+    state: &mut SelectionOverview,
+    trace: &Trace,
     selection: Option<(i64, i64)>,
     origin: i64,
-    busy: bool,
     nav: &mut Vec<Nav>,
 ) {
     let Some((a, b)) = selection else {
         return;
     };
+    let ready = state
+        .ready
+        .as_ref()
+        .filter(|(k, _)| *k == (a, b))
+        .map(|(_, o)| o.clone());
     ui.horizontal(|ui| {
         ui.label(
             egui::RichText::new(format!(
@@ -79,11 +125,25 @@ pub fn banner(
             .strong()
             .color(super::theme::SELECTION),
         );
-        if busy {
-            ui.spinner();
-            ui.label("analysing it… (the tables show the whole trace meanwhile)");
-        } else {
-            ui.label("— the tables below are of the selection");
+        match &ready {
+            None => {
+                ui.spinner();
+                ui.label("analysing it… (the tables show the whole trace meanwhile)");
+            }
+            Some(o) => {
+                ui.label("— the tables below are of the selection");
+                if ui
+                    .small_button("copy summary")
+                    .on_hover_text(
+                        "each GPU's breakdown and the top kernels of the selection, as text",
+                    )
+                    .clicked()
+                {
+                    let text = summary_text(trace, o, (a, b), origin);
+                    ui.ctx().copy_text(text.clone());
+                    state.copied = Some(text);
+                }
+            }
         }
         if ui
             .small_button("clear: whole trace")
