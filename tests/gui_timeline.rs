@@ -527,3 +527,34 @@ fn arrow_keys_pan_and_move_rows_and_w_zooms_a_quarter_per_press() {
     h.run_steps(1);
     assert_eq!(loaded(&h).timeline.scroll_y, y0, "↑ back");
 }
+
+/// In a small window (1024×680) the timeline keeps about half the height by default, and
+/// the What-if tab's Replay button stays inside the window.
+#[test]
+fn a_small_window_keeps_half_for_the_timeline_and_every_control_in_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    nsys_explorer::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
+    let ctx = eframe::egui::Context::default();
+    let app = nsys_explorer::ui::App::new(Some(path.clone()), &ctx, Vec::new());
+    let mut h = egui_kittest::Harness::builder()
+        .with_size([1024.0, 680.0])
+        .build_ui_state(|ui, app: &mut nsys_explorer::ui::App| app.ui(ui), app);
+    wait_for_load(&mut h);
+    h.run_steps(2);
+    let plot = loaded(&h).timeline.frame.last_plot;
+    assert!(
+        plot.height() >= 0.44 * 680.0,
+        "the timeline's plot: {} px of 680",
+        plot.height()
+    );
+    h.get_by_label("What if").click();
+    h.run_steps(3);
+    let replay = h.get_by_label("Replay");
+    let r = replay.rect();
+    assert!(
+        r.right() <= 1024.0 && r.bottom() <= 680.0,
+        "Replay at {r:?}"
+    );
+}

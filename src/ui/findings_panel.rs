@@ -215,6 +215,8 @@ impl FindingsPanel {
         egui::ScrollArea::vertical()
             .auto_shrink([false, false])
             .show(ui, |ui| {
+                // Text wraps or is cut at the panel's edge, never past it.
+                ui.set_max_width(ui.available_width());
                 egui::Grid::new("findings")
                     .striped(true)
                     .num_columns(4)
@@ -277,9 +279,18 @@ impl FindingsPanel {
                                 ui.label("");
                             }
                             let selected = self.selected == Some(i);
+                            let mut title = RichText::new(shown(&f.title));
+                            if selected {
+                                title = title.strong().color(super::theme::SELECTION);
+                            }
+                            // A long title is cut at the panel's edge with "…", whole on hover.
                             let row = ui
-                                .selectable_label(selected, shown(&f.title))
-                                // A long title runs past the panel's edge: whole on hover.
+                                .add(
+                                    egui::Label::new(title)
+                                        .truncate()
+                                        .show_tooltip_when_elided(false)
+                                        .sense(egui::Sense::click()),
+                                )
                                 .on_hover_text(shown(&format!("{}\n\n{}", f.title, f.detail)));
                             if row.clicked() {
                                 clicked = Some(i);
@@ -289,7 +300,7 @@ impl FindingsPanel {
                     });
                 if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
                     ui.separator();
-                    ui.label(shown(&f.detail));
+                    ui.add(egui::Label::new(shown(&f.detail)).wrap());
                     if !f.what_if.is_empty() {
                         ui.label(
                             RichText::new(format!(

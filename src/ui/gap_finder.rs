@@ -370,13 +370,14 @@ impl GapFinder {
         let origin = timeline.full.0;
         let mut clicked = None;
         let mut sort_by = None;
+        let name_w = name_width(ui, 330.0);
         TableBuilder::new(ui)
             .striped(true)
             .sense(egui::Sense::click())
             .column(TableColumn::exact(50.0))
             .column(TableColumn::exact(90.0))
             .column(TableColumn::exact(80.0))
-            .column(TableColumn::initial(330.0).clip(true).resizable(true))
+            .column(TableColumn::initial(name_w).clip(true).resizable(true))
             .column(TableColumn::initial(150.0).clip(true).resizable(true))
             .column(TableColumn::remainder().clip(true))
             .header(20.0, |mut header| {
@@ -481,10 +482,11 @@ impl GapFinder {
             .collect();
         let groups = patterns.len();
         let singles = single_gaps.len();
+        let name_w = name_width(ui, 640.0);
         TableBuilder::new(ui)
             .striped(true)
             .sense(egui::Sense::click())
-            .column(TableColumn::initial(640.0).clip(true).resizable(true))
+            .column(TableColumn::initial(name_w).clip(true).resizable(true))
             .column(TableColumn::exact(70.0))
             .column(TableColumn::exact(90.0))
             .column(TableColumn::remainder())
@@ -562,4 +564,10 @@ pub fn show_gap(gap: &Gap, nav: &mut Vec<Nav>) {
 /// A table cell's text; not selectable, so a click on it selects the row.
 fn cell(ui: &mut egui::Ui, text: String) {
     ui.add(egui::Label::new(text).selectable(false));
+}
+
+/// A name column's first width: at most `widest`, and at most 40 % of the panel, so that a
+/// narrow window still shows the numbers beside it (the column can be dragged wider).
+fn name_width(ui: &egui::Ui, widest: f32) -> f32 {
+    (ui.available_width() * 0.4).clamp(160.0, widest)
 }

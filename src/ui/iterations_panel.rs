@@ -155,7 +155,7 @@ impl IterationsPanel {
                 }
             }
         }
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             let slow: Vec<usize> = {
                 let mut all: Vec<usize> = its
                     .per_device
@@ -251,7 +251,7 @@ impl IterationsPanel {
             its.count(),
             its.marker.as_deref().unwrap_or("-")
         );
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             ui.label(summary);
             ui.separator();
             let label = ui.label("marker");

@@ -8,10 +8,10 @@ use eframe::egui::{self, CursorIcon, Rect, Sense};
 
 /// The bottom panel's smallest height, and its largest as a share of the window's.
 const TABS_MIN_H: f32 = 140.0;
-const TABS_MAX_SHARE: f32 = 0.6;
+const TABS_MAX_SHARE: f32 = 0.45;
 /// The summary's narrowest width, and its widest as a share of the window's.
 const SUMMARY_MIN_W: f32 = 200.0;
-const SUMMARY_MAX_SHARE: f32 = 0.4;
+const SUMMARY_MAX_SHARE: f32 = 0.3;
 /// Half the thickness of the strip along an edge that drags it.
 const HANDLE_PX: f32 = 4.0;
 

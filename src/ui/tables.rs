@@ -71,9 +71,10 @@ impl Tables {
         let mut clicked: Option<String> = None;
         let mut sort = None;
         ui.label("Click a kernel to mark it on the timeline; click again for its next occurrence.");
+        let name_w = name_width(ui, 520.0);
         TableBuilder::new(ui)
             .striped(true)
-            .column(Column::initial(520.0).clip(true).resizable(true))
+            .column(Column::initial(name_w).clip(true).resizable(true))
             .columns(Column::auto(), 7)
             .header(20.0, |mut header| {
                 for (i, name) in KERNEL_COLUMNS.iter().enumerate() {
@@ -469,9 +470,10 @@ impl Tables {
         ui.label("Per NVTX range name: the GPU span of the kernels launched inside each instance, summed, and their kernel time. Click a name to mark its instances on the timeline.");
         let mut clicked: Option<String> = None;
         let mut sort = None;
+        let name_w = name_width(ui, 560.0);
         TableBuilder::new(ui)
             .striped(true)
-            .column(Column::initial(560.0).clip(true).resizable(true))
+            .column(Column::initial(name_w).clip(true).resizable(true))
             .columns(Column::auto(), NVTX_COLUMNS.len() - 1)
             .header(20.0, |mut header| {
                 for (i, name) in NVTX_COLUMNS.iter().enumerate() {
@@ -514,4 +516,10 @@ impl Tables {
             step_through(nav, &name, Mode::Template);
         }
     }
+}
+
+/// A name column's first width: at most `widest`, and at most 40 % of the panel, so that a
+/// narrow window still shows the numbers beside it (the column can be dragged wider).
+fn name_width(ui: &egui::Ui, widest: f32) -> f32 {
+    (ui.available_width() * 0.4).clamp(160.0, widest)
 }

@@ -170,7 +170,7 @@ impl WhatIfPanel {
                 self.preset = None;
             }
         }
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             ui.label("Remove syncs in");
             ui.add(
                 egui::TextEdit::singleline(&mut self.remove_sync)
