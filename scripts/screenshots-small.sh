@@ -16,9 +16,10 @@ OUT=${OUT:-screenshots}
 mkdir -p "$OUT"
 . scripts/xdo-lib.sh
 
-# The tab labels' x on a fresh layout (summary 330 px wide, so the same at both sizes);
-# CPU, Graphs and Diff are not shown for the sample. The bottom panel is 380 px tall on a
-# fresh layout, its tab labels 13 px under its top edge.
+# The tab labels' x on a fresh layout with the summary 330 px wide (it takes at most 30 % of
+# the width: 307 px at 1024, the labels shifted left by the difference); CPU, Graphs and Diff
+# are not shown for the sample. The bottom panel is 380 px tall on a fresh layout but at
+# most 45 % of the height under the 25 px menu bar; its tab labels 13 px under its top.
 TABS="findings:369 gaps:432 iterations:498 kernels:571 nccl:633 memory:697 nvtx:761 details:821 ranks:882 whatif:945"
 KERNELS_X=571
 
@@ -28,21 +29,24 @@ small_pass() {
     start_display "$display" "$size"
     # The pointer rests at the right end of the menu bar, over nothing.
     park() { xdotool mousemove $((w - 20)) 12; sleep 0.5; }
-    local tab_y=$((h - 367))
+    local panel=$(( (h - 25) * 45 / 100 )); [ "$panel" -gt 380 ] && panel=380
+    local tab_y=$((h - panel + 13))
+    local summary=$(( w * 30 / 100 )); [ "$summary" -gt 330 ] && summary=330
+    local dx=$((summary - 330))
     "$BIN" & APP=$!
     wait_loaded wan2.1 15; park
     xdotool search --name '^wan2.1' getwindowgeometry
     shot "small-$w-timeline"
     for t in $TABS; do
-      click "${t#*:}" "$tab_y" 1.5; park; shot "small-$w-${t%%:*}"
+      click $(( ${t#*:} + dx )) "$tab_y" 1.5; park; shot "small-$w-${t%%:*}"
     done
     # A range on GPU 1's stream 7 row (y≈142 at both sizes), whole trace in view.
-    click "$KERNELS_X" "$tab_y" 1
+    click $((KERNELS_X + dx)) "$tab_y" 1
     drag 620 760 142 shift; park; sleep 1.5
     shot "small-$w-selection"
     # A finding clicked (under the Selection banner, the 4th row: NCCL shares stream 7 with
     # compute): the timeline zooms to it and its explanation is written under the list.
-    click 369 "$tab_y" 1; click 800 $((tab_y + 147)) 2; park; shot "small-$w-findings-clicked"
+    click $((369 + dx)) "$tab_y" 1; click 800 $((tab_y + 147)) 2; park; shot "small-$w-findings-clicked"
     quit
   )
 }

@@ -249,6 +249,11 @@ pub enum Command {
         /// most sampled innermost frame.
         #[arg(long)]
         cpu_samples: bool,
+        /// Device memory allocations and frees (`--cuda-memory-usage=true`): weights, each
+        /// step's activations, a pinned host buffer, a block allocated before the capture,
+        /// and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak and growth.
+        #[arg(long)]
+        memory_usage: bool,
     },
 }
 

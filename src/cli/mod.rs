@@ -145,6 +145,7 @@ pub fn main() -> ExitCode {
             cuda_graphs,
             host_per_op,
             cpu_samples,
+            memory_usage,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -170,6 +171,7 @@ pub fn main() -> ExitCode {
                     cuda_graphs,
                     host_per_op_ns: host_per_op,
                     cpu_samples,
+                    memory_usage,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

@@ -11,6 +11,7 @@ pub mod graphs;
 pub mod intervals;
 pub mod iterations;
 pub mod memory;
+pub mod memory_usage;
 pub mod nccl_payload;
 pub mod nccl_sizes;
 pub mod nccl_wait;

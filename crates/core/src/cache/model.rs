@@ -9,8 +9,8 @@ use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
     ApiCalls, ApiClass, CommCreation, CpuSamples, Device, DeviceId, ExportInfo, GpuOps, GraphNode,
-    MemInfo, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats, Process, RangeKind,
-    ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread, Trace,
+    MemInfo, MemoryEvents, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats,
+    Process, RangeKind, ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -120,7 +120,16 @@ fn write_head<W: Write>(
     let c = &trace.samples;
     w.column(&c.time)?;
     w.column(&c.node)?;
-    w.column(&c.state)
+    w.column(&c.state)?;
+    w.u64(trace.memory_usage.len() as u64)?;
+    for m in &trace.memory_usage {
+        w.u32(m.device.0)?;
+        w.column(&m.time)?;
+        w.column(&m.bytes)?;
+        w.column(&m.address)?;
+        w.column(&m.correlation_id)?;
+    }
+    Ok(())
 }
 
 /// The head: a trace with no devices and no threads yet, its load report, and the parts
@@ -148,6 +157,20 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         node: r.column()?,
         state: r.column()?,
     };
+    let memory_usage = (0..r.count(16)?)
+        .map(|_| {
+            Ok(MemoryEvents {
+                device: crate::trace::DeviceId(r.u32()?),
+                time: r.column()?,
+                bytes: r.column()?,
+                address: r.column()?,
+                correlation_id: r.column()?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !memory_usage.iter().all(MemoryEvents::consistent) {
+        return Err(Bad::Damaged("memory events"));
+    }
     let frames = stacks.frame_symbol.len();
     let nodes = stacks.node_frame.len();
     let stacks_ok = stacks.frame_module.len() == frames
@@ -189,6 +212,7 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         nccl_payloads: meta.nccl_payloads,
         stacks,
         samples,
+        memory_usage,
     };
     Ok((trace, meta.report, parts))
 }

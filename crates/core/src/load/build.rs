@@ -62,6 +62,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         nccl_payloads: Default::default(),
         stacks: Default::default(),
         samples: Default::default(),
+        memory_usage: Vec::new(),
     }
 }
 
@@ -255,6 +256,7 @@ pub fn build_trace(
         nccl_payloads,
         stacks: Default::default(),
         samples: Default::default(),
+        memory_usage: Vec::new(),
     })
 }
 

@@ -281,8 +281,10 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         // Devices index their file among all the files read.
         let source = out.sources.len() as u32;
         out.sources.extend(std::mem::take(&mut t.sources));
+        let mut renamed: Vec<(DeviceId, DeviceId)> = Vec::new();
         for mut d in std::mem::take(&mut t.devices) {
             d.key = Some(format!("{}:{}", file.name, d.id));
+            renamed.push((d.id, DeviceId(next_device)));
             d.id = DeviceId(next_device);
             d.source += source;
             file.devices.push(DeviceId(next_device));
@@ -299,6 +301,15 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
                 }
             }
             out.devices.push(d);
+        }
+        // Device memory on the renamed GPUs, on the first file's clock.
+        for mut m in std::mem::take(&mut t.memory_usage) {
+            let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
+                continue;
+            };
+            m.device = id;
+            m.time.iter_mut().for_each(|x| *x += dt);
+            out.memory_usage.push(m);
         }
         for mut th in std::mem::take(&mut t.threads) {
             for i in 0..th.api.len() {

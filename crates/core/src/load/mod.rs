@@ -10,6 +10,7 @@ mod error;
 pub mod graphs;
 mod launch;
 pub mod many;
+mod memory_usage;
 mod pages;
 pub mod payload;
 mod report;
@@ -414,6 +415,7 @@ fn load_inner(
     report.phase_done("sort, nest and link", t);
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
     stack_merger.finish(&mut trace, &mut report.skips);
+    memory_usage::read_memory_usage(&conn, path, &schema, &mut trace, &mut report)?;
     stacks::name_sampled_threads(&mut trace.samples, &thread_names_for_samples);
     report.finish(&trace, t0);
     progress(Progress {

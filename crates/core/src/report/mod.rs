@@ -153,6 +153,11 @@ pub fn report_json(
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
     out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
+    // Absent unless the capture recorded device memory (`--cuda-memory-usage=true`).
+    let memory = crate::analysis::memory_usage::memory_usage(trace, &overview.iterations);
+    if !memory.is_empty() {
+        out["memory_usage"] = json!({ "per_device": memory });
+    }
     // Absent when the capture recorded no call stacks.
     if let Some(p) = crate::analysis::cpu_samples::cpu_profile(trace, options.top) {
         out["cpu_samples"] = json!(p);

@@ -5,6 +5,7 @@
 //! a synchronising `.item()` per step, warm-up copies, and one straggler rank that makes one
 //! step the slowest. Beside the file it writes the ground truth it knows (`*.truth.json`).
 
+pub mod memory;
 pub mod program;
 mod samples;
 mod sim;
@@ -87,6 +88,9 @@ pub struct SynthOptions {
     /// CPU samples of each rank's main thread at 1 kHz and a backtrace on every OS runtime
     /// call (`COMPOSITE_EVENTS`, `SAMPLING_CALLCHAINS`, `OSRT_CALLCHAINS`).
     pub cpu_samples: bool,
+    /// Device memory allocations and frees (`CUDA_GPU_MEMORY_USAGE_EVENTS`), with the
+    /// truth of each GPU's peak, end and growth per step (rank 1 leaks).
+    pub memory_usage: bool,
 }
 
 impl SynthOptions {
@@ -108,6 +112,7 @@ impl SynthOptions {
             cuda_graphs: None,
             host_per_op_ns: None,
             cpu_samples: false,
+            memory_usage: false,
         }
     }
 }
@@ -340,6 +345,8 @@ fn generate_into(
     }
     // Each all-to-all's message per peer and transfer time: the payload truth.
     let mut transfers: Vec<(u64, i64)> = Vec::new();
+    // With --memory-usage, each rank's device-memory events so far (for the truth).
+    let mut memory_events: Vec<Vec<memory::Event>> = vec![Vec::new(); ranks.len()];
 
     let nominal_step_ns: i64 = 2
         * shape.blocks as i64
@@ -431,6 +438,16 @@ fn generate_into(
                 options.cpu_samples,
             )
             .map_err(sql)?;
+            if options.memory_usage
+                && let Some(&span) = rank.step_cpu.get(step as usize)
+            {
+                for e in memory::step_events(r as u32, step, span) {
+                    writers[f]
+                        .memory_event(pid, device, (e.0 - shifts[f], e.1, e.2, e.3))
+                        .map_err(sql)?;
+                    memory_events[r].push(e);
+                }
+            }
         }
     }
 
@@ -528,7 +545,20 @@ fn generate_into(
         kernels: ranks.iter().map(|r| r.graph_kernels).sum(),
         graphs: program::GRAPHS.len() as u32,
     });
+    let memory_usage = options.memory_usage.then(|| {
+        ranks
+            .iter()
+            .zip(&mut memory_events)
+            .enumerate()
+            .map(|(r, (rank, events))| {
+                events.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1 > 0)));
+                let ends: Vec<i64> = rank.step_cpu.iter().map(|s| s.1).collect();
+                memory::truth(device_of(r), events, &ends)
+            })
+            .collect()
+    });
     let truth = GroundTruth {
+        memory_usage,
         cuda_graphs,
         preset: format!("{:?}", options.preset).to_lowercase(),
         flavour: match options.flavour {

@@ -358,6 +358,34 @@ impl Writer {
         Ok(id)
     }
 
+    /// A device-memory event (`--cuda-memory-usage=true`): an allocation (`bytes` > 0) or
+    /// a free of `address`, of memory kind `kind` (0/1 host, 2 device).
+    pub fn memory_event(
+        &mut self,
+        pid: u32,
+        device: u32,
+        (time, bytes, address, kind): super::memory::Event,
+    ) -> rusqlite::Result<()> {
+        self.make(
+            "CUDA_GPU_MEMORY_USAGE_EVENTS",
+            "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER, deviceId INTEGER, contextId INTEGER, address INTEGER, pc INTEGER, bytes INTEGER, memKind INTEGER, memoryOperationType INTEGER, name TEXT, correlationId INTEGER);",
+        )?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType, name, correlationId) VALUES (?1, ?2, ?3, 1, ?4, 0, ?5, ?6, ?7, NULL, 0)",
+        )?;
+        stmt.execute(params![
+            time,
+            global_pid(pid),
+            device,
+            address as i64,
+            bytes.abs(),
+            kind,
+            (bytes < 0) as i64
+        ])?;
+        *self.rows.entry("CUDA_GPU_MEMORY_USAGE_EVENTS").or_default() += 1;
+        Ok(())
+    }
+
     /// A CPU sample of thread `pid + tid_offset` at `time` with its stack.
     pub fn sample(
         &mut self,

@@ -8,6 +8,7 @@ pub mod builder;
 mod cpu;
 mod device_id;
 pub mod launches;
+mod memory_usage;
 mod nccl_calls;
 mod ops;
 mod reach;
@@ -18,6 +19,7 @@ pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
 pub use device_id::{DeviceId, DeviceIndex};
+pub use memory_usage::MemoryEvents;
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
@@ -246,6 +248,9 @@ pub struct Trace {
     pub stacks: Stacks,
     /// The CPU samples, per sampled thread.
     pub samples: CpuSamples,
+    /// Device memory allocated and freed, per GPU that has events (empty unless the
+    /// capture recorded them: `--cuda-memory-usage=true`).
+    pub memory_usage: Vec<MemoryEvents>,
 }
 
 impl Trace {

@@ -1,0 +1,95 @@
+//! `synth --memory-usage`: device memory allocated and freed as `--cuda-memory-usage=true`
+//! records it, with the truth of each GPU's peak, end and growth. Each rank allocates its
+//! weights in the first step and frees a block allocated before the capture began; every
+//! step allocates its activations and frees them at its end, and a pinned host buffer
+//! (host memory, which a GPU's count must leave out); rank 1 leaks a block a step.
+
+use serde::Serialize;
+
+pub const GIB: i64 = 1 << 30;
+pub const MIB: i64 = 1 << 20;
+const WEIGHTS: i64 = 10 * GIB;
+const PRE_CAPTURE: i64 = GIB;
+const ACTIVATIONS: i64 = 2 * GIB;
+const PINNED: i64 = 4 * MIB;
+pub const LEAK: i64 = 64 * MIB;
+/// The rank that leaks.
+pub const LEAKY_RANK: u32 = 1;
+
+/// One event: (time, bytes signed, address, memKind).
+pub type Event = (i64, i64, u64, u8);
+
+/// The events of `rank`'s step `step` whose CPU span is `(s, e)`.
+pub fn step_events(rank: u32, step: u32, (s, e): (i64, i64)) -> Vec<Event> {
+    let base = (rank as u64 + 1) << 40;
+    let mut out = Vec::new();
+    if step == 0 {
+        out.push((s + 1_000, WEIGHTS, base, 2));
+        out.push((s + 2_000, -PRE_CAPTURE, base + 0x7000_0000, 2));
+    }
+    let act = base + 0x1_0000_0000 + step as u64 * 0x1000_0000;
+    out.push((s + 3_000, ACTIVATIONS, act, 2));
+    out.push((s + 4_000, PINNED, base + 0x2000, 1));
+    if rank == LEAKY_RANK {
+        out.push((
+            s + 5_000,
+            LEAK,
+            base + 0x10_0000_0000 + step as u64 * 0x1000_0000,
+            2,
+        ));
+    }
+    out.push((e - 2_000, -PINNED, base + 0x2000, 1));
+    out.push((e - 1_000, -ACTIVATIONS, act, 2));
+    out
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryTruth {
+    pub device: u32,
+    pub peak_bytes: i64,
+    pub peak_at_ns: i64,
+    pub end_bytes: i64,
+    pub before_capture_bytes: i64,
+    pub growth_per_iteration_bytes: i64,
+    pub host_events: u64,
+}
+
+/// The truth of one GPU from its events (all steps, by time) and its steps' CPU ends.
+pub fn truth(device: u32, events: &[Event], step_ends: &[i64]) -> MemoryTruth {
+    let mut balance = PRE_CAPTURE;
+    let (mut peak, mut peak_at) = (balance, events.first().map_or(0, |e| e.0));
+    let mut at_step_end = Vec::new();
+    let mut ends = step_ends.iter().peekable();
+    let mut host = 0;
+    for &(t, b, _, kind) in events {
+        while let Some(&&end) = ends.peek()
+            && end < t
+        {
+            at_step_end.push(balance);
+            ends.next();
+        }
+        if kind < 2 {
+            host += 1;
+            continue;
+        }
+        balance += b;
+        if balance > peak {
+            (peak, peak_at) = (balance, t);
+        }
+    }
+    at_step_end.extend(ends.map(|_| balance));
+    let n = at_step_end.len() as i64;
+    MemoryTruth {
+        device,
+        peak_bytes: peak,
+        peak_at_ns: peak_at,
+        end_bytes: balance,
+        before_capture_bytes: PRE_CAPTURE,
+        growth_per_iteration_bytes: if n >= 2 {
+            (at_step_end[n as usize - 1] - at_step_end[0]) / (n - 1)
+        } else {
+            0
+        },
+        host_events: host,
+    }
+}

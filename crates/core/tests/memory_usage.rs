@@ -1,0 +1,68 @@
+//! Device memory over the run against the generator's truth: each GPU's peak and when, the
+//! bytes left at the end, what was allocated before the capture, the growth per iteration
+//! (one rank leaks), host memory left out; and the same through the cache.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use nsys_explorer_core::analysis::memory_usage::memory_usage;
+use nsys_explorer_core::overview::overview;
+use nsys_explorer_core::synth::{self, Preset, SynthOptions};
+
+#[test]
+fn each_gpus_peak_end_and_growth_equal_the_truth_and_host_memory_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.sqlite");
+    let options = SynthOptions {
+        memory_usage: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let (trace, report) = nsys_explorer_core::load::load(&path).unwrap();
+    let o = overview(&trace, &Default::default());
+    let got = memory_usage(&trace, &o.iterations);
+    let want = truth.memory_usage.expect("the truth of the memory");
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.device.0, w.device);
+        assert_eq!(g.peak_bytes, w.peak_bytes, "GPU {}", w.device);
+        assert_eq!(g.peak_at_ns, w.peak_at_ns, "GPU {}", w.device);
+        assert_eq!(g.end_bytes, w.end_bytes, "GPU {}", w.device);
+        assert_eq!(g.before_capture_bytes, w.before_capture_bytes);
+        assert_eq!(
+            g.growth_per_iteration_bytes,
+            Some(w.growth_per_iteration_bytes)
+        );
+    }
+    // One GPU leaks, the others do not.
+    assert_eq!(
+        got.iter()
+            .filter(|g| g.growth_per_iteration_bytes > Some(0))
+            .count(),
+        1
+    );
+    let host: u64 = want.iter().map(|w| w.host_events).sum();
+    let skipped: u64 = report
+        .skipped_rows
+        .iter()
+        .filter(|s| s.table == "CUDA_GPU_MEMORY_USAGE_EVENTS")
+        .map(|s| s.rows)
+        .sum();
+    assert_eq!(skipped, host, "host memory counted and left out");
+    // Through the cache, the same answers.
+    nsys_explorer_core::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
+    let _ = nsys_explorer_core::session::open_path(&path).unwrap();
+    let (cached, r) = nsys_explorer_core::session::open_path(&path).unwrap();
+    assert_eq!(r.phases[0].0, "read cache");
+    assert_eq!(memory_usage(&cached, &o.iterations), got);
+}
+
+#[test]
+fn a_capture_without_memory_events_has_no_memory_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let (trace, _) = nsys_explorer_core::load::load(&path).unwrap();
+    let o = overview(&trace, &Default::default());
+    assert!(memory_usage(&trace, &o.iterations).is_empty());
+}
