@@ -254,6 +254,11 @@ pub enum Command {
         /// and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak and growth.
         #[arg(long)]
         memory_usage: bool,
+        /// The GPUs' counters sampled at 10 kHz (`--gpu-metrics-devices=all`): SMs Active,
+        /// Tensor Active, DRAM Read Bandwidth at levels set by the kernel running, and the
+        /// clock (in Hz on GPU 2, wrapped past 2^31 on GPU 3); metric ids differ per GPU.
+        #[arg(long)]
+        gpu_metrics: bool,
     },
 }
 

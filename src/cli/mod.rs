@@ -146,6 +146,7 @@ pub fn main() -> ExitCode {
             host_per_op,
             cpu_samples,
             memory_usage,
+            gpu_metrics,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -172,6 +173,7 @@ pub fn main() -> ExitCode {
                     host_per_op_ns: host_per_op,
                     cpu_samples,
                     memory_usage,
+                    gpu_metrics,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {

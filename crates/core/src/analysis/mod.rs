@@ -7,6 +7,7 @@ pub mod cpu_samples;
 pub mod cpu_sync;
 pub mod drilldown;
 pub mod gaps;
+pub mod gpu_metrics;
 pub mod graphs;
 pub mod intervals;
 pub mod iterations;

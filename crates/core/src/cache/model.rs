@@ -8,9 +8,10 @@ use std::io::Write;
 use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
-    ApiCalls, ApiClass, CommCreation, CpuSamples, Device, DeviceId, ExportInfo, GpuOps, GraphNode,
-    MemInfo, MemoryEvents, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls, PayloadStats,
-    Process, RangeKind, ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread, Trace,
+    ApiCalls, ApiClass, CommCreation, CpuSamples, Device, DeviceId, DeviceMetrics, ExportInfo,
+    GpuOps, GraphNode, MemInfo, MemoryEvents, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls,
+    PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread,
+    Trace,
 };
 
 /// The small parts, as JSON.
@@ -121,6 +122,16 @@ fn write_head<W: Write>(
     w.column(&c.time)?;
     w.column(&c.node)?;
     w.column(&c.state)?;
+    w.u64(trace.gpu_metrics.len() as u64)?;
+    for m in &trace.gpu_metrics {
+        w.u32(m.device.0)?;
+        w.column(&m.time)?;
+        w.u64(m.metrics.len() as u64)?;
+        for (name, values) in &m.metrics {
+            w.str(name)?;
+            w.column(values)?;
+        }
+    }
     w.u64(trace.memory_usage.len() as u64)?;
     for m in &trace.memory_usage {
         w.u32(m.device.0)?;
@@ -157,6 +168,23 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         node: r.column()?,
         state: r.column()?,
     };
+    let gpu_metrics = (0..r.count(16)?)
+        .map(|_| {
+            let device = crate::trace::DeviceId(r.u32()?);
+            let time = r.column()?;
+            let metrics = (0..r.count(8)?)
+                .map(|_| Ok((r.str()?, r.column()?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(DeviceMetrics {
+                device,
+                time,
+                metrics,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !gpu_metrics.iter().all(DeviceMetrics::consistent) {
+        return Err(Bad::Damaged("GPU metrics"));
+    }
     let memory_usage = (0..r.count(16)?)
         .map(|_| {
             Ok(MemoryEvents {
@@ -213,6 +241,7 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         stacks,
         samples,
         memory_usage,
+        gpu_metrics,
     };
     Ok((trace, meta.report, parts))
 }

@@ -63,6 +63,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         stacks: Default::default(),
         samples: Default::default(),
         memory_usage: Vec::new(),
+        gpu_metrics: Vec::new(),
     }
 }
 
@@ -257,6 +258,7 @@ pub fn build_trace(
         stacks: Default::default(),
         samples: Default::default(),
         memory_usage: Vec::new(),
+        gpu_metrics: Vec::new(),
     })
 }
 

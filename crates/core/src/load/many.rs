@@ -302,7 +302,15 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
             }
             out.devices.push(d);
         }
-        // Device memory on the renamed GPUs, on the first file's clock.
+        // GPU metrics and device memory on the renamed GPUs, on the first file's clock.
+        for mut m in std::mem::take(&mut t.gpu_metrics) {
+            let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
+                continue;
+            };
+            m.device = id;
+            m.time.iter_mut().for_each(|x| *x += dt);
+            out.gpu_metrics.push(m);
+        }
         for mut m in std::mem::take(&mut t.memory_usage) {
             let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
                 continue;

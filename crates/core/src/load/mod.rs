@@ -7,6 +7,7 @@
 mod big_tables;
 mod build;
 mod error;
+mod gpu_metrics;
 pub mod graphs;
 mod launch;
 pub mod many;
@@ -416,6 +417,7 @@ fn load_inner(
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
     stack_merger.finish(&mut trace, &mut report.skips);
     memory_usage::read_memory_usage(&conn, path, &schema, &mut trace, &mut report)?;
+    gpu_metrics::read_gpu_metrics(&conn, path, &schema, &mut trace, &mut report)?;
     stacks::name_sampled_threads(&mut trace.samples, &thread_names_for_samples);
     report.finish(&trace, t0);
     progress(Progress {

@@ -153,6 +153,17 @@ pub fn report_json(
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
     out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
+    // Absent unless the capture sampled the GPUs' counters (`--gpu-metrics-devices`).
+    let window = |id| {
+        overview
+            .devices
+            .iter()
+            .find(|d| d.device == id)
+            .map(|d| (d.window.start, d.window.end))
+    };
+    if let Some(m) = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, options.top) {
+        out["gpu_metrics"] = json!(m);
+    }
     // Absent unless the capture recorded device memory (`--cuda-memory-usage=true`).
     let memory = crate::analysis::memory_usage::memory_usage(trace, &overview.iterations);
     if !memory.is_empty() {

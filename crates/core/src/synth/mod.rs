@@ -6,6 +6,7 @@
 //! step the slowest. Beside the file it writes the ground truth it knows (`*.truth.json`).
 
 pub mod memory;
+pub mod metrics;
 pub mod program;
 mod samples;
 mod sim;
@@ -91,6 +92,8 @@ pub struct SynthOptions {
     /// Device memory allocations and frees (`CUDA_GPU_MEMORY_USAGE_EVENTS`), with the
     /// truth of each GPU's peak, end and growth per step (rank 1 leaks).
     pub memory_usage: bool,
+    /// The GPUs' counters sampled at 10 kHz (`GPU_METRICS`), their levels by kernel class.
+    pub gpu_metrics: bool,
 }
 
 impl SynthOptions {
@@ -113,6 +116,7 @@ impl SynthOptions {
             host_per_op_ns: None,
             cpu_samples: false,
             memory_usage: false,
+            gpu_metrics: false,
         }
     }
 }
@@ -472,6 +476,66 @@ fn generate_into(
                 .map_err(sql)?;
         }
     }
+    let gpu_metrics = if options.gpu_metrics {
+        let mut out = Vec::new();
+        for (r, rank) in ranks.iter().enumerate() {
+            let (f, gpu) = (file_of(r), device_of(r));
+            let mut ops = rank.truth.clone();
+            ops.sort_by_key(|o| o.start);
+            let names: Vec<(i64, &str)> = metrics::METRICS
+                .iter()
+                .enumerate()
+                .map(|(k, n)| (metrics::metric_id(gpu, k), *n))
+                .collect();
+            writers[f]
+                .gpu_metric_names(metrics::type_id(gpu), &names)
+                .map_err(sql)?;
+            let kernels = || ops.iter().filter(|o| (o.op as usize) < KERNELS.len());
+            let (first, last) = (
+                kernels().map(|o| o.start).min().unwrap_or(0),
+                kernels().map(|o| o.end).max().unwrap_or(0),
+            );
+            let (from, to) = (
+                ops.first().map_or(0, |o| o.start),
+                ops.iter().map(|o| o.end).max().unwrap_or(0),
+            );
+            let mut sums = [0.0f64; 4];
+            let mut n = 0usize;
+            let mut t = from - from.rem_euclid(metrics::PERIOD_NS);
+            while t <= to {
+                let v = metrics::values_at(gpu, &ops, t);
+                for (k, &value) in v.iter().enumerate() {
+                    writers[f]
+                        .gpu_metric(
+                            t - shifts[f],
+                            metrics::type_id(gpu),
+                            metrics::metric_id(gpu, k),
+                            metrics::raw(gpu, k, value),
+                        )
+                        .map_err(sql)?;
+                }
+                if t >= first && t < last {
+                    for k in 0..4 {
+                        sums[k] += v[k];
+                    }
+                    n += 1;
+                }
+                t += metrics::PERIOD_NS;
+            }
+            out.push(metrics::MetricsTruth {
+                device: gpu,
+                samples: n,
+                means: metrics::METRICS
+                    .iter()
+                    .zip(sums)
+                    .map(|(name, s)| (name.to_string(), s / n.max(1) as f64))
+                    .collect(),
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
     let last_end = ranks
         .iter()
         .flat_map(|r| r.truth.iter().map(|o| o.end))
@@ -558,6 +622,7 @@ fn generate_into(
             .collect()
     });
     let truth = GroundTruth {
+        gpu_metrics,
         memory_usage,
         cuda_graphs,
         preset: format!("{:?}", options.preset).to_lowercase(),

@@ -205,6 +205,9 @@ pub struct GroundTruth {
     pub iterations: IterationTruth,
     /// With `--cuda-graphs`: how they were recorded, the launches and the kernels they ran.
     pub cuda_graphs: Option<GraphsTruth>,
+    /// With `--gpu-metrics`: each GPU's metrics' means over its kernel window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_metrics: Option<Vec<super::metrics::MetricsTruth>>,
     /// With `--memory-usage`: each GPU's device memory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_usage: Option<Vec<super::memory::MemoryTruth>>,

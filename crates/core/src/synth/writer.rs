@@ -386,6 +386,45 @@ impl Writer {
         Ok(())
     }
 
+    /// The names of GPU `gpu`'s metrics (`TARGET_INFO_GPU_METRICS`).
+    pub fn gpu_metric_names(
+        &mut self,
+        type_id: i64,
+        names: &[(i64, &str)],
+    ) -> rusqlite::Result<()> {
+        self.make(
+            "TARGET_INFO_GPU_METRICS",
+            "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL, typeName TEXT NOT NULL, metricId INTEGER NOT NULL, metricName TEXT NOT NULL);",
+        )?;
+        for &(id, name) in names {
+            self.conn.execute(
+                "INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?1, 0, 'GH100', ?2, ?3)",
+                params![type_id, id, name],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One metric's value at one sample (`GPU_METRICS`).
+    pub fn gpu_metric(
+        &mut self,
+        time: i64,
+        type_id: i64,
+        metric_id: i64,
+        value: i64,
+    ) -> rusqlite::Result<()> {
+        self.make(
+            "GPU_METRICS",
+            "CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER NOT NULL, metricId INTEGER NOT NULL, value INTEGER NOT NULL);",
+        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("INSERT INTO GPU_METRICS VALUES (?1, ?2, ?3, ?4)")?;
+        stmt.execute(params![time, type_id, metric_id, value])?;
+        *self.rows.entry("GPU_METRICS").or_default() += 1;
+        Ok(())
+    }
+
     /// A CPU sample of thread `pid + tid_offset` at `time` with its stack.
     pub fn sample(
         &mut self,

@@ -7,6 +7,7 @@
 pub mod builder;
 mod cpu;
 mod device_id;
+mod gpu_metrics;
 pub mod launches;
 mod memory_usage;
 mod nccl_calls;
@@ -19,6 +20,7 @@ pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
 pub use device_id::{DeviceId, DeviceIndex};
+pub use gpu_metrics::{DeviceMetrics, NO_SAMPLE, clock_mhz};
 pub use memory_usage::MemoryEvents;
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
@@ -251,6 +253,9 @@ pub struct Trace {
     /// Device memory allocated and freed, per GPU that has events (empty unless the
     /// capture recorded them: `--cuda-memory-usage=true`).
     pub memory_usage: Vec<MemoryEvents>,
+    /// The GPUs' sampled counters (empty unless the capture recorded them:
+    /// `--gpu-metrics-devices`).
+    pub gpu_metrics: Vec<DeviceMetrics>,
 }
 
 impl Trace {

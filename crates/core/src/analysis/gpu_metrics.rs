@@ -1,0 +1,164 @@
+//! Is the busy time useful work? The GPU's sampled counters per GPU over its analysed
+//! window, and per kernel name the time-weighted mean of each while that kernel ran: each
+//! sample stands for the time until the next, weighted by how much of it the kernel
+//! covered. Samples are device-wide, so where kernels overlap each gets the same values.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::trace::{DeviceId, DeviceMetrics, Trace};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricStat {
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceMetricStats {
+    pub device: DeviceId,
+    pub samples: usize,
+    pub metrics: BTreeMap<String, MetricStat>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelMetrics {
+    pub device: DeviceId,
+    pub name: String,
+    pub gpu_ns: i64,
+    /// Time-weighted mean of each metric while the kernel ran.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuMetrics {
+    pub sample_hz: f64,
+    pub per_device: Vec<DeviceMetricStats>,
+    /// Per GPU, its kernels with the most GPU time (`top` of them).
+    pub kernels: Vec<KernelMetrics>,
+}
+
+/// `None` without metrics. `window` gives each GPU's analysed window (the breakdown's).
+pub fn gpu_metrics(
+    trace: &Trace,
+    window: &dyn Fn(DeviceId) -> Option<(i64, i64)>,
+    top: usize,
+) -> Option<GpuMetrics> {
+    let first = trace.gpu_metrics.iter().find(|m| m.time.len() >= 2)?;
+    let mut steps: Vec<i64> = first.time.windows(2).map(|w| w[1] - w[0]).collect();
+    steps.sort_unstable();
+    let step = steps[(steps.len() - 1) / 2].max(1);
+    let per_device = trace
+        .gpu_metrics
+        .iter()
+        .map(|m| {
+            let window = window(m.device).unwrap_or((i64::MIN, i64::MAX));
+            let range = m.range(window.0, window.1);
+            let metrics = m
+                .metrics
+                .iter()
+                .filter_map(|(name, values)| {
+                    let mut v: Vec<f64> = values[range.clone()]
+                        .iter()
+                        .filter(|x| !x.is_nan())
+                        .map(|&x| x as f64)
+                        .collect();
+                    if v.is_empty() {
+                        return None;
+                    }
+                    let mean = v.iter().sum::<f64>() / v.len() as f64;
+                    v.sort_by(f64::total_cmp);
+                    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+                    Some((
+                        name.clone(),
+                        MetricStat {
+                            mean,
+                            p50: q(0.5),
+                            p95: q(0.95),
+                        },
+                    ))
+                })
+                .collect();
+            DeviceMetricStats {
+                device: m.device,
+                samples: range.len(),
+                metrics,
+            }
+        })
+        .collect();
+    let kernels = trace
+        .gpu_metrics
+        .iter()
+        .flat_map(|m| kernels_of(trace, m, step, top))
+        .collect();
+    Some(GpuMetrics {
+        sample_hz: 1e9 / step as f64,
+        per_device,
+        kernels,
+    })
+}
+
+/// The `top` kernel names of `m`'s GPU by time, each with its metrics' means while it ran.
+fn kernels_of(trace: &Trace, m: &DeviceMetrics, step: i64, top: usize) -> Vec<KernelMetrics> {
+    let Some(device) = trace.device(m.device) else {
+        return Vec::new();
+    };
+    let mut by_name: BTreeMap<u32, i64> = BTreeMap::new();
+    for s in &device.streams {
+        for i in 0..s.ops.len() {
+            if s.ops.kind[i].is_kernel() {
+                *by_name.entry(s.ops.name[i]).or_default() += s.ops.end[i] - s.ops.start[i];
+            }
+        }
+    }
+    let mut names: Vec<(u32, i64)> = by_name.into_iter().collect();
+    names.sort_by_key(|&(id, ns)| (std::cmp::Reverse(ns), id));
+    names.truncate(top);
+    names
+        .into_iter()
+        .map(|(id, gpu_ns)| {
+            // Per metric: Σ value × covered ns, Σ covered ns.
+            let mut sums = vec![(0.0f64, 0.0f64); m.metrics.len()];
+            for s in &device.streams {
+                for i in 0..s.ops.len() {
+                    if s.ops.name[i] != id || !s.ops.kind[i].is_kernel() {
+                        continue;
+                    }
+                    let (a, b) = (s.ops.start[i], s.ops.end[i]);
+                    // The sample at or before the start, through the last before the end.
+                    let first = m.time.partition_point(|&t| t <= a).saturating_sub(1);
+                    let last = m.time.partition_point(|&t| t < b);
+                    for k in first..last {
+                        let t0 = m.time[k];
+                        let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
+                        let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
+                        if covered == 0.0 {
+                            continue;
+                        }
+                        for (slot, (_, values)) in m.metrics.iter().enumerate() {
+                            let v = values[k];
+                            if !v.is_nan() {
+                                sums[slot].0 += v as f64 * covered;
+                                sums[slot].1 += covered;
+                            }
+                        }
+                    }
+                }
+            }
+            KernelMetrics {
+                device: m.device,
+                name: trace.strings.get(id).into_owned(),
+                gpu_ns,
+                metrics: m
+                    .metrics
+                    .iter()
+                    .zip(sums)
+                    .filter(|(_, (_, w))| *w > 0.0)
+                    .map(|((name, _), (s, w))| (name.clone(), s / w))
+                    .collect(),
+            }
+        })
+        .collect()
+}

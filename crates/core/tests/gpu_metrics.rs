@@ -1,0 +1,78 @@
+//! GPU metrics against the generator's truth: each GPU's mean of each metric over its
+//! kernel window, a long kernel's means while it runs near its class's levels, clocks in Hz
+//! or wrapped past 2^31 read as MHz, metric ids that differ per GPU resolved by name; and
+//! the same through the cache.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use nsys_explorer_core::analysis::gpu_metrics::gpu_metrics;
+use nsys_explorer_core::overview::overview;
+use nsys_explorer_core::synth::metrics::{FLASH_LEVELS, SM_ACTIVE, TENSOR_ACTIVE};
+use nsys_explorer_core::synth::{self, Preset, SynthOptions};
+
+#[test]
+fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("metrics.sqlite");
+    let options = SynthOptions {
+        gpu_metrics: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    // The same metric has another id on every GPU: resolved by (typeId, metricId).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let ids: i64 = conn
+        .query_row(
+            "SELECT count(DISTINCT metricId) FROM TARGET_INFO_GPU_METRICS WHERE metricName = ?1",
+            [SM_ACTIVE],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(ids >= 4, "{ids} ids for one metric");
+    let (trace, _) = nsys_explorer_core::load::load(&path).unwrap();
+    let o = overview(&trace, &Default::default());
+    let window = |id| {
+        o.devices
+            .iter()
+            .find(|d| d.device == id)
+            .map(|d| (d.window.start, d.window.end))
+    };
+    let got = gpu_metrics(&trace, &window, 20).expect("metrics");
+    assert_eq!(got.sample_hz.round(), 10_000.0);
+    let want = truth.gpu_metrics.unwrap();
+    for (g, w) in got.per_device.iter().zip(&want) {
+        assert_eq!(g.device.0, w.device);
+        assert_eq!(g.samples, w.samples);
+        for (name, mean) in &w.means {
+            let m = g.metrics[name].mean;
+            assert!(
+                (m - mean).abs() < 0.01,
+                "GPU {} {name}: {m} vs {mean}",
+                w.device
+            );
+        }
+    }
+    // Clocks: GPU 2 wrote Hz, GPU 3 a value wrapped past 2^31.
+    let clock = |d: usize| got.per_device[d].metrics["GPC Clock Frequency [MHz]"].mean;
+    assert_eq!((clock(0), clock(2), clock(3)), (1755.0, 1755.0, 2900.0));
+    // flash_fwd_kernel runs 3.5 ms: its means while it runs are its levels within 2 points.
+    for k in got.kernels.iter().filter(|k| k.name == "flash_fwd_kernel") {
+        let (sm, tensor) = (k.metrics[SM_ACTIVE], k.metrics[TENSOR_ACTIVE]);
+        assert!((sm - FLASH_LEVELS[0]).abs() < 2.0, "{sm}");
+        assert!((tensor - FLASH_LEVELS[1]).abs() < 2.0, "{tensor}");
+    }
+    assert_eq!(
+        got.kernels
+            .iter()
+            .filter(|k| k.name == "flash_fwd_kernel")
+            .count(),
+        4
+    );
+    // Through the cache: the same.
+    nsys_explorer_core::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
+    let _ = nsys_explorer_core::session::open_path(&path).unwrap();
+    let (cached, r) = nsys_explorer_core::session::open_path(&path).unwrap();
+    assert_eq!(r.phases[0].0, "read cache");
+    assert_eq!(cached.gpu_metrics, trace.gpu_metrics);
+}
