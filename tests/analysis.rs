@@ -520,7 +520,7 @@ fn memory_bytes_per_device_and_kind_match_sql_on_every_real_export() {
     use analysis::memory::memory_by_kind;
     for path in common::real_fixtures() {
         let (trace, _) = load::load(&path).unwrap();
-        let stats = memory_by_kind(&trace);
+        let stats = memory_by_kind(&trace, None);
         let db = rusqlite::Connection::open_with_flags(
             &path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -654,7 +654,7 @@ fn nvtx_gpu_time_of_the_step_ranges_is_the_truths_step_spans() {
     let path = dir.path().join("nvtx.sqlite");
     let truth = synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
     let (trace, _) = load::load(&path).unwrap();
-    let ranges = nvtx_gpu(&trace);
+    let ranges = nvtx_gpu(&trace, None);
     let steps = ranges
         .iter()
         .find(|r| r.name == "denoising_step_#")
@@ -873,7 +873,7 @@ fn memsets_have_no_bandwidth_and_impossible_rates_are_suspect() {
     use analysis::memory::{SUSPECT_GBPS, memory_by_kind};
     for path in common::real_fixtures() {
         let (trace, _) = load::load(&path).unwrap();
-        for m in memory_by_kind(&trace) {
+        for m in memory_by_kind(&trace, None) {
             if m.kind == "memset" {
                 assert_eq!(m.gbps, 0.0);
                 assert!(m.rate_text().is_empty());

@@ -1174,6 +1174,23 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         "kernels in the selection: {expected:?}"
     );
     assert_eq!(got, expected);
+    // The Memory tab's copies too: those starting in the range.
+    let copies: usize = l
+        .trace
+        .devices
+        .iter()
+        .flat_map(|d| &d.streams)
+        .map(|s| {
+            (0..s.ops.len())
+                .filter(|&i| {
+                    !s.ops.kind[i].is_kernel() && s.ops.start[i] >= a && s.ops.start[i] < b
+                })
+                .count()
+        })
+        .sum();
+    let memory = &l.selection.ready.as_ref().unwrap().1.memory;
+    assert!(copies > 0, "copies in the selection");
+    assert_eq!(memory.iter().map(|m| m.count).sum::<usize>(), copies);
     let whole: usize = l
         .overview
         .as_ref()

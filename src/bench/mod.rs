@@ -488,13 +488,13 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
         (
             "GPU time per NVTX range",
             best_of_3(&|| {
-                std::hint::black_box(analysis::nvtx_gpu::nvtx_gpu(&trace));
+                std::hint::black_box(analysis::nvtx_gpu::nvtx_gpu(&trace, None));
             }),
         ),
         (
             "memory transfers",
             best_of_3(&|| {
-                std::hint::black_box(analysis::memory::memory_by_kind(&trace));
+                std::hint::black_box(analysis::memory::memory_by_kind(&trace, None));
             }),
         ),
         (

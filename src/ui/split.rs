@@ -90,10 +90,10 @@ mod tests {
             summary_width: 5_000.0,
             tabs_height: 5_000.0,
         };
-        assert_eq!(split.tabs_height_in(900.0), 540.0);
-        assert_eq!(split.summary_width_in(1400.0), 560.0);
+        assert_eq!(split.tabs_height_in(900.0), 405.0);
+        assert!((split.summary_width_in(1400.0) - 420.0).abs() < 1e-3);
         // A tiny first frame shows little, but the choice stays for the real window.
-        assert!((Split::default().tabs_height_in(200.0) - 120.0).abs() < 1e-3);
+        assert!((Split::default().tabs_height_in(200.0) - 100.0).abs() < 1e-3);
         assert_eq!(Split::default().tabs_height_in(900.0), 380.0);
     }
 }

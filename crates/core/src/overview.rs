@@ -367,9 +367,9 @@ fn work_out(
                 || kept_recurring.unwrap_or_else(|| recurring(trace, &gaps)),
                 || {
                     (
-                        memory_by_kind(trace),
+                        memory_by_kind(trace, options.window),
                         rayon::join(
-                            || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace)),
+                            || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace, options.window)),
                             || nccl_waits(trace, &found, options.lists_top()),
                         ),
                     )

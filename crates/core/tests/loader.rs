@@ -466,7 +466,7 @@ fn copies_of_an_export_without_enum_tables_are_named_by_the_built_in_values() {
         .unwrap();
     }
     let (trace, report) = load::load(&path).unwrap();
-    let stats = nsys_explorer_core::analysis::memory::memory_by_kind(&trace);
+    let stats = nsys_explorer_core::analysis::memory::memory_by_kind(&trace, None);
     let count = |kind: &str| -> usize {
         stats
             .iter()

@@ -43,14 +43,15 @@ impl MemoryStat {
 }
 
 /// Per device and kind, most bytes first within a device.
-pub fn memory_by_kind(trace: &Trace) -> Vec<MemoryStat> {
+/// Copies and memsets by kind per GPU: those starting in `window` when one is given.
+pub fn memory_by_kind(trace: &Trace, window: Option<super::intervals::Window>) -> Vec<MemoryStat> {
     crate::profile_scope!("analysis: memory by kind");
     let mut out = Vec::new();
     for device in &trace.devices {
         let mut by_kind: BTreeMap<String, MemoryStat> = BTreeMap::new();
         for stream in &device.streams {
             let ops = &stream.ops;
-            for i in 0..ops.len() {
+            for i in super::intervals::ops_starting_in(stream, window) {
                 if ops.kind[i].is_kernel() {
                     continue;
                 }
@@ -113,7 +114,7 @@ mod tests {
         b.memcpy(1, 1, "HtoD", 1_000, (0, 10), false, None);
         b.kernel(0, 1, "gemm", (500, 600), None);
         let trace = b.build();
-        let stats = memory_by_kind(&trace);
+        let stats = memory_by_kind(&trace, None);
         let htod = &stats[0];
         assert_eq!((htod.device, htod.kind.as_str()), (DeviceId(0), "HtoD"));
         assert_eq!(

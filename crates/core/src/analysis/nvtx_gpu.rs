@@ -89,7 +89,9 @@ struct Totals {
 }
 
 /// Per range name, the most GPU span first.
-pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
+/// GPU time per NVTX range; with `window`, of the kernels starting in it (and the ranges
+/// counted that start in it).
+pub fn nvtx_gpu(trace: &Trace, window: Option<super::intervals::Window>) -> Vec<NvtxGpu> {
     crate::profile_scope!("analysis: GPU time per NVTX range");
     let launches_from: Vec<bool> = {
         let mut v = vec![false; trace.threads.len()];
@@ -106,7 +108,7 @@ pub fn nvtx_gpu(trace: &Trace) -> Vec<NvtxGpu> {
     };
     let per_thread: Vec<ThreadTotals> = (0..trace.threads.len())
         .into_par_iter()
-        .map(|t| thread_totals(trace, t, launches_from[t]))
+        .map(|t| thread_totals(trace, t, launches_from[t], window))
         .collect();
     let mut totals: FxHashMap<(TemplateId, DeviceId), Totals> = FxHashMap::default();
     let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
@@ -193,13 +195,19 @@ type ThreadTotals = (
     FxHashMap<TemplateId, u64>,
 );
 
-fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
+fn thread_totals(
+    trace: &Trace,
+    t: usize,
+    launches: bool,
+    window: Option<super::intervals::Window>,
+) -> ThreadTotals {
+    let inside = |at: i64| window.is_none_or(|w| at >= w.start && at < w.end);
     let thread = &trace.threads[t];
     let nvtx = &thread.nvtx;
     let strings = &trace.strings;
     let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
     for r in 0..nvtx.len() {
-        if nvtx.kind[r] == RangeKind::PushPop {
+        if nvtx.kind[r] == RangeKind::PushPop && inside(nvtx.start[r]) {
             *counts.entry(strings.template_of(nvtx.text[r])).or_default() += 1;
         }
     }
@@ -218,6 +226,7 @@ fn thread_totals(trace: &Trace, t: usize, launches: bool) -> ThreadTotals {
                 if ops.launch_thread[i] == t as u32
                     && ops.launch_call[i] != NONE
                     && ops.kind[i].is_kernel()
+                    && inside(ops.start[i])
                 {
                     kernels.push((ops.launch_call[i], d.id, ops.start[i], ops.end[i]));
                 }
@@ -292,7 +301,7 @@ mod tests {
         }
         b.range(t, "idle", 5_000, 6_000);
         let trace = b.build();
-        let ranges = nvtx_gpu(&trace);
+        let ranges = nvtx_gpu(&trace, None);
         let get = |name: &str| ranges.iter().find(|r| r.name == name).unwrap();
         let step = get("step_#");
         assert_eq!((step.count, step.with_kernels), (2, 2));
