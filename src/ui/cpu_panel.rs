@@ -199,7 +199,7 @@ impl CpuPanel {
                         painter.with_clip_rect(cell).text(
                             cell.left_center() + Vec2::new(3.0, 0.0),
                             egui::Align2::LEFT_CENTER,
-                            &name.symbol,
+                            fit(&name.symbol, cell.width() - 6.0),
                             egui::FontId::monospace(11.0),
                             Color32::BLACK,
                         );
@@ -366,3 +366,15 @@ fn sample_period(trace: &Trace) -> i64 {
     steps.sort_unstable();
     steps[(steps.len() - 1) / 2]
 }
+
+/// `text` cut to `width` px of 11 px monospace, with "…" where it was cut.
+fn fit(text: &str, width: f32) -> String {
+    // A glyph of 11 px monospace is about 6.6 px wide.
+    let room = (width / 6.6).floor().max(1.0) as usize;
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(room.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+

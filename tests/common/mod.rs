@@ -114,3 +114,23 @@ pub fn test_cache_home() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The export at `path` opened read-only and immutable, as a plain SQL reader would.
+pub fn open_plain(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(
+        format!("file:{}?immutable=1", path.display()),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap()
+}
+
+/// Whether the export has `table`.
+pub fn has_table(conn: &rusqlite::Connection, table: &str) -> bool {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap()
+        > 0
+}

@@ -303,34 +303,19 @@ pub fn report_output(
     }
     let answers = answer(&opened, options, &cancel).expect("not cancelled");
     let (overview, findings) = (&answers.overview, &answers.findings);
-    let output = match (&source, as_json) {
-        (Source::One(_), true) => {
-            let json =
-                crate::report::report_json(trace, &opened.report, overview, findings, options);
-            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
-        }
-        (Source::One(_), false) => {
-            crate::report::report_text(trace, &opened.report, overview, findings, options)
-        }
-        (Source::Many { .. }, true) => {
-            let json = crate::report::many_json(
-                trace,
-                &opened.reports,
-                &opened.files,
-                overview,
-                findings,
-                options,
-            );
-            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
-        }
-        (Source::Many { .. }, false) => crate::report::many_text(
-            trace,
-            &opened.reports,
-            &opened.files,
-            overview,
-            findings,
-            options,
-        ),
+    let many = matches!(source, Source::Many { .. });
+    let (reports, files) = (&opened.reports, &opened.files);
+    let output = if as_json {
+        let json = if many {
+            crate::report::many_json(trace, reports, files, overview, findings, options)
+        } else {
+            crate::report::report_json(trace, &opened.report, overview, findings, options)
+        };
+        serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
+    } else if many {
+        crate::report::many_text(trace, reports, files, overview, findings, options)
+    } else {
+        crate::report::report_text(trace, &opened.report, overview, findings, options)
     };
     if let Some(key) = &opened.key {
         cache::store_text(key, &what, &output);

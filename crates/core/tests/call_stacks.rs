@@ -10,25 +10,6 @@ use std::path::Path;
 use nsys_explorer_core::analysis::cpu_samples::{cpu_profile, longest_os_calls};
 use nsys_explorer_core::load;
 use nsys_explorer_core::trace::Trace;
-use rusqlite::{Connection, OpenFlags};
-
-fn open_plain(path: &Path) -> Connection {
-    Connection::open_with_flags(
-        format!("file:{}?immutable=1", path.display()),
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
-    )
-    .unwrap()
-}
-
-fn has_table(conn: &Connection, table: &str) -> bool {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        [table],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap()
-        > 0
-}
 
 fn load(path: &Path) -> Trace {
     load::load(path).unwrap().0
@@ -39,10 +20,12 @@ fn samples_and_backtraces_match_sql_on_every_real_export_that_has_them() {
     let mut with_samples = 0;
     let mut with_backtraces = 0;
     for path in common::real_fixtures() {
-        let conn = open_plain(&path);
+        let conn = common::open_plain(&path);
         let trace = load(&path);
         let name = path.display();
-        if has_table(&conn, "COMPOSITE_EVENTS") && has_table(&conn, "SAMPLING_CALLCHAINS") {
+        if common::has_table(&conn, "COMPOSITE_EVENTS")
+            && common::has_table(&conn, "SAMPLING_CALLCHAINS")
+        {
             with_samples += 1;
             let rows: i64 = conn
                 .query_row("SELECT count(*) FROM COMPOSITE_EVENTS", [], |r| r.get(0))
@@ -73,7 +56,7 @@ fn samples_and_backtraces_match_sql_on_every_real_export_that_has_them() {
             let per_thread: u64 = profile.threads.iter().map(|t| t.count).sum();
             assert_eq!(per_thread, profile.count, "{name}");
         }
-        if has_table(&conn, "OSRT_CALLCHAINS") {
+        if common::has_table(&conn, "OSRT_CALLCHAINS") {
             with_backtraces += 1;
             let (duration, chain): (i64, i64) = conn
                 .query_row(

@@ -11,25 +11,7 @@ use std::path::Path;
 use nsys_explorer_core::load::{self, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME};
 use nsys_explorer_core::synth::{self, Flavour, GroundTruth, NcclStream, Preset, SynthOptions};
 use nsys_explorer_core::trace::{DeviceId, NONE, OpKind, Trace, pid_of_global_id};
-use rusqlite::{Connection, OpenFlags};
-
-fn open_plain(path: &Path) -> Connection {
-    Connection::open_with_flags(
-        format!("file:{}?immutable=1", path.display()),
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
-    )
-    .unwrap()
-}
-
-fn has_table(conn: &Connection, table: &str) -> bool {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
-        [table],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap()
-        > 0
-}
+use rusqlite::Connection;
 
 fn sql_count(conn: &Connection, sql: &str) -> u64 {
     conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64
@@ -47,11 +29,11 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
             "{} changed",
             path.display()
         );
-        let conn = open_plain(&path);
+        let conn = common::open_plain(&path);
         let name = path.display();
 
         for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, "StringIds"] {
-            if has_table(&conn, table) {
+            if common::has_table(&conn, table) {
                 let rows = sql_count(&conn, &format!("SELECT count(*) FROM {table}"));
                 assert_eq!(
                     report.tables.get(table),
@@ -66,7 +48,7 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
             }
         }
         let valid = |table: &str, extra: &str| {
-            if has_table(&conn, table) {
+            if common::has_table(&conn, table) {
                 sql_count(
                     &conn,
                     &format!(
@@ -114,7 +96,7 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
         let rows_nvtx = report.tables.get(NVTX).copied().unwrap_or(0);
         // Exports without NVTX have no table to count in.
         let nvtx_rows = |event_type: i64| {
-            if has_table(&conn, NVTX) {
+            if common::has_table(&conn, NVTX) {
                 sql_count(
                     &conn,
                     &format!("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = {event_type}"),
@@ -132,7 +114,7 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
 
         // Devices: exactly those with GPU activity, with per-device kernel counts from SQL.
         let mut per_device: HashMap<u32, u64> = HashMap::new();
-        if has_table(&conn, KERNEL) {
+        if common::has_table(&conn, KERNEL) {
             let mut stmt = conn
                 .prepare(&format!(
                     "SELECT deviceId, count(*) FROM {KERNEL} GROUP BY deviceId"
@@ -163,7 +145,8 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
             }
         }
         // Versions, where the export records them (exports before 2021 record none).
-        let recorded = has_table(&conn, "META_DATA_EXPORT") || has_table(&conn, "EXPORT_META_DATA");
+        let recorded = common::has_table(&conn, "META_DATA_EXPORT")
+            || common::has_table(&conn, "EXPORT_META_DATA");
         assert_eq!(
             trace.info.nsys_version.is_some() && trace.info.schema_version.is_some(),
             recorded,
@@ -177,7 +160,7 @@ fn every_real_export_loads_with_the_row_counts_plain_sql_gives() {
 fn real_kernels_link_to_the_api_call_sql_finds_by_pid_and_correlation_id() {
     for path in common::real_fixtures() {
         let (trace, _) = load::load(&path).unwrap();
-        let conn = open_plain(&path);
+        let conn = common::open_plain(&path);
         let name = path.display();
         // (start, deviceId, streamId) → launch API call name and start, by SQL.
         let sql = "SELECT k.start, k.deviceId, k.streamId, s.value, r.start
@@ -247,7 +230,7 @@ fn real_nvtx_text_comes_from_text_or_text_id() {
         .find(|p| p.to_string_lossy().contains("flashattn"))
         .unwrap();
     let (trace, _) = load::load(&path).unwrap();
-    let conn = open_plain(&path);
+    let conn = common::open_plain(&path);
     // Rows whose text is only in StringIds (textId) must still get their text.
     let by_id: String = conn
         .query_row(
@@ -494,7 +477,7 @@ fn kernels_with_sql_configs(
     path: &Path,
     step: usize,
 ) -> Vec<(usize, usize, usize, Vec<String>)> {
-    let conn = open_plain(path);
+    let conn = common::open_plain(path);
     let mut stmt = conn
         .prepare(
             "SELECT gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, \
@@ -595,7 +578,7 @@ fn a_launch_configuration_of_a_file_changed_since_it_was_read_is_refused() {
     other.seed += 1;
     std::fs::remove_file(&path).unwrap();
     synth::generate(&path, other).unwrap();
-    let conn = open_plain(&path);
+    let conn = common::open_plain(&path);
     let (mut refused, mut kept) = (0, 0);
     for dev in &trace.devices {
         for stream in &dev.streams {
