@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray,
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
 
@@ -54,6 +55,10 @@ pub fn record_batch(table: Table, file: &str) -> Result<RecordBatch, String> {
             Column::I32(v) => (
                 Field::new(name, DataType::Int32, false),
                 Arc::new(Int32Array::from(v)),
+            ),
+            Column::F64(v) => (
+                Field::new(name, DataType::Float64, false),
+                Arc::new(Float64Array::from(v)),
             ),
             Column::Bool(v) => (
                 Field::new(name, DataType::Boolean, false),

@@ -377,4 +377,3 @@ fn fit(text: &str, width: f32) -> String {
     let kept: String = text.chars().take(room.saturating_sub(1)).collect();
     format!("{kept}…")
 }
-

@@ -18,6 +18,7 @@ use crate::trace::{NONE, StrId, Trace};
 pub enum Column {
     I64(Vec<i64>),
     I32(Vec<i32>),
+    F64(Vec<f64>),
     Bool(Vec<bool>),
     /// Dictionary-encoded texts: each row's index into `texts`, or `-1` for none.
     Names {
@@ -30,6 +31,7 @@ impl Column {
     pub fn len(&self) -> usize {
         match self {
             Column::I64(v) => v.len(),
+            Column::F64(v) => v.len(),
             Column::I32(v) => v.len(),
             Column::Bool(v) => v.len(),
             Column::Names { ids, .. } => ids.len(),
@@ -62,7 +64,7 @@ impl Table {
 }
 
 /// The tables by name, as `export` writes them.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 11] = [
     "kernels",
     "memory",
     "api_calls",
@@ -72,6 +74,8 @@ pub const NAMES: [&str; 9] = [
     "graphs",
     "cpu_samples",
     "stacks",
+    "gpu_metrics",
+    "memory_events",
 ];
 
 /// The table called `name` (one of [`NAMES`]); gaps of at least `min_gap_ns`.
@@ -86,6 +90,8 @@ pub fn by_name(trace: &Trace, overview: &Overview, name: &str, min_gap_ns: i64) 
         "graphs" => graphs(trace),
         "cpu_samples" => cpu_samples(trace),
         "stacks" => stacks(trace),
+        "gpu_metrics" => gpu_metrics(trace),
+        "memory_events" => memory_events(trace),
         _ => return None,
     })
 }
@@ -413,6 +419,53 @@ pub fn graphs(trace: &Trace) -> Table {
     t.add("median_ns", col(&|g| g.median_ns));
     t.add("launch_cpu_ns", col(&|g| g.launch_cpu_ns));
     t.add("nvtx", nvtx.column(ids));
+    t
+}
+
+/// One row per GPU metric sample (long form): device, time_ns, metric (as nsys names it),
+/// value (clocks in MHz).
+pub fn gpu_metrics(trace: &Trace) -> Table {
+    let (mut device, mut time, mut metric, mut value) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut names = Dictionary::new(trace);
+    for m in &trace.gpu_metrics {
+        for (name, values) in &m.metrics {
+            let id = names.text(name);
+            for (k, &v) in values.iter().enumerate() {
+                if !v.is_nan() {
+                    device.push(m.device.0 as i64);
+                    time.push(m.time[k]);
+                    metric.push(id);
+                    value.push(v as f64);
+                }
+            }
+        }
+    }
+    let mut t = Table::default();
+    t.add("device", Column::I64(device));
+    t.add("time_ns", Column::I64(time));
+    t.add("metric", names.column(metric));
+    t.add("value", Column::F64(value));
+    t
+}
+
+/// One row per device-memory event: device, time_ns, bytes (an allocation positive, a
+/// free negative), address, correlation_id.
+pub fn memory_events(trace: &Trace) -> Table {
+    let m = &trace.memory_usage;
+    let each = |f: &dyn Fn(&crate::trace::MemoryEvents, usize) -> i64| {
+        Column::I64(
+            m.iter()
+                .flat_map(|e| (0..e.len()).map(move |i| f(e, i)))
+                .collect(),
+        )
+    };
+    let mut t = Table::default();
+    t.add("device", each(&|e, _| e.device.0 as i64));
+    t.add("time_ns", each(&|e, i| e.time[i]));
+    t.add("bytes", each(&|e, i| e.bytes[i]));
+    t.add("address", each(&|e, i| e.address[i] as i64));
+    t.add("correlation_id", each(&|e, i| e.correlation_id[i] as i64));
     t
 }
 

@@ -76,3 +76,25 @@ fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
     assert_eq!(r.phases[0].0, "read cache");
     assert_eq!(cached.gpu_metrics, trace.gpu_metrics);
 }
+
+#[test]
+fn the_metrics_and_memory_tables_hold_every_sample_and_device_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("both.sqlite");
+    let options = SynthOptions {
+        gpu_metrics: true,
+        memory_usage: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    synth::generate(&path, options).unwrap();
+    let (trace, _) = nsys_explorer_core::load::load(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize;
+    let metrics = nsys_explorer_core::tables::gpu_metrics(&trace);
+    assert_eq!(metrics.rows(), count("SELECT count(*) FROM GPU_METRICS"));
+    let memory = nsys_explorer_core::tables::memory_events(&trace);
+    assert_eq!(
+        memory.rows(),
+        count("SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memKind NOT IN (0, 1)")
+    );
+}

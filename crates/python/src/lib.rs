@@ -206,6 +206,7 @@ fn columns_to_py(py: Python<'_>, table: tables::Table) -> PyResult<Py<PyAny>> {
         match column {
             tables::Column::I64(v) => arrays.set_item(name, v.into_pyarray(py))?,
             tables::Column::I32(v) => arrays.set_item(name, v.into_pyarray(py))?,
+            tables::Column::F64(v) => arrays.set_item(name, v.into_pyarray(py))?,
             tables::Column::Bool(v) => arrays.set_item(name, v.into_pyarray(py))?,
             tables::Column::Names { ids, texts } => {
                 arrays.set_item(name, ids.into_pyarray(py))?;

@@ -96,6 +96,28 @@ def test_cpu_samples_and_stacks_equal_the_exports_sql(tiny):
     assert nx.open(tiny[0]).cpu_samples().num_rows == 0
 
 
+def test_gpu_metrics_and_memory_events_equal_the_exports_sql(tmp_path):
+    """A generated run with GPU metrics and device memory: every metric sample, every
+    device-memory event (host memory left out)."""
+    path = tmp_path / "both.sqlite"
+    subprocess.run(
+        [str(cli()), "synth", "--preset", "tiny", "--gpu-metrics", "--memory-usage", "--out", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    t = nx.open(path, cache=False)
+    metrics, memory = t.gpu_metrics(), t.memory_events()
+    assert metrics.num_rows == sql_count(path, "GPU_METRICS") > 0
+    assert metrics.schema.field("value").type == pa.float64()
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    device = con.execute(
+        "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memKind NOT IN (0, 1)"
+    ).fetchone()[0]
+    con.close()
+    assert memory.num_rows == device > 0
+    assert min(memory["bytes"].to_pylist()) < 0 < max(memory["bytes"].to_pylist())
+
+
 def test_gaps_and_iterations_equal_the_reports(tiny):
     t = nx.open(tiny[0])
     report = t.report()

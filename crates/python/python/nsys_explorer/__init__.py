@@ -139,6 +139,18 @@ class Trace:
         state (nsys's ``threadState``). Empty when the capture sampled nothing."""
         return _table(self._t._table("cpu_samples"))
 
+    def gpu_metrics(self) -> pa.Table:
+        """One row per GPU metric sample (``--gpu-metrics-devices``), long form: device,
+        time_ns, metric (as nsys names it, e.g. ``SMs Active [Throughput %]``), value (clocks
+        in MHz). Empty without metrics."""
+        return _table(self._t._table("gpu_metrics"))
+
+    def memory_events(self) -> pa.Table:
+        """One row per device-memory allocation or free (``--cuda-memory-usage=true``;
+        host memory left out): device, time_ns, bytes (negative for a free), address,
+        correlation_id. Empty without them."""
+        return _table(self._t._table("memory_events"))
+
     def stacks(self) -> pa.Table:
         """The call stacks of the samples and of OS runtime calls as a tree, a row per
         node: id, parent (the calling frame's node, -1 for the outermost), python (a
