@@ -124,7 +124,7 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
-    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations, graphs, cpu_samples, stacks)
+    /// Write the tables of each FILE (kernels, memory, api_calls, nvtx, gaps, iterations, graphs, cpu_samples, stacks, gpu_metrics, memory_events)
     /// as Arrow IPC or Parquet files into DIR, named STEM.TABLE.EXT, so that DuckDB, Spark
     /// or pandas read them without the Python bindings. Each file is exported on its own
     /// (one task per rank of a Slurm array); a `file` column names it.
