@@ -69,6 +69,41 @@ fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
             .count(),
         4
     );
+    // The hot kernel's finding says what it ran at: busy is not useful work.
+    let findings = nsys_explorer_core::findings::detect(&trace, &o);
+    let hot = findings
+        .iter()
+        .find(|f| f.kind == nsys_explorer_core::findings::Kind::HotKernel)
+        .expect("flash_fwd_kernel is the hot kernel");
+    assert!(hot.title.starts_with("flash_fwd_kernel"), "{}", hot.title);
+    let said = |metric: &str| -> f64 {
+        let at = hot
+            .detail
+            .find(metric)
+            .unwrap_or_else(|| panic!("{metric}: {}", hot.detail));
+        let rest = &hot.detail[at + metric.len()..];
+        rest.trim_start()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        hot.detail.contains("While it ran (device-wide samples)"),
+        "{}",
+        hot.detail
+    );
+    assert!(
+        (said("SMs Active") - FLASH_LEVELS[0]).abs() <= 2.0,
+        "{}",
+        hot.detail
+    );
+    assert!(
+        (said("Tensor Active") - FLASH_LEVELS[1]).abs() <= 2.0,
+        "{}",
+        hot.detail
+    );
     // Through the cache: the same.
     nsys_explorer_core::cache::set_folder(&common::test_cache_home().join("nsys-explorer"));
     let _ = nsys_explorer_core::session::open_path(&path).unwrap();

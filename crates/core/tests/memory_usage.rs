@@ -34,6 +34,20 @@ fn each_gpus_peak_end_and_growth_equal_the_truth_and_host_memory_is_left_out() {
             Some(w.growth_per_iteration_bytes)
         );
     }
+    // The leak is a fact of its own, on that GPU only.
+    let findings = nsys_explorer_core::findings::detect(&trace, &o);
+    let growth: Vec<_> = findings
+        .iter()
+        .filter(|f| f.kind == nsys_explorer_core::findings::Kind::MemoryGrowth)
+        .collect();
+    assert_eq!(growth.len(), 1, "{growth:?}");
+    assert!(
+        growth[0].title.contains("64.0 MiB every iteration"),
+        "{}",
+        growth[0].title
+    );
+    assert_eq!(growth[0].group, nsys_explorer_core::findings::Group::Fact);
+    assert!(growth[0].saving_ns.is_none());
     // One GPU leaks, the others do not.
     assert_eq!(
         got.iter()

@@ -39,6 +39,9 @@ pub enum Kind {
     GraphCapture,
     /// Idle that no detector explains (a fact: no saving).
     UnexplainedIdle,
+    /// Device memory that rises iteration after iteration (a fact: a leak costs memory,
+    /// not time).
+    MemoryGrowth,
 }
 
 /// What a finding is: something wrong with the run, a way to make a sound run faster, or
@@ -66,7 +69,7 @@ impl Kind {
     pub fn group(self) -> Group {
         match self {
             Kind::HotKernel | Kind::GraphCapture => Group::Opportunity,
-            Kind::UnexplainedIdle => Group::Fact,
+            Kind::UnexplainedIdle | Kind::MemoryGrowth => Group::Fact,
             _ => Group::Fault,
         }
     }
@@ -82,6 +85,7 @@ impl Kind {
             Kind::HotKernel => "hot kernel",
             Kind::GraphCapture => "capture in a CUDA graph",
             Kind::UnexplainedIdle => "unexplained idle",
+            Kind::MemoryGrowth => "device memory growth",
         }
     }
 }

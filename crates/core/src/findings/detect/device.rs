@@ -224,6 +224,9 @@ pub(super) fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Findi
             format_ns(k.median_ns)
         ),
     );
+    if let Some(while_it_ran) = metrics_while(trace, overview, &k.name) {
+        f.detail.push_str(&while_it_ran);
+    }
     f.info_only = true;
     if let Some(id) = trace.strings.find(&k.name) {
         for device in &trace.devices {
@@ -432,4 +435,87 @@ pub(in crate::findings) fn add_unexplained_idle(
     f.devices = vec![s.device];
     f.info_only = true;
     found.push(f);
+}
+
+/// Growth below this per iteration, or in all, is noise of an allocator, not a leak.
+const GROWTH_PER_ITERATION: i64 = 1 << 20;
+const GROWTH_IN_ALL: i64 = 64 << 20;
+
+/// 8. Device memory that rises every iteration: a fact with where it went (a leak costs
+///    memory, not time: no saving to replay).
+pub(super) fn memory_growth(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
+    use crate::analysis::memory_usage::memory_usage;
+    let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+    for m in memory_usage(trace, &overview.iterations) {
+        let Some(per) = m.growth_per_iteration_bytes else {
+            continue;
+        };
+        let iterations = overview
+            .iterations
+            .per_device
+            .iter()
+            .find(|d| d.device == m.device)
+            .map_or(0, |d| d.cpu.len());
+        let all = per * (iterations as i64 - 1).max(0);
+        if per < GROWTH_PER_ITERATION || all < GROWTH_IN_ALL {
+            continue;
+        }
+        let mut f = finding(
+            Kind::MemoryGrowth,
+            format!(
+                "Device memory grows {} every iteration on {} (+{} from the first of {iterations} iterations' end to the last's)",
+                mib(per),
+                trace.gpu_name(m.device),
+                mib(all)
+            ),
+            format!(
+                "Allocated device memory ends at {} (peak {} at {}); it rises by about the same each iteration, as a tensor kept across steps or a growing cache does. Left to run, it ends in an out-of-memory error.",
+                crate::format::format_bytes(m.end_bytes.max(0) as u64),
+                crate::format::format_bytes(m.peak_bytes.max(0) as u64),
+                format_ns(m.peak_at_ns - trace.time_origin().unwrap_or(0))
+            ),
+        );
+        f.info_only = true;
+        f.devices = vec![m.device];
+        out.push(f);
+    }
+}
+
+/// " While it ran (device-wide samples): SMs Active 94 %, Tensor Active 59 %." — the GPU
+/// metrics' time-weighted means over the kernel's executions on every GPU, when the capture
+/// sampled them: busy is not useful work.
+fn metrics_while(trace: &Trace, overview: &Overview, name: &str) -> Option<String> {
+    let window = |id| {
+        overview
+            .devices
+            .iter()
+            .find(|d| d.device == id)
+            .map(|d| (d.window.start, d.window.end))
+    };
+    let m = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, 20)?;
+    let runs: Vec<_> = m.kernels.iter().filter(|k| k.name == name).collect();
+    let weight: i64 = runs.iter().map(|k| k.gpu_ns).sum();
+    if runs.is_empty() || weight == 0 {
+        return None;
+    }
+    let mut names: Vec<&String> = runs
+        .iter()
+        .flat_map(|k| k.metrics.keys())
+        .filter(|n| n.contains("Active") && n.contains('%'))
+        .collect();
+    names.sort();
+    names.dedup();
+    let parts: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let mean = runs
+                .iter()
+                .filter_map(|k| k.metrics.get(*n).map(|v| v * k.gpu_ns as f64))
+                .sum::<f64>()
+                / weight as f64;
+            format!("{} {mean:.0} %", n.split(" [").next().unwrap_or(n))
+        })
+        .collect();
+    (!parts.is_empty())
+        .then(|| format!(" While it ran (device-wide samples): {}.", parts.join(", ")))
 }

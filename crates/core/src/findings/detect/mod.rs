@@ -48,6 +48,7 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
     copies(trace, &worth, &mut out);
     hot_kernel(trace, overview, &mut out);
     graph_capture(trace, overview, &worth, &mut out);
+    memory_growth(trace, overview, &mut out);
     out
 }
 
