@@ -130,6 +130,14 @@ impl Overview {
             .as_ref()
     }
 
+    /// GPU `id`'s analysed window (its breakdown's), as (start, end).
+    pub fn analysed_window(&self, id: DeviceId) -> Option<(i64, i64)> {
+        self.devices
+            .iter()
+            .find(|d| d.device == id)
+            .map(|d| (d.window.start, d.window.end))
+    }
+
     /// The indices of the `n` longest gaps, longest first (ties by position).
     pub fn longest_gaps(&self, n: usize) -> Vec<usize> {
         let key = |i: usize| (std::cmp::Reverse(self.gaps[i].duration_ns), i);

@@ -154,13 +154,7 @@ pub fn report_json(
     });
     out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
     // Absent unless the capture sampled the GPUs' counters (`--gpu-metrics-devices`).
-    let window = |id| {
-        overview
-            .devices
-            .iter()
-            .find(|d| d.device == id)
-            .map(|d| (d.window.start, d.window.end))
-    };
+    let window = |id| overview.analysed_window(id);
     if let Some(m) = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, options.top) {
         out["gpu_metrics"] = json!(m);
     }

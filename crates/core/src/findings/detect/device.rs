@@ -485,13 +485,7 @@ pub(super) fn memory_growth(trace: &Trace, overview: &Overview, out: &mut Vec<Fi
 /// metrics' time-weighted means over the kernel's executions on every GPU, when the capture
 /// sampled them: busy is not useful work.
 fn metrics_while(trace: &Trace, overview: &Overview, name: &str) -> Option<String> {
-    let window = |id| {
-        overview
-            .devices
-            .iter()
-            .find(|d| d.device == id)
-            .map(|d| (d.window.start, d.window.end))
-    };
+    let window = |id| overview.analysed_window(id);
     let m = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, 20)?;
     let runs: Vec<_> = m.kernels.iter().filter(|k| k.name == name).collect();
     let weight: i64 = runs.iter().map(|k| k.gpu_ns).sum();
