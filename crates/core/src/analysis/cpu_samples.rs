@@ -79,28 +79,31 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn add(&mut self, trace: &Trace, node: u32) {
-        self.count += 1;
-        if node == NONE {
-            return;
-        }
-        let mut seen: Vec<u32> = Vec::new();
-        for (depth, frame) in trace.stacks.frames(node).enumerate() {
-            if depth == 0 {
-                *self.self_counts.entry(frame).or_default() += 1;
-            }
-            // A recursive frame counts once a sample.
-            if !seen.contains(&frame) {
-                seen.push(frame);
-                *self.total_counts.entry(frame).or_default() += 1;
-            }
-        }
-    }
-
+    /// Samples are counted per recorded stack first, so each stack is walked once however
+    /// often it was sampled.
     pub fn of(trace: &Trace, samples: impl Iterator<Item = usize>) -> Tally {
         let mut t = Tally::default();
+        let mut per_stack: HashMap<u32, u64> = HashMap::default();
         for i in samples {
-            t.add(trace, trace.samples.node[i]);
+            t.count += 1;
+            let node = trace.samples.node[i];
+            if node != NONE {
+                *per_stack.entry(node).or_default() += 1;
+            }
+        }
+        let mut seen: Vec<u32> = Vec::new();
+        for (node, n) in per_stack {
+            seen.clear();
+            for (depth, frame) in trace.stacks.frames(node).enumerate() {
+                if depth == 0 {
+                    *t.self_counts.entry(frame).or_default() += n;
+                }
+                // A recursive frame counts once a sample.
+                if !seen.contains(&frame) {
+                    seen.push(frame);
+                    *t.total_counts.entry(frame).or_default() += n;
+                }
+            }
         }
         t
     }
@@ -279,12 +282,10 @@ pub const MIN_SAMPLES: u64 = 10;
 pub fn code_in(trace: &Trace, windows: &[(i64, i64, i64)]) -> Option<String> {
     let mut parts = Vec::new();
     if !trace.samples.is_empty() {
-        let mut tally = Tally::default();
-        for &(tid, a, b) in windows {
-            for i in trace.samples.of_thread_in(tid, a, b) {
-                tally.add(trace, trace.samples.node[i]);
-            }
-        }
+        let samples = windows
+            .iter()
+            .flat_map(|&(tid, a, b)| trace.samples.of_thread_in(tid, a, b));
+        let tally = Tally::of(trace, samples);
         // Named only where the samples say something: enough of them, mostly in one place.
         if let Some(top) = Tally::top(trace, &tally.self_counts, 1)
             .first()

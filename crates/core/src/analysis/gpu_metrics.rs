@@ -46,10 +46,7 @@ pub fn gpu_metrics(
     window: &dyn Fn(DeviceId) -> Option<(i64, i64)>,
     top: usize,
 ) -> Option<GpuMetrics> {
-    let first = trace.gpu_metrics.iter().find(|m| m.time.len() >= 2)?;
-    let mut steps: Vec<i64> = first.time.windows(2).map(|w| w[1] - w[0]).collect();
-    steps.sort_unstable();
-    let step = steps[(steps.len() - 1) / 2].max(1);
+    let step = sample_step(trace)?;
     let per_device = trace
         .gpu_metrics
         .iter()
@@ -118,47 +115,89 @@ fn kernels_of(trace: &Trace, m: &DeviceMetrics, step: i64, top: usize) -> Vec<Ke
     names.truncate(top);
     names
         .into_iter()
-        .map(|(id, gpu_ns)| {
-            // Per metric: Σ value × covered ns, Σ covered ns.
-            let mut sums = vec![(0.0f64, 0.0f64); m.metrics.len()];
-            for s in &device.streams {
-                for i in 0..s.ops.len() {
-                    if s.ops.name[i] != id || !s.ops.kind[i].is_kernel() {
-                        continue;
-                    }
-                    let (a, b) = (s.ops.start[i], s.ops.end[i]);
-                    // The sample at or before the start, through the last before the end.
-                    let first = m.time.partition_point(|&t| t <= a).saturating_sub(1);
-                    let last = m.time.partition_point(|&t| t < b);
-                    for k in first..last {
-                        let t0 = m.time[k];
-                        let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
-                        let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
-                        if covered == 0.0 {
-                            continue;
-                        }
-                        for (slot, (_, values)) in m.metrics.iter().enumerate() {
-                            let v = values[k];
-                            if !v.is_nan() {
-                                sums[slot].0 += v as f64 * covered;
-                                sums[slot].1 += covered;
-                            }
-                        }
+        .map(|(id, gpu_ns)| means_while(trace, device, m, step, id, gpu_ns))
+        .collect()
+}
+
+/// Kernel `id`'s time-weighted mean of each of `m`'s metrics over its executions on
+/// `device` (`gpu_ns` of them in all).
+fn means_while(
+    trace: &Trace,
+    device: &crate::trace::Device,
+    m: &DeviceMetrics,
+    step: i64,
+    id: u32,
+    gpu_ns: i64,
+) -> KernelMetrics {
+    // Per metric: Σ value × covered ns, Σ covered ns.
+    let mut sums = vec![(0.0f64, 0.0f64); m.metrics.len()];
+    for s in &device.streams {
+        for i in 0..s.ops.len() {
+            if s.ops.name[i] != id || !s.ops.kind[i].is_kernel() {
+                continue;
+            }
+            let (a, b) = (s.ops.start[i], s.ops.end[i]);
+            // The sample at or before the start, through the last before the end.
+            let first = m.time.partition_point(|&t| t <= a).saturating_sub(1);
+            let last = m.time.partition_point(|&t| t < b);
+            for k in first..last {
+                let t0 = m.time[k];
+                let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
+                let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
+                if covered == 0.0 {
+                    continue;
+                }
+                for (slot, (_, values)) in m.metrics.iter().enumerate() {
+                    let v = values[k];
+                    if !v.is_nan() {
+                        sums[slot].0 += v as f64 * covered;
+                        sums[slot].1 += covered;
                     }
                 }
             }
-            KernelMetrics {
-                device: m.device,
-                name: trace.strings.get(id).into_owned(),
-                gpu_ns,
-                metrics: m
-                    .metrics
-                    .iter()
-                    .zip(sums)
-                    .filter(|(_, (_, w))| *w > 0.0)
-                    .map(|((name, _), (s, w))| (name.clone(), s / w))
-                    .collect(),
-            }
+        }
+    }
+    KernelMetrics {
+        device: m.device,
+        name: trace.strings.get(id).into_owned(),
+        gpu_ns,
+        metrics: m
+            .metrics
+            .iter()
+            .zip(sums)
+            .filter(|(_, (_, w))| *w > 0.0)
+            .map(|((name, _), (s, w))| (name.clone(), s / w))
+            .collect(),
+    }
+}
+
+/// The kernels named `name`, per GPU with metrics, with their metrics' means while they ran
+/// (none without metrics or without such a kernel).
+pub fn kernel_metrics(trace: &Trace, name: &str) -> Vec<KernelMetrics> {
+    let (Some(step), Some(id)) = (sample_step(trace), trace.strings.find(name)) else {
+        return Vec::new();
+    };
+    trace
+        .gpu_metrics
+        .iter()
+        .filter_map(|m| {
+            let device = trace.device(m.device)?;
+            let gpu_ns: i64 = device
+                .streams
+                .iter()
+                .flat_map(|s| (0..s.ops.len()).map(move |i| (s, i)))
+                .filter(|&(s, i)| s.ops.name[i] == id && s.ops.kind[i].is_kernel())
+                .map(|(s, i)| s.ops.end[i] - s.ops.start[i])
+                .sum();
+            (gpu_ns > 0).then(|| means_while(trace, device, m, step, id, gpu_ns))
         })
         .collect()
+}
+
+/// The median time between samples of the first GPU sampled twice.
+fn sample_step(trace: &Trace) -> Option<i64> {
+    let first = trace.gpu_metrics.iter().find(|m| m.time.len() >= 2)?;
+    let mut steps: Vec<i64> = first.time.windows(2).map(|w| w[1] - w[0]).collect();
+    steps.sort_unstable();
+    Some(steps[(steps.len() - 1) / 2].max(1))
 }

@@ -224,7 +224,7 @@ pub(super) fn hot_kernel(trace: &Trace, overview: &Overview, out: &mut Vec<Findi
             format_ns(k.median_ns)
         ),
     );
-    if let Some(while_it_ran) = metrics_while(trace, overview, &k.name) {
+    if let Some(while_it_ran) = metrics_while(trace, &k.name) {
         f.detail.push_str(&while_it_ran);
     }
     f.info_only = true;
@@ -484,10 +484,8 @@ pub(super) fn memory_growth(trace: &Trace, overview: &Overview, out: &mut Vec<Fi
 /// " While it ran (device-wide samples): SMs Active 94 %, Tensor Active 59 %." — the GPU
 /// metrics' time-weighted means over the kernel's executions on every GPU, when the capture
 /// sampled them: busy is not useful work.
-fn metrics_while(trace: &Trace, overview: &Overview, name: &str) -> Option<String> {
-    let window = |id| overview.analysed_window(id);
-    let m = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, 20)?;
-    let runs: Vec<_> = m.kernels.iter().filter(|k| k.name == name).collect();
+fn metrics_while(trace: &Trace, name: &str) -> Option<String> {
+    let runs = crate::analysis::gpu_metrics::kernel_metrics(trace, name);
     let weight: i64 = runs.iter().map(|k| k.gpu_ns).sum();
     if runs.is_empty() || weight == 0 {
         return None;
