@@ -145,13 +145,25 @@ fn a_model_read_back_from_the_cache_is_the_model_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let files = tiny_and_real(dir.path(), "model.sqlite", 5);
     for file in files {
-        let (trace, report) = load::load(&file).unwrap();
+        let (trace, mut report) = load::load(&file).unwrap();
         let key = cache::TraceKey::of(&file).unwrap();
         cache::store_model(&key, &trace, &report);
         let Some((back, back_report)) = cache::read_model(&key) else {
             panic!("{}: not kept", file.display());
         };
         let name = file.display();
+        // The call stacks, read after the load, are kept with it, and their rows reported.
+        report.add_stacks_read(&trace.stacks().read);
+        assert_eq!(
+            format!("{:?}", back.stacks().stacks),
+            format!("{:?}", trace.stacks().stacks),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:?}", back.stacks().samples),
+            format!("{:?}", trace.stacks().samples),
+            "{name}"
+        );
         assert_eq!(
             format!("{:?}", back.devices),
             format!("{:?}", trace.devices),
@@ -196,6 +208,20 @@ fn a_model_read_back_from_the_cache_is_the_model_loaded() {
         assert_eq!(back_report.notes, report.notes, "{name}");
         assert_eq!(back_report.missing_tables, report.missing_tables, "{name}");
     }
+}
+
+#[test]
+fn a_model_whose_call_stacks_failed_to_read_is_not_kept() {
+    in_process_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let file = tiny(dir.path(), "stacks-failed.sqlite", 6);
+    let (mut trace, report) = load::load(&file).unwrap();
+    let mut failed = nsys_explorer::trace::CallStacks::default();
+    failed.read.error = Some("the file changed since it was loaded".into());
+    trace.call_stacks = nsys_explorer::trace::StacksSlot::ready(failed);
+    let key = cache::TraceKey::of(&file).unwrap();
+    cache::store_model(&key, &trace, &report);
+    assert!(cache::read_model(&key).is_none(), "kept without its stacks");
 }
 
 #[test]

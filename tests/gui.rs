@@ -1092,7 +1092,7 @@ fn the_cpu_tab_profiles_the_chosen_window_and_a_frame_marks_its_samples() {
     assert_eq!(
         l.cpu
             .chosen
-            .map(|f| l.trace.stacks.frame_symbol[f as usize])
+            .map(|f| l.trace.stacks().stacks.frame_symbol[f as usize])
             .map(|s| l.trace.strings.get(s).into_owned())
             .as_deref(),
         Some("nvrtcCompileProgram")

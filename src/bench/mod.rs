@@ -105,16 +105,26 @@ pub fn bench_load(file: &Path) -> Result<(), String> {
         trace.heap_bytes() as f64 / 1e6,
         trace.heap_bytes() as f64 / events.max(1) as f64
     );
-    if !trace.samples.is_empty() || !trace.stacks.is_empty() {
-        let n = trace.samples.len();
+    // The call stacks come after the load (its trace is handed over without them).
+    let waited = Instant::now();
+    let call_stacks = trace.stacks();
+    let waited = waited.elapsed().as_secs_f64();
+    if !call_stacks.samples.is_empty() || !call_stacks.stacks.is_empty() {
+        let n = call_stacks.samples.len();
+        let tree = &call_stacks.stacks;
         println!(
             "call stacks            {n} CPU samples ({} bytes each) + a tree of {} frames and {} stacks ({:.1} MB): {:.1} bytes a sample in all",
             crate::trace::CpuSamples::BYTES_PER_SAMPLE,
-            trace.stacks.frame_symbol.len(),
-            trace.stacks.node_frame.len(),
-            trace.stacks.bytes() as f64 / 1e6,
-            (n * crate::trace::CpuSamples::BYTES_PER_SAMPLE + trace.stacks.bytes()) as f64
-                / n.max(1) as f64
+            tree.frame_symbol.len(),
+            tree.node_frame.len(),
+            tree.bytes() as f64 / 1e6,
+            call_stacks.bytes() as f64 / n.max(1) as f64
+        );
+        println!(
+            "call stacks read       {:>8.3} s  after the load, on a thread of their own ({:.3} s more until they were in: the trace complete at {:.3} s)",
+            call_stacks.read.seconds,
+            waited,
+            seconds + waited
         );
     }
     if let Some(peak) = crate::memory::peak_rss_bytes() {

@@ -87,7 +87,18 @@ impl CpuPanel {
         timeline: &Timeline,
         nav: &mut Vec<Nav>,
     ) {
-        if trace.samples.is_empty() {
+        // Read after the load: a frame never waits for them.
+        let Some(stacks) = trace.call_stacks.get() else {
+            ui.label("Reading the call stacks… (they come after the timeline)");
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(200));
+            return;
+        };
+        if let Some(error) = &stacks.read.error {
+            ui.label(format!("The call stacks could not be read: {error}"));
+            return;
+        }
+        if stacks.samples.is_empty() {
             ui.label("The capture has no CPU samples (nsys samples the CPU when it launches the program: `nsys profile --sample=process-tree`, its default).");
             return;
         }
@@ -103,7 +114,7 @@ impl CpuPanel {
                 .selected_text(label(self.thread))
                 .show_ui(ui, |ui| {
                     ui.selectable_value(&mut self.thread, None, label(None));
-                    for t in &trace.samples.threads {
+                    for t in &stacks.samples.threads {
                         let text = format!("{} ({} samples)", label(Some(t.global_tid)), t.count);
                         ui.selectable_value(&mut self.thread, Some(t.global_tid), text);
                     }
@@ -276,7 +287,7 @@ fn bottom_up_table(
 }
 
 fn thread_label(trace: &Trace, global_tid: i64) -> String {
-    let t = trace.samples.thread(global_tid);
+    let t = trace.stacks().samples.thread(global_tid);
     let tid = crate::trace::tid_of_global_id(global_tid);
     match t.map(|t| t.name.as_str()).filter(|n| !n.is_empty()) {
         Some(name) => format!("{name} ({tid})"),
@@ -317,21 +328,22 @@ pub fn profile(trace: &Trace, scope: &Scope) -> Profile {
 fn samples_marks(trace: &Trace, p: &Profile, frame: u32) -> Vec<RowMatches> {
     let period = sample_period(trace);
     let mut by_thread: std::collections::BTreeMap<usize, Vec<i64>> = Default::default();
-    for t in &trace.samples.threads {
+    for t in &trace.stacks().samples.threads {
         let Some(thread) = trace.thread_index(t.global_tid) else {
             continue;
         };
         let range = t.first..t.first + t.count;
         for &i in p.samples.iter().filter(|i| range.contains(i)) {
             if trace
+                .stacks()
                 .stacks
-                .frames(trace.samples.node[i])
+                .frames(trace.stacks().samples.node[i])
                 .any(|f| f == frame)
             {
                 by_thread
                     .entry(thread)
                     .or_default()
-                    .push(trace.samples.time[i]);
+                    .push(trace.stacks().samples.time[i]);
             }
         }
     }
@@ -351,7 +363,7 @@ fn samples_marks(trace: &Trace, p: &Profile, frame: u32) -> Vec<RowMatches> {
 
 /// The sampling period: the median step between a thread's samples (nsys's default 1 ms).
 fn sample_period(trace: &Trace) -> i64 {
-    let s = &trace.samples;
+    let s = &trace.stacks().samples;
     let Some(t) = s.threads.iter().max_by_key(|t| t.count) else {
         return 1_000_000;
     };

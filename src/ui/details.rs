@@ -199,9 +199,16 @@ pub fn show(
                     );
                     // nsys keeps a backtrace of calls over 80 µs (its default threshold).
                     if let Some(stack) = o.stack_of(call) {
-                        let frames = crate::analysis::cpu_samples::backtrace(trace, stack);
-                        let lines: Vec<String> = frames.iter().map(|f| f.label()).collect();
-                        row("backtrace", lines.join("\n"));
+                        // Read after the load: a frame never waits for them.
+                        if trace.call_stacks.get().is_none() {
+                            row("backtrace", "being read…".to_string());
+                            ui.ctx()
+                                .request_repaint_after(std::time::Duration::from_millis(200));
+                        } else {
+                            let frames = crate::analysis::cpu_samples::backtrace(trace, stack);
+                            let lines: Vec<String> = frames.iter().map(|f| f.label()).collect();
+                            row("backtrace", lines.join("\n"));
+                        }
                     }
                 }
                 Selection::Call { thread, call } => {

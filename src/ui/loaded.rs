@@ -366,7 +366,11 @@ pub(super) fn loaded_ui(
                     let shown = match tab {
                         Tab::Diff => l.compare.is_some(),
                         Tab::Graphs => l.graphs.is_some(),
-                        Tab::Cpu => !trace.samples.is_empty(),
+                        // Shown while the stacks are read (they come after the load).
+                        Tab::Cpu => trace
+                            .call_stacks
+                            .get()
+                            .is_none_or(|s| !s.samples.is_empty()),
                         Tab::Ranks => trace.devices.len() >= 2,
                         _ => true,
                     };

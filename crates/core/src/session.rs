@@ -86,6 +86,13 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// The load's report with the call stacks' read in it (waiting for it to end).
+    pub fn report_with_stacks(&self) -> LoadReport {
+        let mut report = self.report.clone();
+        report.add_stacks_read(&self.trace.stacks().read);
+        report
+    }
+
     /// Keeps the model for the next open, unless it came from there.
     pub fn store(&self) {
         if let (Some(key), false) = (&self.key, self.from_cache) {
@@ -198,7 +205,8 @@ pub fn open_many(
         .map(|(k, p)| {
             let r = open_file(p, one_file).map(|opened| {
                 opened.store();
-                (opened.trace, opened.report)
+                let report = opened.report_with_stacks();
+                (opened.trace, report)
             });
             if k == 0
                 && let (Some(f), Ok((t, _))) = (hooks.first_look, &r)
@@ -305,17 +313,18 @@ pub fn report_output(
     let (overview, findings) = (&answers.overview, &answers.findings);
     let many = matches!(source, Source::Many { .. });
     let (reports, files) = (&opened.reports, &opened.files);
+    let load_report = opened.report_with_stacks();
     let output = if as_json {
         let json = if many {
             crate::report::many_json(trace, reports, files, overview, findings, options)
         } else {
-            crate::report::report_json(trace, &opened.report, overview, findings, options)
+            crate::report::report_json(trace, &load_report, overview, findings, options)
         };
         serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"
     } else if many {
         crate::report::many_text(trace, reports, files, overview, findings, options)
     } else {
-        crate::report::report_text(trace, &opened.report, overview, findings, options)
+        crate::report::report_text(trace, &load_report, overview, findings, options)
     };
     if let Some(key) = &opened.key {
         cache::store_text(key, &what, &output);

@@ -472,7 +472,7 @@ pub fn memory_events(trace: &Trace) -> Table {
 /// One row per CPU sample: time_ns, tid, thread, stack (a row of `stacks`: its innermost
 /// frame; -1 without one), state (nsys's `threadState`).
 pub fn cpu_samples(trace: &Trace) -> Table {
-    let s = &trace.samples;
+    let s = &trace.stacks().samples;
     let mut tid = Vec::with_capacity(s.len());
     let mut thread = Vec::with_capacity(s.len());
     let mut names = Dictionary::new(trace);
@@ -506,7 +506,7 @@ pub fn cpu_samples(trace: &Trace) -> Table {
 /// The stacks' tree, a row per node: id (what `cpu_samples.stack` names), parent (its
 /// caller's node, -1 for an outermost frame), symbol, module, unresolved, python.
 pub fn stacks(trace: &Trace) -> Table {
-    let s = &trace.stacks;
+    let s = &trace.stacks().stacks;
     let (mut symbols, mut modules) = (Dictionary::new(trace), Dictionary::new(trace));
     let frame = |n: usize| s.node_frame[n] as usize;
     let n = s.node_frame.len();

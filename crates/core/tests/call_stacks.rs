@@ -211,10 +211,11 @@ fn the_flame_graph_and_bottom_up_table_add_up_to_the_samples() {
         .expect("the round-4 export");
     let trace = load(&path);
     let all = samples_of(&trace, &[], i64::MIN, i64::MAX);
-    assert_eq!(all.len(), trace.samples.len());
+    assert_eq!(all.len(), trace.stacks().samples.len());
     let flame = Flame::of(&trace, all.iter().copied());
-    assert_eq!(flame.count as usize, trace.samples.len());
+    assert_eq!(flame.count as usize, trace.stacks().samples.len());
     let with_stack = trace
+        .stacks()
         .samples
         .node
         .iter()
@@ -232,8 +233,8 @@ fn the_flame_graph_and_bottom_up_table_add_up_to_the_samples() {
     let top = &cpu_profile(&trace, 1).unwrap().top_self[0];
     assert_eq!(rows[0].1, top.count);
     // One thread, one window: fewer samples, all of that thread.
-    let t = &trace.samples.threads[0];
-    let mid = trace.samples.time[t.first + t.count / 2];
+    let t = &trace.stacks().samples.threads[0];
+    let mid = trace.stacks().samples.time[t.first + t.count / 2];
     let some = samples_of(&trace, &[t.global_tid], i64::MIN, mid);
     assert!(!some.is_empty() && some.len() < t.count);
 }

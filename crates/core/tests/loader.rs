@@ -686,13 +686,13 @@ fn the_page_reader_gives_the_model_sql_gives() {
             ),
             (
                 "stacks",
-                format!("{:?}", pages.stacks),
-                format!("{:?}", sql.stacks),
+                format!("{:?}", pages.stacks().stacks),
+                format!("{:?}", sql.stacks().stacks),
             ),
             (
                 "samples",
-                format!("{:?}", pages.samples),
-                format!("{:?}", sql.samples),
+                format!("{:?}", pages.stacks().samples),
+                format!("{:?}", sql.stacks().samples),
             ),
             (
                 "payloads",

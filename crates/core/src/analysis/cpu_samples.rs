@@ -22,7 +22,7 @@ pub struct FrameName {
 
 impl FrameName {
     pub fn of(trace: &Trace, frame: u32) -> FrameName {
-        let s = &trace.stacks;
+        let s = &trace.stacks().stacks;
         let f = frame as usize;
         let module = trace.strings.get(s.frame_module[f]).into_owned();
         FrameName {
@@ -86,7 +86,7 @@ impl Tally {
         let mut per_stack: HashMap<u32, u64> = HashMap::default();
         for i in samples {
             t.count += 1;
-            let node = trace.samples.node[i];
+            let node = trace.stacks().samples.node[i];
             if node != NONE {
                 *per_stack.entry(node).or_default() += 1;
             }
@@ -94,7 +94,7 @@ impl Tally {
         let mut seen: Vec<u32> = Vec::new();
         for (node, n) in per_stack {
             seen.clear();
-            for (depth, frame) in trace.stacks.frames(node).enumerate() {
+            for (depth, frame) in trace.stacks().stacks.frames(node).enumerate() {
                 if depth == 0 {
                     *t.self_counts.entry(frame).or_default() += n;
                 }
@@ -131,7 +131,7 @@ impl Tally {
 
 /// The capture's CPU profile; `None` without samples.
 pub fn cpu_profile(trace: &Trace, top: usize) -> Option<CpuProfile> {
-    let s = &trace.samples;
+    let s = &trace.stacks().samples;
     if s.is_empty() {
         return None;
     }
@@ -182,7 +182,7 @@ pub fn samples_in(
     b: i64,
     top: usize,
 ) -> Option<WindowSamples> {
-    let range = trace.samples.of_thread_in(global_tid, a, b);
+    let range = trace.stacks().samples.of_thread_in(global_tid, a, b);
     if range.is_empty() {
         return None;
     }
@@ -208,6 +208,7 @@ pub struct OsCallBacktrace {
 /// A call's backtrace, innermost first.
 pub fn backtrace(trace: &Trace, node: u32) -> Vec<FrameName> {
     trace
+        .stacks()
         .stacks
         .frames(node)
         .map(|f| FrameName::of(trace, f))
@@ -281,10 +282,10 @@ pub const MIN_SAMPLES: u64 = 10;
 /// capture recorded neither there.
 pub fn code_in(trace: &Trace, windows: &[(i64, i64, i64)]) -> Option<String> {
     let mut parts = Vec::new();
-    if !trace.samples.is_empty() {
+    if !trace.stacks().samples.is_empty() {
         let samples = windows
             .iter()
-            .flat_map(|&(tid, a, b)| trace.samples.of_thread_in(tid, a, b));
+            .flat_map(|&(tid, a, b)| trace.stacks().samples.of_thread_in(tid, a, b));
         let tally = Tally::of(trace, samples);
         // Named only where the samples say something: enough of them, mostly in one place.
         if let Some(top) = Tally::top(trace, &tally.self_counts, 1)
@@ -356,7 +357,7 @@ impl Flame {
         let mut count = 0u64;
         for i in samples {
             count += 1;
-            let node = trace.samples.node[i];
+            let node = trace.stacks().samples.node[i];
             if node != NONE {
                 *per_stack.entry(node).or_default() += 1;
             }
@@ -371,7 +372,7 @@ impl Flame {
         stacks.sort_unstable();
         for (node, n) in stacks {
             path.clear();
-            path.extend(trace.stacks.frames(node));
+            path.extend(trace.stacks().stacks.frames(node));
             let mut parent = usize::MAX;
             for (depth, &frame) in path.iter().rev().enumerate() {
                 let next = flame.nodes.len();
@@ -441,7 +442,7 @@ impl Flame {
 
 /// The samples of `threads` (global ids; every sampled thread when empty) in `[a, b)`.
 pub fn samples_of(trace: &Trace, threads: &[i64], a: i64, b: i64) -> Vec<usize> {
-    let s = &trace.samples;
+    let s = &trace.stacks().samples;
     s.threads
         .iter()
         .filter(|t| threads.is_empty() || threads.contains(&t.global_tid))

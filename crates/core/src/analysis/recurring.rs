@@ -246,7 +246,7 @@ pub fn describe(trace: &Trace, gap: &Gap, max_calls: usize) -> GapDetail {
 
 /// The CPU samples, in the gap, of the thread that launched the op after it.
 pub fn samples_of_launcher(trace: &Trace, device: &Device, gap: &Gap) -> Option<WindowSamples> {
-    if trace.samples.is_empty() {
+    if trace.stacks().samples.is_empty() {
         return None;
     }
     let ops = &device.streams[gap.after.stream as usize].ops;

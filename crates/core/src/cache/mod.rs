@@ -126,6 +126,14 @@ pub fn read_model(key: &TraceKey) -> Option<(Trace, LoadReport)> {
 /// written in parallel, the head last. A model of more than half the file's size is not
 /// kept (the cache would cost more than it saves).
 pub fn store_model(key: &TraceKey, trace: &Trace, report: &LoadReport) {
+    // The call stacks may still be on their way: the model is kept whole, or not at all.
+    let stacks = trace.stacks();
+    if stacks.read.error.is_some() {
+        return;
+    }
+    let mut report = report.clone();
+    report.add_stacks_read(&stacks.read);
+    let report = &report;
     let parts = model::parts(trace);
     let thread_parts: Vec<(usize, usize)> = parts
         .iter()

@@ -104,7 +104,7 @@ fn write_head<W: Write>(
         report: report.clone(),
         devices: trace.devices.len(),
         thread_parts: thread_parts.to_vec(),
-        sampled_threads: trace.samples.threads.clone(),
+        sampled_threads: trace.stacks().samples.threads.clone(),
     })?;
     let strings = trace.strings.columns();
     w.column(strings.template_bytes)?;
@@ -112,13 +112,13 @@ fn write_head<W: Write>(
     w.column(strings.template)?;
     w.column(strings.number_bytes)?;
     w.column(strings.number_ends)?;
-    let s = &trace.stacks;
+    let s = &trace.stacks().stacks;
     w.column(&s.frame_symbol)?;
     w.column(&s.frame_module)?;
     w.codes(&s.frame_unresolved, |u| u as u8)?;
     w.column(&s.node_parent)?;
     w.column(&s.node_frame)?;
-    let c = &trace.samples;
+    let c = &trace.stacks().samples;
     w.column(&c.time)?;
     w.column(&c.node)?;
     w.column(&c.state)?;
@@ -238,8 +238,11 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
         nvtx_domains: meta.nvtx_domains,
         capture_window: meta.capture_window,
         nccl_payloads: meta.nccl_payloads,
-        stacks,
-        samples,
+        call_stacks: crate::trace::StacksSlot::ready(crate::trace::CallStacks {
+            stacks,
+            samples,
+            read: Default::default(),
+        }),
         memory_usage,
         gpu_metrics,
     };

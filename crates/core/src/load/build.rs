@@ -60,8 +60,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
         nvtx_domains: Vec::new(),
         capture_window: parts.capture_window,
         nccl_payloads: Default::default(),
-        stacks: Default::default(),
-        samples: Default::default(),
+        call_stacks: Default::default(),
         memory_usage: Vec::new(),
         gpu_metrics: Vec::new(),
     }
@@ -255,8 +254,7 @@ pub fn build_trace(
         nvtx_domains,
         capture_window: parts.capture_window,
         nccl_payloads,
-        stacks: Default::default(),
-        samples: Default::default(),
+        call_stacks: Default::default(),
         memory_usage: Vec::new(),
         gpu_metrics: Vec::new(),
     })

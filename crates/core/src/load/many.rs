@@ -269,6 +269,8 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
     };
     let mut strings = StringTable::new();
     let mut stacks = StacksBuilder::default();
+    let mut samples = crate::trace::CpuSamples::default();
+    let mut stacks_error = None;
     let mut next_device = 0u32;
     // Each file's threads, before they are sorted: (file, old index) → position.
     let mut thread_file: Vec<usize> = Vec::new();
@@ -277,7 +279,10 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         let remap = strings.absorb(&t.strings);
         let id = |s: u32| remap[s as usize];
         let thread_base = out.threads.len() as u32;
-        let nodes = append_stacks(&mut out, &mut stacks, &t, file, k, &id);
+        let nodes = append_stacks(&mut samples, &mut stacks, &t, file, k, &id);
+        if let Some(e) = &t.stacks().read.error {
+            stacks_error.get_or_insert_with(|| format!("{}: {e}", file.name));
+        }
         // Devices index their file among all the files read.
         let source = out.sources.len() as u32;
         out.sources.extend(std::mem::take(&mut t.sources));
@@ -373,23 +378,31 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
     }
     strings.freeze();
     out.strings = strings;
-    out.stacks = stacks.stacks;
+    out.call_stacks = crate::trace::StacksSlot::ready(crate::trace::CallStacks {
+        stacks: stacks.stacks,
+        samples,
+        read: crate::trace::StacksRead {
+            error: stacks_error,
+            ..Default::default()
+        },
+    });
     sort_threads(&mut out);
     out
 }
 
-/// File `k`'s call stacks and CPU samples added to `out` (its strings through `id`, its
-/// times put on the first file's clock; frames and stacks the files share kept once);
-/// each of its stacks' nodes in `out`'s.
+/// File `k`'s call stacks and CPU samples added to `samples` and `stacks` (its strings
+/// through `id`, its times put on the first file's clock; frames and stacks the files
+/// share kept once); each of its stacks' nodes in the tree built. Waits for the file's
+/// stacks to be read.
 fn append_stacks(
-    out: &mut Trace,
+    samples: &mut crate::trace::CpuSamples,
     stacks: &mut StacksBuilder,
     t: &Trace,
     file: &FileInfo,
     k: usize,
     id: &dyn Fn(u32) -> u32,
 ) -> Vec<u32> {
-    let s = &t.stacks;
+    let s = &t.stacks().stacks;
     let frames: Vec<u32> = (0..s.frame_symbol.len())
         .map(|f| {
             stacks.frame(
@@ -407,7 +420,7 @@ fn append_stacks(
         nodes.push(stacks.child(parent, frames[s.node_frame[n] as usize]));
     }
     let node = |n: u32| if n == NONE { NONE } else { nodes[n as usize] };
-    let (c, samples) = (&t.samples, &mut out.samples);
+    let c = &t.stacks().samples;
     let sample_base = samples.len();
     for th in &c.threads {
         samples.threads.push(crate::trace::SampledThread {

@@ -6,6 +6,7 @@
 
 mod big_tables;
 mod build;
+mod deferred_stacks;
 mod error;
 mod gpu_metrics;
 pub mod graphs;
@@ -95,12 +96,12 @@ pub fn load(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
 
 /// One part of a big table's scan (its plan's index and the part); one task each.
 #[derive(Clone, Copy)]
-struct Task {
+pub(crate) struct Task {
     plan: usize,
     span: Span,
 }
 
-enum ChunkOut {
+pub(crate) enum ChunkOut {
     Gpu(GpuChunk, &'static str),
     Api(ApiChunk),
     Nvtx(Box<NvtxChunk>),
@@ -155,6 +156,10 @@ fn load_inner(
         rows_read: 0,
     });
     report.file_bytes = sniff::check_file(path)?;
+    // What the call stacks' read, after the load, checks the file against.
+    let (file_bytes, modified) = std::fs::metadata(path)
+        .map(|m| (m.len(), m.modified().ok()))
+        .map_err(|e| io_error(path, e))?;
     let conn = sniff::open_read_only(path)?;
     let schema = Schema::read(&conn, path)?;
     schema.check_is_nsys_export(path)?;
@@ -239,15 +244,11 @@ fn load_inner(
     let mut plans: Vec<TablePlan> = Vec::new();
     let mut tasks = Vec::new();
     let mut rows_expected = 0;
-    // Call stacks where the export has them (samples only with their chains).
-    let stack_tables = [
-        (stacks::OSRT_CALLCHAINS, schema.has(OSRT)),
-        (stacks::SAMPLING_CALLCHAINS, schema.has(stacks::SAMPLES)),
-        (stacks::SAMPLES, schema.has(stacks::SAMPLING_CALLCHAINS)),
-    ]
-    .into_iter()
-    .filter(|&(_, with)| with)
-    .map(|(table, _)| table);
+    // OS runtime backtraces with their calls; CPU samples after the load (see
+    // `deferred_stacks`).
+    let stack_tables = [stacks::OSRT_CALLCHAINS]
+        .into_iter()
+        .filter(|_| schema.has(OSRT));
     for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
         .into_iter()
         .chain(stack_tables)
@@ -256,9 +257,7 @@ fn load_inner(
             continue;
         }
         let wanted = match table {
-            stacks::OSRT_CALLCHAINS | stacks::SAMPLING_CALLCHAINS | stacks::SAMPLES => {
-                stacks::columns(table)
-            }
+            stacks::OSRT_CALLCHAINS => stacks::columns(table),
             _ => big_tables::columns(table, &payloads),
         };
         let plan = scan::plan(
@@ -314,8 +313,10 @@ fn load_inner(
             OSRT => ChunkOut::Osrt(big_tables::read_osrt_calls(
                 &ctx, &conn, plan, &names, span,
             )?),
-            stacks::SAMPLES => ChunkOut::Samples(stacks::read_samples(&ctx, &conn, plan, span)?),
-            _ => ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &names, span)?),
+            stacks::OSRT_CALLCHAINS => {
+                ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &names.ids, span)?)
+            }
+            _ => unreachable!("only the tables planned"),
         })
     };
     let parts = build::Parts {
@@ -388,11 +389,9 @@ fn load_inner(
                     tally(chunk.table, chunk.rows, &mut Default::default());
                     stack_merger.add_chains(chunk);
                 }
-                ChunkOut::Samples(chunk) => {
-                    tally(stacks::SAMPLES, chunk.rows, &mut Default::default());
-                    stack_merger.add_samples(chunk);
+                ChunkOut::Samples(_) | ChunkOut::Gpu(..) => {
+                    unreachable!("the GPU tables are read first, the samples after the load")
                 }
-                ChunkOut::Gpu(..) => unreachable!("the GPU tables are read first"),
             })
         },
     );
@@ -407,7 +406,8 @@ fn load_inner(
         rows_read: ctx.rows_read.into_inner(),
     });
     // Names of sampled threads that made no CUDA call (the model has no row for them).
-    let thread_names_for_samples = if schema.has(stacks::SAMPLES) {
+    let has_samples = schema.has(stacks::SAMPLES) && schema.has(stacks::SAMPLING_CALLCHAINS);
+    let thread_names_for_samples = if has_samples {
         parts.thread_names.clone()
     } else {
         Default::default()
@@ -415,10 +415,29 @@ fn load_inner(
     let mut trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
-    stack_merger.finish(&mut trace, &mut report.skips);
+    stack_merger.finish_osrt(&mut trace, &mut report.skips);
     memory_usage::read_memory_usage(&conn, path, &schema, &mut trace, &mut report)?;
     gpu_metrics::read_gpu_metrics(&conn, path, &schema, &mut trace, &mut report)?;
-    stacks::name_sampled_threads(&mut trace.samples, &thread_names_for_samples);
+    trace.call_stacks = if has_samples {
+        let mut sampled_names: rustc_hash::FxHashMap<i64, String> =
+            thread_names_for_samples.into_iter().collect();
+        for t in &trace.threads {
+            sampled_names.insert(t.global_tid, t.name.clone());
+        }
+        deferred_stacks::spawn(deferred_stacks::Pending {
+            path: path.to_owned(),
+            bytes: file_bytes,
+            modified,
+            pages,
+            merger: stack_merger,
+            ids: names.ids,
+            thread_names: sampled_names,
+        })
+    } else {
+        let (stacks, skips) = stack_merger.finish(&Default::default());
+        report.skips.merge(scan::Skips(skips.0));
+        crate::trace::StacksSlot::ready(stacks)
+    };
     report.finish(&trace, t0);
     progress(Progress {
         phase: Phase::Done,
@@ -434,7 +453,7 @@ fn load_inner(
 /// instead of every chunk waiting for one merge at the end (which wrote each event into
 /// fresh memory twice and held all chunks and all threads at once). No batches: cores
 /// never wait for the slowest task of a batch.
-fn read_merging(
+pub(crate) fn read_merging(
     tasks: &[Task],
     read_one: &(dyn Fn(&Task) -> Result<ChunkOut, LoadError> + Sync),
     mut merge: impl FnMut(ChunkOut) + Send,

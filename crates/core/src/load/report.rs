@@ -86,6 +86,36 @@ impl LoadReport {
         out
     }
 
+    /// The call stacks' read (after the load) in the report: its rows, its skipped rows,
+    /// its time as a phase of its own, and its failure as a note. Once only: the rows
+    /// already there say it was done.
+    pub fn add_stacks_read(&mut self, read: &crate::trace::StacksRead) {
+        if read
+            .tables
+            .iter()
+            .any(|(t, _)| self.tables.contains_key(*t))
+        {
+            return;
+        }
+        for &(table, rows) in &read.tables {
+            self.tables.insert(table.to_string(), rows);
+        }
+        for &((table, reason), rows) in &read.skips {
+            self.skipped_rows.push(SkippedRows {
+                table: table.to_string(),
+                reason: reason.to_string(),
+                rows,
+            });
+        }
+        if let Some(error) = &read.error {
+            self.notes
+                .push(format!("the call stacks could not be read: {error}"));
+        } else if !read.tables.is_empty() {
+            self.phases
+                .push(("call stacks (after the load)".to_string(), read.seconds));
+        }
+    }
+
     pub(super) fn phase_done(&mut self, name: &'static str, since: Instant) {
         let elapsed = since.elapsed();
         crate::profile::record(name, elapsed.as_nanos() as u64);

@@ -2,7 +2,8 @@
 //! the backtraces of OS runtime calls (`OSRT_API.callchainId` → `OSRT_CALLCHAINS`). nsys
 //! records both by default when it launches the program, a row per frame: 10 minutes of
 //! samples on 8 threads are ~150 M rows. So they are read like the big tables, in parallel
-//! chunks, each chunk building the stacks it holds into a little tree of its own; the merge
+//! chunks (the OS runtime backtraces with the load, the samples after it: see
+//! `deferred_stacks`), each chunk building the stacks it holds into a little tree of its own; the merge
 //! adds only each chunk's distinct stacks to the trace's tree, and a chain cut by a chunk's
 //! edge is joined there. Frames stay as nsys wrote them, innermost first; a hole in a
 //! chain's `stackDepth`s or a chain with no frames is counted in the load report.
@@ -12,8 +13,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::LoadError;
 use super::scan::{ScanContext, Skips, Span, TablePlan, int, scan_range};
-use super::small_tables::Names;
-use crate::trace::{CpuSamples, NONE, SampledThread, StacksBuilder, StrId, Trace};
+use super::small_tables::IdMap;
+use crate::trace::{CallStacks, CpuSamples, NONE, SampledThread, StacksBuilder, StrId, Trace};
 
 pub const SAMPLES: &str = "COMPOSITE_EVENTS";
 pub const SAMPLING_CALLCHAINS: &str = "SAMPLING_CALLCHAINS";
@@ -62,7 +63,7 @@ pub fn read_chains(
     ctx: &ScanContext,
     conn: &rusqlite::Connection,
     plan: &TablePlan,
-    names: &Names,
+    ids: &IdMap,
     span: Span,
 ) -> Result<ChainChunk, LoadError> {
     let mut chunk = ChainChunk {
@@ -81,8 +82,8 @@ pub fn read_chains(
             return Ok(());
         };
         let frame = (
-            names.ids.get(int(r, 2)),
-            names.ids.get(int(r, 3)),
+            ids.get(int(r, 2)),
+            ids.get(int(r, 3)),
             int(r, 4).is_some_and(|u| u != 0),
         );
         match &mut current {
@@ -252,9 +253,8 @@ impl StackMerger {
         self.samples.push(chunk);
     }
 
-    /// The stacks and samples into `trace`: each OS runtime call's chain id made its node,
-    /// each sample given its stack and grouped by thread.
-    pub fn finish(mut self, trace: &mut Trace, skips: &mut Skips) {
+    /// The chain left unfinished by the last chunk of each table, ended.
+    fn end_chains(&mut self) {
         for chains in [&mut self.osrt, &mut self.sampling] {
             if let Some(last) = chains.tail.take() {
                 let frames: Vec<u32> = last
@@ -265,6 +265,12 @@ impl StackMerger {
                 chains.nodes.push((last.id, self.builder.stack(&frames)));
             }
         }
+    }
+
+    /// The OS runtime calls' chain ids made nodes of the tree (read with the rest of the
+    /// trace; the samples come after, into the same tree: see [`StackMerger::finish`]).
+    pub fn finish_osrt(&mut self, trace: &mut Trace, skips: &mut Skips) {
+        self.end_chains();
         let osrt = ChainIndex::new(std::mem::take(&mut self.osrt.nodes), &mut self.skips);
         let mut missing = 0u64;
         for t in &mut trace.threads {
@@ -283,10 +289,21 @@ impl StackMerger {
         for _ in 0..missing {
             self.skips.add(OSRT_CALLCHAINS, NO_FRAMES);
         }
+        skips.merge(std::mem::take(&mut self.skips));
+    }
+
+    /// Every stack and sample: each sample given its stack and grouped by thread (named
+    /// from `thread_names`, global id → name).
+    pub fn finish(mut self, thread_names: &HashMap<i64, String>) -> (CallStacks, Skips) {
+        self.end_chains();
         let sampling = ChainIndex::new(std::mem::take(&mut self.sampling.nodes), &mut self.skips);
-        trace.samples = group_samples(trace, self.samples, &sampling);
-        trace.stacks = self.builder.stacks;
-        skips.merge(self.skips);
+        let samples = group_samples(thread_names, self.samples, &sampling);
+        let stacks = CallStacks {
+            stacks: self.builder.stacks,
+            samples,
+            read: Default::default(),
+        };
+        (stacks, self.skips)
     }
 }
 
@@ -340,7 +357,11 @@ impl ChainIndex {
 /// Samples grouped by thread (threads by global id), each thread's by time: counted per
 /// thread, then placed, in file order (already by time, as nsys writes them; sorted where
 /// not).
-fn group_samples(trace: &Trace, chunks: Vec<SampleChunk>, chains: &ChainIndex) -> CpuSamples {
+fn group_samples(
+    thread_names: &HashMap<i64, String>,
+    chunks: Vec<SampleChunk>,
+    chains: &ChainIndex,
+) -> CpuSamples {
     let mut counts: HashMap<i64, usize> = HashMap::default();
     for c in &chunks {
         for s in &c.samples {
@@ -355,10 +376,7 @@ fn group_samples(trace: &Trace, chunks: Vec<SampleChunk>, chains: &ChainIndex) -
     let mut first = 0;
     for &tid in &tids {
         let count = counts[&tid];
-        let name = match trace.thread_index(tid) {
-            Some(i) => trace.threads[i].name.clone(),
-            None => String::new(),
-        };
+        let name = thread_names.get(&tid).cloned().unwrap_or_default();
         threads.push(SampledThread {
             global_tid: tid,
             name,
@@ -397,19 +415,4 @@ fn group_samples(trace: &Trace, chunks: Vec<SampleChunk>, chains: &ChainIndex) -
         }
     }
     out
-}
-
-/// Thread names for sampled threads the model has no row for (a data loader's that made
-/// no CUDA call), from `ThreadNames` as the load read it.
-pub fn name_sampled_threads(
-    samples: &mut CpuSamples,
-    names: &std::collections::HashMap<i64, String>,
-) {
-    for t in &mut samples.threads {
-        if t.name.is_empty()
-            && let Some(n) = names.get(&t.global_tid)
-        {
-            t.name = n.clone();
-        }
-    }
 }

@@ -25,7 +25,9 @@ pub use memory_usage::MemoryEvents;
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
-pub use stacks::{CpuSamples, SampledThread, Stacks, StacksBuilder};
+pub use stacks::{
+    CallStacks, CpuSamples, SampledThread, Stacks, StacksBuilder, StacksRead, StacksSlot,
+};
 pub use strings::{DigitRun, StrId, StringTable, TemplateId};
 
 /// `globalTid`/`globalPid` → process id (bits 24..48).
@@ -246,10 +248,9 @@ pub struct Trace {
     pub capture_window: Option<(i64, i64)>,
     /// How NCCL's NVTX payloads read (see [`Thread::nccl`]).
     pub nccl_payloads: PayloadStats,
-    /// Every call stack recorded (CPU samples' and OS runtime calls' backtraces).
-    pub stacks: Stacks,
-    /// The CPU samples, per sampled thread.
-    pub samples: CpuSamples,
+    /// Every call stack recorded (CPU samples and OS runtime calls' backtraces), perhaps
+    /// still being read: see [`Trace::call_stacks`].
+    pub call_stacks: StacksSlot,
     /// Device memory allocated and freed, per GPU that has events (empty unless the
     /// capture recorded them: `--cuda-memory-usage=true`).
     pub memory_usage: Vec<MemoryEvents>,
@@ -378,6 +379,13 @@ impl Trace {
         Some((origin, end.max(origin + 1)))
     }
 
+    /// The call stacks and CPU samples, waiting for their read if it is still going on
+    /// (the load reads them last, on a thread of its own; frames drawn must use
+    /// `call_stacks.get()` instead).
+    pub fn stacks(&self) -> &CallStacks {
+        self.call_stacks.wait()
+    }
+
     /// Approximate heap bytes of the model, for the bytes-per-event figure.
     pub fn heap_bytes(&self) -> usize {
         let ops = self.gpu_op_count() * GpuOps::BYTES_PER_OP;
@@ -389,7 +397,7 @@ impl Trace {
             .iter()
             .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL + t.osrt.stack.len() * 4)
             .sum();
-        let stacks = self.stacks.bytes() + self.samples.len() * CpuSamples::BYTES_PER_SAMPLE;
+        let stacks = self.call_stacks.get().map_or(0, CallStacks::bytes);
         let nccl: usize = self.threads.iter().map(|t| t.nccl.heap_bytes()).sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
         ops + api + nvtx + marks + osrt + nccl + mem + stacks + self.strings.heap_bytes()

@@ -169,6 +169,96 @@ impl CpuSamples {
     }
 }
 
+/// How the call stacks' read went (they are read after the rest of the trace).
+#[derive(Debug, Default, Clone)]
+pub struct StacksRead {
+    /// Rows read per table.
+    pub tables: Vec<(&'static str, u64)>,
+    /// Rows skipped or repaired: ((table, why), count), as the load report counts them.
+    pub skips: Vec<((&'static str, &'static str), u64)>,
+    pub seconds: f64,
+    /// Why the stacks are missing (the file changed or went away since the load, the read
+    /// was abandoned): the capture's stacks are then shown as none, never kept in a cache.
+    pub error: Option<String>,
+}
+
+/// Every call stack of the capture: the CPU samples' and the OS runtime calls' backtraces
+/// (an OS runtime call's `stack` is a node of this tree).
+#[derive(Debug, Default, Clone)]
+pub struct CallStacks {
+    pub stacks: Stacks,
+    pub samples: CpuSamples,
+    pub read: StacksRead,
+}
+
+impl CallStacks {
+    /// Bytes held: 13 a sample and the tree.
+    pub fn bytes(&self) -> usize {
+        self.stacks.bytes() + self.samples.len() * CpuSamples::BYTES_PER_SAMPLE
+    }
+}
+
+/// A trace's [`CallStacks`], perhaps still being read: `SAMPLING_CALLCHAINS` is the
+/// biggest table of an export with CPU samples (a row per frame of every sample: 150 M rows
+/// for 10 minutes on 8 threads), so a load hands the trace over without it and reads it
+/// after, on a thread of its own. Clones of a trace share the one slot.
+#[derive(Clone)]
+pub struct StacksSlot(std::sync::Arc<std::sync::OnceLock<CallStacks>>);
+
+impl Default for StacksSlot {
+    /// Known already: none.
+    fn default() -> StacksSlot {
+        StacksSlot::ready(CallStacks::default())
+    }
+}
+
+impl std::fmt::Debug for StacksSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.get() {
+            Some(s) => write!(
+                f,
+                "{} samples, {} stacks",
+                s.samples.len(),
+                s.stacks.node_frame.len()
+            ),
+            None => write!(f, "call stacks being read"),
+        }
+    }
+}
+
+impl StacksSlot {
+    pub fn ready(stacks: CallStacks) -> StacksSlot {
+        let slot = StacksSlot::pending();
+        slot.set(stacks);
+        slot
+    }
+
+    /// To be filled by whoever reads them ([`StacksSlot::set`]), who must, error or not.
+    pub fn pending() -> StacksSlot {
+        StacksSlot(Default::default())
+    }
+
+    /// The stacks, once read (a window's frame must not wait).
+    pub fn get(&self) -> Option<&CallStacks> {
+        self.0.get()
+    }
+
+    /// The stacks, waiting for their read to end.
+    pub fn wait(&self) -> &CallStacks {
+        self.0.wait()
+    }
+
+    /// Fills a pending slot (once: a later call changes nothing).
+    pub fn set(&self, stacks: CallStacks) {
+        let _ = self.0.set(stacks);
+    }
+
+    /// Nobody but the reader holds the slot any more: the trace was dropped.
+    pub fn abandoned(&self) -> bool {
+        std::sync::Arc::strong_count(&self.0) == 1
+    }
+}
+
 /// A frame's binary is a Python file (`--python-sampling`, `--python-backtrace`): shown as
 /// Python code, not a native library.
 pub fn is_python_module(module: &str) -> bool {
