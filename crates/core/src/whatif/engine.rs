@@ -39,90 +39,86 @@ pub(super) const UNSET: i64 = i64::MIN;
 /// Events between two progress reports.
 pub(super) const PROGRESS_EVERY: usize = 1 << 18;
 
-pub(super) fn replay_times(
-    trace: &Trace,
-    prep: &Prepared,
-    change: &Change,
-    gaps: Option<&[Gap]>,
-    keep: Keep,
-    progress: &dyn Fn(f32),
-) -> Times {
-    let sync_names = &prep.sync_names;
-    let removed = removed_syncs(trace, sync_names, &change.remove_sync);
-    let mut stalls = stall_spans(trace, &change.remove_stalls);
-    add_spans(&mut stalls, &capture_spans(trace, &change.capture_graphs));
-    let dropped = dropped_copies(trace, &change.drop_copies);
-    let nccl_deps =
-        (change.nccl_own_stream && !change.nccl_no_dependencies).then(|| nccl_dependencies(trace));
-    // Kernel names only (a trace has millions of other strings): each tested once. Held
-    // only when a kernel is scaled (a factor per string of the trace).
-    let mut scale: Vec<f64> = Vec::new();
-    if !change.scale_kernels.is_empty() {
-        scale = vec![1.0f64; trace.strings.len()];
-        let mut seen = vec![false; trace.strings.len()];
-        for s in trace.devices.iter().flat_map(|d| &d.streams) {
-            for i in 0..s.ops.len() {
-                let id = s.ops.name[i] as usize;
-                if s.ops.kind[i].is_kernel() && !std::mem::replace(&mut seen[id], true) {
-                    let name = trace.strings.get(id as u32);
-                    scale[id] = change
-                        .scale_kernels
-                        .iter()
-                        .filter(|(re, _)| re.is_match(&name))
-                        .map(|(_, f)| *f)
-                        .product();
-                }
-            }
-        }
-    }
-    let mut t = Times {
-        op_start: (keep == Keep::Starts).then(|| shape_of_ops(trace)),
-        op_end: shape_of_ops(trace),
-        first_kernel_start: vec![i64::MAX; trace.devices.len()],
-        latest_start: vec![i64::MIN; prep.groups.len()],
-        call_end: trace
-            .threads
-            .iter()
-            .map(|th| vec![UNSET; th.api.len()])
-            .collect(),
-        sync_start: prep
-            .sync_calls
-            .iter()
-            .map(|calls| vec![UNSET; calls.len()])
-            .collect(),
-        stalls,
-    };
-    let (groups, member, launched) = (&prep.groups, &prep.member, &prep.launched);
-    let mut arrived = vec![0usize; groups.len()];
-    let mut cut = cpu_cuts(trace, &change.remove_cpu);
-    add_spans(&mut cut, &t.stalls);
-    if !change.cut_host_gaps.is_empty() {
-        let own;
-        let gaps = match gaps {
-            Some(g) => g,
-            None => {
-                own = all_gaps(trace);
-                &own[..]
-            }
+/// One change's replay: what the change touches, worked out before the walk, and the
+/// times so far. (Several changes walked in one pass, each event's rows read once for all,
+/// measured no faster than one walk each in parallel, and held more memory: the walk is
+/// bound by each change's own work. See docs/benchmarks.md.)
+struct Replay<'a> {
+    change: &'a Change,
+    removed: Vec<Vec<u32>>,
+    dropped: rustc_hash::FxHashSet<(u32, u32, u32)>,
+    nccl_deps: Option<Vec<Vec<Vec<u32>>>>,
+    /// Per string, the factor its kernels' durations are scaled by (empty: none scaled).
+    scale: Vec<f64>,
+    /// Per thread, the CPU time the change removes.
+    cut: Vec<Vec<(i64, i64)>>,
+    /// Per collective, how many of its kernels have started.
+    arrived: Vec<usize>,
+    t: Times,
+}
+
+impl<'a> Replay<'a> {
+    fn new(
+        trace: &Trace,
+        prep: &Prepared,
+        change: &'a Change,
+        gaps: Option<&[Gap]>,
+        keep: Keep,
+    ) -> Replay<'a> {
+        let sync_names = &prep.sync_names;
+        let removed = removed_syncs(trace, sync_names, &change.remove_sync);
+        let mut stalls = stall_spans(trace, &change.remove_stalls);
+        add_spans(&mut stalls, &capture_spans(trace, &change.capture_graphs));
+        let dropped = dropped_copies(trace, &change.drop_copies);
+        let nccl_deps = (change.nccl_own_stream && !change.nccl_no_dependencies)
+            .then(|| nccl_dependencies(trace));
+        let t = Times {
+            op_start: (keep == Keep::Starts).then(|| shape_of_ops(trace)),
+            op_end: shape_of_ops(trace),
+            first_kernel_start: vec![i64::MAX; trace.devices.len()],
+            latest_start: vec![i64::MIN; prep.groups.len()],
+            call_end: trace
+                .threads
+                .iter()
+                .map(|th| vec![UNSET; th.api.len()])
+                .collect(),
+            sync_start: prep
+                .sync_calls
+                .iter()
+                .map(|calls| vec![UNSET; calls.len()])
+                .collect(),
+            stalls,
         };
-        add_spans(&mut cut, &host_gap_cuts(trace, gaps, &change.cut_host_gaps));
-    }
-    let events: Box<dyn Iterator<Item = Event>> = match &prep.order {
-        Some(order) => Box::new(order.events(&prep.sync_calls)),
-        None => Box::new(RecordedOrder::new(trace, sync_names)),
-    };
-    let total = prep
-        .order
-        .as_ref()
-        .map_or(
-            trace.gpu_op_count() + trace.api_call_count(),
-            PackedOrder::len,
-        )
-        .max(1);
-    for (n, e) in events.enumerate() {
-        if n % PROGRESS_EVERY == 0 {
-            progress(n as f32 / total as f32);
+        let mut cut = cpu_cuts(trace, &change.remove_cpu);
+        add_spans(&mut cut, &t.stalls);
+        if !change.cut_host_gaps.is_empty() {
+            let own;
+            let gaps = match gaps {
+                Some(g) => g,
+                None => {
+                    own = all_gaps(trace);
+                    &own[..]
+                }
+            };
+            add_spans(&mut cut, &host_gap_cuts(trace, gaps, &change.cut_host_gaps));
         }
+        Replay {
+            change,
+            removed,
+            dropped,
+            nccl_deps,
+            scale: kernel_scale(trace, change),
+            cut,
+            arrived: vec![0usize; prep.groups.len()],
+            t,
+        }
+    }
+
+    /// The new times `e` gives.
+    fn step(&mut self, trace: &Trace, prep: &Prepared, e: Event) {
+        let (sync_names, groups, member, launched) =
+            (&prep.sync_names, &prep.groups, &prep.member, &prep.launched);
+        let t = &mut self.t;
         match e {
             Event::CallStart { thread, call } => {
                 let (ti, k) = (thread as usize, call as usize);
@@ -132,7 +128,7 @@ pub(super) fn replay_times(
                 } else {
                     // The CPU time between two calls is kept, less what the change removes.
                     let (a, b) = (api.end[k - 1], api.start[k]);
-                    t.call_end[ti][k - 1] + (b - a) - overlap(&cut[ti], a, b)
+                    t.call_end[ti][k - 1] + (b - a) - overlap(&self.cut[ti], a, b)
                 };
                 let sync = sync_names[api.name[k] as usize];
                 if sync {
@@ -150,13 +146,13 @@ pub(super) fn replay_times(
                 let api = &trace.threads[ti].api;
                 let (s, e) = (api.start[k], api.end[k]);
                 if in_spans(&t.stalls[ti], s) {
-                    continue;
+                    return;
                 }
-                let (observed, replayed) = waited_for(trace, &t, &launched[ti], call, e);
+                let (observed, replayed) = waited_for(trace, t, &launched[ti], call, e);
                 // The call's own time: all of it but the wait for the GPU.
                 let own = e - observed.max(s);
                 let start = t.sync_start[ti][prep.sync_slot(ti, k).expect("a sync call")];
-                t.call_end[ti][k] = if removed[ti].binary_search(&call).is_ok() {
+                t.call_end[ti][k] = if self.removed[ti].binary_search(&call).is_ok() {
                     start + own
                 } else {
                     start.max(replayed) + own
@@ -165,8 +161,8 @@ pub(super) fn replay_times(
             Event::OpStart { device, stream, op } => {
                 let (d, s, i) = (device as usize, stream as usize, op as usize);
                 let ops = &trace.devices[d].streams[s].ops;
-                let mut start = op_start(trace, prep, &t, change, d, s, i);
-                if let Some(deps) = &nccl_deps {
+                let mut start = op_start(trace, prep, t, self.change, d, s, i);
+                if let Some(deps) = &self.nccl_deps {
                     let j = deps[d][s][i];
                     if j != NONE && t.op_end[d][s][j as usize] != UNSET {
                         start = start.max(t.op_end[d][s][j as usize]);
@@ -174,10 +170,10 @@ pub(super) fn replay_times(
                 }
                 let mut duration = ops.end[i] - ops.start[i];
                 if ops.kind[i].is_kernel() {
-                    if let Some(&factor) = scale.get(ops.name[i] as usize) {
+                    if let Some(&factor) = self.scale.get(ops.name[i] as usize) {
                         duration = (duration as f64 * factor).round() as i64;
                     }
-                } else if dropped.contains(&(d as u32, s as u32, i as u32)) {
+                } else if self.dropped.contains(&(d as u32, s as u32, i as u32)) {
                     duration = 0;
                 }
                 if let Some(starts) = &mut t.op_start {
@@ -191,16 +187,72 @@ pub(super) fn replay_times(
                 if g != NONE {
                     let g = g as usize;
                     t.latest_start[g] = t.latest_start[g].max(start);
-                    arrived[g] += 1;
-                    if arrived[g] == groups.devices.len() {
+                    self.arrived[g] += 1;
+                    if self.arrived[g] == groups.devices.len() {
                         let last = t.latest_start[g];
-                        finish_collective(trace, &mut t, groups.get(g), last);
+                        finish_collective(trace, t, groups.get(g), last);
                     }
                 }
             }
         }
     }
-    t
+}
+
+/// Per string, the factor a change scales its kernels' durations by; empty when it scales
+/// none. Kernel names only are matched (a trace has millions of other strings), each once.
+fn kernel_scale(trace: &Trace, change: &Change) -> Vec<f64> {
+    if change.scale_kernels.is_empty() {
+        return Vec::new();
+    }
+    let mut scale = vec![1.0f64; trace.strings.len()];
+    let mut seen = vec![false; trace.strings.len()];
+    for s in trace.devices.iter().flat_map(|d| &d.streams) {
+        for i in 0..s.ops.len() {
+            let id = s.ops.name[i] as usize;
+            if s.ops.kind[i].is_kernel() && !std::mem::replace(&mut seen[id], true) {
+                let name = trace.strings.get(id as u32);
+                scale[id] = change
+                    .scale_kernels
+                    .iter()
+                    .filter(|(re, _)| re.is_match(&name))
+                    .map(|(_, f)| *f)
+                    .product();
+            }
+        }
+    }
+    scale
+}
+
+/// The trace replayed with `change`: every op's and call's new time, event by event in
+/// recorded order.
+pub(super) fn replay_times(
+    trace: &Trace,
+    prep: &Prepared,
+    change: &Change,
+    gaps: Option<&[Gap]>,
+    keep: Keep,
+    progress: &dyn Fn(f32),
+) -> Times {
+    let mut replay = Replay::new(trace, prep, change, gaps, keep);
+    let events: Box<dyn Iterator<Item = Event>> = match &prep.order {
+        Some(order) => Box::new(order.events(&prep.sync_calls)),
+        None => Box::new(RecordedOrder::new(trace, &prep.sync_names)),
+    };
+    let total = prep
+        .order
+        .as_ref()
+        .map_or(
+            trace.gpu_op_count() + trace.api_call_count(),
+            PackedOrder::len,
+        )
+        .max(1);
+    for (n, e) in events.enumerate() {
+        if n % PROGRESS_EVERY == 0 {
+            progress(n as f32 / total as f32);
+        }
+        replay.step(trace, prep, e);
+    }
+    replay.t
 }
 
 pub(super) fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
