@@ -1222,3 +1222,54 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
     assert_eq!(loaded(&h).timeline.window, None);
     assert!(h.query_by_label_contains("Selection:").is_none());
 }
+
+#[test]
+fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_chooses_them() {
+    use nsys_explorer::ui::timeline::RowKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("metrics.sqlite");
+    let options = SynthOptions {
+        gpu_metrics: true,
+        memory_usage: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    synth::generate(&path, options).unwrap();
+    let mut h = harness(Some(&path));
+    wait_for_load(&mut h);
+    let count = |h: &egui_kittest::Harness<'static, nsys_explorer::ui::App>| {
+        let l = loaded(h);
+        let rows = l.timeline.rows(&l.trace);
+        let metrics = rows
+            .iter()
+            .filter(|r| matches!(r, RowKind::Metric { .. }))
+            .count();
+        let memory = rows
+            .iter()
+            .filter(|r| matches!(r, RowKind::Memory { .. }))
+            .count();
+        (metrics, memory, l.trace.devices.len())
+    };
+    // By default: SMs Active, Tensor Active and DRAM Read under each GPU (the clock is
+    // not among them), and its device memory.
+    let (metrics, memory, gpus) = count(&h);
+    assert_eq!((metrics, memory), (3 * gpus, gpus));
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("SMs Active [Throughput %]").click();
+    h.run_steps(2);
+    assert_eq!(count(&h).0, 2 * gpus);
+    // A click closes the menu: opened again for each.
+    for label in ["GPC Clock Frequency [MHz]", "Device memory row"] {
+        if h.query_by_label(label).is_none() {
+            h.get_by_label("View").click();
+            h.run_steps(2);
+        }
+        h.get_by_label(label).click();
+        h.run_steps(2);
+    }
+    assert_eq!(count(&h).0, 3 * gpus);
+    assert_eq!(count(&h).1, 0);
+    // Drawn frame after frame, the rows hold their chart (no panic, a mesh each frame).
+    h.run_steps(5);
+    assert!(loaded(&h).timeline.frame.last_quads > 0);
+}

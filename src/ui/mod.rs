@@ -302,6 +302,17 @@ impl App {
                         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                     }
                 });
+                if let State::Loaded(l) = &mut self.state
+                    && (!l.trace.gpu_metrics.is_empty() || !l.trace.memory_usage.is_empty())
+                {
+                    ui.menu_button("View", |ui| {
+                        timeline::metric_rows::choice_menu(
+                            ui,
+                            &l.trace,
+                            &mut l.timeline.metric_choice,
+                        );
+                    });
+                }
                 ui.menu_button("Help", |ui| {
                     if ui.button("Keys and mouse (F1)").clicked() {
                         self.help_open = true;

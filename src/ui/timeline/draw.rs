@@ -5,6 +5,7 @@
 use super::PathRow;
 use super::ROW_H;
 use super::Timeline;
+use super::metric_rows;
 use super::rows::RowKind;
 use super::rows::device_band;
 use super::rows::row_top;
@@ -49,6 +50,11 @@ pub(super) struct Drawn {
     pub(super) rows: RowMesh,
     pub(super) labels: Labels,
     pub(super) layouts: LayoutCache<RowKind>,
+    /// What a row with nothing to select (a metric's) says under the pointer.
+    pub(super) hover_text: Option<String>,
+    /// Per (GPU, its memory row or not), the first sample of each pixel column: a GPU's
+    /// metrics share their sample times, so their rows share one walk a frame.
+    pub(super) metric_bounds: std::collections::HashMap<(usize, bool), Vec<usize>>,
 }
 
 /// A row's items by index, sorted by start, as the drawing needs them.
@@ -83,6 +89,53 @@ impl Timeline {
         let slack = |t: f64| t_of(x_of(t) + MIN_PX) - t;
         match row {
             RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => None,
+            RowKind::Metric { device, metric } => {
+                let (name, series) = self.index.metrics.metric(trace, device, metric)?;
+                let unit = if metric_rows::is_percent(name) {
+                    " %"
+                } else {
+                    ""
+                };
+                let bounds = out.metric_bounds.entry((device, false)).or_insert_with(|| {
+                    metric_rows::pixel_bounds(series.time, self.view, inner.width() as usize)
+                });
+                let text = metric_rows::draw_series(
+                    &mut out.rows.mesh,
+                    series,
+                    bounds,
+                    inner,
+                    self.view,
+                    false,
+                    (metric_rows::AREA, metric_rows::MEAN),
+                    hover_t,
+                    name,
+                    unit,
+                    self.full.0,
+                );
+                out.hover_text = text.or(out.hover_text.take());
+                None
+            }
+            RowKind::Memory { device } => {
+                let series = self.index.metrics.memory.get(device)?.as_ref()?.series();
+                let bounds = out.metric_bounds.entry((device, true)).or_insert_with(|| {
+                    metric_rows::pixel_bounds(series.time, self.view, inner.width() as usize)
+                });
+                let text = metric_rows::draw_series(
+                    &mut out.rows.mesh,
+                    series,
+                    bounds,
+                    inner,
+                    self.view,
+                    true,
+                    (metric_rows::MEMORY_AREA, metric_rows::MEMORY_LINE),
+                    hover_t,
+                    "device memory allocated",
+                    " MiB",
+                    self.full.0,
+                );
+                out.hover_text = text.or(out.hover_text.take());
+                None
+            }
             RowKind::Stream { device, stream } => {
                 let ops = &trace.devices[device].streams[stream].ops;
                 let prefix = &self.index.prefixes[device][stream];

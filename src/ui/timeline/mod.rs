@@ -21,6 +21,7 @@ use search::Search;
 mod draw;
 mod index;
 mod input;
+pub mod metric_rows;
 mod nav;
 mod rows;
 mod ruler;
@@ -64,6 +65,8 @@ pub struct Timeline {
     /// What the panels asked to be shown over the rows.
     pub marks: Marks,
     pub search: Search,
+    /// Which GPU metric rows are shown (View ▸ GPU metric rows).
+    pub metric_choice: metric_rows::MetricChoice,
     /// What one frame leaves for the next (and for tests and the frame benchmark).
     pub frame: FrameCaches,
 }
@@ -84,6 +87,8 @@ struct TimelineIndex {
     sync_names: Vec<bool>,
     /// Per interned name: is it a blocking OS runtime call?
     blocking_os: Vec<bool>,
+    /// GPU metrics' and device memory's summaries for their rows.
+    metrics: metric_rows::MetricIndex,
 }
 
 /// Which GPU and thread groups are folded to their header.
@@ -319,6 +324,7 @@ impl Timeline {
                 sched_lods,
                 sync_names,
                 blocking_os,
+                metrics: metric_rows::MetricIndex::new(trace),
             },
             folds: Folds {
                 gpus: vec![false; trace.devices.len()],
@@ -339,6 +345,9 @@ impl Timeline {
             input: InputState::default(),
             marks: Marks::default(),
             search: Search::default(),
+            metric_choice: metric_rows::MetricChoice::default_for(
+                &metric_rows::MetricIndex::names(trace),
+            ),
             frame: FrameCaches::default(),
         }
     }
@@ -379,7 +388,7 @@ impl Timeline {
             .chain(&self.index.sched_lods)
             .map(RowLod::heap_bytes)
             .sum();
-        prefixes + lods
+        prefixes + lods + self.index.metrics.heap_bytes()
     }
 
     /// Takes over the view, selection and marks of the timeline it replaces (the same
@@ -459,6 +468,8 @@ impl Timeline {
             rows: RowMesh { mesh, quads: 0 },
             labels,
             layouts: std::mem::take(&mut self.frame.layouts),
+            hover_text: None,
+            metric_bounds: Default::default(),
         };
         // Rows scroll no further than their last one at the bottom of the plot.
         let content: f32 = rows.iter().map(|r| r.height()).sum();
@@ -493,6 +504,8 @@ impl Timeline {
             rows: mut drawn_rows,
             labels,
             layouts,
+            hover_text,
+            metric_bounds: _,
         } = drawn;
         self.frame.layouts = layouts;
         labels.follow_atlas_growth(&mut drawn_rows.mesh);
@@ -541,6 +554,8 @@ impl Timeline {
             {
                 text += &transfer_tooltip(k);
             }
+            response.on_hover_text_at_pointer(text);
+        } else if let Some(text) = hover_text {
             response.on_hover_text_at_pointer(text);
         }
         out

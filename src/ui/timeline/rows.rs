@@ -33,12 +33,23 @@ pub enum RowKind {
     Sched {
         thread: usize,
     },
+    /// One of a GPU's sampled metrics (its index in the GPU's `DeviceMetrics`).
+    Metric {
+        device: usize,
+        metric: usize,
+    },
+    /// A GPU's device memory allocated over time.
+    Memory {
+        device: usize,
+    },
 }
 
 impl RowKind {
     pub fn height(&self) -> f32 {
         match self {
             RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => HEADER_H,
+            // Charts: tall enough to read a level.
+            RowKind::Metric { .. } | RowKind::Memory { .. } => 2.0 * ROW_H,
             _ => ROW_H,
         }
     }
@@ -104,6 +115,23 @@ impl Timeline {
                     device: d,
                     stream: s,
                 }));
+                if let Some((k, _)) = self.index.metrics.metrics[d] {
+                    let chosen = &self.metric_choice.chosen;
+                    rows.extend(
+                        trace.gpu_metrics[k]
+                            .metrics
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, (name, _))| chosen.contains(name))
+                            .map(|(m, _)| RowKind::Metric {
+                                device: d,
+                                metric: m,
+                            }),
+                    );
+                }
+                if self.metric_choice.memory && self.index.metrics.memory[d].is_some() {
+                    rows.push(RowKind::Memory { device: d });
+                }
             }
         }
         for (t, thread) in trace.threads.iter().enumerate() {
@@ -169,6 +197,17 @@ impl Timeline {
             RowKind::Api { .. } => ("    CUDA API".to_string(), false),
             RowKind::Osrt { .. } => ("    OS runtime".to_string(), false),
             RowKind::Sched { .. } => ("    on CPU".to_string(), false),
+            RowKind::Metric { device, metric } => {
+                let id = trace.devices[device].id;
+                let name = trace
+                    .gpu_metrics
+                    .iter()
+                    .find(|m| m.device == id)
+                    .and_then(|m| m.metrics.get(metric))
+                    .map_or(String::new(), |(n, _)| super::metric_rows::short_name(n));
+                (format!("    {name}"), false)
+            }
+            RowKind::Memory { .. } => ("    device memory".to_string(), false),
         };
         if strong {
             painter.rect_filled(r, 0.0, ui.visuals().faint_bg_color);
