@@ -34,6 +34,20 @@ fn each_gpus_peak_end_and_growth_equal_the_truth_and_host_memory_is_left_out() {
             Some(w.growth_per_iteration_bytes)
         );
     }
+    // What was live at each peak adds up to it; the weights (10 GiB, one cudaMalloc in the
+    // first step) lead, named by their call; on the leaky GPU the leaked blocks are there.
+    for (g, w) in got.iter().zip(&want) {
+        let live: i64 = g.live_at_peak.iter().map(|l| l.bytes).sum();
+        assert_eq!(live, g.peak_bytes, "GPU {}: {:?}", w.device, g.live_at_peak);
+        let first = &g.live_at_peak[0];
+        assert_eq!(first.bytes, 10 << 30, "{:?}", g.live_at_peak);
+        assert_eq!(first.call.as_deref(), Some("cudaMalloc"));
+        assert!(first.nvtx.is_some(), "{first:?}");
+        let blocks: usize = g.live_at_peak.iter().map(|l| l.blocks).sum();
+        let leaky = g.growth_per_iteration_bytes > Some(0);
+        // Weights and a step's activations; the leak's blocks besides on the leaky GPU.
+        assert_eq!(blocks > 2, leaky, "GPU {}: {:?}", w.device, g.live_at_peak);
+    }
     // The leak is a fact of its own, on that GPU only.
     let findings = nsys_explorer_core::findings::detect(&trace, &o);
     let growth: Vec<_> = findings
@@ -47,6 +61,16 @@ fn each_gpus_peak_end_and_growth_equal_the_truth_and_host_memory_is_left_out() {
         growth[0].title
     );
     assert_eq!(growth[0].group, nsys_explorer_core::findings::Group::Fact);
+    // Where it went: the leaked blocks after the first iteration, by their call.
+    let leaked_after_first = 64 * (truth.iterations.count as i64 - 1);
+    assert!(
+        growth[0].detail.contains(&format!(
+            "{leaked_after_first}.0 MiB in {} blocks by cudaMalloc",
+            truth.iterations.count - 1
+        )),
+        "{}",
+        growth[0].detail
+    );
     assert!(growth[0].saving_ns.is_none());
     // One GPU leaks, the others do not.
     assert_eq!(

@@ -21,7 +21,147 @@ pub struct DeviceMemoryUsage {
     /// Mean change from the end of the first iteration to the end of the last, per
     /// iteration (`None` with fewer than two iterations).
     pub growth_per_iteration_bytes: Option<i64>,
+    /// What was allocated at the peak, by where it was allocated (the allocating call and
+    /// the NVTX range around it), most bytes first; the blocks allocated before the capture
+    /// as one entry with neither.
+    pub live_at_peak: Vec<LiveAllocations>,
+    /// Where the growth went: of the blocks allocated after the first iteration and still
+    /// live at the end, the place most of their bytes were allocated.
+    pub growth_site: Option<LiveAllocations>,
 }
+
+/// Blocks live at a GPU's peak that were allocated in the same place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveAllocations {
+    pub bytes: i64,
+    pub blocks: usize,
+    /// The CUDA call that allocated them (`cudaMalloc`, …), when the export links it.
+    pub call: Option<String>,
+    /// The innermost NVTX range around that call (its pattern: numbers as `#`).
+    pub nvtx: Option<String>,
+}
+
+/// Where an allocation was made: its call's name and the innermost NVTX range around it,
+/// by correlation id (only the ids asked for are looked up; correlation ids count per
+/// process, so only the threads of the processes that launched work on `device`).
+fn allocation_sites(
+    trace: &Trace,
+    device: DeviceId,
+    ids: &rustc_hash::FxHashSet<u32>,
+) -> rustc_hash::FxHashMap<u32, (Option<String>, Option<String>)> {
+    let mut out: rustc_hash::FxHashMap<u32, (Option<String>, Option<String>)> = Default::default();
+    if ids.is_empty() {
+        return out;
+    }
+    let mut pids: rustc_hash::FxHashSet<u32> = Default::default();
+    if let Some(d) = trace.device(device) {
+        for s in &d.streams {
+            for &th in &s.ops.launch_thread {
+                if let Some(t) = trace.threads.get(th as usize) {
+                    pids.insert(t.pid);
+                }
+            }
+        }
+    }
+    for t in trace.threads.iter().filter(|t| pids.contains(&t.pid)) {
+        for k in 0..t.api.len() {
+            let id = t.api.correlation_id[k];
+            if !ids.contains(&id) {
+                continue;
+            }
+            let call = trace.strings.get(t.api.name[k]).into_owned();
+            let nvtx = t
+                .nvtx
+                .path_at(t.api.start[k])
+                .last()
+                // Its pattern: one site for every step's `denoising_step_#`.
+                .map(|&r| {
+                    let text = t.nvtx.text[r as usize];
+                    trace.strings.template_text(trace.strings.template_of(text))
+                });
+            out.insert(id, (Some(call), nvtx));
+        }
+    }
+    out
+}
+
+/// The blocks live right after event `peak` of `m` (allocated at `since` or later: the
+/// blocks from before the capture only without it), grouped by where they were allocated.
+fn live_at(
+    trace: &Trace,
+    m: &MemoryEvents,
+    peak: Option<usize>,
+    before: i64,
+    since: Option<i64>,
+) -> Vec<LiveAllocations> {
+    // Address → (bytes, correlation id) of each live block.
+    let mut live: rustc_hash::FxHashMap<u64, (i64, u32)> = Default::default();
+    // What is left of the blocks allocated before the capture.
+    let mut before = before;
+    if let Some(peak) = peak {
+        for i in 0..=peak {
+            let b = m.bytes[i];
+            if b >= 0 {
+                let e = live.entry(m.address[i]).or_insert((0, m.correlation_id[i]));
+                e.0 += b;
+            } else if live.remove(&m.address[i]).is_none() {
+                before += b;
+            }
+        }
+    }
+    if let Some(since) = since {
+        let kept = |i: usize| m.time[i] >= since;
+        let late: rustc_hash::FxHashSet<u64> =
+            (0..=peak.unwrap_or(0).min(m.len().saturating_sub(1)))
+                .filter(|&i| m.bytes[i] > 0 && kept(i))
+                .map(|i| m.address[i])
+                .collect();
+        live.retain(|address, _| late.contains(address));
+        before = 0;
+    }
+    let ids: rustc_hash::FxHashSet<u32> = live.values().map(|v| v.1).collect();
+    let sites = allocation_sites(trace, m.device, &ids);
+    let mut groups: std::collections::BTreeMap<(Option<String>, Option<String>), (i64, usize)> =
+        Default::default();
+    for (bytes, id) in live.into_values() {
+        let site = sites.get(&id).cloned().unwrap_or((None, None));
+        let g = groups.entry(site).or_default();
+        g.0 += bytes;
+        g.1 += 1;
+    }
+    let mut out: Vec<LiveAllocations> = groups
+        .into_iter()
+        .map(|((call, nvtx), (bytes, blocks))| LiveAllocations {
+            bytes,
+            blocks,
+            call,
+            nvtx,
+        })
+        .collect();
+    if before > 0 {
+        out.push(LiveAllocations {
+            bytes: before,
+            blocks: 0,
+            call: None,
+            nvtx: Some("allocated before the capture".into()),
+        });
+    }
+    out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.call.cmp(&b.call)));
+    // The rest as one entry: the list always adds up to the peak.
+    if out.len() > LIVE_SITES {
+        let rest = out.split_off(LIVE_SITES - 1);
+        out.push(LiveAllocations {
+            bytes: rest.iter().map(|r| r.bytes).sum(),
+            blocks: rest.iter().map(|r| r.blocks).sum(),
+            call: None,
+            nvtx: Some(format!("{} other places", rest.len())),
+        });
+    }
+    out
+}
+
+/// Allocation sites listed at a peak.
+const LIVE_SITES: usize = 8;
 
 /// The balance after each event, from what was allocated before the capture: the blocks
 /// freed in it that it never saw allocated (matched by address).
@@ -56,10 +196,10 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
         .filter(|m| !m.is_empty())
         .map(|m| {
             let (before, balance) = balances(m);
-            let (mut peak, mut peak_at) = (before, m.time[0]);
+            let (mut peak, mut peak_at, mut peak_event) = (before, m.time[0], None);
             for (i, &b) in balance.iter().enumerate() {
                 if b > peak {
-                    (peak, peak_at) = (b, m.time[i]);
+                    (peak, peak_at, peak_event) = (b, m.time[i], Some(i));
                 }
             }
             let at = |t: i64| {
@@ -83,6 +223,13 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
                 allocations: m.bytes.iter().filter(|&&b| b > 0).count(),
                 frees: m.bytes.iter().filter(|&&b| b < 0).count(),
                 growth_per_iteration_bytes: growth,
+                live_at_peak: live_at(trace, m, peak_event, before, None),
+                growth_site: ends.first().and_then(|&first_end| {
+                    let last = m.len().checked_sub(1);
+                    live_at(trace, m, last, before, Some(first_end))
+                        .into_iter()
+                        .next()
+                }),
             }
         })
         .collect()

@@ -19,6 +19,21 @@ pub const LEAKY_RANK: u32 = 1;
 /// One event: (time, bytes signed, address, memKind).
 pub type Event = (i64, i64, u64, u8);
 
+/// The memory calls' correlation ids start here (the simulation's own stay below).
+pub const CORRELATION_BASE: u32 = 0x4000_0000;
+/// How long a memory call takes.
+pub const CALL_NS: i64 = 400;
+
+/// The CUDA call that made `e`.
+pub fn call_name(e: Event) -> &'static str {
+    match (e.1 > 0, e.3 < 2) {
+        (true, false) => "cudaMalloc",
+        (false, false) => "cudaFree",
+        (true, true) => "cudaHostAlloc",
+        (false, true) => "cudaFreeHost",
+    }
+}
+
 /// The events of `rank`'s step `step` whose CPU span is `(s, e)`.
 pub fn step_events(rank: u32, step: u32, (s, e): (i64, i64)) -> Vec<Event> {
     let base = (rank as u64 + 1) << 40;

@@ -445,9 +445,28 @@ fn generate_into(
             if options.memory_usage
                 && let Some(&span) = rank.step_cpu.get(step as usize)
             {
-                for e in memory::step_events(r as u32, step, span) {
+                for (k, e) in memory::step_events(r as u32, step, span)
+                    .into_iter()
+                    .enumerate()
+                {
+                    // Each event's call (cudaMalloc, cudaFree, …), linked by correlation id
+                    // as nsys links them; ids above the simulation's own.
+                    let correlation_id =
+                        memory::CORRELATION_BASE + ((r as u32) << 20) + step * 16 + k as u32;
+                    let call = sim::ApiRow {
+                        start: e.0 - shifts[f] - memory::CALL_NS / 2,
+                        end: e.0 - shifts[f] + memory::CALL_NS / 2,
+                        correlation_id,
+                        name: memory::call_name(e),
+                    };
+                    writers[f].api(pid, &call).map_err(sql)?;
                     writers[f]
-                        .memory_event(pid, device, (e.0 - shifts[f], e.1, e.2, e.3))
+                        .memory_event(
+                            pid,
+                            device,
+                            (e.0 - shifts[f], e.1, e.2, e.3),
+                            correlation_id,
+                        )
                         .map_err(sql)?;
                     memory_events[r].push(e);
                 }

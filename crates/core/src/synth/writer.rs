@@ -365,13 +365,14 @@ impl Writer {
         pid: u32,
         device: u32,
         (time, bytes, address, kind): super::memory::Event,
+        correlation_id: u32,
     ) -> rusqlite::Result<()> {
         self.make(
             "CUDA_GPU_MEMORY_USAGE_EVENTS",
             "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER, deviceId INTEGER, contextId INTEGER, address INTEGER, pc INTEGER, bytes INTEGER, memKind INTEGER, memoryOperationType INTEGER, name TEXT, correlationId INTEGER);",
         )?;
         let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType, name, correlationId) VALUES (?1, ?2, ?3, 1, ?4, 0, ?5, ?6, ?7, NULL, 0)",
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType, name, correlationId) VALUES (?1, ?2, ?3, 1, ?4, 0, ?5, ?6, ?7, NULL, ?8)",
         )?;
         stmt.execute(params![
             time,
@@ -380,7 +381,8 @@ impl Writer {
             address as i64,
             bytes.abs(),
             kind,
-            (bytes < 0) as i64
+            (bytes < 0) as i64,
+            correlation_id
         ])?;
         *self.rows.entry("CUDA_GPU_MEMORY_USAGE_EVENTS").or_default() += 1;
         Ok(())

@@ -469,10 +469,20 @@ pub(super) fn memory_growth(trace: &Trace, overview: &Overview, out: &mut Vec<Fi
                 mib(all)
             ),
             format!(
-                "Allocated device memory ends at {} (peak {} at {}); it rises by about the same each iteration, as a tensor kept across steps or a growing cache does. Left to run, it ends in an out-of-memory error.",
+                "Allocated device memory ends at {} (peak {} at {}); it rises by about the same each iteration, as a tensor kept across steps or a growing cache does.{} Left to run, it ends in an out-of-memory error.",
                 crate::format::format_bytes(m.end_bytes.max(0) as u64),
                 crate::format::format_bytes(m.peak_bytes.max(0) as u64),
-                format_ns(m.peak_at_ns - trace.time_origin().unwrap_or(0))
+                format_ns(m.peak_at_ns - trace.time_origin().unwrap_or(0)),
+                m.growth_site.as_ref().map_or(String::new(), |s| format!(
+                    " Still allocated at the end: {} in {} block{} by {}{}.",
+                    crate::format::format_bytes(s.bytes.max(0) as u64),
+                    s.blocks,
+                    if s.blocks == 1 { "" } else { "s" },
+                    s.call.as_deref().unwrap_or("an unlinked call"),
+                    s.nvtx
+                        .as_deref()
+                        .map_or(String::new(), |n| format!(" in {n}"))
+                )),
             ),
         );
         f.info_only = true;
