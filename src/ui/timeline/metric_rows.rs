@@ -1,6 +1,6 @@
 //! GPU metric rows and the device-memory row under each GPU's streams: per pixel the
-//! minimum, mean and maximum of the samples it covers, drawn as an area (min to max) with
-//! the mean over it. A metric sampled at 10 kHz for minutes has millions of samples, so
+//! minimum, mean and maximum of the samples it covers, drawn as the mean's level filled,
+//! the min–max range a faint band over it. A metric sampled at 10 kHz for minutes has millions of samples, so
 //! each series keeps the min, max and sum of every block of samples: a pixel reads whole
 //! blocks and only the ends of its range sample by sample, whatever the zoom.
 
@@ -153,7 +153,8 @@ pub struct MetricIndex {
     /// Per device index: where its metrics are in `trace.gpu_metrics`, and each metric's
     /// summaries (in the export's order).
     pub metrics: Vec<Option<(usize, Vec<SeriesIndex>)>>,
-    /// Per device index: the MiB allocated after each event, when memory was recorded.
+    /// Per device index: the MiB allocated after each event (those from before the
+    /// capture included), when memory was recorded.
     pub memory: Vec<Option<OwnedSeries>>,
 }
 
@@ -194,15 +195,9 @@ impl MetricIndex {
             .iter()
             .map(|d| {
                 let m = trace.memory_usage.iter().find(|m| m.device == d.id)?;
-                let mut live = 0i64;
-                let value: Vec<f32> = m
-                    .bytes
-                    .iter()
-                    .map(|&b| {
-                        live += b;
-                        live as f32 / MIB
-                    })
-                    .collect();
+                // From what was allocated before the capture, as the report counts it.
+                let (_, balance) = nsys_explorer_core::analysis::memory_usage::balances(m);
+                let value: Vec<f32> = balance.iter().map(|&b| b as f32 / MIB).collect();
                 let index = SeriesIndex::new(&value, false);
                 Some(OwnedSeries {
                     time: m.time.clone(),
@@ -417,18 +412,20 @@ pub fn draw_series(
         };
         let x = r.left() + px as f32 * px_w;
         let x1 = x + px_w;
+        // The mean as a filled level (what the eye reads at any zoom), the range of the
+        // pixel's samples as a faint band over it, the mean's edge as a line.
+        let y = y_of(s.mean);
         mesh.add_colored_rect(
-            Rect::from_min_max(Pos2::new(x, y_of(hi)), Pos2::new(x1, r.bottom())),
-            colors.0.gamma_multiply(0.55),
+            Rect::from_min_max(Pos2::new(x, y), Pos2::new(x1, r.bottom())),
+            colors.0,
         );
         mesh.add_colored_rect(
             Rect::from_min_max(
                 Pos2::new(x, y_of(hi)),
                 Pos2::new(x1, y_of(lo).max(y_of(hi) + 1.0)),
             ),
-            colors.0,
+            colors.0.gamma_multiply(0.35),
         );
-        let y = y_of(s.mean);
         mesh.add_colored_rect(
             Rect::from_min_max(Pos2::new(x, y - 0.75), Pos2::new(x1, y + 0.75)),
             colors.1,
@@ -442,7 +439,7 @@ pub fn draw_series(
                 format!("{label}\n{:.1}{unit} at {at}", s.mean)
             } else {
                 format!(
-                    "{label}\nmean {:.1}{unit}, min {:.1}, max {:.1} over this pixel ({} at {at})",
+                    "{label}\nmean {:.1}{unit}, min {:.1}{unit}, max {:.1}{unit} over this pixel ({} at {at})",
                     s.mean,
                     s.min,
                     s.max,

@@ -207,7 +207,21 @@ impl Timeline {
                     .map_or(String::new(), |(n, _)| super::metric_rows::short_name(n));
                 (format!("    {name}"), false)
             }
-            RowKind::Memory { .. } => ("    device memory".to_string(), false),
+            RowKind::Memory { device } => {
+                // The axis' top: the most allocated in the capture (kept with the row's
+                // summaries, not walked each frame).
+                let top_mib = self.index.metrics.memory[device]
+                    .as_ref()
+                    .map_or(0.0, |m| m.index.top);
+                let peak = (top_mib as f64 * 1024.0 * 1024.0) as i64;
+                (
+                    format!(
+                        "    Device memory (top {})",
+                        crate::format::format_bytes(peak.max(0) as u64)
+                    ),
+                    false,
+                )
+            }
         };
         if strong {
             painter.rect_filled(r, 0.0, ui.visuals().faint_bg_color);

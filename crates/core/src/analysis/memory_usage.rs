@@ -165,7 +165,7 @@ const LIVE_SITES: usize = 8;
 
 /// The balance after each event, from what was allocated before the capture: the blocks
 /// freed in it that it never saw allocated (matched by address).
-fn balances(m: &MemoryEvents) -> (i64, Vec<i64>) {
+pub fn balances(m: &MemoryEvents) -> (i64, Vec<i64>) {
     let mut live: rustc_hash::FxHashMap<u64, i64> = Default::default();
     let mut before = 0i64;
     for i in 0..m.len() {
