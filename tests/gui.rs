@@ -1249,15 +1249,15 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
             .count();
         (metrics, memory, l.trace.devices.len())
     };
-    // By default: SMs Active, Tensor Active and DRAM Read under each GPU (the clock is
-    // not among them), and its device memory.
+    // By default: SMs Active, Tensor Active, DRAM Read and Write under each GPU (of its 20
+    // metrics; the clocks are not among them), and its device memory.
     let (metrics, memory, gpus) = count(&h);
-    assert_eq!((metrics, memory), (3 * gpus, gpus));
+    assert_eq!((metrics, memory), (4 * gpus, gpus));
     h.get_by_label("View").click();
     h.run_steps(2);
     h.get_by_label("SMs Active [Throughput %]").click();
     h.run_steps(2);
-    assert_eq!(count(&h).0, 2 * gpus);
+    assert_eq!(count(&h).0, 3 * gpus);
     // A click closes the menu: opened again for each.
     for label in ["GPC Clock Frequency [MHz]", "Device memory row"] {
         if h.query_by_label(label).is_none() {
@@ -1267,7 +1267,7 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
         h.get_by_label(label).click();
         h.run_steps(2);
     }
-    assert_eq!(count(&h).0, 3 * gpus);
+    assert_eq!(count(&h).0, 4 * gpus);
     assert_eq!(count(&h).1, 0);
     // Drawn frame after frame, the rows hold their chart (no panic, a mesh each frame).
     h.run_steps(5);

@@ -105,6 +105,16 @@ pub fn bench_load(file: &Path) -> Result<(), String> {
         trace.heap_bytes() as f64 / 1e6,
         trace.heap_bytes() as f64 / events.max(1) as f64
     );
+    if !trace.gpu_metrics.is_empty() {
+        let samples = report.tables.get("GPU_METRICS").copied().unwrap_or(0);
+        let bytes: usize = trace.gpu_metrics.iter().map(|m| m.heap_bytes()).sum();
+        println!(
+            "GPU metrics            {samples} samples on {} GPUs: {:.1} MB, {:.2} bytes a sample (a time per instant, each value in the narrowest type that holds it)",
+            trace.gpu_metrics.len(),
+            bytes as f64 / 1e6,
+            bytes as f64 / samples.max(1) as f64
+        );
+    }
     // The call stacks come after the load (its trace is handed over without them).
     let waited = Instant::now();
     let call_stacks = trace.stacks();

@@ -431,7 +431,7 @@ pub fn gpu_metrics(trace: &Trace) -> Table {
     for m in &trace.gpu_metrics {
         for (name, values) in &m.metrics {
             let id = names.text(name);
-            for (k, &v) in values.iter().enumerate() {
+            for (k, v) in values.iter_range(0..values.len()).enumerate() {
                 if !v.is_nan() {
                     device.push(m.device.0 as i64);
                     time.push(m.time[k]);

@@ -9,19 +9,23 @@ use std::collections::BTreeSet;
 use eframe::egui::{Color32, Mesh, Pos2, Rect};
 
 use crate::format::format_ns;
-use crate::trace::Trace;
+use crate::trace::{MetricValues, Trace};
 
 /// Samples per block at each level of a series' summaries (each 32 of the one before).
 const LEVELS: [usize; 3] = [32, 1024, 32768];
 
+/// One block's summary: together, so that a pixel reading a block misses the cache once.
+#[derive(Clone, Copy)]
+struct Block {
+    sum: f64,
+    min: f32,
+    max: f32,
+    count: u32,
+}
+
 /// The summaries of a series' blocks of one size.
 #[derive(Default)]
-struct Blocks {
-    min: Vec<f32>,
-    max: Vec<f32>,
-    sum: Vec<f64>,
-    count: Vec<u32>,
-}
+struct Blocks(Vec<Block>);
 
 /// The summaries of a series' blocks (the series itself stays in the trace).
 pub struct SeriesIndex {
@@ -33,10 +37,12 @@ pub struct SeriesIndex {
 
 impl Blocks {
     fn push(&mut self, min: f32, max: f32, sum: f64, count: u32) {
-        self.min.push(min);
-        self.max.push(max);
-        self.sum.push(sum);
-        self.count.push(count);
+        self.0.push(Block {
+            sum,
+            min,
+            max,
+            count,
+        });
     }
 }
 
@@ -44,7 +50,7 @@ impl Blocks {
 #[derive(Clone, Copy)]
 pub struct Series<'a> {
     pub time: &'a [i64],
-    pub value: &'a [f32],
+    pub value: &'a MetricValues,
     pub index: &'a SeriesIndex,
 }
 
@@ -57,13 +63,14 @@ pub struct Summary {
 }
 
 impl SeriesIndex {
-    pub fn new(value: &[f32], percent: bool) -> SeriesIndex {
+    pub fn new(value: &MetricValues, percent: bool) -> SeriesIndex {
         let mut levels: Vec<Blocks> = Vec::with_capacity(LEVELS.len());
         // The first level from the samples, each next one from the one before.
         let mut first = Blocks::default();
-        for chunk in value.chunks(LEVELS[0]) {
+        for start in (0..value.len()).step_by(LEVELS[0]) {
+            let end = (start + LEVELS[0]).min(value.len());
             let (mut min, mut max, mut sum, mut n) = (f32::INFINITY, f32::NEG_INFINITY, 0.0, 0);
-            for &v in chunk.iter().filter(|v| !v.is_nan()) {
+            for v in value.iter_range(start..end).filter(|v| !v.is_nan()) {
                 min = min.min(v);
                 max = max.max(v);
                 sum += v as f64;
@@ -76,27 +83,20 @@ impl SeriesIndex {
             let per = w[1] / w[0];
             let below = levels.last().expect("the first level");
             let mut next = Blocks::default();
-            for k in (0..below.min.len()).step_by(per) {
-                let e = (k + per).min(below.min.len());
+            for part in below.0.chunks(per) {
                 next.push(
-                    below.min[k..e]
-                        .iter()
-                        .copied()
-                        .fold(f32::INFINITY, f32::min),
-                    below.max[k..e]
-                        .iter()
-                        .copied()
-                        .fold(f32::NEG_INFINITY, f32::max),
-                    below.sum[k..e].iter().sum(),
-                    below.count[k..e].iter().sum(),
+                    part.iter().map(|b| b.min).fold(f32::INFINITY, f32::min),
+                    part.iter().map(|b| b.max).fold(f32::NEG_INFINITY, f32::max),
+                    part.iter().map(|b| b.sum).sum(),
+                    part.iter().map(|b| b.count).sum(),
                 );
             }
             levels.push(next);
         }
         let most = levels[0]
-            .max
+            .0
             .iter()
-            .copied()
+            .map(|b| b.max)
             .filter(|v| v.is_finite())
             .fold(0.0f32, f32::max);
         SeriesIndex {
@@ -106,7 +106,10 @@ impl SeriesIndex {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.levels.iter().map(|l| l.min.len() * 20).sum()
+        self.levels
+            .iter()
+            .map(|l| l.0.len() * std::mem::size_of::<Block>())
+            .sum()
     }
 }
 
@@ -120,17 +123,18 @@ impl Series<'_> {
             for (level, &size) in LEVELS.iter().enumerate().rev() {
                 if i.is_multiple_of(size) && i + size <= b {
                     let (blocks, k) = (&self.index.levels[level], i / size);
-                    if blocks.count[k] > 0 {
-                        min = min.min(blocks.min[k]);
-                        max = max.max(blocks.max[k]);
-                        sum += blocks.sum[k];
-                        n += blocks.count[k] as u64;
+                    let b = blocks.0[k];
+                    if b.count > 0 {
+                        min = min.min(b.min);
+                        max = max.max(b.max);
+                        sum += b.sum;
+                        n += b.count as u64;
                     }
                     i += size;
                     continue 'walk;
                 }
             }
-            let v = self.value[i];
+            let v = self.value.get(i);
             if !v.is_nan() {
                 min = min.min(v);
                 max = max.max(v);
@@ -161,7 +165,7 @@ pub struct MetricIndex {
 /// A series worked out from the trace (device memory in use), kept with its summaries.
 pub struct OwnedSeries {
     pub time: Vec<i64>,
-    pub value: Vec<f32>,
+    pub value: MetricValues,
     pub index: SeriesIndex,
 }
 
@@ -197,7 +201,7 @@ impl MetricIndex {
                 let m = trace.memory_usage.iter().find(|m| m.device == d.id)?;
                 // From what was allocated before the capture, as the report counts it.
                 let (_, balance) = nsys_explorer_core::analysis::memory_usage::balances(m);
-                let value: Vec<f32> = balance.iter().map(|&b| b as f32 / MIB).collect();
+                let value = MetricValues::Float(balance.iter().map(|&b| b as f32 / MIB).collect());
                 let index = SeriesIndex::new(&value, false);
                 Some(OwnedSeries {
                     time: m.time.clone(),
@@ -389,16 +393,26 @@ pub fn draw_series(
         0
     };
     let mut hover = None;
+    // Columns of one level so far: (left, right, level).
+    let mut run: Option<(f32, f32, Level)> = None;
     for px in 0..width {
         let (a, b) = (bounds[px], bounds[px + 1]);
         let t0 = v0 + px as f64 * ns_per_px;
-        let before = a
-            .checked_sub(1)
-            .filter(|&i| step || (t0 as i64) - series.time[i] <= period)
-            .map(|i| series.value[i])
-            .filter(|v| !v.is_nan());
+        // Read only where needed: a sample away from the pixel's own misses the cache.
+        let before = || {
+            a.checked_sub(1)
+                .filter(|&i| step || (t0 as i64) - series.time[i] <= period)
+                .map(|i| series.value.get(i))
+                .filter(|v| !v.is_nan())
+        };
         let (sa, sb) = snapped(a, b);
-        let summary = series.summary(sa, sb).or(before.map(|v| Summary {
+        let own = series.summary(sa, sb);
+        let before = if step || own.is_none() {
+            before()
+        } else {
+            None
+        };
+        let summary = own.or(before.map(|v| Summary {
             min: v,
             mean: v,
             max: v,
@@ -411,25 +425,21 @@ pub fn draw_series(
             _ => (s.min, s.max),
         };
         let x = r.left() + px as f32 * px_w;
-        let x1 = x + px_w;
-        // The mean as a filled level (what the eye reads at any zoom), the range of the
-        // pixel's samples as a faint band over it, the mean's edge as a line.
-        let y = y_of(s.mean);
-        mesh.add_colored_rect(
-            Rect::from_min_max(Pos2::new(x, y), Pos2::new(x1, r.bottom())),
-            colors.0,
-        );
-        mesh.add_colored_rect(
-            Rect::from_min_max(
-                Pos2::new(x, y_of(hi)),
-                Pos2::new(x1, y_of(lo).max(y_of(hi) + 1.0)),
-            ),
-            colors.0.gamma_multiply(0.35),
-        );
-        mesh.add_colored_rect(
-            Rect::from_min_max(Pos2::new(x, y - 0.75), Pos2::new(x1, y + 0.75)),
-            colors.1,
-        );
+        // Levels to whole pixels: neighbouring columns alike are drawn as one.
+        let level = Level {
+            mean: y_of(s.mean).round(),
+            top: y_of(hi).round(),
+            bottom: y_of(lo).round().max(y_of(hi).round() + 1.0),
+        };
+        match &mut run {
+            Some((x0, x1, l)) if *l == level && (*x1 - x).abs() < 0.01 => *x1 = x + px_w,
+            _ => {
+                if let Some((x0, x1, l)) = run.take() {
+                    draw_level(mesh, r, x0, x1, l, colors);
+                }
+                run = Some((x, x + px_w, level));
+            }
+        }
         if let Some(h) = hover_t
             && h >= t0
             && h < t0 + ns_per_px
@@ -448,7 +458,37 @@ pub fn draw_series(
             });
         }
     }
+    if let Some((x0, x1, l)) = run {
+        draw_level(mesh, r, x0, x1, l, colors);
+    }
     hover
+}
+
+/// A column's drawing: its mean's height and its samples' range (y, whole pixels).
+#[derive(Clone, Copy, PartialEq)]
+struct Level {
+    mean: f32,
+    top: f32,
+    bottom: f32,
+}
+
+/// Columns `x0..x1` at `l`: the mean as a filled level (what the eye reads at any zoom),
+/// the range of the samples a faint band over it, the mean's edge a line.
+fn draw_level(mesh: &mut Mesh, r: Rect, x0: f32, x1: f32, l: Level, colors: (Color32, Color32)) {
+    mesh.add_colored_rect(
+        Rect::from_min_max(Pos2::new(x0, l.mean), Pos2::new(x1, r.bottom())),
+        colors.0,
+    );
+    if l.bottom - l.top > 1.0 {
+        mesh.add_colored_rect(
+            Rect::from_min_max(Pos2::new(x0, l.top), Pos2::new(x1, l.bottom)),
+            colors.0.gamma_multiply(0.35),
+        );
+    }
+    mesh.add_colored_rect(
+        Rect::from_min_max(Pos2::new(x0, l.mean - 0.75), Pos2::new(x1, l.mean + 0.75)),
+        colors.1,
+    );
 }
 
 #[cfg(test)]
@@ -468,10 +508,11 @@ mod tests {
                 }
             })
             .collect();
-        let index = SeriesIndex::new(&value, true);
+        let values = MetricValues::Float(value.clone());
+        let index = SeriesIndex::new(&values, true);
         let s = Series {
             time: &time,
-            value: &value,
+            value: &values,
             index: &index,
         };
         let (l1, l2) = (LEVELS[1], LEVELS[2]);

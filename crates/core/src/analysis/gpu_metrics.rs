@@ -57,10 +57,10 @@ pub fn gpu_metrics(
                 .metrics
                 .iter()
                 .filter_map(|(name, values)| {
-                    let mut v: Vec<f64> = values[range.clone()]
-                        .iter()
+                    let mut v: Vec<f64> = values
+                        .iter_range(range.clone())
                         .filter(|x| !x.is_nan())
-                        .map(|&x| x as f64)
+                        .map(|x| x as f64)
                         .collect();
                     if v.is_empty() {
                         return None;
@@ -148,7 +148,7 @@ fn means_while(
                     continue;
                 }
                 for (slot, (_, values)) in m.metrics.iter().enumerate() {
-                    let v = values[k];
+                    let v = values.get(k);
                     if !v.is_nan() {
                         sums[slot].0 += v as f64 * covered;
                         sums[slot].1 += covered;

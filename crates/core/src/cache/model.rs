@@ -9,9 +9,9 @@ use super::codec::{Bad, Reader, Result, Writer};
 use crate::load::LoadReport;
 use crate::trace::{
     ApiCalls, ApiClass, CommCreation, CpuSamples, Device, DeviceId, DeviceMetrics, ExportInfo,
-    GpuOps, GraphNode, MemInfo, MemoryEvents, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls,
-    PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stacks, Stream, StringTable, Thread,
-    Trace,
+    GpuOps, GraphNode, MemInfo, MemoryEvents, MetricValues, NcclCalls, NvtxMarks, NvtxRanges,
+    OpKind, OsCalls, PayloadStats, Process, RangeKind, ReachIndex, Scheduling, Stacks, Stream,
+    StringTable, Thread, Trace,
 };
 
 /// The small parts, as JSON.
@@ -129,7 +129,20 @@ fn write_head<W: Write>(
         w.u64(m.metrics.len() as u64)?;
         for (name, values) in &m.metrics {
             w.str(name)?;
-            w.column(values)?;
+            match values {
+                MetricValues::Byte(v) => {
+                    w.u32(1)?;
+                    w.column(v)?;
+                }
+                MetricValues::Short(v) => {
+                    w.u32(2)?;
+                    w.column(v)?;
+                }
+                MetricValues::Float(v) => {
+                    w.u32(4)?;
+                    w.column(v)?;
+                }
+            }
         }
     }
     w.u64(trace.memory_usage.len() as u64)?;
@@ -173,7 +186,16 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
             let device = crate::trace::DeviceId(r.u32()?);
             let time = r.column()?;
             let metrics = (0..r.count(8)?)
-                .map(|_| Ok((r.str()?, r.column()?)))
+                .map(|_| {
+                    let name = r.str()?;
+                    let values = match r.u32()? {
+                        1 => MetricValues::Byte(r.column()?),
+                        2 => MetricValues::Short(r.column()?),
+                        4 => MetricValues::Float(r.column()?),
+                        _ => return Err(Bad::Damaged("GPU metric values")),
+                    };
+                    Ok((name, values))
+                })
                 .collect::<Result<Vec<_>>>()?;
             Ok(DeviceMetrics {
                 device,

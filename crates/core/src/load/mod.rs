@@ -108,6 +108,7 @@ pub(crate) enum ChunkOut {
     Osrt(OsrtChunk),
     Chains(stacks::ChainChunk),
     Samples(stacks::SampleChunk),
+    Metrics(gpu_metrics::MetricChunk),
 }
 
 /// Loads `path`, calling `progress` from worker threads and checking `cancel` every few
@@ -194,6 +195,7 @@ fn load_inner(
     let graph_execs =
         graphs::read_graph_execs(&conn, path, &schema, &mut strings, &mut report.skips)?;
     let payloads = payload::PayloadSchemas::read(&conn);
+    let metric_keys = gpu_metrics::MetricKeys::read(&conn, path, &schema)?;
     // Scheduling only where nothing else shows the threads (real exports hold millions of
     // its rows beside the CUDA ones).
     let scheduling_only = [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
@@ -249,15 +251,21 @@ fn load_inner(
     let stack_tables = [stacks::OSRT_CALLCHAINS]
         .into_iter()
         .filter(|_| schema.has(OSRT));
+    // GPU metrics where their names are known.
+    let metric_tables = [gpu_metrics::GPU_METRICS]
+        .into_iter()
+        .filter(|_| !metric_keys.is_empty());
     for table in [KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX, OSRT]
         .into_iter()
         .chain(stack_tables)
+        .chain(metric_tables)
     {
         if !schema.has(table) {
             continue;
         }
         let wanted = match table {
             stacks::OSRT_CALLCHAINS => stacks::columns(table),
+            gpu_metrics::GPU_METRICS => gpu_metrics::COLUMNS,
             _ => big_tables::columns(table, &payloads),
         };
         let plan = scan::plan(
@@ -316,6 +324,13 @@ fn load_inner(
             stacks::OSRT_CALLCHAINS => {
                 ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &names.ids, span)?)
             }
+            gpu_metrics::GPU_METRICS => ChunkOut::Metrics(gpu_metrics::read_chunk(
+                &ctx,
+                &conn,
+                plan,
+                &metric_keys,
+                span,
+            )?),
             _ => unreachable!("only the tables planned"),
         })
     };
@@ -363,6 +378,7 @@ fn load_inner(
     );
     // The GPU side is sorted (and handed over) while the CPU tables are read.
     let mut stack_merger = stacks::StackMerger::default();
+    let mut metric_merger = gpu_metrics::MetricMerger::default();
     let (gpu_parts, cpu) = rayon::join(
         || {
             let gpu_parts = build::build_gpu(gpu);
@@ -388,6 +404,10 @@ fn load_inner(
                 ChunkOut::Chains(chunk) => {
                     tally(chunk.table, chunk.rows, &mut Default::default());
                     stack_merger.add_chains(chunk);
+                }
+                ChunkOut::Metrics(mut chunk) => {
+                    tally(gpu_metrics::GPU_METRICS, chunk.rows, &mut chunk.skips);
+                    metric_merger.add(chunk);
                 }
                 ChunkOut::Samples(_) | ChunkOut::Gpu(..) => {
                     unreachable!("the GPU tables are read first, the samples after the load")
@@ -417,7 +437,7 @@ fn load_inner(
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
     stack_merger.finish_osrt(&mut trace, &mut report.skips);
     memory_usage::read_memory_usage(&conn, path, &schema, &mut trace, &mut report)?;
-    gpu_metrics::read_gpu_metrics(&conn, path, &schema, &mut trace, &mut report)?;
+    trace.gpu_metrics = metric_merger.finish(&metric_keys, &gpu_metrics::cuda_devices(&conn));
     trace.call_stacks = if has_samples {
         let mut sampled_names: rustc_hash::FxHashMap<i64, String> =
             thread_names_for_samples.into_iter().collect();

@@ -16,7 +16,30 @@ pub const SM_ACTIVE: &str = "SMs Active [Throughput %]";
 pub const TENSOR_ACTIVE: &str = "Tensor Active [Throughput %]";
 pub const DRAM_READ: &str = "DRAM Read Bandwidth [Throughput %]";
 pub const GPC_CLOCK: &str = "GPC Clock Frequency [MHz]";
-pub const METRICS: [&str; 4] = [SM_ACTIVE, TENSOR_ACTIVE, DRAM_READ, GPC_CLOCK];
+/// The metrics an H100 records with `--gpu-metrics-devices=all` (nsys's default set): the
+/// first three set by the kernel running, the others derived from them or constant.
+pub const METRICS: [&str; 20] = [
+    SM_ACTIVE,
+    TENSOR_ACTIVE,
+    DRAM_READ,
+    GPC_CLOCK,
+    "SYS Clock Frequency [MHz]",
+    "GR Active [Throughput %]",
+    "Sync Compute In Flight [Throughput %]",
+    "Async Compute In Flight [Throughput %]",
+    "SM Issue [Throughput %]",
+    "Compute Warps In Flight [Throughput %]",
+    "Unallocated Warps in Active SMs [Throughput %]",
+    "Vertex/Tess/Geometry Warps in Flight [Throughput %]",
+    "Pixel Warps in Flight [Throughput %]",
+    "DRAM Write Bandwidth [Throughput %]",
+    "PCIe RX Throughput [Throughput %]",
+    "PCIe TX Throughput [Throughput %]",
+    "NVLink RX Throughput [Throughput %]",
+    "NVLink TX Throughput [Throughput %]",
+    "PCIe Read Requests to BAR1 [Requests]",
+    "PCIe Write Requests to BAR1 [Requests]",
+];
 /// flash_fwd_kernel's levels: SMs Active, Tensor Active, DRAM Read.
 pub const FLASH_LEVELS: [f64; 3] = [95.0, 60.0, 40.0];
 /// GPU 3 runs at 2.9 GHz so that its clock in Hz passes 2^31 and wraps.
@@ -65,8 +88,9 @@ pub fn raw(gpu: u32, k: usize, v: f64) -> i64 {
     }
 }
 
-/// The value of each metric at `t` on GPU `gpu` whose ops (sorted by start) are `ops`.
-pub fn values_at(gpu: u32, ops: &[TruthOp], t: i64) -> [f64; 4] {
+/// The value of each metric at `t` on GPU `gpu` whose ops (sorted by start) are `ops`
+/// (whole numbers, as nsys writes them).
+pub fn values_at(gpu: u32, ops: &[TruthOp], t: i64) -> [f64; METRICS.len()] {
     let n = ops.partition_point(|o| o.start <= t);
     let running = ops[n.saturating_sub(16)..n]
         .iter()
@@ -75,7 +99,39 @@ pub fn values_at(gpu: u32, ops: &[TruthOp], t: i64) -> [f64; 4] {
         .map(|o| levels(o.op))
         .max_by(|a, b| a[0].total_cmp(&b[0]));
     let [sm, tensor, dram] = running.unwrap_or([0.0; 3]);
-    [sm, tensor, dram, clock_mhz(gpu)]
+    let busy = if sm > 0.0 || dram > 0.0 { 100.0 } else { 0.0 };
+    let part = |v: f64, f: f64| (v * f).round();
+    [
+        sm,
+        tensor,
+        dram,
+        clock_mhz(gpu),
+        1980.0,
+        busy,
+        if sm > 0.0 { 100.0 } else { 0.0 },
+        0.0,
+        part(sm, 0.4),
+        part(sm, 0.6),
+        part(sm, 0.3),
+        0.0,
+        0.0,
+        part(dram, 0.5),
+        part(dram, 0.1),
+        part(dram, 0.05),
+        // NCCL's SendRecv moves its bytes over NVLink.
+        if tensor == 0.0 && sm == 15.0 {
+            60.0
+        } else {
+            0.0
+        },
+        if tensor == 0.0 && sm == 15.0 {
+            60.0
+        } else {
+            0.0
+        },
+        0.0,
+        part(dram, 3.0),
+    ]
 }
 
 #[derive(Debug, Clone, Serialize)]

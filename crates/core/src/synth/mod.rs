@@ -518,7 +518,7 @@ fn generate_into(
                 ops.first().map_or(0, |o| o.start),
                 ops.iter().map(|o| o.end).max().unwrap_or(0),
             );
-            let mut sums = [0.0f64; 4];
+            let mut sums = [0.0f64; metrics::METRICS.len()];
             let mut n = 0usize;
             let mut t = from - from.rem_euclid(metrics::PERIOD_NS);
             while t <= to {
@@ -534,8 +534,8 @@ fn generate_into(
                         .map_err(sql)?;
                 }
                 if t >= first && t < last {
-                    for k in 0..4 {
-                        sums[k] += v[k];
+                    for (sum, value) in sums.iter_mut().zip(v) {
+                        *sum += value;
                     }
                     n += 1;
                 }

@@ -14,12 +14,98 @@ pub struct DeviceMetrics {
     pub time: Vec<i64>,
     /// Each metric's name as nsys wrote it (`SMs Active [Throughput %]`) and its value at
     /// each sample time ([`NO_SAMPLE`] where it had none); clocks repaired to MHz.
-    pub metrics: Vec<(String, Vec<f32>)>,
+    pub metrics: Vec<(String, MetricValues)>,
+}
+
+/// A metric's values in the narrowest type that holds them all: nsys writes integers
+/// (percents of peak, MHz, counts), so a percent takes a byte a sample, not four. The
+/// type's largest value stands for "no sample".
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricValues {
+    Byte(Vec<u8>),
+    Short(Vec<u16>),
+    Float(Vec<f32>),
+}
+
+impl MetricValues {
+    /// `values` ([`NO_SAMPLE`] where none) in the narrowest type that holds them exactly.
+    pub fn narrowest(values: Vec<f32>) -> MetricValues {
+        let fits = |max: f32| {
+            values
+                .iter()
+                .all(|&v| v.is_nan() || (v >= 0.0 && v < max && v.fract() == 0.0))
+        };
+        let or_none = |v: f32, none: f32| if v.is_nan() { none } else { v };
+        if fits(u8::MAX as f32) {
+            MetricValues::Byte(values.iter().map(|&v| or_none(v, 255.0) as u8).collect())
+        } else if fits(u16::MAX as f32) {
+            MetricValues::Short(values.iter().map(|&v| or_none(v, 65535.0) as u16).collect())
+        } else {
+            MetricValues::Float(values)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            MetricValues::Byte(v) => v.len(),
+            MetricValues::Short(v) => v.len(),
+            MetricValues::Float(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sample `i`'s value, [`NO_SAMPLE`] where it had none.
+    #[inline]
+    pub fn get(&self, i: usize) -> f32 {
+        match self {
+            MetricValues::Byte(v) => match v[i] {
+                u8::MAX => NO_SAMPLE,
+                x => x as f32,
+            },
+            MetricValues::Short(v) => match v[i] {
+                u16::MAX => NO_SAMPLE,
+                x => x as f32,
+            },
+            MetricValues::Float(v) => v[i],
+        }
+    }
+
+    /// Values `range`, [`NO_SAMPLE`] where none.
+    pub fn iter_range(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = f32> + '_ {
+        range.map(|i| self.get(i))
+    }
+
+    /// Every value, [`NO_SAMPLE`] where none.
+    pub fn to_f32(&self) -> Vec<f32> {
+        self.iter_range(0..self.len()).collect()
+    }
+
+    /// Bytes a sample.
+    pub fn width(&self) -> usize {
+        match self {
+            MetricValues::Byte(_) => 1,
+            MetricValues::Short(_) => 2,
+            MetricValues::Float(_) => 4,
+        }
+    }
 }
 
 impl DeviceMetrics {
     pub fn consistent(&self) -> bool {
         self.metrics.iter().all(|(_, v)| v.len() == self.time.len())
+    }
+
+    /// Heap bytes held (the benchmark's figure).
+    pub fn heap_bytes(&self) -> usize {
+        self.time.len() * 8
+            + self
+                .metrics
+                .iter()
+                .map(|(_, v)| v.len() * v.width())
+                .sum::<usize>()
     }
 
     /// Samples in `[a, b)`.
@@ -42,6 +128,23 @@ pub fn clock_mhz(raw: i64) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_take_the_narrowest_type_that_holds_them() {
+        let percent = MetricValues::narrowest(vec![0.0, 94.0, NO_SAMPLE, 100.0]);
+        assert_eq!(percent.width(), 1);
+        assert_eq!(percent.get(1), 94.0);
+        assert!(percent.get(2).is_nan());
+        let clock = MetricValues::narrowest(vec![1755.0, NO_SAMPLE]);
+        assert_eq!(clock.width(), 2);
+        assert_eq!(clock.to_f32()[0], 1755.0);
+        // 255 is "no sample" in a byte: a metric reaching it takes two.
+        assert_eq!(MetricValues::narrowest(vec![255.0]).width(), 2);
+        let fraction = MetricValues::narrowest(vec![0.5, 70000.0]);
+        assert_eq!(fraction.width(), 4);
+        assert_eq!(fraction.get(0), 0.5);
+        assert_eq!(MetricValues::narrowest(vec![-1.0]).width(), 4);
+    }
 
     #[test]
     fn clocks_wrapped_or_in_hz_read_as_mhz() {

@@ -20,7 +20,7 @@ pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
 pub use device_id::{DeviceId, DeviceIndex};
-pub use gpu_metrics::{DeviceMetrics, NO_SAMPLE, clock_mhz};
+pub use gpu_metrics::{DeviceMetrics, MetricValues, NO_SAMPLE, clock_mhz};
 pub use memory_usage::MemoryEvents;
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
