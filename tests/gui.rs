@@ -1272,4 +1272,16 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     // Drawn frame after frame, the rows hold their chart (no panic, a mesh each frame).
     h.run_steps(5);
     assert!(loaded(&h).timeline.frame.last_quads > 0);
+    // The kernel table gains how busy each kernel kept the SMs and tensor cores.
+    h.get_by_label("Kernels").click();
+    let start = Instant::now();
+    while h.query_by_label("95 %").is_none() && start.elapsed() < Duration::from_secs(20) {
+        h.run_steps(1);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(h.query_by_label("SMs active").is_some());
+    assert!(
+        h.query_by_label("95 %").is_some(),
+        "flash_fwd_kernel at its generated 95 % SMs Active"
+    );
 }

@@ -443,7 +443,8 @@ pub(super) fn loaded_ui(
                     l.iterations.show(ui, &trace, o, &l.timeline, &mut nav, other)
                 }
                 (Tab::Kernels, None, Some(o)) => {
-                    l.tables.kernels(ui, selected.as_deref().unwrap_or(o), &mut nav)
+                    l.tables
+                        .kernels(ui, &trace, selected.as_deref().unwrap_or(o), &mut nav)
                 }
                 (Tab::Nccl, None, Some(o)) => l.tables.nccl(
                     ui,

@@ -15,8 +15,14 @@ use crate::format::{format_bytes, format_ns};
 use crate::overview::Overview;
 use crate::trace::{DeviceId, Trace};
 
+/// Per kernel name, its SMs and Tensor Active means while it ran (the GPU metrics').
+type Activity = std::collections::BTreeMap<String, [Option<f64>; 2]>;
+
 pub struct Tables {
     kernel_sort: (usize, bool),
+    /// The kernels' activity, worked out once on a worker for a capture with metrics.
+    activity: Option<std::sync::Arc<Activity>>,
+    activity_job: Option<super::job::Job<(), std::sync::Arc<Activity>>>,
     nccl_sort: (usize, bool),
     memory_sort: (usize, bool),
     nvtx_sort: (usize, bool),
@@ -29,6 +35,8 @@ impl Default for Tables {
     fn default() -> Self {
         Self {
             kernel_sort: (2, true),
+            activity: None,
+            activity_job: None,
             nccl_sort: (4, true),
             memory_sort: (3, true),
             nvtx_sort: (2, true),
@@ -37,9 +45,20 @@ impl Default for Tables {
     }
 }
 
-const KERNEL_COLUMNS: [&str; 8] = [
-    "kernel", "count", "total", "share", "mean", "median", "min", "max",
+const KERNEL_COLUMNS: [&str; 10] = [
+    "kernel",
+    "count",
+    "total",
+    "share",
+    "mean",
+    "median",
+    "min",
+    "max",
+    "SMs active",
+    "Tensor active",
 ];
+/// The table without GPU metrics stops before the activity columns.
+const KERNEL_COLUMNS_PLAIN: usize = 8;
 const NCCL_COLUMNS: [&str; 9] = [
     "GPU",
     "collective",
@@ -53,7 +72,40 @@ const NCCL_COLUMNS: [&str; 9] = [
 ];
 
 impl Tables {
-    pub fn kernels(&mut self, ui: &mut egui::Ui, overview: &Overview, nav: &mut Vec<Nav>) {
+    /// The kernels' activity (SMs and Tensor Active while they ran), asked of a worker the
+    /// first time the table is shown for a capture with GPU metrics.
+    fn activity(&mut self, trace: &std::sync::Arc<Trace>, ctx: &egui::Context) {
+        if trace.gpu_metrics.is_empty() || self.activity.is_some() {
+            return;
+        }
+        if let Some(((), a)) = super::job::take_answer(&mut self.activity_job) {
+            self.activity = Some(a);
+            return;
+        }
+        if self.activity_job.is_none() {
+            let trace = trace.clone();
+            self.activity_job = Some(super::job::Job::compute((), Some(ctx), move |_| {
+                std::sync::Arc::new(crate::analysis::gpu_metrics::kernel_activity(&trace))
+            }));
+        }
+    }
+
+    pub fn kernels(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &std::sync::Arc<Trace>,
+        overview: &Overview,
+        nav: &mut Vec<Nav>,
+    ) {
+        self.activity(trace, ui.ctx());
+        let activity = self.activity.clone();
+        let with_metrics = !trace.gpu_metrics.is_empty();
+        let of = |name: &str, k: usize| -> Option<f64> {
+            activity
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(|m| m[k])
+        };
         let mut rows: Vec<&KernelStat> = overview.kernels.iter().collect();
         let (column, descending) = self.kernel_sort;
         rows.sort_by(|a, b| {
@@ -64,22 +116,36 @@ impl Tables {
                 4 => a.mean_ns.cmp(&b.mean_ns),
                 5 => a.median_ns.cmp(&b.median_ns),
                 6 => a.min_ns.cmp(&b.min_ns),
-                _ => a.max_ns.cmp(&b.max_ns),
+                7 => a.max_ns.cmp(&b.max_ns),
+                k => of(&a.name, k - 8)
+                    .unwrap_or(-1.0)
+                    .total_cmp(&of(&b.name, k - 8).unwrap_or(-1.0)),
             };
             if descending { ord.reverse() } else { ord }
         });
         let mut clicked: Option<String> = None;
         let mut sort = None;
         ui.label("Click a kernel to mark it on the timeline; click again for its next occurrence.");
+        let columns = if with_metrics {
+            KERNEL_COLUMNS.len()
+        } else {
+            KERNEL_COLUMNS_PLAIN
+        };
         let name_w = name_width(ui, 520.0);
         TableBuilder::new(ui)
             .striped(true)
             .column(Column::initial(name_w).clip(true).resizable(true))
-            .columns(Column::auto(), 7)
+            .columns(Column::auto(), columns - 1)
             .header(20.0, |mut header| {
-                for (i, name) in KERNEL_COLUMNS.iter().enumerate() {
+                for (i, name) in KERNEL_COLUMNS.iter().take(columns).enumerate() {
                     header.col(|ui| {
-                        if ui.button(sort_label(name, i, self.kernel_sort)).clicked() {
+                        let button = ui.button(sort_label(name, i, self.kernel_sort));
+                        let button = if i >= KERNEL_COLUMNS_PLAIN {
+                            button.on_hover_text("The GPU metric's time-weighted mean while the kernel ran, over the whole run (samples are device-wide: kernels running at once share them)")
+                        } else {
+                            button
+                        };
+                        if button.clicked() {
                             sort = Some(i);
                         }
                     });
@@ -109,6 +175,17 @@ impl Tables {
                         row.col(|ui| {
                             ui.label(text);
                         });
+                    }
+                    if with_metrics {
+                        for m in 0..2 {
+                            row.col(|ui| {
+                                ui.label(match (&activity, of(&k.name, m)) {
+                                    (None, _) => "…".to_string(),
+                                    (Some(_), Some(v)) => format!("{v:.0} %"),
+                                    (Some(_), None) => "–".to_string(),
+                                });
+                            });
+                        }
                     }
                 });
             });

@@ -69,6 +69,32 @@ fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
             .count(),
         4
     );
+    // The kernel table's activity, one pass over every kernel: flash_fwd_kernel at its
+    // levels, and each kernel name's the time-weighted mean of its GPUs' means (weights:
+    // its time on each).
+    let activity = nsys_explorer_core::analysis::gpu_metrics::kernel_activity(&trace);
+    let flash = activity["flash_fwd_kernel"];
+    assert!(
+        (flash[0].unwrap() - FLASH_LEVELS[0]).abs() < 2.0,
+        "{flash:?}"
+    );
+    assert!(
+        (flash[1].unwrap() - FLASH_LEVELS[1]).abs() < 2.0,
+        "{flash:?}"
+    );
+    for (name, means) in activity.iter().take(12) {
+        let per_gpu = nsys_explorer_core::analysis::gpu_metrics::kernel_metrics(&trace, name);
+        let weight: i64 = per_gpu.iter().map(|k| k.gpu_ns).sum();
+        let weighted: f64 = per_gpu
+            .iter()
+            .map(|k| k.metrics[SM_ACTIVE] * k.gpu_ns as f64)
+            .sum::<f64>()
+            / weight as f64;
+        assert!(
+            (means[0].unwrap() - weighted).abs() < 0.5,
+            "{name}: {means:?} vs {weighted}"
+        );
+    }
     // The hot kernel's finding says what it ran at: busy is not useful work.
     let findings = nsys_explorer_core::findings::detect(&trace, &o);
     let hot = findings

@@ -201,3 +201,69 @@ fn sample_step(trace: &Trace) -> Option<i64> {
     steps.sort_unstable();
     Some(steps[(steps.len() - 1) / 2].max(1))
 }
+
+/// The metrics the kernel table shows beside each kernel: how busy its SMs and tensor
+/// cores were while it ran (by the start of nsys's names, whose units vary by version).
+pub const ACTIVITY_METRICS: [&str; 2] = ["SMs Active", "Tensor Active"];
+
+/// Per kernel name, over all its executions on every GPU with metrics: the time-weighted
+/// mean of each of [`ACTIVITY_METRICS`] while it ran (`None` where no sample covered it).
+/// One pass over the kernels, each stream's samples followed forward (not searched per
+/// kernel). Samples are device-wide: where kernels overlap, each gets the same values.
+pub fn kernel_activity(trace: &Trace) -> BTreeMap<String, [Option<f64>; 2]> {
+    let Some(step) = sample_step(trace) else {
+        return BTreeMap::new();
+    };
+    // Per name: per metric (Σ value × covered ns, Σ covered ns).
+    let mut sums: rustc_hash::FxHashMap<u32, [(f64, f64); 2]> = Default::default();
+    for m in &trace.gpu_metrics {
+        let Some(device) = trace.device(m.device) else {
+            continue;
+        };
+        let slots: Vec<Option<usize>> = ACTIVITY_METRICS
+            .iter()
+            .map(|want| m.metrics.iter().position(|(n, _)| n.starts_with(want)))
+            .collect();
+        if slots.iter().all(Option::is_none) {
+            continue;
+        }
+        for s in &device.streams {
+            let ops = &s.ops;
+            let mut k0 = 0;
+            for i in 0..ops.len() {
+                if !ops.kind[i].is_kernel() {
+                    continue;
+                }
+                let (a, b) = (ops.start[i], ops.end[i]);
+                // The sample at or before the start: ops by start, so only forward.
+                k0 = crate::sorted::gallop(k0, m.time.len(), |k| m.time[k] <= a);
+                let first = k0.saturating_sub(1);
+                let entry = sums.entry(ops.name[i]).or_default();
+                let mut k = first;
+                while k < m.time.len() && m.time[k] < b {
+                    let t0 = m.time[k];
+                    let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
+                    let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
+                    if covered > 0.0 {
+                        for (e, slot) in entry.iter_mut().zip(&slots) {
+                            if let Some(slot) = slot {
+                                let v = m.metrics[*slot].1.get(k);
+                                if !v.is_nan() {
+                                    e.0 += v as f64 * covered;
+                                    e.1 += covered;
+                                }
+                            }
+                        }
+                    }
+                    k += 1;
+                }
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(id, s)| {
+            let mean = |(v, w): (f64, f64)| (w > 0.0).then(|| v / w);
+            (trace.strings.get(id).into_owned(), [mean(s[0]), mean(s[1])])
+        })
+        .collect()
+}
