@@ -95,6 +95,20 @@ fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
             "{name}: {means:?} vs {weighted}"
         );
     }
+    // The slowest iteration (the straggler's stall: the others wait) kept every GPU's SMs
+    // less busy than the median iteration did, and the drill-down says so.
+    let drill = o
+        .drilldown
+        .as_ref()
+        .expect("a drill-down of the slowest iteration");
+    for d in &drill.devices {
+        let sm = d
+            .metrics
+            .iter()
+            .find(|m| m.name == SM_ACTIVE)
+            .unwrap_or_else(|| panic!("{:?}", d.metrics));
+        assert!(sm.mean < sm.reference_mean - 5.0, "{sm:?}");
+    }
     // The hot kernel's finding says what it ran at: busy is not useful work.
     let findings = nsys_explorer_core::findings::detect(&trace, &o);
     let hot = findings

@@ -40,6 +40,10 @@ pub struct DeviceDrilldown {
     pub gaps: Vec<GapDetail>,
     /// What made it differ from the median iteration, largest |delta| first.
     pub contributors: Vec<Contributor>,
+    /// The GPU's percent metrics over the iteration against the median one, largest
+    /// difference first (a capture with GPU metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<super::gpu_metrics::IterationMetric>,
 }
 
 /// One part of the difference between an iteration and the device's median one: a kind
@@ -356,6 +360,12 @@ pub fn drilldown(
             kernels_grown: kernel_growth(trace, device, &slow, &reference, top),
             gaps: iteration_gaps,
             contributors,
+            metrics: super::gpu_metrics::iteration_metrics(
+                trace,
+                it.device,
+                (span.start, span.end),
+                (reference_span.start, reference_span.end),
+            ),
         });
         let nccl: Vec<Kernel> = slow
             .into_iter()

@@ -267,3 +267,56 @@ pub fn kernel_activity(trace: &Trace) -> BTreeMap<String, [Option<f64>; 2]> {
         })
         .collect()
 }
+
+/// A metric over an iteration against the device's typical (median) iteration.
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationMetric {
+    pub name: String,
+    pub mean: f64,
+    pub reference_mean: f64,
+}
+
+/// `device`'s percent metrics over `span` against `reference` (means of the samples in
+/// each), largest difference first; none without metrics.
+pub fn iteration_metrics(
+    trace: &Trace,
+    device: DeviceId,
+    span: (i64, i64),
+    reference: (i64, i64),
+) -> Vec<IterationMetric> {
+    let Some(m) = trace.gpu_metrics.iter().find(|m| m.device == device) else {
+        return Vec::new();
+    };
+    let mean = |values: &crate::trace::MetricValues, (a, b): (i64, i64)| -> Option<f64> {
+        let (mut sum, mut n) = (0.0, 0u64);
+        for v in values.iter_range(m.range(a, b)).filter(|v| !v.is_nan()) {
+            sum += v as f64;
+            n += 1;
+        }
+        (n > 0).then(|| sum / n as f64)
+    };
+    let mut out: Vec<IterationMetric> = m
+        .metrics
+        .iter()
+        .filter(|(name, _)| name.contains('%'))
+        .filter_map(|(name, values)| {
+            Some(IterationMetric {
+                name: name.clone(),
+                mean: mean(values, span)?,
+                reference_mean: mean(values, reference)?,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (b.mean - b.reference_mean)
+            .abs()
+            .total_cmp(&(a.mean - a.reference_mean).abs())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    out
+}
+
+/// A metric's name without its unit: `SMs Active [Throughput %]` → `SMs Active`.
+pub fn base_name(name: &str) -> &str {
+    name.split(" [").next().unwrap_or(name)
+}

@@ -370,9 +370,17 @@ pub(super) fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview
     // What made it slower, device by device: the largest contributor first.
     for d in &drill.devices {
         if let Some(c) = d.contributors.first() {
+            let metrics = d.metrics.first().map_or(String::new(), |m| {
+                format!(
+                    "; {} {:.0} % (median iteration {:.0} %)",
+                    crate::analysis::gpu_metrics::base_name(&m.name),
+                    m.mean,
+                    m.reference_mean
+                )
+            });
             let _ = writeln!(
                 s,
-                "    {} {}: mostly {}",
+                "    {} {}: mostly {}{metrics}",
                 trace.gpu_name(d.device),
                 signed_ns(d.duration_ns - d.reference_ns),
                 c.description
