@@ -1253,6 +1253,13 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     // metrics; the clocks are not among them), and its device memory.
     let (metrics, memory, gpus) = count(&h);
     assert_eq!((metrics, memory), (4 * gpus, gpus));
+    // The summary says how busy each GPU's SMs were, beside where its time went.
+    h.run_steps(3);
+    assert_eq!(
+        h.query_all_by_label_contains("GPU metrics: SMs active")
+            .count(),
+        gpus
+    );
     h.get_by_label("View").click();
     h.run_steps(2);
     h.get_by_label("SMs Active [Throughput %]").click();

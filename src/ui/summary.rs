@@ -14,6 +14,7 @@ use super::timeline::{Margin, Nav, Overlay, Timeline};
 use crate::analysis::breakdown::{
     Breakdown, SameStream, State, breakdown, pct, same_stream, state_intervals,
 };
+use crate::analysis::gpu_metrics::activity_means;
 use crate::analysis::intervals::Window;
 use crate::format::format_ns;
 use crate::overview::Overview;
@@ -31,6 +32,8 @@ pub struct SummaryPanel {
     pub graphs_note: Option<String>,
     /// The GPU used for a sliver of the capture: said first.
     pub capture_note: Option<String>,
+    /// Per GPU, SMs and Tensor Active over its whole analysed window (worked out once).
+    whole_activity: std::collections::HashMap<crate::trace::DeviceId, [Option<f64>; 2]>,
 }
 
 /// A window and the worker's answer for it.
@@ -41,9 +44,27 @@ struct DeviceRow {
     window: Window,
     breakdown: Breakdown,
     same_stream: Option<SameStream>,
+    /// SMs and Tensor Active over the window (a capture with GPU metrics).
+    activity: [Option<f64>; 2],
 }
 
 impl SummaryPanel {
+    /// SMs and Tensor Active of `device` over its whole analysed window, kept once known.
+    fn whole_activity(
+        &mut self,
+        trace: &Trace,
+        device: crate::trace::DeviceId,
+        window: Window,
+    ) -> [Option<f64>; 2] {
+        if trace.gpu_metrics.is_empty() {
+            return [None, None];
+        }
+        *self
+            .whole_activity
+            .entry(device)
+            .or_insert_with(|| activity_means(trace, device, (window.start, window.end)))
+    }
+
     /// Starts (or collects) the breakdowns of window `w` on a worker; true once they are in.
     fn window_ready(&mut self, trace: &Arc<Trace>, w: (i64, i64), ctx: &egui::Context) -> bool {
         if let Some(answer) = take_answer(&mut self.pending) {
@@ -66,6 +87,7 @@ impl SummaryPanel {
                             window,
                             breakdown: b,
                             same_stream: same_stream(d, window).map(|s| s.with_hidden(&b)),
+                            activity: activity_means(&trace, d.id, w),
                         }
                     })
                     .collect()
@@ -142,6 +164,7 @@ impl SummaryPanel {
                                 window: s.window,
                                 breakdown: s.breakdown,
                                 same_stream: s.same_stream,
+                                activity: self.whole_activity(trace, d.id, s.window),
                             })
                     })
                     .collect()
@@ -195,6 +218,11 @@ impl SummaryPanel {
             }
             if let Some(s) = &row.same_stream {
                 ui.label(egui::RichText::new(s.sentence()).small());
+            }
+            if let [Some(sm), tensor] = row.activity {
+                let tensor = tensor.map_or(String::new(), |t| format!(", Tensor active {t:.0} %"));
+                ui.label(egui::RichText::new(format!("GPU metrics: SMs active {sm:.0} %{tensor}")).small())
+                    .on_hover_text("Means of the sampled GPU metrics over the window (device-wide): busy is not useful work");
             }
             // The clicked category's intervals, right under it: longest first.
             if let Some(o) = timeline

@@ -320,3 +320,21 @@ pub fn iteration_metrics(
 pub fn base_name(name: &str) -> &str {
     name.split(" [").next().unwrap_or(name)
 }
+
+/// `device`'s means of [`ACTIVITY_METRICS`] over the samples in `[a, b)` (`None` where
+/// it has no such metric or no sample there).
+pub fn activity_means(trace: &Trace, device: DeviceId, (a, b): (i64, i64)) -> [Option<f64>; 2] {
+    let Some(m) = trace.gpu_metrics.iter().find(|m| m.device == device) else {
+        return [None, None];
+    };
+    let range = m.range(a, b);
+    ACTIVITY_METRICS.map(|want| {
+        let (_, values) = m.metrics.iter().find(|(n, _)| n.starts_with(want))?;
+        let (mut sum, mut n) = (0.0, 0u64);
+        for v in values.iter_range(range.clone()).filter(|v| !v.is_nan()) {
+            sum += v as f64;
+            n += 1;
+        }
+        (n > 0).then(|| sum / n as f64)
+    })
+}
