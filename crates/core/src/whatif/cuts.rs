@@ -68,17 +68,6 @@ pub(super) fn spans_of_ranges(
         .collect()
 }
 
-/// How much of `[a, b)` the sorted, disjoint `spans` cover.
-pub(super) fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {
-    let first = spans.partition_point(|s| s.1 <= a);
-    spans[first..]
-        .iter()
-        .take_while(|s| s.0 < b)
-        .map(|s| s.1.min(b) - s.0.max(a))
-        .filter(|&x| x > 0)
-        .sum()
-}
-
 /// Per thread, the sorted spans of `stalls` that fall on it (by tid).
 pub(super) fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
     trace

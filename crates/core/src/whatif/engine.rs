@@ -52,6 +52,10 @@ struct Replay<'a> {
     scale: Vec<f64>,
     /// Per thread, the CPU time the change removes.
     cut: Vec<Vec<(i64, i64)>>,
+    /// Per thread, the first span of `cut` that may still overlap the calls to come: a
+    /// thread's calls come in order, so its spans are passed once (a launch-bound run's
+    /// host-gap cuts are millions of spans, searched anew at every call before).
+    cut_from: Vec<(usize, i64)>,
     /// Per collective, how many of its kernels have started.
     arrived: Vec<usize>,
     t: Times,
@@ -108,6 +112,7 @@ impl<'a> Replay<'a> {
             dropped,
             nccl_deps,
             scale: kernel_scale(trace, change),
+            cut_from: vec![(0, i64::MIN); cut.len()],
             cut,
             arrived: vec![0usize; prep.groups.len()],
             t,
@@ -128,7 +133,8 @@ impl<'a> Replay<'a> {
                 } else {
                     // The CPU time between two calls is kept, less what the change removes.
                     let (a, b) = (api.end[k - 1], api.start[k]);
-                    t.call_end[ti][k - 1] + (b - a) - overlap(&self.cut[ti], a, b)
+                    let removed = cut_overlap(&self.cut[ti], &mut self.cut_from[ti], a, b);
+                    t.call_end[ti][k - 1] + (b - a) - removed
                 };
                 let sync = sync_names[api.name[k] as usize];
                 if sync {
@@ -196,6 +202,29 @@ impl<'a> Replay<'a> {
             }
         }
     }
+}
+
+/// How much of `[a, b)` `spans` (sorted, disjoint) cover, starting from `from` = (the
+/// first span that may overlap, the `a` it was found for): forward from there while `a`
+/// does not go back, searched anew when it does.
+fn cut_overlap(spans: &[(i64, i64)], from: &mut (usize, i64), a: i64, b: i64) -> i64 {
+    if spans.is_empty() {
+        return 0;
+    }
+    if a < from.1 {
+        *from = (spans.partition_point(|s| s.1 <= a), a);
+    }
+    let mut i = from.0;
+    while i < spans.len() && spans[i].1 <= a {
+        i += 1;
+    }
+    *from = (i, a);
+    spans[i..]
+        .iter()
+        .take_while(|s| s.0 < b)
+        .map(|s| s.1.min(b) - s.0.max(a))
+        .filter(|&x| x > 0)
+        .sum()
 }
 
 /// Per string, the factor a change scales its kernels' durations by; empty when it scales
@@ -398,5 +427,48 @@ pub(super) fn finish_collective(
     for &(d, s, i) in group {
         let transfer = trace.devices[d].streams[s].ops.end[i] - observed_last;
         t.op_end[d][s][i] = replayed_last + transfer.max(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_overlap;
+
+    /// How much of `[a, b)` `spans` cover, searched anew.
+    fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {
+        let first = spans.partition_point(|s| s.1 <= a);
+        spans[first..]
+            .iter()
+            .take_while(|s| s.0 < b)
+            .map(|s| s.1.min(b) - s.0.max(a))
+            .filter(|&x| x > 0)
+            .sum()
+    }
+
+    #[test]
+    fn the_cursor_gives_what_a_search_gives_forward_and_back() {
+        let spans: Vec<(i64, i64)> = (0..200).map(|i| (i * 10, i * 10 + 4)).collect();
+        let mut from = (0, i64::MIN);
+        // Calls in order, overlapping calls, a step back, a jump far ahead and back.
+        let asks = [
+            (0, 3),
+            (2, 25),
+            (25, 26),
+            (24, 60),
+            (61, 62),
+            (5, 500),
+            (1500, 1512),
+            (1999, 2100),
+            (100, 1000),
+            (-50, 5),
+        ];
+        for (a, b) in asks {
+            assert_eq!(
+                cut_overlap(&spans, &mut from, a, b),
+                overlap(&spans, a, b),
+                "[{a}, {b})"
+            );
+        }
+        assert_eq!(cut_overlap(&[], &mut (0, 0), 0, 100), 0);
     }
 }
