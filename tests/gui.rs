@@ -1149,6 +1149,8 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
     h.run_steps(2);
     h.get_by_label_contains("Selection:");
     h.get_by_label_contains("the tables below are of the selection");
+    // The summary's CPU time in syncs is the selection's too.
+    h.get_by_label("CPU time in synchronising calls (in the window)");
     let l = loaded(&h);
     let selected = &l.selection.ready.as_ref().unwrap().1.kernels;
     let mut expected: BTreeMap<String, (usize, i64)> = BTreeMap::new();
@@ -1290,5 +1292,46 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     assert!(
         h.query_by_label("95 %").is_some(),
         "flash_fwd_kernel at its generated 95 % SMs Active"
+    );
+}
+
+#[test]
+fn what_if_on_a_selected_stall_replays_the_run_without_that_cpu_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut h, truth) = loaded_tiny(dir.path());
+    wait_for_load(&mut h);
+    // The longest gap of GPU 0: the first step's JIT compile, the CPU busy, the GPUs idle.
+    let stall = truth
+        .gaps
+        .iter()
+        .filter(|g| g.device == 0)
+        .max_by_key(|g| g.duration_ns)
+        .unwrap();
+    let (a, b) = (stall.start_ns, stall.start_ns + stall.duration_ns);
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.window = Some((a, b)); // as Shift+drag sets it
+    }
+    h.run_steps(2);
+    h.get_by_label("what if the CPU had not spent it").click();
+    let start = Instant::now();
+    while loaded(&h).what_if.answer.is_none() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    let l = loaded(&h);
+    let answer = l.what_if.answer.as_ref().expect("the replay's answer");
+    let (measured, predicted) = (
+        answer.what_if.measured[0].total_ns,
+        answer.what_if.predicted[0].total_ns,
+    );
+    // Most of the stall is saved (the GPU still runs what was launched before it).
+    let saved = measured - predicted;
+    assert!(
+        saved > stall.duration_ns / 2 && saved <= stall.duration_ns + 1_000_000,
+        "saved {saved} of a {} ns stall",
+        stall.duration_ns
     );
 }

@@ -300,6 +300,9 @@ pub(super) fn loaded_ui(
     if l.compare.is_none() && l.tab == Tab::Diff {
         l.tab = Tab::Gaps;
     }
+    // A selected range: the panels answer for it (worked out on a worker).
+    let window = l.timeline.window;
+    let selected = l.selection.for_selection(&trace, window, ui.ctx());
     let summary = egui::Panel::left("summary")
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
@@ -336,6 +339,7 @@ pub(super) fn loaded_ui(
                         ui,
                         &trace,
                         l.overview.as_deref(),
+                        selected.as_deref(),
                         &l.timeline,
                         &mut nav,
                         no_kernel_table,
@@ -383,10 +387,7 @@ pub(super) fn loaded_ui(
                 }
             });
             ui.separator();
-            // A selected range: the tables answer for it (worked out on a worker).
-            let window = l.timeline.window;
-            let selected = l.selection.for_selection(&trace, window, ui.ctx());
-            super::selection_overview::banner(
+            let try_selection = super::selection_overview::banner(
                 ui,
                 &mut l.selection,
                 &trace,
@@ -394,6 +395,10 @@ pub(super) fn loaded_ui(
                 l.timeline.full.0,
                 &mut nav,
             );
+            if let (Some((title, change)), Some(o)) = (try_selection, &l.overview) {
+                l.what_if.try_change(title, change, &trace, o, ui.ctx());
+                l.tab = Tab::WhatIf;
+            }
             let waiting = if matches!(l.stage, Stage::LoadCancelled) {
                 Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
             } else if !l.complete() {

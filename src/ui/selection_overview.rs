@@ -99,6 +99,9 @@ pub fn summary_text(trace: &Trace, o: &Overview, (a, b): (i64, i64), origin: i64
 
 /// "Selection: 12.3 ms from 1.2 s — the tables below are of the selection", with a button
 /// that copies its summary and one back to the whole trace; nothing without a selection.
+/// The banner over the tables while a range is selected; returns a change to try in the
+/// What-if tab when asked ("what if the CPU had not spent this range": its title and the
+/// change).
 pub fn banner(
     ui: &mut egui::Ui,
     state: &mut SelectionOverview,
@@ -106,10 +109,9 @@ pub fn banner(
     selection: Option<(i64, i64)>,
     origin: i64,
     nav: &mut Vec<Nav>,
-) {
-    let Some((a, b)) = selection else {
-        return;
-    };
+) -> Option<(String, crate::whatif::Change)> {
+    let (a, b) = selection?;
+    let mut try_it = None;
     let ready = state
         .ready
         .as_ref()
@@ -146,6 +148,20 @@ pub fn banner(
             }
         }
         if ui
+            .small_button("what if the CPU had not spent it")
+            .on_hover_text("replay the trace with the CPU time of the launching threads in the selection removed (a stall fixed: its calls take no time, its syncs wait for nothing) — what fixing it would save")
+            .clicked()
+        {
+            try_it = Some((
+                format!(
+                    "The CPU's {} from {} removed",
+                    format_ns(b - a),
+                    format_ns(a - origin)
+                ),
+                cpu_removed(trace, (a, b)),
+            ));
+        }
+        if ui
             .small_button("clear: whole trace")
             .on_hover_text("clear the selection (Esc)")
             .clicked()
@@ -153,4 +169,23 @@ pub fn banner(
             nav.push(Nav::Window(None));
         }
     });
+    try_it
+}
+
+/// The change that removes `[a, b)` from every thread that launched GPU work.
+fn cpu_removed(trace: &Trace, (a, b): (i64, i64)) -> crate::whatif::Change {
+    let remove_stalls = trace
+        .threads
+        .iter()
+        .filter(|t| !t.api.is_empty())
+        .map(|t| crate::whatif::HostSpan {
+            tid: t.tid,
+            start_ns: a,
+            end_ns: b,
+        })
+        .collect();
+    crate::whatif::Change {
+        remove_stalls,
+        ..Default::default()
+    }
 }

@@ -101,6 +101,7 @@ impl SummaryPanel {
         ui: &mut egui::Ui,
         trace: &Arc<Trace>,
         overview: Option<&Overview>,
+        selected: Option<&Overview>,
         timeline: &Timeline,
         nav: &mut Vec<Nav>,
         no_kernel_table: bool,
@@ -240,8 +241,15 @@ impl SummaryPanel {
                 nav.push(Nav::RevealDevice(index));
             }
         }
-        if let Some(overview) = overview {
-            cpu_sync(ui, overview);
+        // The selected range's when there is one (and it is worked out), else the run's.
+        match (timeline.window, selected) {
+            (Some(_), Some(s)) => cpu_sync(ui, s, true),
+            (Some(_), None) => {}
+            (None, _) => {
+                if let Some(overview) = overview {
+                    cpu_sync(ui, overview, false);
+                }
+            }
         }
     }
 }
@@ -280,12 +288,16 @@ fn stacked_bar(ui: &mut egui::Ui, b: &Breakdown) {
 }
 
 /// The CPU threads that waited longest in synchronising calls.
-fn cpu_sync(ui: &mut egui::Ui, overview: &Overview) {
+fn cpu_sync(ui: &mut egui::Ui, overview: &Overview, in_window: bool) {
     if overview.cpu_sync.is_empty() {
         return;
     }
     ui.add_space(10.0);
-    ui.strong("CPU time in synchronising calls")
+    ui.strong(if in_window {
+        "CPU time in synchronising calls (in the window)"
+    } else {
+        "CPU time in synchronising calls"
+    })
         .on_hover_text("Calls that make the CPU wait for the GPU: *Synchronize*, blocking copies. Each thread's share of its own span.");
     for t in overview.cpu_sync.iter().take(4) {
         let name = if t.name.is_empty() { "thread" } else { &t.name };

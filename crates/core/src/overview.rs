@@ -392,7 +392,7 @@ fn work_out(
                         kernels_by_name(trace, &devices, options.window),
                         rayon::join(
                             || nccl_by_type(trace, &devices, options.window),
-                            || sync_time_per_thread(trace),
+                            || sync_time_per_thread(trace, options.window),
                         ),
                     )
                 },

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::gaps::sync_call_names;
+use super::intervals::Window;
 use crate::trace::Trace;
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -38,8 +39,10 @@ impl ThreadSync {
     }
 }
 
-/// Threads that made synchronising calls, the most time in them first.
-pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
+/// Threads that made synchronising calls, the most time in them first; within `window`
+/// when one is given (calls cut at its edges, each thread's span too).
+pub fn sync_time_per_thread(trace: &Trace, window: Option<Window>) -> Vec<ThreadSync> {
+    let (lo, hi) = window.map_or((i64::MIN, i64::MAX), |w| (w.start, w.end));
     crate::profile_scope!("analysis: CPU sync per thread");
     let is_sync = sync_call_names(trace);
     let mut out: Vec<ThreadSync> = trace
@@ -54,7 +57,10 @@ pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
                 if !is_sync.get(api.name[i] as usize).copied().unwrap_or(false) {
                     continue;
                 }
-                let (s, e) = (api.start[i], api.end[i]);
+                let (s, e) = (api.start[i].max(lo), api.end[i].min(hi));
+                if e <= s && (api.end[i] <= lo || api.start[i] >= hi) {
+                    continue;
+                }
                 calls += 1;
                 let entry = by_name.entry(api.name[i]).or_default();
                 entry.0 += 1;
@@ -70,12 +76,14 @@ pub fn sync_time_per_thread(trace: &Trace) -> Vec<ThreadSync> {
                 .into_iter()
                 .flatten()
                 .min()
-                .copied()?;
+                .copied()?
+                .max(lo);
             let last = [api.end.iter().max(), t.nvtx.end.iter().max()]
                 .into_iter()
                 .flatten()
                 .max()
-                .copied()?;
+                .copied()?
+                .min(hi);
             let mut by_name: Vec<SyncName> = by_name
                 .into_iter()
                 .map(|(id, (count, total_ns))| SyncName {
@@ -117,11 +125,18 @@ mod tests {
         b.call(t, "cudaDeviceSynchronize", 800, 1_000);
         b.range(t, "all", 0, 1_000);
         let trace = b.build();
-        let s = &sync_time_per_thread(&trace)[0];
+        let s = &sync_time_per_thread(&trace, None)[0];
         assert_eq!(s.span_ns, 1_000);
         assert_eq!(s.sync_ns, 500 + 200);
         assert_eq!(s.sync_calls, 3);
         assert_eq!(s.by_name[0].name, "cudaStreamSynchronize");
         assert_eq!(s.share_pct(), 70.0);
+        // A window: the calls cut at its edges, the span too; a call outside left out.
+        let w = sync_time_per_thread(&trace, Some(Window::new(300, 700)))[0].clone();
+        assert_eq!(w.span_ns, 400);
+        assert_eq!(w.sync_ns, 300);
+        assert_eq!(w.sync_calls, 2);
+        let none = sync_time_per_thread(&trace, Some(Window::new(20, 90)));
+        assert!(none.is_empty(), "{none:?}");
     }
 }
