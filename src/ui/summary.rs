@@ -96,6 +96,7 @@ impl SummaryPanel {
         false
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn show(
         &mut self,
         ui: &mut egui::Ui,
