@@ -72,7 +72,46 @@ pub(super) struct RowItems<'a> {
     pub(super) style: FoldStyle,
 }
 
+/// How a chart row (a GPU metric, device memory) is drawn.
+struct Chart<'a> {
+    /// (GPU, its memory row or not): the rows sharing sample times share their walk.
+    key: (usize, bool),
+    /// A value holds until the next sample (memory), else it is a sample of a period.
+    step: bool,
+    colors: (Color32, Color32),
+    label: &'a str,
+    unit: &'a str,
+}
+
 impl Timeline {
+    /// A chart row: its series per pixel, its hover text kept for the frame.
+    fn draw_chart(
+        &self,
+        series: metric_rows::Series,
+        chart: &Chart,
+        inner: Rect,
+        hover_t: Option<f64>,
+        out: &mut Drawn,
+    ) {
+        let bounds = out.metric_bounds.entry(chart.key).or_insert_with(|| {
+            metric_rows::pixel_bounds(series.time, self.view, inner.width() as usize)
+        });
+        let text = metric_rows::draw_series(
+            &mut out.rows.mesh,
+            series,
+            bounds,
+            inner,
+            self.view,
+            chart.step,
+            chart.colors,
+            hover_t,
+            chart.label,
+            chart.unit,
+            self.full.0,
+        );
+        out.hover_text = text.or(out.hover_text.take());
+    }
+
     /// Draws one row; returns what is under `hover_t`, if anything.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn draw_row(
@@ -96,44 +135,26 @@ impl Timeline {
                 } else {
                     ""
                 };
-                let bounds = out.metric_bounds.entry((device, false)).or_insert_with(|| {
-                    metric_rows::pixel_bounds(series.time, self.view, inner.width() as usize)
-                });
-                let text = metric_rows::draw_series(
-                    &mut out.rows.mesh,
-                    series,
-                    bounds,
-                    inner,
-                    self.view,
-                    false,
-                    (metric_rows::AREA, metric_rows::MEAN),
-                    hover_t,
-                    name,
+                let chart = Chart {
+                    key: (device, false),
+                    step: false,
+                    colors: (metric_rows::AREA, metric_rows::MEAN),
+                    label: name,
                     unit,
-                    self.full.0,
-                );
-                out.hover_text = text.or(out.hover_text.take());
+                };
+                self.draw_chart(series, &chart, inner, hover_t, out);
                 None
             }
             RowKind::Memory { device } => {
                 let series = self.index.metrics.memory.get(device)?.as_ref()?.series();
-                let bounds = out.metric_bounds.entry((device, true)).or_insert_with(|| {
-                    metric_rows::pixel_bounds(series.time, self.view, inner.width() as usize)
-                });
-                let text = metric_rows::draw_series(
-                    &mut out.rows.mesh,
-                    series,
-                    bounds,
-                    inner,
-                    self.view,
-                    true,
-                    (metric_rows::MEMORY_AREA, metric_rows::MEMORY_LINE),
-                    hover_t,
-                    "device memory allocated",
-                    " MiB",
-                    self.full.0,
-                );
-                out.hover_text = text.or(out.hover_text.take());
+                let chart = Chart {
+                    key: (device, true),
+                    step: true,
+                    colors: (metric_rows::MEMORY_AREA, metric_rows::MEMORY_LINE),
+                    label: "device memory allocated",
+                    unit: " MiB",
+                };
+                self.draw_chart(series, &chart, inner, hover_t, out);
                 None
             }
             RowKind::Stream { device, stream } => {
