@@ -1334,4 +1334,21 @@ fn what_if_on_a_selected_stall_replays_the_run_without_that_cpu_time() {
         "saved {saved} of a {} ns stall",
         stall.duration_ns
     );
+    // The range's critical path, asked for in the banner: drawn on the timeline.
+    {
+        let State::Loaded(l) = &mut h.state_mut().state else {
+            unreachable!()
+        };
+        l.timeline.window = Some((a - stall.duration_ns, b)); // the step before and the stall
+    }
+    h.run_steps(2);
+    h.get_by_label("critical path").click();
+    let start = Instant::now();
+    while loaded(&h).selection.path.is_none() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(2);
+    h.get_by_label_contains("critical path: ");
+    assert!(!loaded(&h).timeline.marks.critical_path.is_empty());
 }

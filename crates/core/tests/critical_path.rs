@@ -335,3 +335,35 @@ fn a_trace_without_iterations_gets_the_whole_runs_path() {
     }
     assert!(tried > 0 || common::real_fixtures().is_empty());
 }
+
+/// A chosen range's path: over an iteration's window it is that iteration's path; over a
+/// range where no kernel ends, none.
+#[test]
+fn a_ranges_path_over_an_iterations_window_is_the_iterations_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, truth) = tiny(dir.path());
+    let its = iterations(&trace, None);
+    let graph = Graph::new(&trace);
+    let k = truth.iterations.slowest_index;
+    let window = graph.iteration_window(&its, k).unwrap();
+    let by_iteration = graph.path(&its, k).unwrap();
+    let by_range = graph.window_path(window).unwrap();
+    assert_eq!(by_range.segments.len(), by_iteration.segments.len());
+    assert_eq!(
+        (by_range.start_ns, by_range.end_ns),
+        (by_iteration.start_ns, by_iteration.end_ns)
+    );
+    assert_tiles(&by_range);
+    let before_any = trace
+        .devices
+        .iter()
+        .filter_map(|d| d.kernel_window())
+        .map(|w| w.0)
+        .min()
+        .unwrap();
+    assert!(
+        graph
+            .window_path((before_any - 2_000, before_any - 1_000))
+            .is_none()
+    );
+}

@@ -244,6 +244,21 @@ impl<'a> Graph<'a> {
         })
     }
 
+    /// The critical path of a chosen range `[a, b]`: back from the last kernel to end by
+    /// `b` on any GPU, to `a` (None when no kernel ends in the range).
+    pub fn window_path(&self, (a, b): (i64, i64)) -> Option<CriticalPath> {
+        let last = (0..self.trace.devices.len())
+            .filter_map(|d| self.kernel_ending_by(d, b))
+            .max_by_key(|&(d, s, i)| self.trace.devices[d].streams[s].ops.end[i])?;
+        let end = self.trace.devices[last.0].streams[last.1].ops.end[last.2];
+        (end > a).then(|| CriticalPath {
+            iteration: None,
+            start_ns: a,
+            end_ns: end,
+            segments: self.path_to(last, a),
+        })
+    }
+
     /// The path back from the end of op `(device, stream, op)` to `start`, in time order.
     pub fn path_to(&self, last: (usize, usize, usize), start: i64) -> Vec<Segment> {
         let end = self.trace.devices[last.0].streams[last.1].ops.end[last.2];
