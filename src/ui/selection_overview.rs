@@ -15,6 +15,9 @@ use crate::format::format_ns;
 use crate::overview::{Kept, Options, Overview, overview_with};
 use crate::trace::Trace;
 
+/// A range's critical path with its totals (`None`: no kernel ends in the range).
+pub type RangePath = Arc<Option<PathSummary>>;
+
 #[derive(Default)]
 pub struct SelectionOverview {
     /// The selection analysed and its overview.
@@ -23,8 +26,8 @@ pub struct SelectionOverview {
     /// The last summary copied to the clipboard (what a test reads back).
     pub copied: Option<String>,
     /// The selection's critical path, once asked for and worked out.
-    pub path: Option<((i64, i64), Arc<Option<PathSummary>>)>,
-    path_job: Option<Job<(i64, i64), Arc<Option<PathSummary>>>>,
+    pub path: Option<((i64, i64), RangePath)>,
+    path_job: Option<Job<(i64, i64), RangePath>>,
 }
 
 impl SelectionOverview {
