@@ -146,7 +146,8 @@ impl Timeline {
                 None
             }
             RowKind::Memory { device } => {
-                let series = self.index.metrics.memory.get(device)?.as_ref()?.series();
+                let owned = self.index.metrics.memory.get(device)?.as_ref()?;
+                let series = owned.series();
                 let chart = Chart {
                     key: (device, true),
                     step: true,
@@ -155,6 +156,19 @@ impl Timeline {
                     unit: " MiB",
                 };
                 self.draw_chart(series, &chart, inner, hover_t, out);
+                // The peak: a mark across the row where it was reached.
+                if let Some(t) = owned.peak_at {
+                    let x = x_of(t as f64);
+                    if x >= inner.left() && x <= inner.right() {
+                        out.rows.mesh.add_colored_rect(
+                            Rect::from_min_max(
+                                Pos2::new(x - 1.0, inner.top()),
+                                Pos2::new(x + 1.0, inner.bottom()),
+                            ),
+                            metric_rows::PEAK,
+                        );
+                    }
+                }
                 None
             }
             RowKind::Stream { device, stream } => {

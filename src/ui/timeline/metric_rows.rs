@@ -167,6 +167,8 @@ pub struct OwnedSeries {
     pub time: Vec<i64>,
     pub value: MetricValues,
     pub index: SeriesIndex,
+    /// When the series reached its maximum (the memory peak, marked on its row).
+    pub peak_at: Option<i64>,
 }
 
 impl OwnedSeries {
@@ -203,10 +205,16 @@ impl MetricIndex {
                 let (_, balance) = nsys_explorer_core::analysis::memory_usage::balances(m);
                 let value = MetricValues::Float(balance.iter().map(|&b| b as f32 / MIB).collect());
                 let index = SeriesIndex::new(&value, false);
+                let peak_at = balance
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|&(i, &b)| (b, std::cmp::Reverse(i)))
+                    .map(|(i, _)| m.time[i]);
                 Some(OwnedSeries {
                     time: m.time.clone(),
                     value,
                     index,
+                    peak_at,
                 })
             })
             .collect();
@@ -330,6 +338,8 @@ pub const AREA: Color32 = Color32::from_rgb(70, 130, 190);
 pub const MEAN: Color32 = Color32::from_rgb(150, 200, 250);
 pub const MEMORY_AREA: Color32 = Color32::from_rgb(150, 110, 60);
 pub const MEMORY_LINE: Color32 = Color32::from_rgb(240, 190, 110);
+/// The memory peak's mark.
+pub const PEAK: Color32 = Color32::from_rgb(240, 90, 70);
 
 /// Per pixel column of a row `width` px wide showing `view`, the first sample at or after
 /// the column's start (`width + 1` entries, the last one the end): one forward walk with
