@@ -52,6 +52,24 @@ fn a_generated_trace_loads_and_shows_one_group_per_gpu_zooms_and_selects() {
         ((s1 + e1) / 2.0 - (s0 + e0) / 2.0).abs() < (e0 - s0) * 0.01,
         "centred"
     );
+    // S zooms out again with the pointer over the summary panel, away from the timeline:
+    // keys move the view wherever the pointer is, while no text field has the keyboard.
+    h.hover_at(eframe::egui::pos2(40.0, 300.0));
+    h.run_steps(2);
+    h.key_press(eframe::egui::Key::S);
+    h.run_steps(2);
+    let State::Loaded(loaded) = &h.state().state else {
+        unreachable!()
+    };
+    let (s2, e2) = loaded.timeline.view;
+    assert!(
+        (e2 - s2) > (e1 - s1) * 1.05,
+        "zoomed out: {} → {}",
+        e1 - s1,
+        e2 - s2
+    );
+    h.hover_at(timeline_point);
+    h.run_steps(2);
 
     // Zoom to one kernel of GPU 0's first stream, then click its middle: the details panel
     // names it with its duration.

@@ -200,7 +200,8 @@ fn start(
                 overview: &overview,
             },
         );
-        let timeline = Timeline::new(&trace);
+        let mut timeline = Timeline::new(&trace);
+        timeline.keys_anywhere = false;
         Ok(Box::new(Other {
             trace: Arc::new(trace),
             overview: Arc::new(overview),

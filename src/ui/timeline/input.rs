@@ -56,7 +56,11 @@ impl Timeline {
                 self.scroll_y = (self.scroll_y - scroll.y).max(0.0);
             }
         }
-        if response.hovered() || response.has_focus() {
+        // Keys move the view wherever the pointer is, unless a widget has the keyboard (a
+        // text field, a focused button); the second timeline of a comparison only under
+        // the pointer, so that one press does not move both.
+        let keys_anywhere = self.keys_anywhere && ui.ctx().memory(|m| m.focused().is_none());
+        if response.hovered() || response.has_focus() || keys_anywhere {
             // A press moves one step (a quarter of the view in zoom, a tenth across, a row
             // up or down); held, the view keeps moving at four steps a second, smoothly
             // whatever the frame rate.

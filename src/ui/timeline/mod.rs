@@ -67,6 +67,9 @@ pub struct Timeline {
     pub search: Search,
     /// Which GPU metric rows are shown (View ▸ GPU metric rows).
     pub metric_choice: metric_rows::MetricChoice,
+    /// Keys move the view with the pointer anywhere (false: only over it, as a comparison's
+    /// second timeline).
+    pub keys_anywhere: bool,
     /// What one frame leaves for the next (and for tests and the frame benchmark).
     pub frame: FrameCaches,
 }
@@ -348,6 +351,7 @@ impl Timeline {
             metric_choice: metric_rows::MetricChoice::default_for(
                 &metric_rows::MetricIndex::names(trace),
             ),
+            keys_anywhere: true,
             frame: FrameCaches::default(),
         }
     }
