@@ -1235,7 +1235,7 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
         memory_usage: true,
         ..SynthOptions::new(Preset::Tiny)
     };
-    synth::generate(&path, options).unwrap();
+    let truth = synth::generate(&path, options).unwrap();
     let mut h = harness(Some(&path));
     wait_for_load(&mut h);
     let count = |h: &egui_kittest::Harness<'static, nsys_explorer::ui::App>| {
@@ -1293,6 +1293,15 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
         h.query_by_label("95 %").is_some(),
         "flash_fwd_kernel at its generated 95 % SMs Active"
     );
+    // The slowest iteration's drill-down says how busy each GPU was against the median one.
+    open_the_slowest_iteration(&mut h, truth.iterations.slowest_index);
+    let start = Instant::now();
+    while loaded(&h).iterations.drilldown.is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(2);
+    h.get_by_label("GPU metrics vs the median iteration, largest change first");
 }
 
 #[test]

@@ -592,6 +592,29 @@ fn show_drilldown(
                 ui.end_row();
             }
         });
+    // With GPU metrics: how busy each GPU was, against its median iteration.
+    if d.devices.iter().any(|dev| !dev.metrics.is_empty()) {
+        ui.add_space(4.0);
+        ui.strong("GPU metrics vs the median iteration, largest change first")
+            .on_hover_text("means of the device-wide samples over each iteration");
+        egui::Grid::new("drill metrics")
+            .striped(true)
+            .show(ui, |ui| {
+                for h in ["GPU", "metric", "this", "median"] {
+                    ui.label(h);
+                }
+                ui.end_row();
+                for dev in &d.devices {
+                    for m in dev.metrics.iter().take(3) {
+                        ui.label(trace.gpu_name(dev.device));
+                        ui.label(crate::analysis::gpu_metrics::base_name(&m.name));
+                        ui.label(format!("{:.0} %", m.mean));
+                        ui.label(format!("{:.0} %", m.reference_mean));
+                        ui.end_row();
+                    }
+                }
+            });
+    }
     ui.add_space(4.0);
     ui.strong("Kernels that grew most");
     egui::Grid::new("drill kernels")
