@@ -1151,6 +1151,12 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
     h.get_by_label_contains("the tables below are of the selection");
     // The summary's CPU time in syncs is the selection's too.
     h.get_by_label("CPU time in synchronising calls (in the window)");
+    // "save as figure" opens the figures window on the timeline over the selection.
+    h.get_by_label("save as figure").click();
+    h.run_steps(3);
+    assert_eq!(loaded(&h).figures.view, Some((a, b)));
+    assert!(loaded(&h).figures.open);
+    h.get_by_label("Save timeline view");
     let l = loaded(&h);
     let selected = &l.selection.ready.as_ref().unwrap().1.kernels;
     let mut expected: BTreeMap<String, (usize, i64)> = BTreeMap::new();

@@ -19,15 +19,25 @@ const REQUEST: &str = "save figure";
 const VIEW_REQUEST: &str = "save timeline view";
 
 /// Adds right-click ▸ Save view as… to the timeline's `response`: `view` (ns, the trace's
-/// clock) as a figure.
-pub fn save_view_menu(response: &egui::Response, view: (i64, i64)) {
+/// clock) as a figure; and, with a selected range, Save selection as….
+pub fn save_view_menu(response: &egui::Response, view: (i64, i64), selection: Option<(i64, i64)>) {
     response.context_menu(|ui| {
         if ui.button("Save view as PNG or SVG…").clicked() {
-            ui.ctx()
-                .data_mut(|d| d.insert_temp(egui::Id::unique(VIEW_REQUEST), view));
+            ask_to_save_view(ui.ctx(), view);
+            ui.close();
+        }
+        if let Some(range) = selection
+            && ui.button("Save selection as PNG or SVG…").clicked()
+        {
+            ask_to_save_view(ui.ctx(), range);
             ui.close();
         }
     });
+}
+
+/// Asks the figures window (next frame) to save the timeline over `range` as a figure.
+pub fn ask_to_save_view(ctx: &egui::Context, range: (i64, i64)) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(VIEW_REQUEST), range));
 }
 
 /// Adds right-click ▸ Save as… to a plot's `response`, for the figure `name`.

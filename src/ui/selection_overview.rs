@@ -197,6 +197,13 @@ pub fn banner(
             }
         }
         if ui
+            .small_button("save as figure")
+            .on_hover_text("the timeline over the selection, a row per GPU stream, as PNG or SVG with its spans (also: right-click the timeline)")
+            .clicked()
+        {
+            super::figures_window::ask_to_save_view(ui.ctx(), (a, b));
+        }
+        if ui
             .small_button("what if the CPU had not spent it")
             .on_hover_text("replay the trace with the CPU time of the launching threads in the selection removed (a stall fixed: its calls take no time, its syncs wait for nothing) — what fixing it would save")
             .clicked()

@@ -550,7 +550,7 @@ impl Timeline {
             self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
         }
         let view = (self.view.0 as i64, self.view.1 as i64);
-        save_view_menu(&response, view);
+        save_view_menu(&response, view, self.window);
         if let Some((item, mut text)) = hovered {
             if let Selection::Op { device, op } = item
                 && let Some(k) =
