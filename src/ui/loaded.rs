@@ -434,6 +434,7 @@ pub(super) fn loaded_ui(
                     if let Some(Action::TryIt(title, change)) =
                         l.findings.show(ui, &trace, o, &mut nav)
                     {
+                        let title = format!("From a finding: {title}");
                         l.what_if.try_change(title, change, &trace, o, ui.ctx());
                         l.tab = Tab::WhatIf;
                     }

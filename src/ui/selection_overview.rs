@@ -134,7 +134,8 @@ pub fn banner(
         .as_ref()
         .filter(|(k, _)| *k == (a, b))
         .map(|(_, o)| o.clone());
-    ui.horizontal(|ui| {
+    // Wrapped: the path's words and the buttons may not fit one line of a small window.
+    ui.horizontal_wrapped(|ui| {
         ui.label(
             egui::RichText::new(format!(
                 "Selection: {} from {}",
@@ -210,7 +211,7 @@ pub fn banner(
         {
             try_it = Some((
                 format!(
-                    "The CPU's {} from {} removed",
+                    "From the selection: the CPU's {} from {} removed",
                     format_ns(b - a),
                     format_ns(a - origin)
                 ),

@@ -156,9 +156,7 @@ impl WhatIfPanel {
         if let Some((title, change)) = &self.preset {
             let mut clear = false;
             ui.horizontal(|ui| {
-                ui.label(
-                    RichText::new(format!("From a finding: {}", title.replace('→', "->"))).strong(),
-                );
+                ui.label(RichText::new(title.replace('→', "->")).strong());
                 clear = ui.small_button("Edit instead").clicked();
             });
             ui.label(
