@@ -1357,7 +1357,20 @@ fn what_if_on_a_selected_stall_replays_the_run_without_that_cpu_time() {
         l.timeline.window = Some((a - stall.duration_ns, b)); // the step before and the stall
     }
     h.run_steps(2);
-    h.get_by_label("critical path").click();
+    // Asked by a right-click on the timeline, as the banner's button does it.
+    let on_timeline = eframe::egui::pos2(900.0, 200.0);
+    h.hover_at(on_timeline);
+    h.run_steps(1);
+    for pressed in [true, false] {
+        h.event(eframe::egui::Event::PointerButton {
+            pos: on_timeline,
+            button: eframe::egui::PointerButton::Secondary,
+            pressed,
+            modifiers: Default::default(),
+        });
+    }
+    h.run_steps(2);
+    h.get_by_label("Critical path of the selection").click();
     let start = Instant::now();
     while loaded(&h).selection.path.is_none() && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));

@@ -26,11 +26,26 @@ pub fn save_view_menu(response: &egui::Response, view: (i64, i64), selection: Op
             ask_to_save_view(ui.ctx(), view);
             ui.close();
         }
-        if let Some(range) = selection
-            && ui.button("Save selection as PNG or SVG…").clicked()
-        {
-            ask_to_save_view(ui.ctx(), range);
-            ui.close();
+        if let Some(range) = selection {
+            ui.separator();
+            if ui.button("Save selection as PNG or SVG…").clicked() {
+                ask_to_save_view(ui.ctx(), range);
+                ui.close();
+            }
+            // What the selection's banner does, asked of it for the next frame.
+            use super::selection_overview::{Ask, ask};
+            if ui.button("Copy selection summary").clicked() {
+                ask(ui.ctx(), Ask::CopySummary);
+                ui.close();
+            }
+            if ui.button("What if the CPU had not spent it").clicked() {
+                ask(ui.ctx(), Ask::WhatIf);
+                ui.close();
+            }
+            if ui.button("Critical path of the selection").clicked() {
+                ask(ui.ctx(), Ask::CriticalPath);
+                ui.close();
+            }
         }
     });
 }

@@ -15,6 +15,21 @@ use crate::format::format_ns;
 use crate::overview::{Kept, Options, Overview, overview_with};
 use crate::trace::Trace;
 
+/// What the timeline's right-click asks of the selection's banner (done in its next frame,
+/// as its buttons do).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ask {
+    CopySummary,
+    WhatIf,
+    CriticalPath,
+}
+
+const ASK: &str = "selection ask";
+
+pub fn ask(ctx: &egui::Context, what: Ask) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(ASK), Some(what)));
+}
+
 /// A range's critical path with its totals (`None`: no kernel ends in the range).
 pub type RangePath = Arc<Option<PathSummary>>;
 
@@ -120,6 +135,10 @@ pub fn banner(
 ) -> Option<(String, crate::whatif::Change)> {
     let (a, b) = selection?;
     let mut try_it = None;
+    let asked = ui
+        .ctx()
+        .data_mut(|d| d.remove_temp::<Option<Ask>>(egui::Id::unique(ASK)))
+        .flatten();
     if let Some((key, p)) = take_answer(&mut state.path_job) {
         // Drawn on the timeline as an iteration's is (the yellow line).
         let marks = p
@@ -158,6 +177,7 @@ pub fn banner(
                         "each GPU's breakdown and the top kernels of the selection, as text",
                     )
                     .clicked()
+                    || asked == Some(Ask::CopySummary)
                 {
                     let text = summary_text(trace, o, (a, b), origin);
                     ui.ctx().copy_text(text.clone());
@@ -184,6 +204,7 @@ pub fn banner(
                     .small_button("critical path")
                     .on_hover_text("the chain of work that set the selection's end, drawn on the timeline")
                     .clicked()
+                    || asked == Some(Ask::CriticalPath)
                 {
                     let trace = trace.clone();
                     state.path_job = Some(Job::compute((a, b), Some(ui.ctx()), move |_| {
@@ -208,6 +229,7 @@ pub fn banner(
             .small_button("what if the CPU had not spent it")
             .on_hover_text("replay the trace with the CPU time of the launching threads in the selection removed (a stall fixed: its calls take no time, its syncs wait for nothing) — what fixing it would save")
             .clicked()
+            || asked == Some(Ask::WhatIf)
         {
             try_it = Some((
                 format!(
