@@ -1261,8 +1261,18 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     // metrics; the clocks are not among them), and its device memory.
     let (metrics, memory, gpus) = count(&h);
     assert_eq!((metrics, memory), (4 * gpus, gpus));
-    // The summary says how busy each GPU's SMs were, beside where its time went.
-    h.run_steps(3);
+    // The summary says how busy each GPU's SMs were, beside where its time went (worked
+    // out on a worker).
+    let start = Instant::now();
+    while h
+        .query_all_by_label_contains("GPU metrics: SMs active")
+        .count()
+        < gpus
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        h.run_steps(1);
+    }
     assert_eq!(
         h.query_all_by_label_contains("GPU metrics: SMs active")
             .count(),

@@ -32,9 +32,13 @@ pub struct SummaryPanel {
     pub graphs_note: Option<String>,
     /// The GPU used for a sliver of the capture: said first.
     pub capture_note: Option<String>,
-    /// Per GPU, SMs and Tensor Active over its whole analysed window (worked out once).
-    whole_activity: std::collections::HashMap<crate::trace::DeviceId, [Option<f64>; 2]>,
+    /// Per GPU, SMs and Tensor Active over its whole analysed window: worked out once, on
+    /// a worker (a pass over every sample).
+    whole_activity: Option<Arc<WholeActivity>>,
+    whole_activity_job: Option<Job<(), Arc<WholeActivity>>>,
 }
+
+type WholeActivity = std::collections::HashMap<crate::trace::DeviceId, [Option<f64>; 2]>;
 
 /// A window and the worker's answer for it.
 type PendingWindow = Job<(i64, i64), Vec<DeviceRow>>;
@@ -49,20 +53,37 @@ struct DeviceRow {
 }
 
 impl SummaryPanel {
-    /// SMs and Tensor Active of `device` over its whole analysed window, kept once known.
+    /// SMs and Tensor Active of each GPU over its whole analysed window, asked of a worker
+    /// the first time (none meanwhile, or without metrics).
     fn whole_activity(
         &mut self,
-        trace: &Trace,
-        device: crate::trace::DeviceId,
-        window: Window,
-    ) -> [Option<f64>; 2] {
+        trace: &Arc<Trace>,
+        overview: &Overview,
+        ctx: &egui::Context,
+    ) -> Option<Arc<WholeActivity>> {
         if trace.gpu_metrics.is_empty() {
-            return [None, None];
+            return None;
         }
-        *self
-            .whole_activity
-            .entry(device)
-            .or_insert_with(|| activity_means(trace, device, (window.start, window.end)))
+        if let Some(((), a)) = take_answer(&mut self.whole_activity_job) {
+            self.whole_activity = Some(a);
+        }
+        if self.whole_activity.is_none() && self.whole_activity_job.is_none() {
+            let trace = trace.clone();
+            let windows: Vec<_> = overview
+                .devices
+                .iter()
+                .map(|s| (s.device, s.window))
+                .collect();
+            self.whole_activity_job = Some(Job::compute((), Some(ctx), move |_| {
+                Arc::new(
+                    windows
+                        .into_iter()
+                        .map(|(d, w)| (d, activity_means(&trace, d, (w.start, w.end))))
+                        .collect(),
+                )
+            }));
+        }
+        self.whole_activity.clone()
     }
 
     /// Starts (or collects) the breakdowns of window `w` on a worker; true once they are in.
@@ -154,6 +175,7 @@ impl SummaryPanel {
                     return;
                 };
                 ui.label("Whole trace (Shift+drag on the timeline to pick a window).");
+                let activity = self.whole_activity(trace, overview, ui.ctx());
                 trace
                     .devices
                     .iter()
@@ -166,7 +188,10 @@ impl SummaryPanel {
                                 window: s.window,
                                 breakdown: s.breakdown,
                                 same_stream: s.same_stream,
-                                activity: self.whole_activity(trace, d.id, s.window),
+                                activity: activity
+                                    .as_ref()
+                                    .and_then(|a| a.get(&d.id).copied())
+                                    .unwrap_or_default(),
                             })
                     })
                     .collect()

@@ -198,11 +198,8 @@ impl Timeline {
             RowKind::Osrt { .. } => ("    OS runtime".to_string(), false),
             RowKind::Sched { .. } => ("    on CPU".to_string(), false),
             RowKind::Metric { device, metric } => {
-                let id = trace.devices[device].id;
                 let name = trace
-                    .gpu_metrics
-                    .iter()
-                    .find(|m| m.device == id)
+                    .device_metrics(trace.devices[device].id)
                     .and_then(|m| m.metrics.get(metric))
                     .map_or(String::new(), |(n, _)| super::metric_rows::short_name(n));
                 (format!("    {name}"), false)

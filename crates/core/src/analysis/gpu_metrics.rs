@@ -119,6 +119,30 @@ fn kernels_of(trace: &Trace, m: &DeviceMetrics, step: i64, top: usize) -> Vec<Ke
         .collect()
 }
 
+/// The samples of `m` from `first` on whose period (to the next sample, or `step` for the
+/// last) overlaps `[a, b)`, with the ns of it covered: what a kernel running then weighs
+/// each sample by.
+fn covered_samples(
+    m: &DeviceMetrics,
+    step: i64,
+    first: usize,
+    (a, b): (i64, i64),
+) -> impl Iterator<Item = (usize, f64)> + '_ {
+    (first..m.time.len())
+        .take_while(move |&k| m.time[k] < b)
+        .filter_map(move |k| {
+            let t0 = m.time[k];
+            let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
+            let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
+            (covered > 0.0).then_some((k, covered))
+        })
+}
+
+/// The slot of `m`'s metric named first `want` (by the start of its name: units vary).
+fn slot_of(m: &DeviceMetrics, want: &str) -> Option<usize> {
+    m.metrics.iter().position(|(n, _)| n.starts_with(want))
+}
+
 /// Kernel `id`'s time-weighted mean of each of `m`'s metrics over its executions on
 /// `device` (`gpu_ns` of them in all).
 fn means_while(
@@ -137,16 +161,9 @@ fn means_while(
                 continue;
             }
             let (a, b) = (s.ops.start[i], s.ops.end[i]);
-            // The sample at or before the start, through the last before the end.
+            // From the sample at or before the start.
             let first = m.time.partition_point(|&t| t <= a).saturating_sub(1);
-            let last = m.time.partition_point(|&t| t < b);
-            for k in first..last {
-                let t0 = m.time[k];
-                let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
-                let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
-                if covered == 0.0 {
-                    continue;
-                }
+            for (k, covered) in covered_samples(m, step, first, (a, b)) {
                 for (slot, (_, values)) in m.metrics.iter().enumerate() {
                     let v = values.get(k);
                     if !v.is_nan() {
@@ -220,10 +237,7 @@ pub fn kernel_activity(trace: &Trace) -> BTreeMap<String, [Option<f64>; 2]> {
         let Some(device) = trace.device(m.device) else {
             continue;
         };
-        let slots: Vec<Option<usize>> = ACTIVITY_METRICS
-            .iter()
-            .map(|want| m.metrics.iter().position(|(n, _)| n.starts_with(want)))
-            .collect();
+        let slots = ACTIVITY_METRICS.map(|want| slot_of(m, want));
         if slots.iter().all(Option::is_none) {
             continue;
         }
@@ -237,25 +251,17 @@ pub fn kernel_activity(trace: &Trace) -> BTreeMap<String, [Option<f64>; 2]> {
                 let (a, b) = (ops.start[i], ops.end[i]);
                 // The sample at or before the start: ops by start, so only forward.
                 k0 = crate::sorted::gallop(k0, m.time.len(), |k| m.time[k] <= a);
-                let first = k0.saturating_sub(1);
                 let entry = sums.entry(ops.name[i]).or_default();
-                let mut k = first;
-                while k < m.time.len() && m.time[k] < b {
-                    let t0 = m.time[k];
-                    let t1 = m.time.get(k + 1).copied().unwrap_or(t0 + step);
-                    let covered = (t1.min(b) - t0.max(a)).max(0) as f64;
-                    if covered > 0.0 {
-                        for (e, slot) in entry.iter_mut().zip(&slots) {
-                            if let Some(slot) = slot {
-                                let v = m.metrics[*slot].1.get(k);
-                                if !v.is_nan() {
-                                    e.0 += v as f64 * covered;
-                                    e.1 += covered;
-                                }
+                for (k, covered) in covered_samples(m, step, k0.saturating_sub(1), (a, b)) {
+                    for (e, slot) in entry.iter_mut().zip(&slots) {
+                        if let Some(slot) = slot {
+                            let v = m.metrics[*slot].1.get(k);
+                            if !v.is_nan() {
+                                e.0 += v as f64 * covered;
+                                e.1 += covered;
                             }
                         }
                     }
-                    k += 1;
                 }
             }
         }
@@ -284,17 +290,10 @@ pub fn iteration_metrics(
     span: (i64, i64),
     reference: (i64, i64),
 ) -> Vec<IterationMetric> {
-    let Some(m) = trace.gpu_metrics.iter().find(|m| m.device == device) else {
+    let Some(m) = trace.device_metrics(device) else {
         return Vec::new();
     };
-    let mean = |values: &crate::trace::MetricValues, (a, b): (i64, i64)| -> Option<f64> {
-        let (mut sum, mut n) = (0.0, 0u64);
-        for v in values.iter_range(m.range(a, b)).filter(|v| !v.is_nan()) {
-            sum += v as f64;
-            n += 1;
-        }
-        (n > 0).then(|| sum / n as f64)
-    };
+    let mean = |values: &crate::trace::MetricValues, (a, b): (i64, i64)| values.mean(m.range(a, b));
     let mut out: Vec<IterationMetric> = m
         .metrics
         .iter()
@@ -324,17 +323,9 @@ pub fn base_name(name: &str) -> &str {
 /// `device`'s means of [`ACTIVITY_METRICS`] over the samples in `[a, b)` (`None` where
 /// it has no such metric or no sample there).
 pub fn activity_means(trace: &Trace, device: DeviceId, (a, b): (i64, i64)) -> [Option<f64>; 2] {
-    let Some(m) = trace.gpu_metrics.iter().find(|m| m.device == device) else {
+    let Some(m) = trace.device_metrics(device) else {
         return [None, None];
     };
     let range = m.range(a, b);
-    ACTIVITY_METRICS.map(|want| {
-        let (_, values) = m.metrics.iter().find(|(n, _)| n.starts_with(want))?;
-        let (mut sum, mut n) = (0.0, 0u64);
-        for v in values.iter_range(range.clone()).filter(|v| !v.is_nan()) {
-            sum += v as f64;
-            n += 1;
-        }
-        (n > 0).then(|| sum / n as f64)
-    })
+    ACTIVITY_METRICS.map(|want| m.metrics[slot_of(m, want)?].1.mean(range.clone()))
 }

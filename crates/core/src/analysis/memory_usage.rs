@@ -85,45 +85,43 @@ fn allocation_sites(
     out
 }
 
-/// The blocks live right after event `peak` of `m` (allocated at `since` or later: the
-/// blocks from before the capture only without it), grouped by where they were allocated.
-fn live_at(
-    trace: &Trace,
+/// A live block: (bytes, its allocation's correlation id, when it was allocated).
+type Block = (i64, u32, i64);
+
+/// The blocks live right after event `upto` of `m` (none before any event), by address,
+/// and what is left then of the blocks allocated before the capture (`before` at first).
+fn live_after(
     m: &MemoryEvents,
-    peak: Option<usize>,
+    upto: Option<usize>,
     before: i64,
-    since: Option<i64>,
-) -> Vec<LiveAllocations> {
-    // Address → (bytes, correlation id) of each live block.
-    let mut live: rustc_hash::FxHashMap<u64, (i64, u32)> = Default::default();
-    // What is left of the blocks allocated before the capture.
+) -> (rustc_hash::FxHashMap<u64, Block>, i64) {
+    let mut live: rustc_hash::FxHashMap<u64, Block> = Default::default();
     let mut before = before;
-    if let Some(peak) = peak {
-        for i in 0..=peak {
-            let b = m.bytes[i];
-            if b >= 0 {
-                let e = live.entry(m.address[i]).or_insert((0, m.correlation_id[i]));
-                e.0 += b;
-            } else if live.remove(&m.address[i]).is_none() {
-                before += b;
-            }
+    for i in upto.map_or(0..0, |u| 0..u + 1) {
+        let b = m.bytes[i];
+        if b >= 0 {
+            let e = live
+                .entry(m.address[i])
+                .or_insert((0, m.correlation_id[i], m.time[i]));
+            e.0 += b;
+        } else if live.remove(&m.address[i]).is_none() {
+            before += b;
         }
     }
-    if let Some(since) = since {
-        let kept = |i: usize| m.time[i] >= since;
-        let late: rustc_hash::FxHashSet<u64> =
-            (0..=peak.unwrap_or(0).min(m.len().saturating_sub(1)))
-                .filter(|&i| m.bytes[i] > 0 && kept(i))
-                .map(|i| m.address[i])
-                .collect();
-        live.retain(|address, _| late.contains(address));
-        before = 0;
-    }
-    let ids: rustc_hash::FxHashSet<u32> = live.values().map(|v| v.1).collect();
-    let sites = allocation_sites(trace, m.device, &ids);
+    (live, before)
+}
+
+/// `blocks` grouped by where they were allocated (`sites`, by correlation id), most bytes
+/// first, with what is left of the blocks from before the capture as one entry; the list
+/// adds up to their bytes.
+fn grouped<'a>(
+    blocks: impl Iterator<Item = &'a Block>,
+    before: i64,
+    sites: &rustc_hash::FxHashMap<u32, (Option<String>, Option<String>)>,
+) -> Vec<LiveAllocations> {
     let mut groups: std::collections::BTreeMap<(Option<String>, Option<String>), (i64, usize)> =
         Default::default();
-    for (bytes, id) in live.into_values() {
+    for &(bytes, id, _) in blocks {
         let site = sites.get(&id).cloned().unwrap_or((None, None));
         let g = groups.entry(site).or_default();
         g.0 += bytes;
@@ -158,6 +156,35 @@ fn live_at(
         });
     }
     out
+}
+
+/// What was live at the peak (after event `peak`), and where the blocks allocated from
+/// `growth_from` on and live at the end were allocated (the most bytes' place): one look-up
+/// of the allocating calls for both.
+fn where_allocated(
+    trace: &Trace,
+    m: &MemoryEvents,
+    peak: Option<usize>,
+    before: i64,
+    growth_from: Option<i64>,
+) -> (Vec<LiveAllocations>, Option<LiveAllocations>) {
+    let (at_peak, before_at_peak) = live_after(m, peak, before);
+    let (at_end, _) = live_after(m, m.len().checked_sub(1), before);
+    let grown: Vec<&Block> = growth_from.map_or_else(Vec::new, |from| {
+        at_end.values().filter(|b| b.2 >= from).collect()
+    });
+    let ids: rustc_hash::FxHashSet<u32> = at_peak
+        .values()
+        .chain(grown.iter().copied())
+        .map(|b| b.1)
+        .collect();
+    let sites = allocation_sites(trace, m.device, &ids);
+    let growth_site =
+        growth_from.and_then(|_| grouped(grown.into_iter(), 0, &sites).into_iter().next());
+    (
+        grouped(at_peak.values(), before_at_peak, &sites),
+        growth_site,
+    )
 }
 
 /// Allocation sites listed at a peak.
@@ -214,6 +241,8 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
                 .unwrap_or_default();
             let growth = (ends.len() >= 2)
                 .then(|| (at(ends[ends.len() - 1]) - at(ends[0])) / (ends.len() as i64 - 1));
+            let (live_at_peak, growth_site) =
+                where_allocated(trace, m, peak_event, before, ends.first().copied());
             DeviceMemoryUsage {
                 device: m.device,
                 peak_bytes: peak,
@@ -223,13 +252,8 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
                 allocations: m.bytes.iter().filter(|&&b| b > 0).count(),
                 frees: m.bytes.iter().filter(|&&b| b < 0).count(),
                 growth_per_iteration_bytes: growth,
-                live_at_peak: live_at(trace, m, peak_event, before, None),
-                growth_site: ends.first().and_then(|&first_end| {
-                    let last = m.len().checked_sub(1);
-                    live_at(trace, m, last, before, Some(first_end))
-                        .into_iter()
-                        .next()
-                }),
+                live_at_peak,
+                growth_site,
             }
         })
         .collect()

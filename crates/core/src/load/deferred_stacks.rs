@@ -76,11 +76,7 @@ fn fill(slot: &StacksSlot, pending: Pending) {
 }
 
 /// Reads the samples and their chains now (the load's own thread, or [`spawn`]'s).
-pub fn read(
-    pending: Pending,
-    slot: &StacksSlot,
-    cancel: &AtomicBool,
-) -> Result<CallStacks, LoadError> {
+fn read(pending: Pending, slot: &StacksSlot, cancel: &AtomicBool) -> Result<CallStacks, LoadError> {
     let Pending {
         path,
         bytes,

@@ -78,6 +78,16 @@ impl MetricValues {
         range.map(|i| self.get(i))
     }
 
+    /// The mean of the values in `range` that are samples (`None` if none is).
+    pub fn mean(&self, range: std::ops::Range<usize>) -> Option<f64> {
+        let (mut sum, mut n) = (0.0, 0u64);
+        for v in self.iter_range(range).filter(|v| !v.is_nan()) {
+            sum += v as f64;
+            n += 1;
+        }
+        (n > 0).then(|| sum / n as f64)
+    }
+
     /// Every value, [`NO_SAMPLE`] where none.
     pub fn to_f32(&self) -> Vec<f32> {
         self.iter_range(0..self.len()).collect()

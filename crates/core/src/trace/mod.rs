@@ -379,6 +379,11 @@ impl Trace {
         Some((origin, end.max(origin + 1)))
     }
 
+    /// GPU `id`'s sampled metrics, if the capture has them.
+    pub fn device_metrics(&self, id: DeviceId) -> Option<&DeviceMetrics> {
+        self.gpu_metrics.iter().find(|m| m.device == id)
+    }
+
     /// The call stacks and CPU samples, waiting for their read if it is still going on
     /// (the load reads them last, on a thread of its own; frames drawn must use
     /// `call_stacks.get()` instead).
