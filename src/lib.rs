@@ -3,7 +3,7 @@
 //! analyses, re-exported here under their own names).
 
 pub use nsys_explorer_core::{
-    analysis, cache, compare, critical_path, export, figures, findings, format, load, memory,
+    analysis, cache, compare, critical_path, export, figures, findings, format, job, load, memory,
     overview, profile, report, session, sorted, summaries, synth, tables, trace, whatif,
 };
 

@@ -143,6 +143,29 @@ pub enum Command {
         #[arg(long)]
         iteration_marker: Option<String>,
     },
+    /// Summarise each export for a job of many ranks: `DIR/STEM.summary` (under 2 % of the
+    /// export) with every NCCL kernel and what its thread did before it, the iterations,
+    /// each GPU's breakdown and top gaps, the UTC start and the export's identity. Run it
+    /// where the exports are (one Slurm array task per rank, or `xargs -P`); `report
+    /// DIR/*.summary` (or `report DIR`) reduces them into the job on any machine.
+    Summarize {
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder to write into (made if missing; default: the current folder, never the
+        /// exports' own unless it is that).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// `summary` (what `report` reads) or `parquet`: the same tables as
+        /// STEM.{collectives,iterations,gpus,gaps}.parquet for Spark or DuckDB.
+        #[arg(long, value_enum, default_value = "summary")]
+        format: SummaryFormat,
+        /// NVTX range text that marks iterations (numbers match any number).
+        #[arg(long)]
+        iteration_marker: Option<String>,
+        /// Shortest idle interval counted as a gap.
+        #[arg(long, default_value_t = crate::analysis::gaps::DEFAULT_MIN_GAP_NS)]
+        min_gap_ns: i64,
+    },
     /// Write the five figures people draw to discuss a trace, as PNG and SVG, and the
     /// numbers drawn (figures.json): iteration duration over time, its histogram, one
     /// iteration stream by stream, where each GPU's time goes, NCCL kernel durations.
@@ -227,6 +250,12 @@ pub enum Command {
         /// device, or plain Python (CPU time with no call) inside `attention`.
         #[arg(long, value_enum, default_value = "read")]
         straggler_stall: synth::StragglerStall,
+        /// The straggler's rank (default 2).
+        #[arg(long, value_name = "RANK")]
+        straggler_rank: Option<u32>,
+        /// The straggler's pause in ns (default two fifths of a step).
+        #[arg(long, value_name = "NS")]
+        straggler_pause: Option<i64>,
         /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
         /// next launch (the seed's Ulysses attention with `use_sync=True`).
         #[arg(long)]
@@ -260,6 +289,13 @@ pub enum Command {
         #[arg(long)]
         gpu_metrics: bool,
     },
+}
+
+/// What `summarize` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    Summary,
+    Parquet,
 }
 
 /// The benchmarks (`nsys-explorer bench <which>`).

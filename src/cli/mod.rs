@@ -91,6 +91,22 @@ pub fn main() -> ExitCode {
             json,
             iteration_marker,
         }) => critical_path(&files, iteration, all, top, json, iteration_marker),
+        Some(Command::Summarize {
+            files,
+            out,
+            format,
+            iteration_marker,
+            min_gap_ns,
+        }) => summarize(
+            &files,
+            out.as_deref(),
+            format,
+            &Options {
+                iteration_marker,
+                min_gap_ns: min_gap_ns.max(0),
+                ..Default::default()
+            },
+        ),
         Some(Command::Export {
             files,
             out,
@@ -140,6 +156,8 @@ pub fn main() -> ExitCode {
             split_ranks,
             ranks,
             straggler_stall,
+            straggler_rank,
+            straggler_pause,
             sync_after_collective,
             no_checkpoint,
             cuda_graphs,
@@ -167,6 +185,8 @@ pub fn main() -> ExitCode {
                     no_straggler,
                     nccl_calls: Some(!no_nccl_blobs),
                     straggler_stall,
+                    straggler_rank,
+                    straggler_pause_ns: straggler_pause,
                     sync_after_collective,
                     checkpoint: !no_checkpoint,
                     cuda_graphs,
@@ -361,6 +381,52 @@ fn trace_and_overview(
         session::open(&source, session::Hooks::quiet(&cancel)).map_err(|e| e.to_string())?;
     let overview = session::overview(&opened, options, &cancel).expect("not cancelled");
     Ok((opened.trace, overview))
+}
+
+/// `summarize`: each export's summary (or its tables as Parquet) into `out`.
+fn summarize(
+    files: &[PathBuf],
+    out: Option<&Path>,
+    format: args::SummaryFormat,
+    options: &Options,
+) -> Result<(), String> {
+    let dir = out.unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let exports = crate::load::many::expand_paths(files)?;
+    for path in &exports {
+        let t = Instant::now();
+        let summary = crate::session::summarize_export(path, options, true)?;
+        let export_size = summary.source.size.max(1);
+        let (written, bytes) = match format {
+            args::SummaryFormat::Summary => {
+                let to = crate::job::summary_path(dir, path);
+                let bytes = crate::job::write_summary(&summary, &to)?;
+                (to.display().to_string(), bytes)
+            }
+            args::SummaryFormat::Parquet => {
+                let stem = path
+                    .file_stem()
+                    .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
+                let mut bytes = 0;
+                for name in crate::job::tables::NAMES {
+                    let table = crate::job::tables::table(&summary, name).expect("a known table");
+                    let batch = crate::table_files::record_batch(table, &stem)?;
+                    let to = dir.join(format!("{stem}.{name}.parquet"));
+                    crate::table_files::write(&batch, &to, crate::table_files::Format::Parquet)?;
+                    bytes += std::fs::metadata(&to).map_or(0, |m| m.len());
+                }
+                (dir.join(format!("{stem}.*.parquet")).display().to_string(), bytes)
+            }
+        };
+        println!(
+            "wrote {written}: {} collectives, {} bytes ({:.2} % of the export) in {:.1} s",
+            summary.collectives(),
+            bytes,
+            100.0 * bytes as f64 / export_size as f64,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 fn report(files: &[PathBuf], as_json: bool, options: &Options) -> Result<(), String> {

@@ -23,6 +23,7 @@ pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
+pub mod job;
 pub mod load;
 pub mod memory;
 pub mod overview;

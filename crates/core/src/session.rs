@@ -278,6 +278,10 @@ pub fn report_output(
     options: &Options,
 ) -> Result<String, String> {
     let t0 = Instant::now();
+    let paths = many::expand_paths(files)?;
+    if paths.iter().any(|p| crate::job::is_summary(p)) || paths.len() > JOB_FROM_SUMMARIES_PAST {
+        return job_output(&paths, as_json, options);
+    }
     let source = Source::of(files)?;
     // The answer itself is kept, per format and options: a second report reads it alone.
     let what = match &source {
@@ -332,6 +336,32 @@ pub fn report_output(
     Ok(output)
 }
 
+/// More exports than this are reported as a job (each summarised in turn, then reduced)
+/// rather than merged whole: memory that does not grow with the ranks.
+pub const JOB_FROM_SUMMARIES_PAST: usize = 16;
+
+/// The report of a job from rank summaries (`*.summary`), or from many exports each
+/// summarised in turn.
+fn job_output(paths: &[PathBuf], as_json: bool, options: &Options) -> Result<String, String> {
+    let t0 = Instant::now();
+    let job = if paths.iter().all(|p| crate::job::is_summary(p)) {
+        crate::job::reduce(&crate::job::read_all(paths)?, options.top)
+    } else if paths.iter().any(|p| crate::job::is_summary(p)) {
+        return Err("give either rank summaries (*.summary) or exports, not both".into());
+    } else {
+        job_of_exports(paths, options, true, options.top, &|k, p| {
+            eprintln!("[{}/{}] summarising {}", k + 1, paths.len(), p.display())
+        })?
+    };
+    if as_json {
+        let mut json = serde_json::to_value(&job).map_err(|e| e.to_string())?;
+        json["seconds"] = t0.elapsed().as_secs_f64().into();
+        Ok(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n")
+    } else {
+        Ok(crate::job::text(&job, options.top))
+    }
+}
+
 /// A kept report with this run's time in it (JSON: `load.seconds`; text: "loaded in").
 fn with_load_seconds(kept: &str, as_json: bool, seconds: f64) -> String {
     if !as_json {
@@ -346,4 +376,44 @@ fn with_load_seconds(kept: &str, as_json: bool, seconds: f64) -> String {
         load.insert("seconds".into(), seconds.into());
     }
     serde_json::to_string_pretty(&json).map_or_else(|_| kept.to_string(), |t| t + "\n")
+}
+
+/// The summary of the export at `path`, loaded (read from the cache when `use_cache`;
+/// nothing is written there: a cluster's hundreds of ranks would only evict each other)
+/// and analysed with `options`.
+pub fn summarize_export(
+    path: &Path,
+    options: &Options,
+    use_cache: bool,
+) -> Result<crate::job::RankSummary, String> {
+    let identity = crate::job::FileIdentity::of(path)?;
+    let cancel = AtomicBool::new(false);
+    let opened = open_file(
+        path,
+        Hooks {
+            use_cache,
+            ..Hooks::quiet(&cancel)
+        },
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let overview = crate::overview::overview_cancellable(&opened.trace, options, &cancel)
+        .ok_or_else(|| format!("{}: analysis cancelled", path.display()))?;
+    Ok(crate::job::summarize(&opened.trace, &overview, identity))
+}
+
+/// The job of many exports, each summarised in turn (one model in memory at a time) and
+/// dropped: `progress` hears of each (its index, its path).
+pub fn job_of_exports(
+    paths: &[PathBuf],
+    options: &Options,
+    use_cache: bool,
+    top: usize,
+    progress: &dyn Fn(usize, &Path),
+) -> Result<crate::job::Job, String> {
+    let mut summaries = Vec::with_capacity(paths.len());
+    for (k, p) in paths.iter().enumerate() {
+        progress(k, p);
+        summaries.push((p.clone(), summarize_export(p, options, use_cache)?));
+    }
+    Ok(crate::job::reduce(&summaries, top))
 }

@@ -232,6 +232,20 @@ fn activity_before(
             it.cpu.get(k).map_or(api.start[call], |w| w.start)
         }
     };
+    activity_since(trace, thread, since, call)
+}
+
+/// What `thread` did from `since` to the start of its API call `call` (a collective's
+/// launch): its longest call other than launches and syncs, its longest stretch of CPU
+/// time with no call, and where it was in NVTX. The rank summaries record it for every
+/// collective, so that a job read from them names a late rank's activity as a full load does.
+pub fn activity_since(
+    trace: &Trace,
+    thread: &crate::trace::Thread,
+    since: i64,
+    call: usize,
+) -> Activity {
+    let api = &thread.api;
     let first = api.start.partition_point(|&s| s < since);
     // A synchronising call waits for the rank's own GPU, which stays busy meanwhile; what
     // delays the collective is CPU work that is neither a launch nor a wait.

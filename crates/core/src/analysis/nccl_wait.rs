@@ -135,30 +135,49 @@ fn per_gpu(trace: &Trace) -> Vec<Vec<Kernel>> {
 
 /// Calls `found` with each collective's kernels, one per GPU in `per_gpu`'s order.
 fn matched(per_gpu: &[Vec<Kernel>], mut found: impl FnMut(&[Kernel])) {
-    if per_gpu.len() < 2 {
+    let ends: Vec<Vec<i64>> = per_gpu
+        .iter()
+        .map(|k| k.iter().map(|k| k.end).collect())
+        .collect();
+    let mut group = Vec::with_capacity(per_gpu.len());
+    match_by_ends(&ends, |members| {
+        group.clear();
+        group.extend(members.iter().enumerate().map(|(g, &i)| per_gpu[g][i]));
+        found(&group);
+    });
+}
+
+/// The collectives found on every GPU, from each GPU's NCCL kernel ends (sorted, on one
+/// clock): for each of the first GPU's kernels, the kernel of every other GPU whose end is
+/// nearest, within `SAME_END_NS`. Calls `found` with each collective's kernel index on
+/// each GPU, in the first GPU's end order. The rank summaries' reduce matches with it too,
+/// so that a job read from summaries pairs its collectives as its exports loaded whole do.
+pub fn match_by_ends(ends: &[Vec<i64>], mut found: impl FnMut(&[usize])) {
+    if ends.len() < 2 {
         return;
     }
-    let mut cursors = vec![0usize; per_gpu.len()];
-    let mut group = Vec::with_capacity(per_gpu.len());
-    for k in &per_gpu[0] {
+    let mut cursors = vec![0usize; ends.len()];
+    let mut group = Vec::with_capacity(ends.len());
+    for (i, &end) in ends[0].iter().enumerate() {
         group.clear();
-        group.push(*k);
+        group.push(i);
         // The kernel of every other GPU whose end is nearest (ends are sorted: walk on).
-        for (g, kernels) in per_gpu.iter().enumerate().skip(1) {
+        for (g, other) in ends.iter().enumerate().skip(1) {
             let c = &mut cursors[g];
-            while *c + 1 < kernels.len() && kernels[*c + 1].end <= k.end {
+            while *c + 1 < other.len() && other[*c + 1] <= end {
                 *c += 1;
             }
             let nearest = [*c, *c + 1]
                 .into_iter()
-                .filter_map(|i| kernels.get(i))
-                .min_by_key(|o| (o.end - k.end).abs())
-                .filter(|o| (o.end - k.end).abs() <= SAME_END_NS);
-            if let Some(o) = nearest {
-                group.push(*o);
+                .filter(|&j| j < other.len())
+                .min_by_key(|&j| (other[j] - end).abs())
+                .filter(|&j| (other[j] - end).abs() <= SAME_END_NS);
+            match nearest {
+                Some(j) => group.push(j),
+                None => break,
             }
         }
-        if group.len() == per_gpu.len() {
+        if group.len() == ends.len() {
             found(&group);
         }
     }

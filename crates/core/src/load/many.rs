@@ -59,18 +59,34 @@ pub struct FileInfo {
     pub devices: Vec<DeviceId>,
 }
 
-/// Every `*.sqlite` in `dir`, sorted by name.
+/// Every `*.sqlite` in `dir`, sorted by name (or every `*.summary` when it holds no export).
 pub fn sqlite_files_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> = entries
+    let files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sqlite"))
+        .filter(|p| p.is_file())
         .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("no .sqlite files in {}", dir.display()));
+    let with = |ext: &str| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    };
+    // A folder of rank summaries (`summarize --out DIR`) stands for them.
+    let chosen = match with("sqlite") {
+        exports if exports.is_empty() => with("summary"),
+        exports => exports,
+    };
+    if chosen.is_empty() {
+        return Err(format!(
+            "no .sqlite files (nor .summary files) in {}",
+            dir.display()
+        ));
     }
-    Ok(files)
+    Ok(chosen)
 }
 
 /// The files named: folders stand for every `*.sqlite` in them.
@@ -161,10 +177,19 @@ const MAX_LAG: i64 = 16;
 
 /// Each trace's offset onto the first's clock.
 pub fn align(traces: &[Trace]) -> Vec<Offset> {
-    let Some(first) = traces.first() else {
+    let clocks: Vec<(Option<i64>, Vec<i64>)> = traces
+        .iter()
+        .map(|t| (t.info.utc_start_ns, nccl_ends(t)))
+        .collect();
+    align_clocks(&clocks)
+}
+
+/// Each file's offset onto the first's clock, from its UTC start and the ends of its first
+/// GPU's NCCL kernels in start order (the rank summaries' reduce aligns with it too).
+pub fn align_clocks(clocks: &[(Option<i64>, Vec<i64>)]) -> Vec<Offset> {
+    let Some((first_utc, reference)) = clocks.first() else {
         return Vec::new();
     };
-    let reference = nccl_ends(first);
     let mut out = vec![Offset {
         offset_ns: 0,
         utc_offset_ns: Some(0),
@@ -172,14 +197,13 @@ pub fn align(traces: &[Trace]) -> Vec<Offset> {
         residual_ns: None,
         collectives: reference.len(),
     }];
-    for t in &traces[1..] {
-        let utc = match (first.info.utc_start_ns, t.info.utc_start_ns) {
+    for (utc_start, ends) in &clocks[1..] {
+        let utc = match (first_utc, utc_start) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
         let coarse = utc.unwrap_or(0);
-        let ends = nccl_ends(t);
-        out.push(match collective_offset(&reference, &ends, coarse) {
+        out.push(match collective_offset(reference, ends, coarse) {
             Some((offset, residual, n)) => Offset {
                 offset_ns: offset,
                 utc_offset_ns: utc,

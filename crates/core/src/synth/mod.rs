@@ -73,6 +73,10 @@ pub struct SynthOptions {
     pub nccl_calls: Option<bool>,
     /// What the straggler's thread does while the others wait.
     pub straggler_stall: StragglerStall,
+    /// The straggler's rank instead of 2 (a job of many ranks hides it anywhere).
+    pub straggler_rank: Option<u32>,
+    /// The straggler's pause instead of two fifths of a step (e.g. 1.2 s).
+    pub straggler_pause_ns: Option<i64>,
     /// A device sync after each all-to-all and 2–3 ms of Python before the next launch
     /// (the seed's Ulysses attention with `use_sync=True`).
     pub sync_after_collective: bool,
@@ -110,6 +114,8 @@ impl SynthOptions {
             no_straggler: false,
             nccl_calls: Some(true),
             straggler_stall: StragglerStall::Read,
+            straggler_rank: None,
+            straggler_pause_ns: None,
             sync_after_collective: false,
             checkpoint: true,
             cuda_graphs: None,
@@ -141,6 +147,9 @@ fn shape_of(options: &SynthOptions) -> Shape {
     let mut s = shape(options.preset);
     if let Some(r) = options.ranks {
         s.ranks = r.max(3);
+    }
+    if let Some(r) = options.straggler_rank {
+        s.straggler = r.min(s.ranks - 1);
     }
     s
 }
@@ -358,7 +367,9 @@ fn generate_into(
             .iter()
             .map(|&k| KERNELS[k].duration_ns)
             .sum::<i64>();
-    let straggler_pause_ns = nominal_step_ns * 2 / 5;
+    let straggler_pause_ns = options
+        .straggler_pause_ns
+        .unwrap_or(nominal_step_ns * 2 / 5);
     let mut collective_rng = fastrand::Rng::with_seed(options.seed.wrapping_add(7));
 
     for step in 0..shape.steps {

@@ -1,0 +1,413 @@
+//! A summary's file: `NSXSUMRY`, the format's version, the body's length and xxh3
+//! checksum, then the body: the summary's JSON (all but the collectives) and each GPU's
+//! collectives as columns of variable-length integers, times as steps from the one before
+//! (a collective costs ~30 bytes; a 500 MB rank's summary is well under 1 % of it).
+//! Written to a temporary name and renamed; read back only when the magic, the version and
+//! the checksum all hold, and every length is checked against the bytes left (a damaged
+//! file is an error, never a panic or a huge allocation).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{Collectives, RankSummary};
+
+const MAGIC: &[u8; 8] = b"NSXSUMRY";
+/// Bumped whenever the layout or the meaning of a field changes: a summary of another
+/// version is refused (summarise the export again), never misread.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+/// How much of the export's head its content hash covers: SQLite's header (with its change
+/// counter) and the first pages.
+const HEAD_BYTES: u64 = 64 * 1024;
+
+/// Which export a summary was made from, as it was then: a summary whose export is on this
+/// machine and differs is refused.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileIdentity {
+    pub path: PathBuf,
+    pub size: u64,
+    /// Modification time, ns since the Unix epoch.
+    pub mtime_ns: i64,
+    /// xxh3 of the first 64 KiB.
+    pub head_hash: u64,
+}
+
+impl FileIdentity {
+    pub fn of(path: &Path) -> Result<Self, String> {
+        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+        let meta = std::fs::metadata(path).map_err(err)?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64);
+        let mut head = Vec::new();
+        std::fs::File::open(path)
+            .map_err(err)?
+            .take(HEAD_BYTES)
+            .read_to_end(&mut head)
+            .map_err(err)?;
+        Ok(Self {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            size: meta.len(),
+            mtime_ns,
+            head_hash: xxhash_rust::xxh3::xxh3_64(&head),
+        })
+    }
+
+    /// `Err` with the reason when the export is on this machine and is no longer the file
+    /// summarised; `Ok` when it is the same or not here (summaries copied off the cluster).
+    pub fn check_unchanged(&self) -> Result<(), String> {
+        if !self.path.exists() {
+            return Ok(());
+        }
+        let now = Self::of(&self.path)?;
+        if now.size != self.size || now.head_hash != self.head_hash || now.mtime_ns != self.mtime_ns
+        {
+            return Err(format!(
+                "{} changed since it was summarised ({} bytes then, {} now): summarize it again",
+                self.path.display(),
+                self.size,
+                now.size
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The summary as bytes.
+pub fn encode(summary: &RankSummary) -> Vec<u8> {
+    let json = serde_json::to_vec(summary).expect("a summary serialises");
+    let mut body = Vec::with_capacity(json.len() + 32 * summary.collectives());
+    put_uint(&mut body, json.len() as u64);
+    body.extend_from_slice(&json);
+    for gpu in &summary.gpus {
+        put_collectives(&mut body, &gpu.collectives);
+    }
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A summary from its bytes (`name` for the messages).
+pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+        return Err(format!(
+            "{name}: not an nsys-explorer summary (make one with `nsys-explorer summarize`)"
+        ));
+    }
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "{name}: a summary of format {version}, made by another version of nsys-explorer (this one reads format {FORMAT_VERSION}): summarize the export again"
+        ));
+    }
+    let (len, checksum) = (word(12), word(20));
+    let body = &bytes[HEADER_LEN..];
+    if body.len() as u64 != len || xxhash_rust::xxh3::xxh3_64(body) != checksum {
+        return Err(format!(
+            "{name}: damaged summary (its checksum does not match: truncated or altered in a copy); summarize the export again"
+        ));
+    }
+    let damaged = |what: &str| format!("{name}: damaged summary ({what})");
+    let mut r = Cursor { bytes: body, at: 0 };
+    let json_len = r.uint().ok_or_else(|| damaged("length"))? as usize;
+    let json = r.take(json_len).ok_or_else(|| damaged("length"))?;
+    let mut summary: RankSummary =
+        serde_json::from_slice(json).map_err(|e| damaged(&e.to_string()))?;
+    for gpu in &mut summary.gpus {
+        gpu.collectives = get_collectives(&mut r).ok_or_else(|| damaged("collectives"))?;
+    }
+    if r.at != body.len() {
+        return Err(damaged("trailing bytes"));
+    }
+    let strings = summary.strings.len() as u32;
+    let names_ok = |ids: &[u32]| ids.iter().all(|&i| i == super::summary::NO_TEXT || i < strings);
+    if !summary.gpus.iter().all(|g| {
+        let c = &g.collectives;
+        names_ok(&c.name) && names_ok(&c.comm) && names_ok(&c.call) && names_ok(&c.nvtx)
+    }) {
+        return Err(damaged("a name out of range"));
+    }
+    Ok(summary)
+}
+
+/// Writes `summary` to `path`: to a temporary name in the same folder, renamed once whole.
+pub fn write(summary: &RankSummary, path: &Path) -> Result<u64, String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let bytes = encode(summary);
+    let temp = path.with_extension(format!("summary.{}.tmp", std::process::id()));
+    std::fs::write(&temp, &bytes).map_err(err)?;
+    std::fs::rename(&temp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        err(e)
+    })?;
+    Ok(bytes.len() as u64)
+}
+
+/// Reads the summary at `path` and checks that its export, when on this machine, is
+/// still the file it was made from.
+pub fn read(path: &Path) -> Result<RankSummary, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let summary = decode(&bytes, &path.display().to_string())?;
+    summary
+        .source
+        .check_unchanged()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(summary)
+}
+
+/// The summary file of `export` in `dir`: `DIR/STEM.summary`.
+pub fn summary_path(dir: &Path, export: &Path) -> PathBuf {
+    let stem = export
+        .file_stem()
+        .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
+    dir.join(format!("{stem}.summary"))
+}
+
+fn put_uint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_int(out: &mut Vec<u8>, v: i64) {
+    put_uint(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+/// Columns: the count, then each column; times as steps (start from the previous start,
+/// the rest from the collective's start), names as indices + 1 (0 for none).
+fn put_collectives(out: &mut Vec<u8>, c: &Collectives) {
+    put_uint(out, c.len() as u64);
+    let mut previous = 0i64;
+    for &s in &c.start {
+        put_int(out, s.wrapping_sub(previous));
+        previous = s;
+    }
+    let from_start = |out: &mut Vec<u8>, column: &[i64]| {
+        for (v, s) in column.iter().zip(&c.start) {
+            put_int(out, v.wrapping_sub(*s));
+        }
+    };
+    from_start(out, &c.end);
+    let names = |out: &mut Vec<u8>, column: &[u32]| {
+        for &v in column {
+            put_uint(out, u64::from(v.wrapping_add(1)));
+        }
+    };
+    names(out, &c.name);
+    names(out, &c.comm);
+    for &v in &c.seq {
+        put_uint(out, u64::from(v));
+    }
+    for &v in &c.bytes {
+        put_uint(out, v);
+    }
+    names(out, &c.call);
+    from_start(out, &c.call_start);
+    for &v in &c.call_ns {
+        put_int(out, v);
+    }
+    from_start(out, &c.cpu_start);
+    for &v in &c.cpu_ns {
+        put_int(out, v);
+    }
+    names(out, &c.nvtx);
+    for &v in &c.since_ns {
+        put_int(out, v);
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn uint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn int(&mut self) -> Option<i64> {
+        let u = self.uint()?;
+        Some((u >> 1) as i64 ^ -((u & 1) as i64))
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len())?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Some(out)
+    }
+
+    fn ints(&mut self, n: usize) -> Option<Vec<i64>> {
+        (0..n).map(|_| self.int()).collect()
+    }
+
+    fn names(&mut self, n: usize) -> Option<Vec<u32>> {
+        (0..n)
+            .map(|_| Some((self.uint()? as u32).wrapping_sub(1)))
+            .collect()
+    }
+}
+
+fn get_collectives(r: &mut Cursor) -> Option<Collectives> {
+    let n = r.uint()? as usize;
+    // Every entry takes at least a byte a column: a count beyond the bytes left is damage.
+    if n > r.bytes.len() - r.at {
+        return None;
+    }
+    let mut previous = 0i64;
+    let start: Vec<i64> = (0..n)
+        .map(|_| {
+            previous = previous.wrapping_add(r.int()?);
+            Some(previous)
+        })
+        .collect::<Option<_>>()?;
+    let from_start = |r: &mut Cursor, start: &[i64]| -> Option<Vec<i64>> {
+        start.iter().map(|s| Some(s.wrapping_add(r.int()?))).collect()
+    };
+    let end = from_start(r, &start)?;
+    let name = r.names(n)?;
+    let comm = r.names(n)?;
+    let seq = (0..n).map(|_| Some(r.uint()? as u32)).collect::<Option<_>>()?;
+    let bytes = (0..n).map(|_| r.uint()).collect::<Option<_>>()?;
+    let call = r.names(n)?;
+    let call_start = from_start(r, &start)?;
+    let call_ns = r.ints(n)?;
+    let cpu_start = from_start(r, &start)?;
+    let cpu_ns = r.ints(n)?;
+    let nvtx = r.names(n)?;
+    let since_ns = r.ints(n)?;
+    Some(Collectives {
+        start,
+        end,
+        name,
+        comm,
+        seq,
+        bytes,
+        call,
+        call_start,
+        call_ns,
+        cpu_start,
+        cpu_ns,
+        nvtx,
+        since_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::breakdown::Breakdown;
+    use crate::job::summary::{GpuSummary, NO_TEXT};
+
+    fn sample() -> RankSummary {
+        let collectives = Collectives {
+            start: vec![1_000, 5_000, 9_000_000_000],
+            end: vec![2_000, 7_000, 9_000_100_000],
+            name: vec![0, 0, 1],
+            comm: vec![2, 2, NO_TEXT],
+            seq: vec![0, 1, 0],
+            bytes: vec![1 << 20, 1 << 20, 0],
+            call: vec![NO_TEXT, 3, NO_TEXT],
+            call_start: vec![1_000, 4_000, 8_000_000_000],
+            call_ns: vec![0, 500, 0],
+            cpu_start: vec![900, 4_500, 8_900_000_000],
+            cpu_ns: vec![10, 20, 1_200_000_000],
+            nvtx: vec![NO_TEXT, NO_TEXT, 4],
+            since_ns: vec![0, 3_000, 9_000_000_000],
+        };
+        RankSummary {
+            source: FileIdentity {
+                path: "/nowhere/rank00.sqlite".into(),
+                size: 123,
+                mtime_ns: 5,
+                head_hash: 6,
+            },
+            tool_version: "0.1.0".into(),
+            nsys_version: None,
+            utc_start_ns: Some(1_764_504_000_000_000_000),
+            iteration_marker: Some("step_#".into()),
+            gpus: vec![GpuSummary {
+                device: 0,
+                model: None,
+                window_ns: (0, 10),
+                breakdown_ns: Breakdown::default(),
+                top_gaps: Vec::new(),
+                iteration_spans: vec![Some((0, 5)), None],
+                iteration_durations_ns: vec![5, 0],
+                iteration_warmup: 0,
+                iteration_median_ns: 5,
+                collectives,
+            }],
+            strings: ["nccl_a", "nccl_b", "0x1", "read()", "attention"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_summary_reads_back_equal() {
+        let s = sample();
+        assert_eq!(decode(&encode(&s), "x").unwrap(), s);
+    }
+
+    #[test]
+    fn damage_version_and_strangers_are_refused_without_panicking() {
+        let bytes = encode(&sample());
+        let mut flipped = bytes.clone();
+        let last = flipped.len() - 3;
+        flipped[last] ^= 0x40;
+        assert!(decode(&flipped, "x").unwrap_err().contains("damaged"));
+        assert!(
+            decode(&bytes[..bytes.len() - 1], "x")
+                .unwrap_err()
+                .contains("damaged")
+        );
+        let mut other = bytes.clone();
+        other[8] = 99;
+        assert!(decode(&other, "x").unwrap_err().contains("another version"));
+        assert!(decode(b"SQLite format 3\0", "x").unwrap_err().contains("not an"));
+        // Every truncation and every single-byte change: an error or the same summary,
+        // never a panic.
+        for cut in 0..bytes.len() {
+            let _ = decode(&bytes[..cut], "x");
+        }
+    }
+
+    #[test]
+    fn a_summary_whose_export_changed_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let export = dir.path().join("rank00.sqlite");
+        std::fs::write(&export, b"SQLite format 3\0 first").unwrap();
+        let mut s = sample();
+        s.source = FileIdentity::of(&export).unwrap();
+        let path = summary_path(dir.path(), &export);
+        write(&s, &path).unwrap();
+        assert_eq!(read(&path).unwrap(), s);
+        std::fs::write(&export, b"SQLite format 3\0 second, longer").unwrap();
+        assert!(read(&path).unwrap_err().contains("changed since"));
+        // Copied off the machine (the export not here): read.
+        std::fs::remove_file(&export).unwrap();
+        assert!(read(&path).is_ok());
+    }
+}

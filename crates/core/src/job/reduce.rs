@@ -1,0 +1,665 @@
+//! A job of many ranks from their summaries: clocks aligned by the collectives (as for
+//! exports loaded whole), collectives matched across GPUs by their ends, each GPU's NCCL
+//! time split into waiting for the last rank and transfer, the collectives held back
+//! longest, the straggler (with what removing its stall saves, replayed at collective
+//! granularity), the ranks × iterations heatmap and the slowest iteration's critical path
+//! from collective to collective. Memory is the summaries' (a few MB a rank) plus one
+//! index a collective and GPU.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::summary::{GapSummary, NO_TEXT, RankSummary};
+use crate::analysis::breakdown::Breakdown;
+use crate::analysis::iterations::steady_state;
+use crate::analysis::nccl_wait::match_by_ends;
+use crate::findings::{NO_GAIN_PCT, Severity};
+use crate::format::format_ns;
+use crate::load::many::{Alignment, align_clocks};
+
+/// One summary file of the job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobFile {
+    pub summary: PathBuf,
+    /// The export it was made from (on the machine that made it).
+    pub export: PathBuf,
+    pub name: String,
+    pub offset_ns: i64,
+    pub utc_offset_ns: Option<i64>,
+    pub alignment: Alignment,
+    pub residual_ns: Option<i64>,
+    pub collectives: usize,
+}
+
+/// One GPU of the job: `FILE:ID` as a merged trace names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobGpu {
+    pub key: String,
+    pub file: usize,
+    pub model: Option<String>,
+    /// On the first file's clock.
+    pub window_ns: (i64, i64),
+    pub breakdown_ns: Breakdown,
+    pub iteration_median_ns: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GpuWait {
+    pub device: String,
+    pub collectives: usize,
+    pub wait_ns: i64,
+    pub transfer_ns: i64,
+    /// How often this GPU's kernel started last: it held the others back.
+    pub last_arrivals: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LateCollective {
+    pub name: String,
+    /// On the first file's clock.
+    pub start_ns: i64,
+    /// How long after the median rank's kernel the last rank's started.
+    pub held_back_ns: i64,
+    pub last_device: String,
+    /// The call that filled at least half of that time on the last rank's launching thread.
+    pub last_thread_call: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct JobWaits {
+    /// Collectives found on every GPU that ran NCCL.
+    pub collectives: usize,
+    pub per_device: Vec<GpuWait>,
+    pub late: Vec<LateCollective>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct JobIterations {
+    pub count: usize,
+    pub warmup: usize,
+    /// Each iteration's longest GPU duration.
+    pub durations_ns: Vec<i64>,
+    pub median_ns: i64,
+    pub slow_indices: Vec<usize>,
+    pub slowest_index: Option<usize>,
+}
+
+/// Ranks × iterations: each GPU's iteration time, its NCCL wait in it, and the time it
+/// held the others back (started a collective last, measured from the median rank).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Heatmap {
+    pub devices: Vec<String>,
+    pub duration_ns: Vec<Vec<i64>>,
+    pub wait_ns: Vec<Vec<i64>>,
+    pub held_back_ns: Vec<Vec<i64>>,
+}
+
+/// One step of the critical path at collective granularity: the rank the collective
+/// waited for, and what it did since the collective before.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathStep {
+    pub collective: usize,
+    pub name: String,
+    pub start_ns: i64,
+    pub last_device: String,
+    /// From the previous collective's end to the last rank's start.
+    pub segment_ns: i64,
+    /// How long after the first rank the last one started.
+    pub lateness_ns: i64,
+    pub doing: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CriticalPath {
+    pub iteration: usize,
+    pub steps: Vec<PathStep>,
+}
+
+/// The straggler, as the exports' report names it, with its saving from the replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobFinding {
+    pub kind: &'static str,
+    pub severity: &'static str,
+    pub title: String,
+    pub detail: String,
+    pub devices: Vec<String>,
+    pub saving_ns: i64,
+    pub saving_pct: f64,
+    /// What the replay assumes.
+    pub assumes: String,
+    #[serde(rename = "where")]
+    pub at: (i64, i64),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GapRow {
+    pub device: String,
+    #[serde(flatten)]
+    pub gap: GapSummary,
+}
+
+/// The job, reduced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    pub kind: &'static str,
+    pub files: Vec<JobFile>,
+    pub devices: Vec<JobGpu>,
+    /// First start to last end over every GPU, on the first file's clock.
+    pub span_ns: (i64, i64),
+    pub iterations: JobIterations,
+    pub nccl_wait: JobWaits,
+    pub findings: Vec<JobFinding>,
+    pub critical_path: Option<CriticalPath>,
+    pub top_gaps: Vec<GapRow>,
+    pub heatmap: Heatmap,
+}
+
+/// A GPU of the job, as the reduce walks it.
+struct Gpu<'s> {
+    summary: &'s RankSummary,
+    gpu: usize,
+    offset: i64,
+}
+
+impl Gpu<'_> {
+    fn c(&self) -> &super::summary::Collectives {
+        &self.summary.gpus[self.gpu].collectives
+    }
+
+    fn summary(&self) -> &super::summary::GpuSummary {
+        &self.summary.gpus[self.gpu]
+    }
+}
+
+/// The job of `summaries` (each with its file), the first one's clock the reference.
+pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
+    crate::profile_scope!("reduce summaries");
+    let clocks: Vec<(Option<i64>, Vec<i64>)> = summaries
+        .par_iter()
+        .map(|(_, s)| {
+            let ends = s
+                .gpus
+                .iter()
+                .find(|g| !g.collectives.is_empty())
+                .map_or_else(Vec::new, |g| g.collectives.end.clone());
+            (s.utc_start_ns, ends)
+        })
+        .collect();
+    let offsets = align_clocks(&clocks);
+    drop(clocks);
+    let names = unique_names(summaries);
+    let files: Vec<JobFile> = summaries
+        .iter()
+        .zip(&offsets)
+        .zip(&names)
+        .map(|(((path, s), o), name)| JobFile {
+            summary: path.clone(),
+            export: s.source.path.clone(),
+            name: name.clone(),
+            offset_ns: o.offset_ns,
+            utc_offset_ns: o.utc_offset_ns,
+            alignment: o.alignment,
+            residual_ns: o.residual_ns,
+            collectives: o.collectives,
+        })
+        .collect();
+    let mut gpus: Vec<Gpu> = Vec::new();
+    let mut devices: Vec<JobGpu> = Vec::new();
+    for (f, (_, s)) in summaries.iter().enumerate() {
+        let offset = offsets[f].offset_ns;
+        for (g, gpu) in s.gpus.iter().enumerate() {
+            gpus.push(Gpu {
+                summary: s,
+                gpu: g,
+                offset,
+            });
+            devices.push(JobGpu {
+                key: format!("{}:{}", names[f], gpu.device),
+                file: f,
+                model: gpu.model.clone(),
+                window_ns: (gpu.window_ns.0 + offset, gpu.window_ns.1 + offset),
+                breakdown_ns: gpu.breakdown_ns,
+                iteration_median_ns: gpu.iteration_median_ns,
+            });
+        }
+    }
+    let span_ns = (
+        devices.iter().map(|d| d.window_ns.0).min().unwrap_or(0),
+        devices.iter().map(|d| d.window_ns.1).max().unwrap_or(0),
+    );
+    let matched = Matched::of(&gpus);
+    let iterations = job_iterations(&gpus);
+    let nccl_wait = waits(&gpus, &devices, &matched, top);
+    let heatmap = heatmap(&gpus, &devices, &matched);
+    let critical_path = iterations
+        .slowest_index
+        .map(|k| critical_path(&gpus, &devices, &matched, k))
+        .filter(|p| !p.steps.is_empty());
+    let findings = straggler(&gpus, &devices, &matched, &iterations, span_ns)
+        .into_iter()
+        .collect();
+    let mut top_gaps: Vec<GapRow> = gpus
+        .iter()
+        .zip(&devices)
+        .flat_map(|(g, d)| {
+            g.summary.gpus[g.gpu].top_gaps.iter().map(|gap| GapRow {
+                device: d.key.clone(),
+                gap: GapSummary {
+                    start_ns: gap.start_ns + g.offset,
+                    ..gap.clone()
+                },
+            })
+        })
+        .collect();
+    top_gaps.sort_by_key(|r| (std::cmp::Reverse(r.gap.duration_ns), r.gap.start_ns));
+    top_gaps.truncate(top);
+    Job {
+        kind: "job from rank summaries",
+        files,
+        devices,
+        span_ns,
+        iterations,
+        nccl_wait,
+        findings,
+        critical_path,
+        top_gaps,
+        heatmap,
+    }
+}
+
+/// Export names (`rank02.sqlite`), made unique with their folder when two are alike.
+fn unique_names(summaries: &[(PathBuf, RankSummary)]) -> Vec<String> {
+    let base = |p: &PathBuf| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+    };
+    let names: Vec<String> = summaries.iter().map(|(_, s)| base(&s.source.path)).collect();
+    let mut counts: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    for n in &names {
+        *counts.entry(n).or_default() += 1;
+    }
+    names
+        .iter()
+        .zip(summaries)
+        .map(|(n, (_, s))| {
+            if counts[n.as_str()] > 1 {
+                s.source.path.display().to_string()
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+/// The collectives found on every GPU that ran NCCL, flat: `width` members a collective
+/// (each the index of the GPU's collective in its summary), in the first GPU's end order.
+struct Matched {
+    /// The GPUs (indices into the job's) that ran NCCL.
+    gpus: Vec<usize>,
+    members: Vec<u32>,
+}
+
+impl Matched {
+    fn of(gpus: &[Gpu]) -> Self {
+        let with_nccl: Vec<usize> = (0..gpus.len())
+            .filter(|&g| !gpus[g].c().is_empty())
+            .collect();
+        // Each GPU's collectives by end, on the reference clock: (ends, their indices).
+        let by_end: Vec<(Vec<i64>, Vec<u32>)> = with_nccl
+            .par_iter()
+            .map(|&g| {
+                let c = gpus[g].c();
+                let mut order: Vec<u32> = (0..c.len() as u32).collect();
+                order.sort_by_key(|&i| c.end[i as usize]);
+                let ends = order
+                    .iter()
+                    .map(|&i| c.end[i as usize] + gpus[g].offset)
+                    .collect();
+                (ends, order)
+            })
+            .collect();
+        let (ends, orders): (Vec<Vec<i64>>, Vec<Vec<u32>>) = by_end.into_iter().unzip();
+        let mut members = Vec::new();
+        match_by_ends(&ends, |group| {
+            members.extend(group.iter().enumerate().map(|(g, &i)| orders[g][i]));
+        });
+        Self {
+            gpus: with_nccl,
+            members,
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.gpus.len().max(1)
+    }
+
+    fn len(&self) -> usize {
+        self.members.len() / self.width()
+    }
+
+    /// Collective `c`: (job GPU, its collective's index) of each member.
+    fn group(&self, c: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let w = self.width();
+        self.gpus
+            .iter()
+            .zip(&self.members[c * w..(c + 1) * w])
+            .map(|(&g, &i)| (g, i as usize))
+    }
+}
+
+/// A member's start and end on the reference clock.
+fn times(gpus: &[Gpu], g: usize, i: usize) -> (i64, i64) {
+    let c = gpus[g].c();
+    (c.start[i] + gpus[g].offset, c.end[i] + gpus[g].offset)
+}
+
+/// Collective `c`'s last member (the latest start; of equal ones the later GPU, as the
+/// exports' analysis picks), its start, and the median and first starts.
+fn arrivals(gpus: &[Gpu], m: &Matched, c: usize, starts: &mut Vec<i64>) -> (usize, usize, i64, i64, i64) {
+    starts.clear();
+    let mut last = (0, 0, i64::MIN);
+    for (g, i) in m.group(c) {
+        let s = times(gpus, g, i).0;
+        starts.push(s);
+        if s >= last.2 {
+            last = (g, i, s);
+        }
+    }
+    starts.sort_unstable();
+    (last.0, last.1, last.2, starts[(starts.len() - 1) / 2], starts[0])
+}
+
+fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits {
+    let mut per: Vec<GpuWait> = m
+        .gpus
+        .iter()
+        .map(|&g| GpuWait {
+            device: devices[g].key.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let mut late: Vec<(i64, usize, usize, i64)> = Vec::with_capacity(m.len());
+    let mut starts = Vec::with_capacity(m.width());
+    for c in 0..m.len() {
+        let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
+        for (slot, (g, i)) in m.group(c).enumerate() {
+            let (s, e) = times(gpus, g, i);
+            let wait = (last_start - s).clamp(0, e - s);
+            let w = &mut per[slot];
+            w.collectives += 1;
+            w.wait_ns += wait;
+            w.transfer_ns += e - s - wait;
+            if g == lg {
+                w.last_arrivals += 1;
+            }
+        }
+        late.push((last_start - median, lg, li, last_start));
+    }
+    late.sort_by_key(|l| std::cmp::Reverse(l.0));
+    late.truncate(top);
+    let late = late
+        .into_iter()
+        .map(|(held_back_ns, g, i, start)| {
+            let s = gpus[g].summary;
+            let c = gpus[g].c();
+            // The longest call before it, when it filled at least half of the hold-back.
+            let (a, b) = (start - held_back_ns, start);
+            let call_start = c.call_start[i] + gpus[g].offset;
+            let overlap = ((call_start + c.call_ns[i]).min(b) - call_start.max(a)).max(0);
+            LateCollective {
+                name: s.text(c.name[i]).to_string(),
+                start_ns: start,
+                held_back_ns,
+                last_device: devices[g].key.clone(),
+                last_thread_call: (c.call[i] != NO_TEXT && 2 * overlap >= held_back_ns)
+                    .then(|| s.text(c.call[i]).to_string()),
+            }
+        })
+        .collect();
+    JobWaits {
+        collectives: m.len(),
+        per_device: per,
+        late,
+    }
+}
+
+fn job_iterations(gpus: &[Gpu]) -> JobIterations {
+    let count = gpus
+        .iter()
+        .map(|g| g.summary().iteration_durations_ns.len())
+        .max()
+        .unwrap_or(0);
+    let warmup = gpus.iter().map(|g| g.summary().iteration_warmup).max().unwrap_or(0);
+    let durations_ns: Vec<i64> = (0..count)
+        .map(|k| {
+            gpus.iter()
+                .filter_map(|g| g.summary().iteration_durations_ns.get(k))
+                .max()
+                .copied()
+                .unwrap_or(0)
+        })
+        .collect();
+    let steady = steady_state(&durations_ns);
+    let slowest_index = (warmup..count).max_by_key(|&k| durations_ns[k]);
+    JobIterations {
+        count,
+        warmup,
+        median_ns: steady.median_ns,
+        slow_indices: steady.slow,
+        slowest_index,
+        durations_ns,
+    }
+}
+
+/// The iteration of GPU `g` whose span holds `t` (its own clock).
+fn iteration_at(gpus: &[Gpu], g: usize, t: i64) -> Option<usize> {
+    let spans = &gpus[g].summary.gpus[gpus[g].gpu].iteration_spans;
+    spans
+        .iter()
+        .position(|w| w.is_some_and(|(a, b)| a <= t && t <= b))
+}
+
+fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
+    let count = gpus
+        .iter()
+        .map(|g| g.summary().iteration_durations_ns.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = Heatmap {
+        devices: devices.iter().map(|d| d.key.clone()).collect(),
+        duration_ns: gpus
+            .iter()
+            .map(|g| {
+                let mut d = g.summary().iteration_durations_ns.clone();
+                d.resize(count, 0);
+                d
+            })
+            .collect(),
+        wait_ns: vec![vec![0; count]; gpus.len()],
+        held_back_ns: vec![vec![0; count]; gpus.len()],
+    };
+    let mut starts = Vec::with_capacity(m.width());
+    for c in 0..m.len() {
+        let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
+        for (g, i) in m.group(c) {
+            let Some(k) = iteration_at(gpus, g, gpus[g].c().start[i]) else {
+                continue;
+            };
+            let (s, e) = times(gpus, g, i);
+            out.wait_ns[g][k] += (last_start - s).clamp(0, e - s);
+            if g == lg && i == li {
+                out.held_back_ns[g][k] += last_start - median;
+            }
+        }
+    }
+    out
+}
+
+/// The collectives of iteration `k` (by the last member's iteration), in time order.
+fn collectives_in(gpus: &[Gpu], m: &Matched, k: usize) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut out: Vec<(i64, usize)> = (0..m.len())
+        .filter_map(|c| {
+            let (g, i, s, _, _) = arrivals(gpus, m, c, &mut starts);
+            (iteration_at(gpus, g, gpus[g].c().start[i]) == Some(k)).then_some((s, c))
+        })
+        .collect();
+    out.sort_unstable();
+    out.into_iter().map(|x| x.1).collect()
+}
+
+/// What a GPU's launching thread did before its collective `i`, in words, and the stall:
+/// its longest call or its longest stretch of CPU time with no call, whichever was longer
+/// (start on the reference clock, length).
+fn doing(gpus: &[Gpu], g: usize, i: usize) -> (String, i64, i64) {
+    let (s, c) = (gpus[g].summary, gpus[g].c());
+    let offset = gpus[g].offset;
+    if c.call[i] != NO_TEXT && c.call_ns[i] >= c.cpu_ns[i] {
+        (
+            format!("in {}", s.text(c.call[i])),
+            c.call_start[i] + offset,
+            c.call_ns[i],
+        )
+    } else if c.cpu_ns[i] > 0 {
+        let what = match c.nvtx[i] {
+            NO_TEXT => "computing (no CUDA or OS call)".to_string(),
+            n => format!("computing in {} (no CUDA or OS call)", s.text(n)),
+        };
+        (what, c.cpu_start[i] + offset, c.cpu_ns[i])
+    } else {
+        ("busy on the CPU".to_string(), times(gpus, g, i).0, 0)
+    }
+}
+
+fn critical_path(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, k: usize) -> CriticalPath {
+    let mut starts = Vec::new();
+    let mut previous_end: Option<i64> = None;
+    let steps = collectives_in(gpus, m, k)
+        .into_iter()
+        .map(|c| {
+            let (g, i, start, _, first) = arrivals(gpus, m, c, &mut starts);
+            let end = times(gpus, g, i).1;
+            let segment = previous_end.map_or(0, |e| (start - e).max(0));
+            previous_end = Some(end);
+            let (what, _, ns) = doing(gpus, g, i);
+            PathStep {
+                collective: c,
+                name: gpus[g].summary.text(gpus[g].c().name[i]).to_string(),
+                start_ns: start,
+                last_device: devices[g].key.clone(),
+                segment_ns: segment,
+                lateness_ns: start - first,
+                doing: format!("{what} for {}", format_ns(ns)),
+            }
+        })
+        .collect();
+    CriticalPath {
+        iteration: k,
+        steps,
+    }
+}
+
+/// A stall taken out of a GPU's time before one of its collectives.
+#[derive(Debug, Clone, Copy)]
+pub struct Removal {
+    /// The job's GPU and the collective (its index in `Matched`).
+    pub gpu: usize,
+    pub collective: usize,
+    pub ns: i64,
+}
+
+/// The job's end moved by taking `removals` out, replayed collective by collective: a
+/// collective starts when its last rank arrives and takes as long once all are in; each
+/// rank's work between two collectives takes as long as recorded and starts when the
+/// collective before ends. Returns how much earlier the last collective ends.
+fn replay(gpus: &[Gpu], m: &Matched, removals: &[Removal]) -> i64 {
+    let mut delta = 0i64;
+    for c in 0..m.len() {
+        let mut old_last = i64::MIN;
+        let mut new_last = i64::MIN;
+        for (slot, (g, i)) in m.group(c).enumerate() {
+            let s = times(gpus, g, i).0;
+            let removed: i64 = removals
+                .iter()
+                .filter(|r| r.collective == c && m.gpus[slot] == r.gpu)
+                .map(|r| r.ns)
+                .sum();
+            old_last = old_last.max(s);
+            new_last = new_last.max(s + delta - removed);
+        }
+        delta = new_last - old_last;
+    }
+    -delta
+}
+
+/// The straggler: of the slowest iteration's collectives, the one whose last rank started
+/// latest after the first; that rank's stall before it taken out and replayed.
+fn straggler(
+    gpus: &[Gpu],
+    devices: &[JobGpu],
+    m: &Matched,
+    its: &JobIterations,
+    span: (i64, i64),
+) -> Option<JobFinding> {
+    let k = its.slowest_index?;
+    let mut starts = Vec::new();
+    let (c, g, i, start, lateness) = collectives_in(gpus, m, k)
+        .into_iter()
+        .map(|c| {
+            let (g, i, s, _, first) = arrivals(gpus, m, c, &mut starts);
+            (c, g, i, s, s - first)
+        })
+        .max_by_key(|x| (x.4, std::cmp::Reverse(x.0)))?;
+    if lateness <= 0 {
+        return None;
+    }
+    let (what, stall_start, stall_ns) = doing(gpus, g, i);
+    // Only the part of the stall between the rank's previous collective and this one.
+    let c_i = gpus[g].c();
+    let previous_end = (0..c_i.len())
+        .filter(|&j| c_i.end[j] <= c_i.start[i])
+        .map(|j| c_i.end[j] + gpus[g].offset)
+        .max()
+        .unwrap_or(i64::MIN);
+    let removed = ((stall_start + stall_ns).min(start) - stall_start.max(previous_end)).max(0);
+    let saving = replay(
+        gpus,
+        m,
+        &[Removal {
+            gpu: g,
+            collective: c,
+            ns: removed,
+        }],
+    );
+    let pct = 100.0 * saving as f64 / (span.1 - span.0).max(1) as f64;
+    if pct < NO_GAIN_PCT {
+        return None;
+    }
+    let key = &devices[g].key;
+    let name = gpus[g].summary.text(c_i.name[i]);
+    let duration = its.durations_ns.get(k).copied().unwrap_or(0);
+    Some(JobFinding {
+        kind: "straggler",
+        severity: Severity::of_saving(pct).label(),
+        title: format!(
+            "{key} holds the others back: {} late at a collective of iteration {k}, its thread {what} for {}",
+            format_ns(lateness),
+            format_ns(stall_ns)
+        ),
+        detail: format!(
+            "Iteration {k} is the slowest ({} against a median of {}). Its {name} started last on {key}, {} after the first rank; meanwhile its launching thread was {what} for {}. Every other rank waited in NCCL. Without that stall the job would end {} earlier.",
+            format_ns(duration),
+            format_ns(its.median_ns),
+            format_ns(lateness),
+            format_ns(stall_ns),
+            format_ns(saving)
+        ),
+        devices: vec![key.clone()],
+        saving_ns: saving,
+        saving_pct: pct,
+        assumes: "replayed collective by collective: each rank's work between two collectives takes as long as recorded and starts when the collective before ends; a collective takes as long once its last rank is in".into(),
+        at: (stall_start, stall_start + stall_ns),
+    })
+}

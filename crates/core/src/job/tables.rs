@@ -1,0 +1,163 @@
+//! A rank summary as flat tables (`summarize --format parquet`), so that Spark or DuckDB
+//! can run the cross-rank query themselves: `collectives`, `iterations`, `gpus`, `gaps`.
+//! Times are ns on the export's own clock (add `utc_start_ns` for the wall clock).
+
+use std::sync::Arc;
+
+use super::summary::{NO_TEXT, RankSummary};
+use crate::tables::{Column, Table};
+
+/// The tables' names, as the files are named (`STEM.NAME.parquet`).
+pub const NAMES: [&str; 4] = ["collectives", "iterations", "gpus", "gaps"];
+
+fn names(s: &RankSummary, ids: impl Iterator<Item = u32>, texts: &Arc<Vec<String>>) -> Column {
+    let _ = s;
+    Column::Names {
+        ids: ids
+            .map(|i| if i == NO_TEXT { -1 } else { i as i32 })
+            .collect(),
+        texts: texts.clone(),
+    }
+}
+
+fn text_column(values: Vec<Option<String>>) -> Column {
+    let mut texts: Vec<String> = Vec::new();
+    let mut ids = Vec::with_capacity(values.len());
+    for v in values {
+        ids.push(match v {
+            Some(t) => match texts.iter().position(|x| *x == t) {
+                Some(i) => i as i32,
+                None => {
+                    texts.push(t);
+                    texts.len() as i32 - 1
+                }
+            },
+            None => -1,
+        });
+    }
+    Column::Names {
+        ids,
+        texts: Arc::new(texts),
+    }
+}
+
+/// The table `name` of `summary` (see [`NAMES`]).
+pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
+    let s = summary;
+    let device_of = |f: &dyn Fn(&super::summary::GpuSummary) -> usize| -> Column {
+        Column::I32(
+            s.gpus
+                .iter()
+                .flat_map(|g| std::iter::repeat_n(g.device as i32, f(g)))
+                .collect(),
+        )
+    };
+    let utc = s.utc_start_ns.unwrap_or(-1);
+    Some(match name {
+        "collectives" => {
+            let texts = Arc::new(s.strings.clone());
+            let all = || s.gpus.iter().map(|g| &g.collectives);
+            let i64s = |f: &dyn Fn(&super::summary::Collectives) -> &Vec<i64>| {
+                Column::I64(all().flat_map(|c| f(c).iter().copied()).collect())
+            };
+            Table {
+                columns: vec![
+                    ("device", device_of(&|g| g.collectives.len())),
+                    ("start_ns", i64s(&|c| &c.start)),
+                    ("end_ns", i64s(&|c| &c.end)),
+                    ("name", names(s, all().flat_map(|c| c.name.iter().copied()), &texts)),
+                    ("comm", names(s, all().flat_map(|c| c.comm.iter().copied()), &texts)),
+                    (
+                        "seq",
+                        Column::I64(all().flat_map(|c| c.seq.iter().map(|&v| v as i64)).collect()),
+                    ),
+                    (
+                        "bytes",
+                        Column::I64(
+                            all()
+                                .flat_map(|c| c.bytes.iter().map(|&v| v as i64))
+                                .collect(),
+                        ),
+                    ),
+                    ("call", names(s, all().flat_map(|c| c.call.iter().copied()), &texts)),
+                    ("call_start_ns", i64s(&|c| &c.call_start)),
+                    ("call_ns", i64s(&|c| &c.call_ns)),
+                    ("cpu_start_ns", i64s(&|c| &c.cpu_start)),
+                    ("cpu_ns", i64s(&|c| &c.cpu_ns)),
+                    ("nvtx", names(s, all().flat_map(|c| c.nvtx.iter().copied()), &texts)),
+                    ("since_previous_ns", i64s(&|c| &c.since_ns)),
+                ],
+            }
+        }
+        "iterations" => {
+            let rows = || {
+                s.gpus.iter().flat_map(|g| {
+                    g.iteration_durations_ns
+                        .iter()
+                        .enumerate()
+                        .map(move |(k, &d)| (g, k, d))
+                })
+            };
+            let span = |k: usize, g: &super::summary::GpuSummary| {
+                g.iteration_spans.get(k).copied().flatten()
+            };
+            Table {
+                columns: vec![
+                    ("device", Column::I32(rows().map(|r| r.0.device as i32).collect())),
+                    ("iteration", Column::I64(rows().map(|r| r.1 as i64).collect())),
+                    (
+                        "start_ns",
+                        Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.0)).collect()),
+                    ),
+                    (
+                        "end_ns",
+                        Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.1)).collect()),
+                    ),
+                    ("duration_ns", Column::I64(rows().map(|r| r.2).collect())),
+                    (
+                        "warmup",
+                        Column::Bool(rows().map(|r| r.1 < r.0.iteration_warmup).collect()),
+                    ),
+                ],
+            }
+        }
+        "gpus" => {
+            let b = |f: &dyn Fn(&crate::analysis::breakdown::Breakdown) -> i64| {
+                Column::I64(s.gpus.iter().map(|g| f(&g.breakdown_ns)).collect())
+            };
+            Table {
+                columns: vec![
+                    ("device", Column::I32(s.gpus.iter().map(|g| g.device as i32).collect())),
+                    ("model", text_column(s.gpus.iter().map(|g| g.model.clone()).collect())),
+                    ("utc_start_ns", Column::I64(vec![utc; s.gpus.len()])),
+                    ("window_start_ns", Column::I64(s.gpus.iter().map(|g| g.window_ns.0).collect())),
+                    ("window_end_ns", Column::I64(s.gpus.iter().map(|g| g.window_ns.1).collect())),
+                    ("compute_only_ns", b(&|b| b.compute_only)),
+                    ("nccl_only_ns", b(&|b| b.nccl_only)),
+                    ("overlap_ns", b(&|b| b.overlap)),
+                    ("memory_only_ns", b(&|b| b.memory_only)),
+                    ("idle_ns", b(&|b| b.idle)),
+                    (
+                        "iteration_median_ns",
+                        Column::I64(s.gpus.iter().map(|g| g.iteration_median_ns).collect()),
+                    ),
+                ],
+            }
+        }
+        "gaps" => {
+            let rows = || s.gpus.iter().flat_map(|g| g.top_gaps.iter().map(move |x| (g.device, x)));
+            Table {
+                columns: vec![
+                    ("device", Column::I32(rows().map(|r| r.0 as i32).collect())),
+                    ("start_ns", Column::I64(rows().map(|r| r.1.start_ns).collect())),
+                    ("duration_ns", Column::I64(rows().map(|r| r.1.duration_ns).collect())),
+                    ("cause", text_column(rows().map(|r| Some(r.1.cause.clone())).collect())),
+                    ("before", text_column(rows().map(|r| Some(r.1.before.clone())).collect())),
+                    ("after", text_column(rows().map(|r| Some(r.1.after.clone())).collect())),
+                    ("nvtx", text_column(rows().map(|r| r.1.nvtx.clone()).collect())),
+                ],
+            }
+        }
+        _ => return None,
+    })
+}
