@@ -749,6 +749,68 @@ fn per_rank_report_summaries_open_side_by_side_and_a_row_opens_its_export() {
     assert!(matches!(h.state().state, State::Loaded(_)));
 }
 
+/// Rank summaries (`summarize`) open as a job: the straggler's finding, the ranks ×
+/// iterations heatmap (its cell the hottest), each GPU's wait, and Open loads a rank's
+/// export in full.
+#[test]
+fn rank_summaries_open_as_a_job_with_its_straggler_and_a_rank_opens_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    let options = SynthOptions {
+        ranks: Some(6),
+        straggler_rank: Some(4),
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    synth::generate_split(&ranks, options).unwrap();
+    let summaries = dir.path().join("summaries");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-explorer"))
+        .env("XDG_CACHE_HOME", common::test_cache_home())
+        .arg("summarize")
+        .arg(&ranks)
+        .arg("--out")
+        .arg(&summaries)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut h = harness(None);
+    let ctx = h.ctx.clone();
+    h.state_mut().open_paths(vec![summaries], &ctx);
+    let start = Instant::now();
+    while matches!(&h.state().state, State::Job(p) if p.job.is_none() && p.error.is_none())
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        h.step();
+    }
+    h.run_steps(3);
+    h.get_by_label_contains("Job of 6 ranks (6 GPUs)");
+    h.get_by_label_contains("rank04.sqlite:0 holds the others back");
+    let State::Job(page) = &h.state().state else {
+        panic!("the job page")
+    };
+    let job = page.job.as_ref().unwrap();
+    let held = &job.heatmap.held_back_ns;
+    let hottest = (0..held.len())
+        .max_by_key(|&r| held[r].iter().max().copied().unwrap_or(0))
+        .unwrap();
+    assert_eq!(job.heatmap.devices[hottest], "rank04.sqlite:0");
+    // Cells by iteration time instead.
+    h.get_by_label("iteration time").click();
+    h.run_steps(2);
+    let State::Job(page) = &h.state().state else {
+        panic!("the job page")
+    };
+    assert_eq!(page.cells, nsys_explorer::ui::job_page::CellValue::Duration);
+    h.get_all_by_label("Open").next().unwrap().click();
+    h.run_steps(2);
+    wait_for_load(&mut h);
+    assert!(matches!(h.state().state, State::Loaded(_)));
+}
+
 /// A straggler whose stall is plain Python: the window's critical path puts the stall, and
 /// most of the path, on the straggler's GPU (not on the GPU whose collective the walk
 /// began from), and the drill-down says what its thread was doing.

@@ -256,6 +256,13 @@ pub enum Command {
         /// The straggler's pause in ns (default two fifths of a step).
         #[arg(long, value_name = "NS")]
         straggler_pause: Option<i64>,
+        /// Steps instead of the preset's (at least 4; the slow step and the checkpoint keep
+        /// their place in the run).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// Transformer blocks a step instead of the preset's.
+        #[arg(long)]
+        blocks: Option<u32>,
         /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
         /// next launch (the seed's Ulysses attention with `use_sync=True`).
         #[arg(long)]

@@ -158,6 +158,8 @@ pub fn main() -> ExitCode {
             straggler_stall,
             straggler_rank,
             straggler_pause,
+            steps,
+            blocks,
             sync_after_collective,
             no_checkpoint,
             cuda_graphs,
@@ -187,6 +189,8 @@ pub fn main() -> ExitCode {
                     straggler_stall,
                     straggler_rank,
                     straggler_pause_ns: straggler_pause,
+                    steps,
+                    blocks,
                     sync_after_collective,
                     checkpoint: !no_checkpoint,
                     cuda_graphs,
@@ -415,7 +419,10 @@ fn summarize(
                     crate::table_files::write(&batch, &to, crate::table_files::Format::Parquet)?;
                     bytes += std::fs::metadata(&to).map_or(0, |m| m.len());
                 }
-                (dir.join(format!("{stem}.*.parquet")).display().to_string(), bytes)
+                (
+                    dir.join(format!("{stem}.*.parquet")).display().to_string(),
+                    bytes,
+                )
             }
         };
         println!(

@@ -14,6 +14,7 @@ pub mod graphs_panel;
 pub mod heatmap;
 pub mod iterations_panel;
 pub mod job;
+pub mod job_page;
 mod labels;
 mod layout_cache;
 pub mod load_job;
@@ -68,6 +69,9 @@ pub enum State {
     },
     /// Per-rank `report --json` summaries side by side (one row per GPU).
     Summaries(Vec<crate::summaries::RankRow>),
+    /// A job of many ranks from their summaries (`*.summary`), or from more exports than a
+    /// whole load takes, summarised one at a time.
+    Job(Box<job_page::JobPage>),
 }
 
 pub use crate::export::is_report;
@@ -154,8 +158,15 @@ impl App {
             return;
         }
         match paths.as_slice() {
-            [one] if !one.is_dir() => self.open(one.clone(), ctx),
+            [one] if !one.is_dir() && !crate::job::is_summary(one) => self.open(one.clone(), ctx),
             _ => match load::many::expand_paths(&paths) {
+                Ok(files)
+                    if files.iter().any(|f| crate::job::is_summary(f))
+                        || files.len() > crate::session::JOB_FROM_SUMMARIES_PAST =>
+                {
+                    self.cancel_job();
+                    self.state = State::Job(Box::new(job_page::JobPage::start(files, ctx)));
+                }
                 Ok(files) if files.len() == 1 => self.open(files[0].clone(), ctx),
                 Ok(files) => self.open_many(files, Vec::new(), ctx),
                 Err(message) => {
@@ -209,6 +220,7 @@ impl App {
             State::Loaded(l) => format!("{} — nsys-explorer", file_name(&l.path)),
             State::Report { path, .. } => format!("{} — nsys-explorer", file_name(path)),
             State::Summaries(rows) => format!("{} GPUs' summaries — nsys-explorer", rows.len()),
+            State::Job(page) => format!("job of {} ranks — nsys-explorer", page.paths.len()),
         };
         if title != self.title {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
@@ -435,6 +447,11 @@ impl App {
             }
             State::Summaries(rows) => {
                 if let Some(export) = pages::summaries_page(ui, rows) {
+                    self.open(export, &ctx);
+                }
+            }
+            State::Job(page) => {
+                if let Some(export) = job_page::show(ui, page) {
                     self.open(export, &ctx);
                 }
             }

@@ -129,7 +129,10 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
         return Err(damaged("trailing bytes"));
     }
     let strings = summary.strings.len() as u32;
-    let names_ok = |ids: &[u32]| ids.iter().all(|&i| i == super::summary::NO_TEXT || i < strings);
+    let names_ok = |ids: &[u32]| {
+        ids.iter()
+            .all(|&i| i == super::summary::NO_TEXT || i < strings)
+    };
     if !summary.gpus.iter().all(|g| {
         let c = &g.collectives;
         names_ok(&c.name) && names_ok(&c.comm) && names_ok(&c.call) && names_ok(&c.nvtx)
@@ -139,9 +142,13 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
     Ok(summary)
 }
 
-/// Writes `summary` to `path`: to a temporary name in the same folder, renamed once whole.
+/// Writes `summary` to `path` (its folder made if missing): to a temporary name in the same
+/// folder, renamed once whole.
 pub fn write(summary: &RankSummary, path: &Path) -> Result<u64, String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
     let bytes = encode(summary);
     let temp = path.with_extension(format!("summary.{}.tmp", std::process::id()));
     std::fs::write(&temp, &bytes).map_err(err)?;
@@ -283,12 +290,17 @@ fn get_collectives(r: &mut Cursor) -> Option<Collectives> {
         })
         .collect::<Option<_>>()?;
     let from_start = |r: &mut Cursor, start: &[i64]| -> Option<Vec<i64>> {
-        start.iter().map(|s| Some(s.wrapping_add(r.int()?))).collect()
+        start
+            .iter()
+            .map(|s| Some(s.wrapping_add(r.int()?)))
+            .collect()
     };
     let end = from_start(r, &start)?;
     let name = r.names(n)?;
     let comm = r.names(n)?;
-    let seq = (0..n).map(|_| Some(r.uint()? as u32)).collect::<Option<_>>()?;
+    let seq = (0..n)
+        .map(|_| Some(r.uint()? as u32))
+        .collect::<Option<_>>()?;
     let bytes = (0..n).map(|_| r.uint()).collect::<Option<_>>()?;
     let call = r.names(n)?;
     let call_start = from_start(r, &start)?;
@@ -386,7 +398,11 @@ mod tests {
         let mut other = bytes.clone();
         other[8] = 99;
         assert!(decode(&other, "x").unwrap_err().contains("another version"));
-        assert!(decode(b"SQLite format 3\0", "x").unwrap_err().contains("not an"));
+        assert!(
+            decode(b"SQLite format 3\0", "x")
+                .unwrap_err()
+                .contains("not an")
+        );
         // Every truncation and every single-byte change: an error or the same summary,
         // never a panic.
         for cut in 0..bytes.len() {

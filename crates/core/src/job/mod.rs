@@ -19,7 +19,6 @@ pub use reduce::{Job, reduce};
 pub use summary::{RankSummary, summarize};
 pub use text::text;
 
-
 /// The summaries' extension.
 pub const EXTENSION: &str = "summary";
 

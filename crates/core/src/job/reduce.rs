@@ -272,10 +272,15 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
 /// Export names (`rank02.sqlite`), made unique with their folder when two are alike.
 fn unique_names(summaries: &[(PathBuf, RankSummary)]) -> Vec<String> {
     let base = |p: &PathBuf| {
-        p.file_name()
-            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
     };
-    let names: Vec<String> = summaries.iter().map(|(_, s)| base(&s.source.path)).collect();
+    let names: Vec<String> = summaries
+        .iter()
+        .map(|(_, s)| base(&s.source.path))
+        .collect();
     let mut counts: rustc_hash::FxHashMap<&str, usize> = Default::default();
     for n in &names {
         *counts.entry(n).or_default() += 1;
@@ -357,7 +362,12 @@ fn times(gpus: &[Gpu], g: usize, i: usize) -> (i64, i64) {
 
 /// Collective `c`'s last member (the latest start; of equal ones the later GPU, as the
 /// exports' analysis picks), its start, and the median and first starts.
-fn arrivals(gpus: &[Gpu], m: &Matched, c: usize, starts: &mut Vec<i64>) -> (usize, usize, i64, i64, i64) {
+fn arrivals(
+    gpus: &[Gpu],
+    m: &Matched,
+    c: usize,
+    starts: &mut Vec<i64>,
+) -> (usize, usize, i64, i64, i64) {
     starts.clear();
     let mut last = (0, 0, i64::MIN);
     for (g, i) in m.group(c) {
@@ -368,7 +378,13 @@ fn arrivals(gpus: &[Gpu], m: &Matched, c: usize, starts: &mut Vec<i64>) -> (usiz
         }
     }
     starts.sort_unstable();
-    (last.0, last.1, last.2, starts[(starts.len() - 1) / 2], starts[0])
+    (
+        last.0,
+        last.1,
+        last.2,
+        starts[(starts.len() - 1) / 2],
+        starts[0],
+    )
 }
 
 fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits {
@@ -431,7 +447,11 @@ fn job_iterations(gpus: &[Gpu]) -> JobIterations {
         .map(|g| g.summary().iteration_durations_ns.len())
         .max()
         .unwrap_or(0);
-    let warmup = gpus.iter().map(|g| g.summary().iteration_warmup).max().unwrap_or(0);
+    let warmup = gpus
+        .iter()
+        .map(|g| g.summary().iteration_warmup)
+        .max()
+        .unwrap_or(0);
     let durations_ns: Vec<i64> = (0..count)
         .map(|k| {
             gpus.iter()

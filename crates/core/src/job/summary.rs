@@ -276,8 +276,10 @@ fn collectives_of(
             });
         match activity {
             Some(a) => {
-                out.call.push(a.longest_call.as_deref().map_or(NO_TEXT, |c| names.id(c)));
-                out.call_start.push(a.longest_call_start_ns.unwrap_or(start));
+                out.call
+                    .push(a.longest_call.as_deref().map_or(NO_TEXT, |c| names.id(c)));
+                out.call_start
+                    .push(a.longest_call_start_ns.unwrap_or(start));
                 out.call_ns.push(a.longest_call_ns);
                 out.cpu_start.push(a.cpu_start_ns.unwrap_or(start));
                 out.cpu_ns.push(a.cpu_ns);

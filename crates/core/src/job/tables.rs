@@ -65,11 +65,21 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ("device", device_of(&|g| g.collectives.len())),
                     ("start_ns", i64s(&|c| &c.start)),
                     ("end_ns", i64s(&|c| &c.end)),
-                    ("name", names(s, all().flat_map(|c| c.name.iter().copied()), &texts)),
-                    ("comm", names(s, all().flat_map(|c| c.comm.iter().copied()), &texts)),
+                    (
+                        "name",
+                        names(s, all().flat_map(|c| c.name.iter().copied()), &texts),
+                    ),
+                    (
+                        "comm",
+                        names(s, all().flat_map(|c| c.comm.iter().copied()), &texts),
+                    ),
                     (
                         "seq",
-                        Column::I64(all().flat_map(|c| c.seq.iter().map(|&v| v as i64)).collect()),
+                        Column::I64(
+                            all()
+                                .flat_map(|c| c.seq.iter().map(|&v| v as i64))
+                                .collect(),
+                        ),
                     ),
                     (
                         "bytes",
@@ -79,12 +89,18 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                                 .collect(),
                         ),
                     ),
-                    ("call", names(s, all().flat_map(|c| c.call.iter().copied()), &texts)),
+                    (
+                        "call",
+                        names(s, all().flat_map(|c| c.call.iter().copied()), &texts),
+                    ),
                     ("call_start_ns", i64s(&|c| &c.call_start)),
                     ("call_ns", i64s(&|c| &c.call_ns)),
                     ("cpu_start_ns", i64s(&|c| &c.cpu_start)),
                     ("cpu_ns", i64s(&|c| &c.cpu_ns)),
-                    ("nvtx", names(s, all().flat_map(|c| c.nvtx.iter().copied()), &texts)),
+                    (
+                        "nvtx",
+                        names(s, all().flat_map(|c| c.nvtx.iter().copied()), &texts),
+                    ),
                     ("since_previous_ns", i64s(&|c| &c.since_ns)),
                 ],
             }
@@ -103,8 +119,14 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
             };
             Table {
                 columns: vec![
-                    ("device", Column::I32(rows().map(|r| r.0.device as i32).collect())),
-                    ("iteration", Column::I64(rows().map(|r| r.1 as i64).collect())),
+                    (
+                        "device",
+                        Column::I32(rows().map(|r| r.0.device as i32).collect()),
+                    ),
+                    (
+                        "iteration",
+                        Column::I64(rows().map(|r| r.1 as i64).collect()),
+                    ),
                     (
                         "start_ns",
                         Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.0)).collect()),
@@ -127,11 +149,23 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
             };
             Table {
                 columns: vec![
-                    ("device", Column::I32(s.gpus.iter().map(|g| g.device as i32).collect())),
-                    ("model", text_column(s.gpus.iter().map(|g| g.model.clone()).collect())),
+                    (
+                        "device",
+                        Column::I32(s.gpus.iter().map(|g| g.device as i32).collect()),
+                    ),
+                    (
+                        "model",
+                        text_column(s.gpus.iter().map(|g| g.model.clone()).collect()),
+                    ),
                     ("utc_start_ns", Column::I64(vec![utc; s.gpus.len()])),
-                    ("window_start_ns", Column::I64(s.gpus.iter().map(|g| g.window_ns.0).collect())),
-                    ("window_end_ns", Column::I64(s.gpus.iter().map(|g| g.window_ns.1).collect())),
+                    (
+                        "window_start_ns",
+                        Column::I64(s.gpus.iter().map(|g| g.window_ns.0).collect()),
+                    ),
+                    (
+                        "window_end_ns",
+                        Column::I64(s.gpus.iter().map(|g| g.window_ns.1).collect()),
+                    ),
                     ("compute_only_ns", b(&|b| b.compute_only)),
                     ("nccl_only_ns", b(&|b| b.nccl_only)),
                     ("overlap_ns", b(&|b| b.overlap)),
@@ -145,16 +179,38 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
             }
         }
         "gaps" => {
-            let rows = || s.gpus.iter().flat_map(|g| g.top_gaps.iter().map(move |x| (g.device, x)));
+            let rows = || {
+                s.gpus
+                    .iter()
+                    .flat_map(|g| g.top_gaps.iter().map(move |x| (g.device, x)))
+            };
             Table {
                 columns: vec![
                     ("device", Column::I32(rows().map(|r| r.0 as i32).collect())),
-                    ("start_ns", Column::I64(rows().map(|r| r.1.start_ns).collect())),
-                    ("duration_ns", Column::I64(rows().map(|r| r.1.duration_ns).collect())),
-                    ("cause", text_column(rows().map(|r| Some(r.1.cause.clone())).collect())),
-                    ("before", text_column(rows().map(|r| Some(r.1.before.clone())).collect())),
-                    ("after", text_column(rows().map(|r| Some(r.1.after.clone())).collect())),
-                    ("nvtx", text_column(rows().map(|r| r.1.nvtx.clone()).collect())),
+                    (
+                        "start_ns",
+                        Column::I64(rows().map(|r| r.1.start_ns).collect()),
+                    ),
+                    (
+                        "duration_ns",
+                        Column::I64(rows().map(|r| r.1.duration_ns).collect()),
+                    ),
+                    (
+                        "cause",
+                        text_column(rows().map(|r| Some(r.1.cause.clone())).collect()),
+                    ),
+                    (
+                        "before",
+                        text_column(rows().map(|r| Some(r.1.before.clone())).collect()),
+                    ),
+                    (
+                        "after",
+                        text_column(rows().map(|r| Some(r.1.after.clone())).collect()),
+                    ),
+                    (
+                        "nvtx",
+                        text_column(rows().map(|r| r.1.nvtx.clone()).collect()),
+                    ),
                 ],
             }
         }

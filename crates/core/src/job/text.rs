@@ -32,7 +32,10 @@ pub fn text(job: &Job, top: usize) -> String {
         job.files.len()
     );
     if job.findings.is_empty() {
-        let _ = writeln!(out, "\nNo straggler: no rank held the others back enough to matter.");
+        let _ = writeln!(
+            out,
+            "\nNo straggler: no rank held the others back enough to matter."
+        );
     }
     for f in &job.findings {
         let _ = writeln!(

@@ -75,6 +75,10 @@ pub struct SynthOptions {
     pub straggler_stall: StragglerStall,
     /// The straggler's rank instead of 2 (a job of many ranks hides it anywhere).
     pub straggler_rank: Option<u32>,
+    /// Steps and blocks a step instead of the preset's (a job of hundreds of ranks made
+    /// small enough to write: each rank's file shrinks with them).
+    pub steps: Option<u32>,
+    pub blocks: Option<u32>,
     /// The straggler's pause instead of two fifths of a step (e.g. 1.2 s).
     pub straggler_pause_ns: Option<i64>,
     /// A device sync after each all-to-all and 2–3 ms of Python before the next launch
@@ -116,6 +120,8 @@ impl SynthOptions {
             straggler_stall: StragglerStall::Read,
             straggler_rank: None,
             straggler_pause_ns: None,
+            steps: None,
+            blocks: None,
             sync_after_collective: false,
             checkpoint: true,
             cuda_graphs: None,
@@ -150,6 +156,18 @@ fn shape_of(options: &SynthOptions) -> Shape {
     }
     if let Some(r) = options.straggler_rank {
         s.straggler = r.min(s.ranks - 1);
+    }
+    if let Some(steps) = options.steps {
+        // The slow step and the checkpoint keep their place in the run.
+        let at = |step: u32| (step * steps.max(4) / s.steps).max(s.warmup + 1);
+        s.slow_step = at(s.slow_step);
+        s.checkpoint_step = at(s.checkpoint_step)
+            .max(s.slow_step + 1)
+            .min(steps.max(4) - 1);
+        s.steps = steps.max(4);
+    }
+    if let Some(blocks) = options.blocks {
+        s.blocks = blocks.max(1);
     }
     s
 }

@@ -1,0 +1,354 @@
+//! A job of many ranks in the window: rank summaries (`*.summary`), or more exports than a
+//! whole load takes, each summarised in turn on a worker (one model in memory at a time),
+//! reduced into the job: the straggler, the ranks × iterations heatmap, each GPU's wait vs
+//! transfer, the collectives held back longest and the slowest iteration's path by
+//! collective. A rank's Open loads its export in full, when it is on this machine.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+
+use eframe::egui::{self, Color32, Rect, Sense, Vec2};
+
+use super::{file_name, heatmap::heat};
+use crate::format::format_ns;
+use crate::job::Job;
+use crate::overview::Options;
+
+enum Msg {
+    Summarising(usize),
+    Done(Box<Result<Job, String>>),
+}
+
+/// What the heatmap's cells show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellValue {
+    /// Iteration time against the GPU's median.
+    Duration,
+    /// Time the GPU held the others back (started a collective last).
+    HeldBack,
+    /// Time the GPU's NCCL kernels waited for the last rank.
+    Wait,
+}
+
+pub struct JobPage {
+    pub paths: Vec<PathBuf>,
+    pub job: Option<Job>,
+    pub error: Option<String>,
+    /// Exports summarised so far (of `paths`), while they are.
+    pub summarised: usize,
+    pub cells: CellValue,
+    rx: mpsc::Receiver<Msg>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Drop for JobPage {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl JobPage {
+    /// Starts reading (or summarising) `paths` on a worker thread.
+    pub fn start(paths: Vec<PathBuf>, ctx: &egui::Context) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (worker_paths, stop, ctx) = (paths.clone(), cancel.clone(), ctx.clone());
+        std::thread::spawn(move || {
+            let result = reduce(&worker_paths, &stop, &|k| {
+                let _ = tx.send(Msg::Summarising(k));
+                ctx.request_repaint();
+            });
+            let _ = tx.send(Msg::Done(Box::new(result)));
+            ctx.request_repaint();
+        });
+        Self {
+            paths,
+            job: None,
+            error: None,
+            summarised: 0,
+            cells: CellValue::HeldBack,
+            rx,
+            cancel,
+        }
+    }
+
+    /// Takes in what the worker sent; whether it is done.
+    pub fn poll(&mut self) -> bool {
+        while let Ok(msg) = self.rx.try_recv() {
+            match msg {
+                Msg::Summarising(k) => self.summarised = k,
+                Msg::Done(result) => match *result {
+                    Ok(job) => self.job = Some(job),
+                    Err(e) => self.error = Some(e),
+                },
+            }
+        }
+        self.job.is_some() || self.error.is_some()
+    }
+
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The job of `paths`: summaries read, or exports summarised one at a time.
+fn reduce(paths: &[PathBuf], cancel: &AtomicBool, progress: &dyn Fn(usize)) -> Result<Job, String> {
+    let top = Options::default().top;
+    if paths.iter().all(|p| crate::job::is_summary(p)) {
+        return Ok(crate::job::reduce(&crate::job::read_all(paths)?, top));
+    }
+    let mut summaries = Vec::with_capacity(paths.len());
+    for (k, p) in paths.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            return Err("cancelled".into());
+        }
+        progress(k);
+        let s = crate::session::summarize_export(p, &Options::default(), true)?;
+        summaries.push((p.clone(), s));
+    }
+    Ok(crate::job::reduce(&summaries, top))
+}
+
+const LABEL_W: f32 = 170.0;
+const ROW_H: f32 = 14.0;
+
+/// Draws the page; returns the export to open in full when a rank's Open is clicked.
+pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
+    let done = page.poll();
+    let mut open = None;
+    egui::CentralPanel::default().show(ui, |ui| {
+        if !done {
+            let n = page.paths.len();
+            ui.heading(format!("Job of {n} ranks"));
+            ui.add(
+                egui::ProgressBar::new(page.summarised as f32 / n.max(1) as f32).text(format!(
+                    "summarising {} ({} of {n}), one export at a time",
+                    file_name(&page.paths[page.summarised.min(n - 1)]),
+                    page.summarised + 1
+                )),
+            );
+            if ui.button("Cancel").clicked() {
+                page.cancel();
+            }
+            return;
+        }
+        if let Some(e) = &page.error {
+            ui.heading("The job could not be read");
+            ui.label(egui::RichText::new(e).color(ui.visuals().warn_fg_color));
+            return;
+        }
+        let Some(job) = &page.job else { return };
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            open = job_ui(ui, job, &mut page.cells);
+        });
+    });
+    open
+}
+
+fn job_ui(ui: &mut egui::Ui, job: &Job, cells: &mut CellValue) -> Option<PathBuf> {
+    let mut open = None;
+    let aligned = job
+        .files
+        .iter()
+        .filter(|f| f.alignment.label() != "utc" && f.alignment.label() != "unaligned")
+        .count();
+    ui.heading(format!(
+        "Job of {} ranks ({} GPUs), {} long",
+        job.files.len(),
+        job.devices.len(),
+        format_ns(job.span_ns.1 - job.span_ns.0)
+    ));
+    ui.label(format!(
+        "From their summaries; {aligned} of {} clocks aligned by the collectives. {} collectives on every GPU, {} iterations.",
+        job.files.len(),
+        job.nccl_wait.collectives,
+        job.iterations.count
+    ));
+    ui.add_space(6.0);
+    if job.findings.is_empty() {
+        ui.label("No straggler: no rank held the others back enough to matter.");
+    }
+    for f in &job.findings {
+        egui::Frame::group(ui.style()).show(ui, |ui| {
+            ui.strong(format!("[{}] {}", f.severity, f.title));
+            ui.label(&f.detail);
+            ui.label(format!(
+                "Saves {} ({:.1} % of the job), {}.",
+                format_ns(f.saving_ns),
+                f.saving_pct,
+                f.assumes
+            ));
+        });
+    }
+    ui.add_space(6.0);
+    ui.horizontal(|ui| {
+        ui.strong("Ranks × iterations");
+        ui.selectable_value(cells, CellValue::HeldBack, "held the others back");
+        ui.selectable_value(cells, CellValue::Wait, "waited in NCCL");
+        ui.selectable_value(cells, CellValue::Duration, "iteration time");
+    });
+    heatmap(ui, job, *cells);
+    ui.add_space(8.0);
+    ui.strong("GPUs, most NCCL waiting first");
+    let mut rows: Vec<usize> = (0..job.nccl_wait.per_device.len()).collect();
+    rows.sort_by_key(|&r| std::cmp::Reverse(job.nccl_wait.per_device[r].wait_ns));
+    egui::Grid::new("job gpus")
+        .striped(true)
+        .num_columns(7)
+        .show(ui, |ui| {
+            for h in [
+                "GPU",
+                "NCCL wait",
+                "transfer",
+                "arrived last",
+                "idle",
+                "median iteration",
+                "",
+            ] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for r in rows {
+                let w = &job.nccl_wait.per_device[r];
+                let Some(d) = job.devices.iter().find(|d| d.key == w.device) else {
+                    continue;
+                };
+                let total = d.breakdown_ns.total().max(1);
+                ui.label(&w.device);
+                ui.label(format!(
+                    "{} ({:.0} %)",
+                    format_ns(w.wait_ns),
+                    100.0 * w.wait_ns as f64 / (w.wait_ns + w.transfer_ns).max(1) as f64
+                ));
+                ui.label(format_ns(w.transfer_ns));
+                ui.label(format!("{} times", w.last_arrivals));
+                ui.label(format!(
+                    "{:.1} %",
+                    100.0 * d.breakdown_ns.idle as f64 / total as f64
+                ));
+                ui.label(format_ns(d.iteration_median_ns));
+                let export = &job.files[d.file].export;
+                let here = export.is_file();
+                if ui
+                    .add_enabled(here, egui::Button::new("Open"))
+                    .on_hover_text("Load this rank's export in full")
+                    .on_disabled_hover_text(format!("{} is not on this machine", export.display()))
+                    .clicked()
+                {
+                    open = Some(export.clone());
+                }
+                ui.end_row();
+            }
+        });
+    ui.add_space(8.0);
+    ui.strong("Collectives held back longest");
+    for l in &job.nccl_wait.late {
+        ui.label(format!(
+            "{} by {}: {} at {}{}",
+            format_ns(l.held_back_ns),
+            l.last_device,
+            l.name,
+            format_ns(l.start_ns - job.span_ns.0),
+            l.last_thread_call
+                .as_ref()
+                .map_or(String::new(), |c| format!(", its thread in {c}"))
+        ));
+    }
+    if let Some(p) = &job.critical_path {
+        ui.add_space(8.0);
+        ui.strong(format!(
+            "Iteration {}'s path by collective: the rank each waited for",
+            p.iteration
+        ));
+        let mut steps: Vec<_> = p.steps.iter().collect();
+        steps.sort_by_key(|s| std::cmp::Reverse(s.lateness_ns));
+        for s in steps.iter().take(10) {
+            ui.label(format!(
+                "#{} {}: {} late, {}",
+                s.collective,
+                s.last_device,
+                format_ns(s.lateness_ns),
+                s.doing
+            ));
+        }
+    }
+    open
+}
+
+/// A cell's colour for a time out of its row's largest: dark at none, red at the largest.
+fn share_heat(ns: i64, largest: i64) -> Color32 {
+    if largest <= 0 {
+        return heat(0, 0);
+    }
+    // `heat` is red at 1.5 × the median: map the share onto it.
+    heat(1_000 + (500 * ns.max(0) / largest), 1_000)
+}
+
+fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
+    let h = &job.heatmap;
+    let n = h.duration_ns.iter().map(Vec::len).max().unwrap_or(0);
+    if n == 0 || h.devices.is_empty() {
+        ui.label("No iterations found: nothing to map.");
+        return;
+    }
+    let values = match cells {
+        CellValue::Duration => &h.duration_ns,
+        CellValue::HeldBack => &h.held_back_ns,
+        CellValue::Wait => &h.wait_ns,
+    };
+    // Shares are of the largest cell anywhere: the straggler's stands out.
+    let largest = values.iter().flatten().copied().max().unwrap_or(0);
+    let width = (ui.available_width() - LABEL_W).max(50.0);
+    let cell_w = (width / n as f32).max(2.0);
+    let rows = h.devices.len();
+    let size = Vec2::new(LABEL_W + cell_w * n as f32, ROW_H * rows as f32);
+    egui::ScrollArea::both()
+        .id_salt("job heatmap")
+        .max_height(360.0)
+        .show(ui, |ui| {
+            let (response, painter) = ui.allocate_painter(size, Sense::hover());
+            let origin = response.rect.min;
+            let visible = ui.clip_rect();
+            for (row, row_values) in values.iter().enumerate() {
+                let y = origin.y + row as f32 * ROW_H;
+                if y + ROW_H < visible.min.y || y > visible.max.y {
+                    continue;
+                }
+                painter.text(
+                    egui::pos2(origin.x + 4.0, y + ROW_H / 2.0),
+                    egui::Align2::LEFT_CENTER,
+                    &h.devices[row],
+                    egui::FontId::proportional(11.0),
+                    ui.visuals().text_color(),
+                );
+                let median = job.devices[row].iteration_median_ns;
+                for (k, &ns) in row_values.iter().enumerate() {
+                    let x = origin.x + LABEL_W + k as f32 * cell_w;
+                    let cell =
+                        Rect::from_min_size(egui::pos2(x, y + 1.0), Vec2::new(cell_w, ROW_H - 2.0));
+                    let colour = match cells {
+                        CellValue::Duration => heat(ns, median),
+                        _ => share_heat(ns, largest),
+                    };
+                    painter.rect_filled(cell, 0.0, colour);
+                }
+            }
+            let cell_at = |p: egui::Pos2| {
+                let k = ((p.x - origin.x - LABEL_W) / cell_w).floor();
+                let row = ((p.y - origin.y) / ROW_H).floor();
+                (k >= 0.0 && (k as usize) < n && row >= 0.0 && (row as usize) < rows)
+                    .then_some((k as usize, row as usize))
+            };
+            if let Some((k, row)) = response.hover_pos().and_then(cell_at) {
+                let at = |v: &Vec<Vec<i64>>| v[row].get(k).copied().unwrap_or(0);
+                response.on_hover_text_at_pointer(format!(
+                    "{} · iteration {k}: {} long, waited {} in NCCL, held the others back {}",
+                    h.devices[row],
+                    format_ns(at(&h.duration_ns)),
+                    format_ns(at(&h.wait_ns)),
+                    format_ns(at(&h.held_back_ns)),
+                ));
+            }
+        });
+}
