@@ -699,6 +699,65 @@ pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+/// Times a job of many ranks: its summaries read (in parallel, checksums and exports
+/// checked), then reduced (alignment, matching, waits, heatmap, straggler replay), with
+/// the summaries' sizes and the peak RSS. Exports given instead are summarised first, one
+/// at a time, as `report` does past 16 of them.
+pub fn bench_job(paths: &[std::path::PathBuf]) -> Result<(), String> {
+    let files = load::many::expand_paths(paths)?;
+    let t = Instant::now();
+    let summaries = if files.iter().all(|f| crate::job::is_summary(f)) {
+        crate::job::read_all(&files)?
+    } else {
+        let _cache = BenchCache::new()?;
+        let mut out = Vec::with_capacity(files.len());
+        for f in &files {
+            out.push((
+                f.clone(),
+                crate::session::summarize_export(f, &Default::default(), false)?,
+            ));
+        }
+        out
+    };
+    let read_s = t.elapsed().as_secs_f64();
+    let bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let collectives: usize = summaries.iter().map(|s| s.1.collectives()).sum();
+    println!(
+        "ranks: {} files, {:.1} MB, {collectives} NCCL kernels; read/summarised in {read_s:.3} s (threads: {})",
+        files.len(),
+        bytes as f64 / 1e6,
+        rayon::current_num_threads()
+    );
+    let t = Instant::now();
+    let job = crate::job::reduce(&summaries, 10);
+    let reduce_s = t.elapsed().as_secs_f64();
+    let straggler = job.findings.first().map_or("none".to_string(), |f| {
+        format!(
+            "{} ({})",
+            f.devices.join(","),
+            crate::format::format_ns(f.saving_ns)
+        )
+    });
+    println!(
+        "reduce_s={reduce_s:.3} total_s={:.3} collectives_matched={} aligned_by_collectives={} late0={} straggler={straggler}",
+        read_s + reduce_s,
+        job.nccl_wait.collectives,
+        job.files
+            .iter()
+            .filter(|f| f.alignment == crate::load::many::Alignment::Collectives)
+            .count(),
+        job.nccl_wait
+            .late
+            .first()
+            .map_or("none", |l| l.last_device.as_str()),
+    );
+    print_peak_rss();
+    Ok(())
+}
+
 /// Times a what-if replay of FILE (its per-step sync removed, as `aten::item` names it,
 /// and its largest kernel made twice as fast): the replay alone, then the analyses of the
 /// replayed trace, with the peak RSS.

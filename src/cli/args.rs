@@ -321,6 +321,12 @@ pub enum Bench {
         #[arg(required = true, num_args = 1..)]
         files: Vec<PathBuf>,
     },
+    /// Time a job of many ranks from their summaries (or exports, summarised first): the
+    /// read, the reduce, with the peak RSS.
+    Job {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+    },
     /// Time what-if replays of FILE (unchanged, a sync removed, a kernel made faster).
     WhatIf { file: PathBuf },
     /// Time what to fix first on FILE: the findings' detection and replays against one

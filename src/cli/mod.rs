@@ -23,6 +23,7 @@ fn bench(which: Bench) -> Result<(), String> {
         Bench::Report { file } => crate::bench::bench_report(&file),
         Bench::Many { files } => crate::bench::bench_many(&files),
         Bench::WhatIf { file } => crate::bench::bench_what_if(&file),
+        Bench::Job { files } => crate::bench::bench_job(&files),
         Bench::Findings { file } => crate::bench::bench_findings(&file),
         Bench::Frame { file, against } => crate::bench::bench_frame(&file, against.as_deref()),
         Bench::Panels { file } => crate::bench::bench_panels(&file),

@@ -38,6 +38,8 @@ pub struct JobPage {
     /// Exports summarised so far (of `paths`), while they are.
     pub summarised: usize,
     pub cells: CellValue,
+    /// Every GPU in the table, not only the most waiting ones.
+    pub all_gpus: bool,
     rx: mpsc::Receiver<Msg>,
     cancel: Arc<AtomicBool>,
 }
@@ -68,6 +70,7 @@ impl JobPage {
             error: None,
             summarised: 0,
             cells: CellValue::HeldBack,
+            all_gpus: false,
             rx,
             cancel,
         }
@@ -112,6 +115,8 @@ fn reduce(paths: &[PathBuf], cancel: &AtomicBool, progress: &dyn Fn(usize)) -> R
 
 const LABEL_W: f32 = 170.0;
 const ROW_H: f32 = 14.0;
+/// GPUs listed before "show all".
+const GPU_ROWS: usize = 16;
 
 /// Draws the page; returns the export to open in full when a rank's Open is clicked.
 pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
@@ -140,13 +145,18 @@ pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
         }
         let Some(job) = &page.job else { return };
         egui::ScrollArea::vertical().show(ui, |ui| {
-            open = job_ui(ui, job, &mut page.cells);
+            open = job_ui(ui, job, &mut page.cells, &mut page.all_gpus);
         });
     });
     open
 }
 
-fn job_ui(ui: &mut egui::Ui, job: &Job, cells: &mut CellValue) -> Option<PathBuf> {
+fn job_ui(
+    ui: &mut egui::Ui,
+    job: &Job,
+    cells: &mut CellValue,
+    all_gpus: &mut bool,
+) -> Option<PathBuf> {
     let mut open = None;
     let aligned = job
         .files
@@ -193,6 +203,19 @@ fn job_ui(ui: &mut egui::Ui, job: &Job, cells: &mut CellValue) -> Option<PathBuf
     ui.strong("GPUs, most NCCL waiting first");
     let mut rows: Vec<usize> = (0..job.nccl_wait.per_device.len()).collect();
     rows.sort_by_key(|&r| std::cmp::Reverse(job.nccl_wait.per_device[r].wait_ns));
+    // The straggler waits least: it is listed first after the most waiting ones.
+    let straggler: Vec<&String> = job.findings.iter().flat_map(|f| &f.devices).collect();
+    if let Some(at) = rows
+        .iter()
+        .position(|&r| straggler.contains(&&job.nccl_wait.per_device[r].device))
+    {
+        let s = rows.remove(at);
+        rows.insert(0, s);
+    }
+    let hidden = rows.len().saturating_sub(GPU_ROWS);
+    if !*all_gpus {
+        rows.truncate(GPU_ROWS);
+    }
     egui::Grid::new("job gpus")
         .striped(true)
         .num_columns(7)
@@ -241,6 +264,16 @@ fn job_ui(ui: &mut egui::Ui, job: &Job, cells: &mut CellValue) -> Option<PathBuf
                 ui.end_row();
             }
         });
+    if hidden > 0 {
+        let label = if *all_gpus {
+            "show fewer".to_string()
+        } else {
+            format!("show all {} GPUs", job.nccl_wait.per_device.len())
+        };
+        if ui.button(label).clicked() {
+            *all_gpus = !*all_gpus;
+        }
+    }
     ui.add_space(8.0);
     ui.strong("Collectives held back longest");
     for l in &job.nccl_wait.late {
@@ -299,7 +332,24 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
     };
     // Shares are of the largest cell anywhere: the straggler's stands out.
     let largest = values.iter().flatten().copied().max().unwrap_or(0);
-    let width = (ui.available_width() - LABEL_W).max(50.0);
+    // The hottest rows first (a straggler among 512 ranks is the first row), each row's
+    // hottest cell against its GPU's median for iteration time.
+    let hottest = |r: usize| -> i64 {
+        let top = values[r].iter().copied().max().unwrap_or(0);
+        match cells {
+            CellValue::Duration => 1000 * top / job.devices[r].iteration_median_ns.max(1),
+            _ => top,
+        }
+    };
+    let mut order: Vec<usize> = (0..h.devices.len()).collect();
+    order.sort_by_key(|&r| (std::cmp::Reverse(hottest(r)), r));
+    ui.label(format!(
+        "{} GPUs, the hottest first; {} iterations left to right. Hover a cell for its times.",
+        order.len(),
+        n
+    ));
+    // Room for the scroll bars on the right.
+    let width = (ui.available_width() - LABEL_W - 16.0).max(50.0);
     let cell_w = (width / n as f32).max(2.0);
     let rows = h.devices.len();
     let size = Vec2::new(LABEL_W + cell_w * n as f32, ROW_H * rows as f32);
@@ -310,7 +360,8 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
             let (response, painter) = ui.allocate_painter(size, Sense::hover());
             let origin = response.rect.min;
             let visible = ui.clip_rect();
-            for (row, row_values) in values.iter().enumerate() {
+            for (row, &r) in order.iter().enumerate() {
+                let row_values = &values[r];
                 let y = origin.y + row as f32 * ROW_H;
                 if y + ROW_H < visible.min.y || y > visible.max.y {
                     continue;
@@ -318,15 +369,19 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
                 painter.text(
                     egui::pos2(origin.x + 4.0, y + ROW_H / 2.0),
                     egui::Align2::LEFT_CENTER,
-                    &h.devices[row],
-                    egui::FontId::proportional(11.0),
+                    &h.devices[r],
+                    egui::FontId::proportional(12.0),
                     ui.visuals().text_color(),
                 );
-                let median = job.devices[row].iteration_median_ns;
+                let median = job.devices[r].iteration_median_ns;
                 for (k, &ns) in row_values.iter().enumerate() {
-                    let x = origin.x + LABEL_W + k as f32 * cell_w;
-                    let cell =
-                        Rect::from_min_size(egui::pos2(x, y + 1.0), Vec2::new(cell_w, ROW_H - 2.0));
+                    // Edges on whole pixels: fractional ones leave seams between cells.
+                    let x0 = (origin.x + LABEL_W + k as f32 * cell_w).round();
+                    let x1 = (origin.x + LABEL_W + (k + 1) as f32 * cell_w).round();
+                    let cell = Rect::from_min_max(
+                        egui::pos2(x0, y + 1.0),
+                        egui::pos2(x1.max(x0 + 1.0), y + ROW_H - 1.0),
+                    );
                     let colour = match cells {
                         CellValue::Duration => heat(ns, median),
                         _ => share_heat(ns, largest),
@@ -341,10 +396,11 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
                     .then_some((k as usize, row as usize))
             };
             if let Some((k, row)) = response.hover_pos().and_then(cell_at) {
-                let at = |v: &Vec<Vec<i64>>| v[row].get(k).copied().unwrap_or(0);
+                let r = order[row];
+                let at = |v: &Vec<Vec<i64>>| v[r].get(k).copied().unwrap_or(0);
                 response.on_hover_text_at_pointer(format!(
-                    "{} · iteration {k}: {} long, waited {} in NCCL, held the others back {}",
-                    h.devices[row],
+                    "{} · iteration {k}: this GPU's iteration {}, it waited {} in NCCL and held the others back {}",
+                    h.devices[r],
                     format_ns(at(&h.duration_ns)),
                     format_ns(at(&h.wait_ns)),
                     format_ns(at(&h.held_back_ns)),

@@ -139,6 +139,13 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
     }) {
         return Err(damaged("a name out of range"));
     }
+    if summary
+        .gpus
+        .iter()
+        .any(|g| g.iteration_spans.len() != g.iteration_durations_ns.len())
+    {
+        return Err(damaged("iterations"));
+    }
     Ok(summary)
 }
 

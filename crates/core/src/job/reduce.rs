@@ -504,7 +504,7 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
     for c in 0..m.len() {
         let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
         for (g, i) in m.group(c) {
-            let Some(k) = iteration_at(gpus, g, gpus[g].c().start[i]) else {
+            let Some(k) = iteration_at(gpus, g, gpus[g].c().start[i]).filter(|&k| k < count) else {
                 continue;
             };
             let (s, e) = times(gpus, g, i);

@@ -318,7 +318,7 @@ fn generate_into(
     let mut writers = outs
         .iter()
         .map(|out| {
-            writer::Writer::create(out, options.flavour)
+            writer::Writer::create(out, options.flavour, outs.len())
                 .map_err(|e| format!("{}: {e}", out.display()))
         })
         .collect::<Result<Vec<_>, String>>()?;
