@@ -161,6 +161,11 @@ struct Gpu<'s> {
     summary: &'s RankSummary,
     gpu: usize,
     offset: i64,
+    /// Added to its iterations' indices to number them as the first GPU's (a rank that
+    /// synchronised once more before the first step has one iteration more).
+    shift: i64,
+    /// Its iterations' GPU spans (own clock), by start: (start, end, its own index).
+    spans: Vec<(i64, i64, usize)>,
 }
 
 impl Gpu<'_> {
@@ -170,6 +175,63 @@ impl Gpu<'_> {
 
     fn summary(&self) -> &super::summary::GpuSummary {
         &self.summary.gpus[self.gpu]
+    }
+
+    /// Its own index of the iteration whose span holds `t` (its own clock).
+    fn own_iteration_at(&self, t: i64) -> Option<usize> {
+        let k = self.spans.partition_point(|s| s.0 <= t).checked_sub(1)?;
+        let (_, end, own) = self.spans[k];
+        (t <= end).then_some(own)
+    }
+
+    /// The job's iteration (the first GPU's numbering) whose span holds `t`.
+    fn iteration_at(&self, t: i64) -> Option<usize> {
+        usize::try_from(self.own_iteration_at(t)? as i64 + self.shift).ok()
+    }
+
+    /// Its duration of the job's iteration `k` (0 when it has none).
+    fn duration(&self, k: usize) -> i64 {
+        usize::try_from(k as i64 - self.shift)
+            .ok()
+            .and_then(|own| self.summary().iteration_durations_ns.get(own))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Iterations it has, in the job's numbering.
+    fn iteration_count(&self) -> usize {
+        (self.summary().iteration_durations_ns.len() as i64 + self.shift).max(0) as usize
+    }
+}
+
+/// Each GPU's iteration shift onto the first NCCL GPU's numbering: the difference most of
+/// their shared collectives agree on (0 for a GPU without collectives).
+fn iteration_shifts(gpus: &mut [Gpu], m: &Matched) {
+    let Some(&reference) = m.gpus.first() else {
+        return;
+    };
+    let mut votes: Vec<rustc_hash::FxHashMap<i64, usize>> = vec![Default::default(); gpus.len()];
+    for c in 0..m.len() {
+        let mut members = m.group(c);
+        let Some((_, ri)) = members.next() else {
+            continue;
+        };
+        let Some(rk) = gpus[reference].own_iteration_at(gpus[reference].c().start[ri]) else {
+            continue;
+        };
+        for (g, i) in members {
+            if let Some(k) = gpus[g].own_iteration_at(gpus[g].c().start[i]) {
+                *votes[g].entry(rk as i64 - k as i64).or_default() += 1;
+            }
+        }
+    }
+    for (g, v) in votes.into_iter().enumerate() {
+        if let Some((shift, _)) = v
+            .into_iter()
+            .max_by_key(|&(d, n)| (n, std::cmp::Reverse(d.abs())))
+        {
+            gpus[g].shift = shift;
+        }
     }
 }
 
@@ -210,10 +272,19 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
     for (f, (_, s)) in summaries.iter().enumerate() {
         let offset = offsets[f].offset_ns;
         for (g, gpu) in s.gpus.iter().enumerate() {
+            let mut spans: Vec<(i64, i64, usize)> = gpu
+                .iteration_spans
+                .iter()
+                .enumerate()
+                .filter_map(|(k, w)| w.map(|(a, b)| (a, b, k)))
+                .collect();
+            spans.sort_unstable();
             gpus.push(Gpu {
                 summary: s,
                 gpu: g,
                 offset,
+                shift: 0,
+                spans,
             });
             devices.push(JobGpu {
                 key: format!("{}:{}", names[f], gpu.device),
@@ -230,6 +301,7 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
         devices.iter().map(|d| d.window_ns.1).max().unwrap_or(0),
     );
     let matched = Matched::of(&gpus);
+    iteration_shifts(&mut gpus, &matched);
     let iterations = job_iterations(&gpus);
     let nccl_wait = waits(&gpus, &devices, &matched, top);
     let heatmap = heatmap(&gpus, &devices, &matched);
@@ -442,24 +514,15 @@ fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits 
 }
 
 fn job_iterations(gpus: &[Gpu]) -> JobIterations {
-    let count = gpus
-        .iter()
-        .map(|g| g.summary().iteration_durations_ns.len())
-        .max()
-        .unwrap_or(0);
+    let count = gpus.iter().map(Gpu::iteration_count).max().unwrap_or(0);
     let warmup = gpus
         .iter()
-        .map(|g| g.summary().iteration_warmup)
+        .map(|g| (g.summary().iteration_warmup as i64 + g.shift).max(0) as usize)
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(count);
     let durations_ns: Vec<i64> = (0..count)
-        .map(|k| {
-            gpus.iter()
-                .filter_map(|g| g.summary().iteration_durations_ns.get(k))
-                .max()
-                .copied()
-                .unwrap_or(0)
-        })
+        .map(|k| gpus.iter().map(|g| g.duration(k)).max().unwrap_or(0))
         .collect();
     let steady = steady_state(&durations_ns);
     let slowest_index = (warmup..count).max_by_key(|&k| durations_ns[k]);
@@ -473,29 +536,13 @@ fn job_iterations(gpus: &[Gpu]) -> JobIterations {
     }
 }
 
-/// The iteration of GPU `g` whose span holds `t` (its own clock).
-fn iteration_at(gpus: &[Gpu], g: usize, t: i64) -> Option<usize> {
-    let spans = &gpus[g].summary.gpus[gpus[g].gpu].iteration_spans;
-    spans
-        .iter()
-        .position(|w| w.is_some_and(|(a, b)| a <= t && t <= b))
-}
-
 fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
-    let count = gpus
-        .iter()
-        .map(|g| g.summary().iteration_durations_ns.len())
-        .max()
-        .unwrap_or(0);
+    let count = gpus.iter().map(Gpu::iteration_count).max().unwrap_or(0);
     let mut out = Heatmap {
         devices: devices.iter().map(|d| d.key.clone()).collect(),
         duration_ns: gpus
             .iter()
-            .map(|g| {
-                let mut d = g.summary().iteration_durations_ns.clone();
-                d.resize(count, 0);
-                d
-            })
+            .map(|g| (0..count).map(|k| g.duration(k)).collect())
             .collect(),
         wait_ns: vec![vec![0; count]; gpus.len()],
         held_back_ns: vec![vec![0; count]; gpus.len()],
@@ -504,7 +551,10 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
     for c in 0..m.len() {
         let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
         for (g, i) in m.group(c) {
-            let Some(k) = iteration_at(gpus, g, gpus[g].c().start[i]).filter(|&k| k < count) else {
+            let Some(k) = gpus[g]
+                .iteration_at(gpus[g].c().start[i])
+                .filter(|&k| k < count)
+            else {
                 continue;
             };
             let (s, e) = times(gpus, g, i);
@@ -523,7 +573,7 @@ fn collectives_in(gpus: &[Gpu], m: &Matched, k: usize) -> Vec<usize> {
     let mut out: Vec<(i64, usize)> = (0..m.len())
         .filter_map(|c| {
             let (g, i, s, _, _) = arrivals(gpus, m, c, &mut starts);
-            (iteration_at(gpus, g, gpus[g].c().start[i]) == Some(k)).then_some((s, c))
+            (gpus[g].iteration_at(gpus[g].c().start[i]) == Some(k)).then_some((s, c))
         })
         .collect();
     out.sort_unstable();
@@ -682,4 +732,121 @@ fn straggler(
         assumes: "replayed collective by collective: each rank's work between two collectives takes as long as recorded and starts when the collective before ends; a collective takes as long once its last rank is in".into(),
         at: (stall_start, stall_start + stall_ns),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::file::FileIdentity;
+    use crate::job::summary::{Collectives, GpuSummary};
+
+    /// A rank of ten collectives ending at 1,000·j + 900, two an iteration, each starting
+    /// 800 before its end but collective `late`'s, `lateness` later; with `extra` an
+    /// iteration before the first (a rank that synchronised once more).
+    fn rank(name: &str, late: Option<(usize, i64)>, extra: bool) -> RankSummary {
+        let end: Vec<i64> = (0..10).map(|j| 1_000 * j + 900).collect();
+        let start: Vec<i64> = end
+            .iter()
+            .enumerate()
+            .map(|(j, e)| e - 800 + late.filter(|l| l.0 == j).map_or(0, |l| l.1))
+            .collect();
+        let n = end.len();
+        let mut spans: Vec<Option<(i64, i64)>> = (0..5)
+            .map(|k| Some((2_000 * k, 2_000 * k + 1_999)))
+            .collect();
+        if extra {
+            spans.insert(0, Some((-3_000, -2_000)));
+        }
+        let durations = spans.iter().map(|w| w.map_or(0, |w| w.1 - w.0)).collect();
+        RankSummary {
+            source: FileIdentity {
+                path: format!("/nowhere/{name}.sqlite").into(),
+                size: 1,
+                mtime_ns: 0,
+                head_hash: 0,
+            },
+            tool_version: String::new(),
+            nsys_version: None,
+            utc_start_ns: Some(0),
+            iteration_marker: None,
+            gpus: vec![GpuSummary {
+                device: 0,
+                model: None,
+                window_ns: (0, 10_000),
+                breakdown_ns: Breakdown::default(),
+                top_gaps: Vec::new(),
+                iteration_spans: spans,
+                iteration_durations_ns: durations,
+                iteration_warmup: 0,
+                iteration_median_ns: 1_999,
+                collectives: Collectives {
+                    start,
+                    end,
+                    name: vec![0; n],
+                    comm: vec![NO_TEXT; n],
+                    seq: (0..n as u32).collect(),
+                    bytes: vec![0; n],
+                    call: vec![NO_TEXT; n],
+                    call_start: vec![0; n],
+                    call_ns: vec![0; n],
+                    cpu_start: vec![0; n],
+                    cpu_ns: vec![0; n],
+                    nvtx: vec![NO_TEXT; n],
+                    since_ns: vec![0; n],
+                },
+            }],
+            strings: vec!["ncclDevKernel_AllReduce".into()],
+        }
+    }
+
+    #[test]
+    fn a_rank_with_an_extra_leading_iteration_is_numbered_as_the_others() {
+        let job = reduce(
+            &[
+                ("a".into(), rank("a", None, false)),
+                ("b".into(), rank("b", Some((5, 500)), true)),
+                ("c".into(), rank("c", None, false)),
+            ],
+            10,
+        );
+        assert_eq!(job.nccl_wait.collectives, 10);
+        assert_eq!(job.iterations.count, 5);
+        // Collective 5 is in iteration 2 on every rank; b held it back 500 ns past the others.
+        assert_eq!(job.heatmap.held_back_ns[1], vec![0, 0, 500, 0, 0]);
+        assert_eq!(job.heatmap.wait_ns[0][2], 500);
+        assert_eq!(job.heatmap.duration_ns[1], vec![1_999; 5]);
+        assert_eq!(job.nccl_wait.late[0].last_device, "b.sqlite:0");
+        assert_eq!(job.nccl_wait.late[0].held_back_ns, 500);
+    }
+
+    #[test]
+    fn the_collective_replay_moves_the_end_by_what_the_last_rank_no_longer_holds() {
+        let summaries: [(PathBuf, RankSummary); 3] = [
+            ("a".into(), rank("a", Some((5, 300)), false)),
+            ("b".into(), rank("b", Some((5, 500)), false)),
+            ("c".into(), rank("c", None, false)),
+        ];
+        let mut gpus: Vec<Gpu> = summaries
+            .iter()
+            .map(|(_, s)| Gpu {
+                summary: s,
+                gpu: 0,
+                offset: 0,
+                shift: 0,
+                spans: Vec::new(),
+            })
+            .collect();
+        let m = Matched::of(&gpus);
+        iteration_shifts(&mut gpus, &m);
+        let remove = |ns| Removal {
+            gpu: 1,
+            collective: 5,
+            ns,
+        };
+        // b started 500 after c and 200 after a: taking out 100 of its stall saves 100,
+        // taking out all 500 saves only 200 (then a is last).
+        assert_eq!(replay(&gpus, &m, &[remove(100)]), 100);
+        assert_eq!(replay(&gpus, &m, &[remove(500)]), 200);
+        assert_eq!(replay(&gpus, &m, &[]), 0);
+    }
 }
