@@ -881,3 +881,65 @@ fn diff_gates_on_a_slowdown_beyond_the_runs_noise() {
         Some(3)
     );
 }
+
+/// `summarize` writes into the current folder when no `--out` is given (never beside the
+/// exports), a `.summary` that `report` reads, and with `--format parquet` the same tables
+/// as Parquet with one row a collective.
+#[test]
+fn summarize_writes_summaries_report_reads_and_parquet_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    let truth = nsys_explorer::synth::generate_split(
+        &ranks,
+        nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny),
+    )
+    .unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = succeeded(bin().current_dir(&work).arg("summarize").arg(&ranks));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.lines().count(), truth.files.len(), "{said}");
+    for f in &truth.files {
+        let stem = f.path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(work.join(format!("{stem}.summary")).is_file(), "{stem}");
+    }
+    assert!(std::fs::read_dir(&ranks).unwrap().all(|e| {
+        !e.unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "summary")
+    }));
+    let report = succeeded(bin().arg("report").arg(&work).arg("--json"));
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let straggler = format!("rank{:02}.sqlite:0", truth.run.iterations.straggler_device);
+    assert_eq!(
+        json["nccl_wait"]["late"][0]["last_device"],
+        straggler.as_str()
+    );
+    assert_eq!(json["findings"][0]["devices"][0], straggler.as_str());
+
+    let parquet_dir = dir.path().join("parquet");
+    succeeded(
+        bin()
+            .arg("summarize")
+            .arg(&truth.files[0].path)
+            .args(["--format", "parquet", "--out"])
+            .arg(&parquet_dir),
+    );
+    use parquet::file::reader::FileReader;
+    let rows = |name: &str| {
+        let f = std::fs::File::open(parquet_dir.join(format!("rank00.{name}.parquet"))).unwrap();
+        parquet::file::reader::SerializedFileReader::new(f)
+            .unwrap()
+            .metadata()
+            .file_metadata()
+            .num_rows()
+    };
+    let collectives = json["nccl_wait"]["per_device"][0]["collectives"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(rows("collectives"), collectives);
+    assert_eq!(rows("iterations"), truth.run.iterations.count as i64);
+    assert_eq!(rows("gpus"), 1);
+    assert!(rows("gaps") > 0);
+}

@@ -11,6 +11,9 @@ use nsys_explorer_core::session::{self, Hooks, Source};
 use nsys_explorer_core::synth::{self, Preset, SynthOptions};
 use serde_json::Value;
 
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
 /// Every rank's summary written into `out`: (summary path, summary).
 fn summarise_into(exports: &[PathBuf], out: &Path) -> Vec<(PathBuf, RankSummary)> {
     exports
@@ -234,4 +237,42 @@ fn a_damaged_summary_or_one_whose_export_changed_is_refused() {
     std::fs::write(&exports[2], &sqlite).unwrap();
     let err = session::report_output(&[out], false, &Options::default()).unwrap_err();
     assert!(err.contains("changed since"), "{err}");
+}
+
+/// Every real export summarises (no panic, under 2 %); one with two GPUs and NCCL reduces
+/// to the same wait, transfer and late collectives as its full report.
+#[test]
+fn real_exports_summarise_and_a_two_gpu_one_reduces_as_its_full_report() {
+    nsys_explorer_core::cache::disable();
+    let dir = tempfile::tempdir().unwrap();
+    let real = common::real_fixtures();
+    let written = summarise_into(&real, dir.path());
+    let (path, nccl) = written
+        .iter()
+        .find(|(_, s)| s.gpus.len() == 2 && s.collectives() > 0)
+        .expect("a real export with two GPUs and NCCL");
+    let job = job::reduce(&[(path.clone(), nccl.clone())], 10);
+    let export = &nccl.source.path;
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let opened = session::open(&Source::One(export.clone()), Hooks::quiet(&cancel)).unwrap();
+    let full = session::answer(&opened, &Options::default(), &cancel).unwrap();
+    let name = export.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(job.nccl_wait.collectives > 0);
+    for (f, j) in full
+        .overview
+        .nccl_wait
+        .per_device
+        .iter()
+        .zip(&job.nccl_wait.per_device)
+    {
+        assert_eq!(j.device, format!("{name}:{}", f.device));
+        assert_eq!(
+            (f.wait_ns, f.transfer_ns, f.last_arrivals),
+            (j.wait_ns, j.transfer_ns, j.last_arrivals)
+        );
+    }
+    for (f, j) in full.overview.nccl_wait.late.iter().zip(&job.nccl_wait.late) {
+        assert_eq!((f.held_back_ns, f.start_ns), (j.held_back_ns, j.start_ns));
+        assert_eq!(j.last_device, format!("{name}:{}", f.last_device));
+    }
 }
