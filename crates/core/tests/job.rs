@@ -91,6 +91,17 @@ fn summaries_reduce_to_what_the_exports_loaded_whole_say() {
     let truth = &split.run.iterations;
     let straggler = format!("rank{:02}.sqlite:0", truth.straggler_device);
     assert_eq!(job.nccl_wait.late[0].last_device, straggler);
+    // Per collective the last rank: as often last as each GPU's count says.
+    let w = &job.nccl_wait;
+    assert_eq!(w.last_by_collective.len(), w.collectives);
+    for (g, d) in w.per_device.iter().enumerate() {
+        let last = w
+            .last_by_collective
+            .iter()
+            .filter(|&&x| x as usize == g)
+            .count();
+        assert_eq!(last, d.last_arrivals, "{}", d.device);
+    }
     // The straggler: the same rank, words and saving as the full replay's finding.
     let full_straggler = answers
         .findings

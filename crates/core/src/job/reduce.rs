@@ -73,6 +73,10 @@ pub struct JobWaits {
     pub collectives: usize,
     pub per_device: Vec<GpuWait>,
     pub late: Vec<LateCollective>,
+    /// Every collective in time order: the GPU that started it last (its index in the
+    /// job's `devices`), and how long after the median rank.
+    pub last_by_collective: Vec<u32>,
+    pub held_back_by_collective_ns: Vec<i64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -469,6 +473,8 @@ fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits 
         })
         .collect();
     let mut late: Vec<(i64, usize, usize, i64)> = Vec::with_capacity(m.len());
+    let mut last_by_collective = Vec::with_capacity(m.len());
+    let mut held_back_by_collective_ns = Vec::with_capacity(m.len());
     let mut starts = Vec::with_capacity(m.width());
     for c in 0..m.len() {
         let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
@@ -484,6 +490,8 @@ fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits 
             }
         }
         late.push((last_start - median, lg, li, last_start));
+        last_by_collective.push(lg as u32);
+        held_back_by_collective_ns.push(last_start - median);
     }
     late.sort_by_key(|l| std::cmp::Reverse(l.0));
     late.truncate(top);
@@ -510,6 +518,8 @@ fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits 
         collectives: m.len(),
         per_device: per,
         late,
+        last_by_collective,
+        held_back_by_collective_ns,
     }
 }
 
