@@ -216,10 +216,11 @@ pub(super) fn pick_export() -> Option<PathBuf> {
         .pick_file()
 }
 
-/// The file dialog for several exports (one job's ranks).
+/// The file dialog for several exports (one job's ranks), or their summaries.
 pub(super) fn pick_exports() -> Option<Vec<PathBuf>> {
     rfd::FileDialog::new()
         .add_filter("Nsight Systems SQLite export", &["sqlite", "db"])
+        .add_filter("Rank summaries (nsys-explorer summarize)", &["summary"])
         .add_filter("All files", &["*"])
         .pick_files()
 }
