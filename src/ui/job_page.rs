@@ -277,16 +277,7 @@ fn job_ui(
     ui.add_space(8.0);
     ui.strong("Collectives held back longest");
     for l in &job.nccl_wait.late {
-        ui.label(format!(
-            "{} by {}: {} at {}{}",
-            format_ns(l.held_back_ns),
-            l.last_device,
-            l.name,
-            format_ns(l.start_ns - job.span_ns.0),
-            l.last_thread_call
-                .as_ref()
-                .map_or(String::new(), |c| format!(", its thread in {c}"))
-        ));
+        ui.label(l.describe(job.span_ns.0));
     }
     if let Some(p) = &job.critical_path {
         ui.add_space(8.0);

@@ -55,21 +55,15 @@ struct Kernel {
 }
 
 fn nccl_kernels(trace: &Trace, device: usize) -> Vec<Kernel> {
-    let mut out: Vec<Kernel> = trace.devices[device]
-        .streams
-        .iter()
-        .enumerate()
-        .flat_map(|(s, stream)| {
-            let ops = &stream.ops;
-            (0..ops.len())
-                .filter(|&i| ops.kind[i] == OpKind::Nccl)
-                .map(move |i| Kernel {
-                    device,
-                    stream: s,
-                    op: i,
-                    start: ops.start[i],
-                    end: ops.end[i],
-                })
+    let d = &trace.devices[device];
+    let mut out: Vec<Kernel> = d
+        .ops_of(OpKind::Nccl)
+        .map(|(stream, op)| Kernel {
+            device,
+            stream,
+            op,
+            start: d.streams[stream].ops.start[op],
+            end: d.streams[stream].ops.end[op],
         })
         .collect();
     out.sort_unstable_by_key(|k| k.end);

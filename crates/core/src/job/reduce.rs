@@ -67,6 +67,23 @@ pub struct LateCollective {
     pub last_thread_call: Option<String>,
 }
 
+impl LateCollective {
+    /// `1.200 s by rank37.sqlite:0: ncclDevKernel_SendRecv at 53.796 s, its thread in
+    /// read()`, its time from `origin`.
+    pub fn describe(&self, origin: i64) -> String {
+        format!(
+            "{} by {}: {} at {}{}",
+            format_ns(self.held_back_ns),
+            self.last_device,
+            self.name,
+            format_ns(self.start_ns - origin),
+            self.last_thread_call
+                .as_ref()
+                .map_or(String::new(), |c| format!(", its thread in {c}"))
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct JobWaits {
     /// Collectives found on every GPU that ran NCCL.

@@ -233,15 +233,8 @@ fn collectives_of(
 ) -> Collectives {
     let device = &trace.devices[d.0];
     let mut kernels: Vec<(i64, usize, usize)> = device
-        .streams
-        .iter()
-        .enumerate()
-        .flat_map(|(s, stream)| {
-            let ops = &stream.ops;
-            (0..ops.len())
-                .filter(|&i| ops.kind[i] == OpKind::Nccl)
-                .map(move |i| (ops.start[i], s, i))
-        })
+        .ops_of(OpKind::Nccl)
+        .map(|(s, i)| (device.streams[s].ops.start[i], s, i))
         .collect();
     kernels.sort_unstable();
     let mut out = Collectives::default();

@@ -88,17 +88,7 @@ pub fn text(job: &Job, top: usize) -> String {
         }
         let _ = writeln!(out, "\nCollectives held back longest:");
         for l in w.late.iter().take(top) {
-            let _ = writeln!(
-                out,
-                "  {:>10} by {:<28} {} at {}{}",
-                format_ns(l.held_back_ns),
-                l.last_device,
-                l.name,
-                format_ns(l.start_ns - job.span_ns.0),
-                l.last_thread_call
-                    .as_ref()
-                    .map_or(String::new(), |c| format!(" (its thread in {c})"))
-            );
+            let _ = writeln!(out, "  {}", l.describe(job.span_ns.0));
         }
     }
     if let Some(p) = &job.critical_path {

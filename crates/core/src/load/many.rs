@@ -233,14 +233,8 @@ fn nccl_ends(trace: &Trace) -> Vec<i64> {
         return Vec::new();
     };
     let mut spans: Vec<(i64, i64)> = device
-        .streams
-        .iter()
-        .flat_map(|s| {
-            let ops = &s.ops;
-            (0..ops.len())
-                .filter(|&i| ops.kind[i] == OpKind::Nccl)
-                .map(|i| (ops.start[i], ops.end[i]))
-        })
+        .ops_of(OpKind::Nccl)
+        .map(|(s, i)| (device.streams[s].ops.start[i], device.streams[s].ops.end[i]))
         .collect();
     spans.sort_unstable();
     spans.into_iter().map(|s| s.1).collect()

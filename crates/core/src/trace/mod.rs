@@ -142,6 +142,19 @@ impl Device {
         self.streams.iter().map(|s| s.ops.len()).sum()
     }
 
+    /// Its ops of `kind`, as (stream index, op index), stream by stream.
+    pub fn ops_of(&self, kind: OpKind) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.streams
+            .iter()
+            .enumerate()
+            .flat_map(move |(s, stream)| {
+                let ops = &stream.ops;
+                (0..ops.len())
+                    .filter(move |&i| ops.kind[i] == kind)
+                    .map(move |i| (s, i))
+            })
+    }
+
     pub fn count_of(&self, kind: OpKind) -> usize {
         self.streams
             .iter()
