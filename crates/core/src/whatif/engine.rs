@@ -58,6 +58,12 @@ struct Replay<'a> {
     cut_from: Vec<(usize, i64)>,
     /// Per collective, how many of its kernels have started.
     arrived: Vec<usize>,
+    /// Per thread, its place in its launches as its synchronising calls come in order.
+    waited: Vec<WaitedCursor>,
+    /// Per thread, where the next synchronising call likely is in its list of them, and
+    /// in its list of removed ones.
+    sync_hint: Vec<usize>,
+    removed_from: Vec<usize>,
     t: Times,
 }
 
@@ -115,6 +121,9 @@ impl<'a> Replay<'a> {
             cut_from: vec![(0, i64::MIN); cut.len()],
             cut,
             arrived: vec![0usize; prep.groups.len()],
+            waited: prep.launched.iter().map(WaitedCursor::new).collect(),
+            sync_hint: vec![0; trace.threads.len()],
+            removed_from: vec![0; trace.threads.len()],
             t,
         }
     }
@@ -138,7 +147,8 @@ impl<'a> Replay<'a> {
                 };
                 let sync = sync_names[api.name[k] as usize];
                 if sync {
-                    t.sync_start[ti][prep.sync_slot(ti, k).expect("a sync call")] = start;
+                    let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
+                    t.sync_start[ti][slot.expect("a sync call")] = start;
                 }
                 if in_spans(&t.stalls[ti], api.start[k]) {
                     // A removed stall: the call takes no time, a sync waits for nothing.
@@ -154,15 +164,18 @@ impl<'a> Replay<'a> {
                 if in_spans(&t.stalls[ti], s) {
                     return;
                 }
-                let (observed, replayed) = waited_for(trace, t, &launched[ti], call, e);
+                let waited = self.waited[ti].waited(trace, &launched[ti], call, e);
+                let (observed, replayed) = waited_for(trace, t, waited);
                 // The call's own time: all of it but the wait for the GPU.
                 let own = e - observed.max(s);
-                let start = t.sync_start[ti][prep.sync_slot(ti, k).expect("a sync call")];
-                t.call_end[ti][k] = if self.removed[ti].binary_search(&call).is_ok() {
-                    start + own
-                } else {
-                    start.max(replayed) + own
-                };
+                let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
+                let start = t.sync_start[ti][slot.expect("a sync call")];
+                t.call_end[ti][k] =
+                    if is_removed(&self.removed[ti], &mut self.removed_from[ti], call) {
+                        start + own
+                    } else {
+                        start.max(replayed) + own
+                    };
             }
             Event::OpStart { device, stream, op } => {
                 let (d, s, i) = (device as usize, stream as usize, op as usize);
@@ -202,6 +215,18 @@ impl<'a> Replay<'a> {
             }
         }
     }
+}
+
+/// Whether `call` is in `removed` (sorted), from `from` on: a thread's calls come in order,
+/// so its list is passed once (searched anew if a call comes back).
+fn is_removed(removed: &[u32], from: &mut usize, call: u32) -> bool {
+    if removed.get(from.wrapping_sub(1)).is_some_and(|&r| r > call) {
+        *from = removed.partition_point(|&r| r < call);
+    }
+    while *from < removed.len() && removed[*from] < call {
+        *from += 1;
+    }
+    removed.get(*from) == Some(&call)
 }
 
 /// How much of `[a, b)` `spans` (sorted, disjoint) cover, starting from `from` = (the
@@ -296,13 +321,11 @@ pub(super) fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
 pub(super) fn waited_for(
     trace: &Trace,
     t: &Times,
-    launched: &Launched,
-    call: u32,
-    end: i64,
+    waited: impl Iterator<Item = (usize, usize, usize)>,
 ) -> (i64, i64) {
     let mut observed = i64::MIN;
     let mut replayed = i64::MIN;
-    for (d, s, i) in waited_ops(trace, launched, call, end) {
+    for (d, s, i) in waited {
         let recorded = trace.devices[d].streams[s].ops.end[i];
         observed = observed.max(recorded);
         let r = t.op_end[d][s][i];
@@ -432,7 +455,22 @@ pub(super) fn finish_collective(
 
 #[cfg(test)]
 mod tests {
-    use super::cut_overlap;
+    use super::{cut_overlap, is_removed};
+
+    #[test]
+    fn the_removed_cursor_answers_as_a_search_in_order_and_back() {
+        let removed: Vec<u32> = vec![3, 4, 9, 20, 21, 40];
+        let mut from = 0;
+        let calls: Vec<u32> = (0..45).chain([5, 21, 2, 40, 44]).collect();
+        for call in calls {
+            assert_eq!(
+                is_removed(&removed, &mut from, call),
+                removed.binary_search(&call).is_ok(),
+                "call {call}"
+            );
+        }
+        assert!(!is_removed(&[], &mut 0, 7));
+    }
 
     /// How much of `[a, b)` `spans` cover, searched anew.
     fn overlap(spans: &[(i64, i64)], a: i64, b: i64) -> i64 {

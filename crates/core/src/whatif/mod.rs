@@ -30,7 +30,7 @@ use crate::analysis::nccl_wait::{Collectives, collectives};
 use crate::analysis::recurring::signature;
 use crate::sorted::gallop;
 use crate::sorted::median;
-use crate::trace::launches::{Launched, launched_by_thread, waited_ops};
+use crate::trace::launches::{Launched, WaitedCursor, launched_by_thread};
 use crate::trace::{NONE, OpKind, Stream, Trace};
 
 pub use change::{Change, HostSpan, NCCL_DEPENDENCIES, parse_scale_kernel};
@@ -61,6 +61,20 @@ impl Prepared {
     /// index), if it is one.
     fn sync_slot(&self, ti: usize, k: usize) -> Option<usize> {
         self.sync_calls[ti].binary_search(&(k as u32)).ok()
+    }
+
+    /// [`Prepared::sync_slot`] looked up first at `hint` and just before it (a replay meets
+    /// a thread's syncs in order: a search each measured 15 % of a replay of a run that
+    /// synchronises after every collective); `hint` moves past the slot found.
+    fn sync_slot_from(&self, ti: usize, k: usize, hint: &mut usize) -> Option<usize> {
+        let calls = &self.sync_calls[ti];
+        let k = k as u32;
+        let found = [*hint, hint.wrapping_sub(1)]
+            .into_iter()
+            .find(|&n| calls.get(n) == Some(&k))
+            .or_else(|| self.sync_slot(ti, k as usize))?;
+        *hint = found + 1;
+        Some(found)
     }
 
     pub fn new(trace: &Trace) -> Self {
