@@ -92,6 +92,25 @@ fn nsys_rep_report_names_the_export_command() {
 }
 
 #[test]
+fn a_rank_summary_given_for_an_export_says_what_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = real_export();
+    let summary = nsys_explorer::session::summarize_export(
+        &export,
+        &nsys_explorer::overview::Options::default(),
+        false,
+    )
+    .unwrap();
+    let path = dir.path().join("rank0.summary");
+    nsys_explorer::job::write_summary(&summary, &path).unwrap();
+    let err = expect_error(
+        &path,
+        &["rank summary", "nsys-explorer report", "rank0.summary"],
+    );
+    assert!(matches!(err, LoadError::RankSummary(..)));
+}
+
+#[test]
 fn truncated_sqlite_says_truncated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("truncated.sqlite");

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::summary::{Collectives, RankSummary};
 
-const MAGIC: &[u8; 8] = b"NSXSUMRY";
+/// A summary's first bytes (the loader knows them too, to name a summary given where an
+/// export is wanted).
+const MAGIC: &[u8; 8] = crate::load::sniff::SUMMARY_MAGIC;
 /// Bumped whenever the layout or the meaning of a field changes: a summary of another
 /// version is refused (summarise the export again), never misread.
 pub const FORMAT_VERSION: u32 = 1;

@@ -28,6 +28,10 @@ pub enum LoadError {
     #[error("{report}: the export to SQLite failed: {detail}")]
     ExportFailed { report: PathBuf, detail: String },
     #[error(
+        "{0} is a rank summary (`nsys-explorer summarize`), not an export: `nsys-explorer report` and the window read summaries, as a job of many ranks; give this command the export it was made from"
+    )]
+    RankSummary(PathBuf),
+    #[error(
         "{0} is not an SQLite database. nsys-explorer reads the SQLite exports of Nsight Systems (`nsys export --type sqlite REPORT.nsys-rep`)"
     )]
     NotSqlite(PathBuf),

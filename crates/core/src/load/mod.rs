@@ -19,7 +19,7 @@ mod report;
 mod scan;
 mod schema;
 mod small_tables;
-mod sniff;
+pub mod sniff;
 pub mod stacks;
 
 use std::path::Path;

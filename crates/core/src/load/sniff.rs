@@ -9,6 +9,8 @@ use rusqlite::{Connection, OpenFlags};
 use super::error::LoadError;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+/// The first bytes of a rank summary (`crate::job::file`).
+pub const SUMMARY_MAGIC: &[u8; 8] = b"NSXSUMRY";
 
 /// Checks that `path` is a readable, whole SQLite file; returns its size in bytes.
 pub fn check_file(path: &Path) -> Result<u64, LoadError> {
@@ -26,6 +28,9 @@ pub fn check_file(path: &Path) -> Result<u64, LoadError> {
     if n < 16 || &header[..16] != SQLITE_MAGIC {
         if is_nsys_report_name(path) {
             return Err(LoadError::NsysReport(path.to_owned(), export_name(path)));
+        }
+        if n >= 8 && &header[..8] == SUMMARY_MAGIC {
+            return Err(LoadError::RankSummary(path.to_owned()));
         }
         return Err(LoadError::NotSqlite(path.to_owned()));
     }
