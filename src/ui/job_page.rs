@@ -340,7 +340,7 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
         n
     ));
     // Room for the scroll bars on the right.
-    let width = (ui.available_width() - LABEL_W - 16.0).max(50.0);
+    let width = (ui.available_width() - LABEL_W - 28.0).max(50.0);
     let cell_w = (width / n as f32).max(2.0);
     let rows = h.devices.len();
     let size = Vec2::new(LABEL_W + cell_w * n as f32, ROW_H * rows as f32);
