@@ -191,6 +191,27 @@ fn generate(py: Python<'_>, path: PathBuf, preset: &str) -> PyResult<Py<PyAny>> 
     Ok(json_to_py(py, &value)?.unbind())
 }
 
+/// A job of many ranks from their summaries (`*.summary`, or a folder of them) or from
+/// exports (each summarised in turn, one model in memory at a time): what `report` prints
+/// for it, as a dict.
+#[pyfunction]
+#[pyo3(signature = (paths, top=10))]
+fn job(py: Python<'_>, paths: Vec<PathBuf>, top: usize) -> PyResult<Py<PyAny>> {
+    use nsys_explorer_core::job as jobs;
+    let value = py
+        .detach(|| -> Result<serde_json::Value, String> {
+            let files = nsys_explorer_core::load::many::expand_paths(&paths)?;
+            let job = if files.iter().all(|f| jobs::is_summary(f)) {
+                jobs::reduce(&jobs::read_all(&files)?, top)
+            } else {
+                session::job_of_exports(&files, &Options::default(), true, top, &|_, _| {})?
+            };
+            serde_json::to_value(&job).map_err(|e| e.to_string())
+        })
+        .map_err(NsysExplorerError::new_err)?;
+    Ok(json_to_py(py, &value)?.unbind())
+}
+
 /// A loaded, analysed trace.
 #[pyclass(frozen, module = "nsys_explorer._native")]
 struct Trace {
@@ -370,6 +391,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(job, m)?)?;
     m.add_class::<Trace>()?;
     m.add("NsysExplorerError", m.py().get_type::<NsysExplorerError>())?;
     Ok(())

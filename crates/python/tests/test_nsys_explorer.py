@@ -181,6 +181,18 @@ def test_several_rank_files_open_as_one_job(tmp_path):
     assert t.critical_path()["by_device"][0]["device"].startswith("rank")
 
 
+def test_a_job_of_rank_summaries_names_its_straggler(tmp_path):
+    ranks, summaries = tmp_path / "ranks", tmp_path / "summaries"
+    subprocess.run([str(cli()), "synth", "--preset", "tiny", "--split-ranks", str(ranks)], check=True, capture_output=True)
+    subprocess.run([str(cli()), "summarize", str(ranks), "--out", str(summaries)], check=True, capture_output=True)
+    j = nx.job(summaries)
+    assert len(j["files"]) == 4
+    assert j["nccl_wait"]["late"][0]["last_device"] == "rank02.sqlite:0"
+    assert j["findings"][0]["kind"] == "straggler"
+    # The exports themselves give the same job.
+    assert nx.job(sorted(ranks.glob("*.sqlite")))["nccl_wait"] == j["nccl_wait"]
+
+
 def test_bad_input_raises_with_the_command_lines_message(tmp_path):
     with pytest.raises(nx.NsysExplorerError, match="no such file|not found|does not exist"):
         nx.open(tmp_path / "missing.sqlite")

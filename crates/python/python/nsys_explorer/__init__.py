@@ -19,7 +19,7 @@ import pyarrow as pa
 from . import _native
 from ._native import NsysExplorerError
 
-__all__ = ["open", "diff", "generate", "Trace", "NsysExplorerError"]
+__all__ = ["open", "diff", "generate", "job", "Trace", "NsysExplorerError"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -181,6 +181,16 @@ def open(
 def diff(before: Trace, after: Trace) -> Dict[str, Any]:
     """Two runs compared, as ``nsys-explorer diff --json`` gives it."""
     return _native.diff(before._t, after._t)
+
+
+def job(paths: Union[PathLike, Sequence[PathLike]], top: int = 10) -> Dict[str, Any]:
+    """A job of many ranks, as ``nsys-explorer report`` gives it for rank summaries
+    (``*.summary`` from ``nsys-explorer summarize``, or a folder of them) or for exports,
+    each summarised in turn: per GPU NCCL wait vs transfer, the collectives held back
+    longest, the straggler with its replayed saving, the ranks x iterations heatmap."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return _native.job([os.fspath(p) for p in paths], top)
 
 
 def generate(path: PathLike, preset: str = "tiny") -> Dict[str, Any]:
