@@ -706,19 +706,13 @@ pub fn bench_many(paths: &[std::path::PathBuf]) -> Result<(), String> {
 pub fn bench_job(paths: &[std::path::PathBuf]) -> Result<(), String> {
     let files = load::many::expand_paths(paths)?;
     let t = Instant::now();
-    let summaries = if files.iter().all(|f| crate::job::is_summary(f)) {
-        crate::job::read_all(&files)?
-    } else {
-        let _cache = BenchCache::new()?;
-        let mut out = Vec::with_capacity(files.len());
-        for f in &files {
-            out.push((
-                f.clone(),
-                crate::session::summarize_export(f, &Default::default(), false)?,
-            ));
-        }
-        out
-    };
+    let summaries = crate::session::rank_summaries(
+        &files,
+        &Default::default(),
+        false,
+        &std::sync::atomic::AtomicBool::new(false),
+        &|_, _| {},
+    )?;
     let read_s = t.elapsed().as_secs_f64();
     let bytes: u64 = files
         .iter()
@@ -747,7 +741,7 @@ pub fn bench_job(paths: &[std::path::PathBuf]) -> Result<(), String> {
         job.nccl_wait.collectives,
         job.files
             .iter()
-            .filter(|f| f.alignment == crate::load::many::Alignment::Collectives)
+            .filter(|f| f.clock.alignment == crate::load::many::Alignment::Collectives)
             .count(),
         job.nccl_wait
             .late

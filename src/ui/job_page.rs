@@ -40,6 +40,8 @@ pub struct JobPage {
     pub cells: CellValue,
     /// Every GPU in the table, not only the most waiting ones.
     pub all_gpus: bool,
+    /// The rows of the heatmap and of the GPU table, worked out when the job arrives.
+    layout: Layout,
     rx: mpsc::Receiver<Msg>,
     cancel: Arc<AtomicBool>,
 }
@@ -71,6 +73,7 @@ impl JobPage {
             summarised: 0,
             cells: CellValue::HeldBack,
             all_gpus: false,
+            layout: Layout::default(),
             rx,
             cancel,
         }
@@ -82,7 +85,10 @@ impl JobPage {
             match msg {
                 Msg::Summarising(k) => self.summarised = k,
                 Msg::Done(result) => match *result {
-                    Ok(job) => self.job = Some(job),
+                    Ok(job) => {
+                        self.layout = Layout::of(&job);
+                        self.job = Some(job);
+                    }
                     Err(e) => self.error = Some(e),
                 },
             }
@@ -97,20 +103,10 @@ impl JobPage {
 
 /// The job of `paths`: summaries read, or exports summarised one at a time.
 fn reduce(paths: &[PathBuf], cancel: &AtomicBool, progress: &dyn Fn(usize)) -> Result<Job, String> {
-    let top = Options::default().top;
-    if paths.iter().all(|p| crate::job::is_summary(p)) {
-        return Ok(crate::job::reduce(&crate::job::read_all(paths)?, top));
-    }
-    let mut summaries = Vec::with_capacity(paths.len());
-    for (k, p) in paths.iter().enumerate() {
-        if cancel.load(Ordering::Relaxed) {
-            return Err("cancelled".into());
-        }
-        progress(k);
-        let s = crate::session::summarize_export(p, &Options::default(), true)?;
-        summaries.push((p.clone(), s));
-    }
-    Ok(crate::job::reduce(&summaries, top))
+    let options = Options::default();
+    let summaries =
+        crate::session::rank_summaries(paths, &options, true, cancel, &|k, _| progress(k))?;
+    Ok(crate::job::reduce(&summaries, options.top))
 }
 
 const LABEL_W: f32 = 170.0;
@@ -145,7 +141,7 @@ pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
         }
         let Some(job) = &page.job else { return };
         egui::ScrollArea::vertical().show(ui, |ui| {
-            open = job_ui(ui, job, &mut page.cells, &mut page.all_gpus);
+            open = job_ui(ui, job, &page.layout, &mut page.cells, &mut page.all_gpus);
         });
     });
     open
@@ -154,15 +150,11 @@ pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
 fn job_ui(
     ui: &mut egui::Ui,
     job: &Job,
+    layout: &Layout,
     cells: &mut CellValue,
     all_gpus: &mut bool,
 ) -> Option<PathBuf> {
     let mut open = None;
-    let aligned = job
-        .files
-        .iter()
-        .filter(|f| f.alignment.label() != "utc" && f.alignment.label() != "unaligned")
-        .count();
     ui.heading(format!(
         "Job of {} ranks ({} GPUs), {} long",
         job.files.len(),
@@ -170,7 +162,8 @@ fn job_ui(
         format_ns(job.span_ns.1 - job.span_ns.0)
     ));
     ui.label(format!(
-        "From their summaries; {aligned} of {} clocks aligned by the collectives. {} collectives on every GPU, {} iterations.",
+        "From their summaries; {} of {} clocks aligned by the collectives. {} collectives on every GPU, {} iterations.",
+        job.clocks_aligned(),
         job.files.len(),
         job.nccl_wait.collectives,
         job.iterations.count
@@ -198,24 +191,18 @@ fn job_ui(
         ui.selectable_value(cells, CellValue::Wait, "waited in NCCL");
         ui.selectable_value(cells, CellValue::Duration, "iteration time");
     });
-    heatmap(ui, job, *cells);
+    if let Some((_, rows)) = layout.heat.iter().find(|h| h.0 == *cells) {
+        heatmap(ui, job, *cells, rows);
+    }
     ui.add_space(8.0);
     ui.strong("GPUs, most NCCL waiting first");
-    let mut rows: Vec<usize> = (0..job.nccl_wait.per_device.len()).collect();
-    rows.sort_by_key(|&r| std::cmp::Reverse(job.nccl_wait.per_device[r].wait_ns));
-    // The straggler waits least: it is listed first after the most waiting ones.
-    let straggler: Vec<&String> = job.findings.iter().flat_map(|f| &f.devices).collect();
-    if let Some(at) = rows
-        .iter()
-        .position(|&r| straggler.contains(&&job.nccl_wait.per_device[r].device))
-    {
-        let s = rows.remove(at);
-        rows.insert(0, s);
-    }
-    let hidden = rows.len().saturating_sub(GPU_ROWS);
-    if !*all_gpus {
-        rows.truncate(GPU_ROWS);
-    }
+    let gpu_rows = &layout.gpu_rows;
+    let hidden = gpu_rows.len().saturating_sub(GPU_ROWS);
+    let shown = if *all_gpus {
+        gpu_rows
+    } else {
+        &gpu_rows[..gpu_rows.len().min(GPU_ROWS)]
+    };
     egui::Grid::new("job gpus")
         .striped(true)
         .num_columns(7)
@@ -232,11 +219,8 @@ fn job_ui(
                 ui.strong(h);
             }
             ui.end_row();
-            for r in rows {
-                let w = &job.nccl_wait.per_device[r];
-                let Some(d) = job.devices.iter().find(|d| d.key == w.device) else {
-                    continue;
-                };
+            for &(r, device) in shown {
+                let (w, d) = (&job.nccl_wait.per_device[r], &job.devices[device]);
                 let total = d.breakdown_ns.total().max(1);
                 ui.label(&w.device);
                 ui.label(format!(
@@ -300,6 +284,53 @@ fn job_ui(
     open
 }
 
+/// The rows of the page's heatmap and GPU table, worked out once a job (not every frame:
+/// a 512-rank job of 1,250 iterations has 640 k cells).
+#[derive(Default)]
+struct Layout {
+    /// For each cell value, the heatmap's rows.
+    heat: Vec<(CellValue, HeatRows)>,
+    /// The GPU table's rows: each its place in `nccl_wait.per_device` and in `devices`.
+    gpu_rows: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    fn of(job: &Job) -> Self {
+        Self {
+            heat: [CellValue::HeldBack, CellValue::Wait, CellValue::Duration]
+                .into_iter()
+                .map(|c| (c, heat_rows(job, c)))
+                .collect(),
+            gpu_rows: gpu_rows(job),
+        }
+    }
+}
+
+/// The GPU table's rows, most NCCL waiting first but the straggler's (it waits least: it
+/// held the others) first of all: each its place in `nccl_wait.per_device` and in `devices`.
+fn gpu_rows(job: &Job) -> Vec<(usize, usize)> {
+    let waits = &job.nccl_wait.per_device;
+    let mut rows: Vec<usize> = (0..waits.len()).collect();
+    rows.sort_by_key(|&r| std::cmp::Reverse(waits[r].wait_ns));
+    let straggler: Vec<&String> = job.findings.iter().flat_map(|f| &f.devices).collect();
+    if let Some(at) = rows
+        .iter()
+        .position(|&r| straggler.contains(&&waits[r].device))
+    {
+        let s = rows.remove(at);
+        rows.insert(0, s);
+    }
+    let device_of: rustc_hash::FxHashMap<&str, usize> = job
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.key.as_str(), i))
+        .collect();
+    rows.into_iter()
+        .filter_map(|r| Some((r, *device_of.get(waits[r].device.as_str())?)))
+        .collect()
+}
+
 /// A cell's colour for a time out of its row's largest: dark at none, red at the largest.
 fn share_heat(ns: i64, largest: i64) -> Color32 {
     if largest <= 0 {
@@ -309,22 +340,25 @@ fn share_heat(ns: i64, largest: i64) -> Color32 {
     heat(1_000 + (500 * ns.max(0) / largest), 1_000)
 }
 
-fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
+/// The heatmap's rows for one cell value: their order (the hottest first: a straggler
+/// among 512 ranks is the first row; for iteration time, each row's hottest cell against
+/// its GPU's median) and the largest cell (shares are of it: the straggler's stands out).
+struct HeatRows {
+    order: Vec<usize>,
+    largest: i64,
+}
+
+fn values_of(job: &Job, cells: CellValue) -> &Vec<Vec<i64>> {
     let h = &job.heatmap;
-    let n = h.duration_ns.iter().map(Vec::len).max().unwrap_or(0);
-    if n == 0 || h.devices.is_empty() {
-        ui.label("No iterations found: nothing to map.");
-        return;
-    }
-    let values = match cells {
+    match cells {
         CellValue::Duration => &h.duration_ns,
         CellValue::HeldBack => &h.held_back_ns,
         CellValue::Wait => &h.wait_ns,
-    };
-    // Shares are of the largest cell anywhere: the straggler's stands out.
-    let largest = values.iter().flatten().copied().max().unwrap_or(0);
-    // The hottest rows first (a straggler among 512 ranks is the first row), each row's
-    // hottest cell against its GPU's median for iteration time.
+    }
+}
+
+fn heat_rows(job: &Job, cells: CellValue) -> HeatRows {
+    let values = values_of(job, cells);
     let hottest = |r: usize| -> i64 {
         let top = values[r].iter().copied().max().unwrap_or(0);
         match cells {
@@ -332,8 +366,23 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
             _ => top,
         }
     };
-    let mut order: Vec<usize> = (0..h.devices.len()).collect();
+    let mut order: Vec<usize> = (0..values.len()).collect();
     order.sort_by_key(|&r| (std::cmp::Reverse(hottest(r)), r));
+    HeatRows {
+        order,
+        largest: values.iter().flatten().copied().max().unwrap_or(0),
+    }
+}
+
+fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue, rows_of: &HeatRows) {
+    let h = &job.heatmap;
+    let n = h.duration_ns.iter().map(Vec::len).max().unwrap_or(0);
+    if n == 0 || h.devices.is_empty() {
+        ui.label("No iterations found: nothing to map.");
+        return;
+    }
+    let values = values_of(job, cells);
+    let (order, largest) = (&rows_of.order, rows_of.largest);
     ui.label(format!(
         "{} GPUs, the hottest first; {} iterations left to right. Hover a cell for its times.",
         order.len(),
@@ -351,6 +400,9 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
             let (response, painter) = ui.allocate_painter(size, Sense::hover());
             let origin = response.rect.min;
             let visible = ui.clip_rect();
+            // Only the cells in view are drawn.
+            let column = |x: f32| ((x - origin.x - LABEL_W) / cell_w).max(0.0) as usize;
+            let columns = column(visible.min.x)..(column(visible.max.x) + 1).min(n);
             for (row, &r) in order.iter().enumerate() {
                 let row_values = &values[r];
                 let y = origin.y + row as f32 * ROW_H;
@@ -365,7 +417,7 @@ fn heatmap(ui: &mut egui::Ui, job: &Job, cells: CellValue) {
                     ui.visuals().text_color(),
                 );
                 let median = job.devices[r].iteration_median_ns;
-                for (k, &ns) in row_values.iter().enumerate() {
+                for (k, &ns) in row_values.iter().enumerate().take(columns.end).skip(columns.start) {
                     // Edges on whole pixels: fractional ones leave seams between cells.
                     let x0 = (origin.x + LABEL_W + k as f32 * cell_w).round();
                     let x1 = (origin.x + LABEL_W + (k + 1) as f32 * cell_w).round();

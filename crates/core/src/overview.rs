@@ -143,6 +143,17 @@ impl Overview {
         let key = |i: usize| (std::cmp::Reverse(self.gaps[i].duration_ns), i);
         least_keys(self.gaps.len(), n, key)
     }
+
+    /// The indices of `device`'s `n` longest gaps, longest first (ties by position).
+    pub fn longest_gaps_of(&self, device: DeviceId, n: usize) -> Vec<usize> {
+        let key = |i: usize| {
+            let g = &self.gaps[i];
+            (g.device_id() != device, std::cmp::Reverse(g.duration_ns), i)
+        };
+        let mut out = least_keys(self.gaps.len(), n, key);
+        out.retain(|&i| self.gaps[i].device_id() == device);
+        out
+    }
 }
 
 /// The `n` indices of `0..len` with the least `key`s, least first: one pass with the best

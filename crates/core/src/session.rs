@@ -344,15 +344,10 @@ pub const JOB_FROM_SUMMARIES_PAST: usize = 16;
 /// summarised in turn.
 fn job_output(paths: &[PathBuf], as_json: bool, options: &Options) -> Result<String, String> {
     let t0 = Instant::now();
-    let job = if paths.iter().all(|p| crate::job::is_summary(p)) {
-        crate::job::reduce(&crate::job::read_all(paths)?, options.top)
-    } else if paths.iter().any(|p| crate::job::is_summary(p)) {
-        return Err("give either rank summaries (*.summary) or exports, not both".into());
-    } else {
-        job_of_exports(paths, options, true, options.top, &|k, p| {
-            eprintln!("[{}/{}] summarising {}", k + 1, paths.len(), p.display())
-        })?
-    };
+    let summaries = rank_summaries(paths, options, true, &AtomicBool::new(false), &|k, p| {
+        eprintln!("[{}/{}] summarising {}", k + 1, paths.len(), p.display())
+    })?;
+    let job = crate::job::reduce(&summaries, options.top);
     if as_json {
         let mut json = serde_json::to_value(&job).map_err(|e| e.to_string())?;
         json["seconds"] = t0.elapsed().as_secs_f64().into();
@@ -401,19 +396,32 @@ pub fn summarize_export(
     Ok(crate::job::summarize(&opened.trace, &overview, identity))
 }
 
-/// The job of many exports, each summarised in turn (one model in memory at a time) and
-/// dropped: `progress` hears of each (its index, its path).
-pub fn job_of_exports(
+/// The rank summaries of a job: `paths` all summaries, read in parallel (each checked);
+/// or all exports, each summarised in turn (one model in memory at a time) and dropped,
+/// `progress` hearing of each (its index, its path) and `cancel` stopping between them.
+/// Summaries and exports mixed are refused. What `report`, the window, `bench job` and
+/// Python's `job` reduce.
+pub fn rank_summaries(
     paths: &[PathBuf],
     options: &Options,
     use_cache: bool,
-    top: usize,
+    cancel: &AtomicBool,
     progress: &dyn Fn(usize, &Path),
-) -> Result<crate::job::Job, String> {
-    let mut summaries = Vec::with_capacity(paths.len());
-    for (k, p) in paths.iter().enumerate() {
-        progress(k, p);
-        summaries.push((p.clone(), summarize_export(p, options, use_cache)?));
+) -> Result<Vec<(PathBuf, crate::job::RankSummary)>, String> {
+    let summaries = paths.iter().filter(|p| crate::job::is_summary(p)).count();
+    if summaries == paths.len() {
+        return crate::job::read_all(paths);
     }
-    Ok(crate::job::reduce(&summaries, top))
+    if summaries > 0 {
+        return Err("give either rank summaries (*.summary) or exports, not both".into());
+    }
+    let mut out = Vec::with_capacity(paths.len());
+    for (k, p) in paths.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            return Err("cancelled".into());
+        }
+        progress(k, p);
+        out.push((p.clone(), summarize_export(p, options, use_cache)?));
+    }
+    Ok(out)
 }

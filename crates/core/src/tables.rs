@@ -41,6 +41,26 @@ impl Column {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Texts dictionary-encoded, each distinct one once (`None`: -1).
+    pub fn of_texts(values: impl IntoIterator<Item = Option<String>>) -> Column {
+        let mut texts: Vec<String> = Vec::new();
+        let mut index: FxHashMap<String, i32> = FxHashMap::default();
+        let ids = values
+            .into_iter()
+            .map(|v| match v {
+                Some(t) => *index.entry(t).or_insert_with_key(|t| {
+                    texts.push(t.clone());
+                    texts.len() as i32 - 1
+                }),
+                None => -1,
+            })
+            .collect();
+        Column::Names {
+            ids,
+            texts: Arc::new(texts),
+        }
+    }
 }
 
 /// Named columns of equal length.

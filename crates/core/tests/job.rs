@@ -60,8 +60,8 @@ fn summaries_reduce_to_what_the_exports_loaded_whole_say() {
 
     // The same clocks.
     for (f, j) in opened.files.iter().zip(&job.files) {
-        assert_eq!(f.offset_ns, j.offset_ns, "{}", f.name);
-        assert_eq!(f.alignment, j.alignment);
+        assert_eq!(f.offset_ns, j.clock.offset_ns, "{}", f.name);
+        assert_eq!(f.alignment, j.clock.alignment);
     }
     // Wait vs transfer, to the nanosecond, GPU by GPU.
     assert_eq!(

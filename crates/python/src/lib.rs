@@ -197,15 +197,18 @@ fn generate(py: Python<'_>, path: PathBuf, preset: &str) -> PyResult<Py<PyAny>> 
 #[pyfunction]
 #[pyo3(signature = (paths, top=10))]
 fn job(py: Python<'_>, paths: Vec<PathBuf>, top: usize) -> PyResult<Py<PyAny>> {
-    use nsys_explorer_core::job as jobs;
     let value = py
         .detach(|| -> Result<serde_json::Value, String> {
             let files = nsys_explorer_core::load::many::expand_paths(&paths)?;
-            let job = if files.iter().all(|f| jobs::is_summary(f)) {
-                jobs::reduce(&jobs::read_all(&files)?, top)
-            } else {
-                session::job_of_exports(&files, &Options::default(), true, top, &|_, _| {})?
-            };
+            let options = Options::default();
+            let summaries = session::rank_summaries(
+                &files,
+                &options,
+                true,
+                &AtomicBool::new(false),
+                &|_, _| {},
+            )?;
+            let job = nsys_explorer_core::job::reduce(&summaries, top);
             serde_json::to_value(&job).map_err(|e| e.to_string())
         })
         .map_err(NsysExplorerError::new_err)?;

@@ -1,7 +1,7 @@
 //! Jobs of many ranks, map-reduce: each export summarised where it is (`summarize`, run by
 //! a Slurm array or `xargs -P` on the cluster), the small summaries reduced into one job
 //! on a laptop (`report DIR/*.summary`). A `report` over many exports goes the same way,
-//! one export at a time (`session::job_of_exports`), so that its memory does not grow with
+//! one export at a time (`session::rank_summaries`), so that its memory does not grow with
 //! the ranks.
 
 pub mod file;

@@ -17,7 +17,7 @@ use crate::analysis::iterations::steady_state;
 use crate::analysis::nccl_wait::match_by_ends;
 use crate::findings::{NO_GAIN_PCT, Severity};
 use crate::format::format_ns;
-use crate::load::many::{Alignment, align_clocks};
+use crate::load::many::{Alignment, Offset, align_clocks, file_names};
 
 /// One summary file of the job.
 #[derive(Debug, Clone, Serialize)]
@@ -26,11 +26,9 @@ pub struct JobFile {
     /// The export it was made from (on the machine that made it).
     pub export: PathBuf,
     pub name: String,
-    pub offset_ns: i64,
-    pub utc_offset_ns: Option<i64>,
-    pub alignment: Alignment,
-    pub residual_ns: Option<i64>,
-    pub collectives: usize,
+    /// How its clock was put on the first file's, as for exports.
+    #[serde(flatten)]
+    pub clock: Offset,
 }
 
 /// One GPU of the job: `FILE:ID` as a merged trace names it.
@@ -177,6 +175,21 @@ pub struct Job {
     pub heatmap: Heatmap,
 }
 
+impl Job {
+    /// Files whose clock the collectives set (the first one, the reference, included).
+    pub fn clocks_aligned(&self) -> usize {
+        self.files
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f.clock.alignment,
+                    Alignment::Reference | Alignment::Collectives
+                )
+            })
+            .count()
+    }
+}
+
 /// A GPU of the job, as the reduce walks it.
 struct Gpu<'s> {
     summary: &'s RankSummary,
@@ -272,20 +285,21 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
         .collect();
     let offsets = align_clocks(&clocks);
     drop(clocks);
-    let names = unique_names(summaries);
+    let exports: Vec<PathBuf> = summaries
+        .iter()
+        .map(|(_, s)| s.source.path.clone())
+        .collect();
+    let names = file_names(&exports);
     let files: Vec<JobFile> = summaries
         .iter()
+        .zip(exports)
         .zip(&offsets)
         .zip(&names)
-        .map(|(((path, s), o), name)| JobFile {
+        .map(|((((path, _), export), &clock), name)| JobFile {
             summary: path.clone(),
-            export: s.source.path.clone(),
+            export,
             name: name.clone(),
-            offset_ns: o.offset_ns,
-            utc_offset_ns: o.utc_offset_ns,
-            alignment: o.alignment,
-            residual_ns: o.residual_ns,
-            collectives: o.collectives,
+            clock,
         })
         .collect();
     let mut gpus: Vec<Gpu> = Vec::new();
@@ -324,13 +338,14 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
     let matched = Matched::of(&gpus);
     iteration_shifts(&mut gpus, &matched);
     let iterations = job_iterations(&gpus);
-    let nccl_wait = waits(&gpus, &devices, &matched, top);
-    let heatmap = heatmap(&gpus, &devices, &matched);
+    let arrivals = arrivals(&gpus, &matched);
+    let nccl_wait = waits(&gpus, &devices, &matched, &arrivals, top);
+    let heatmap = heatmap(&gpus, &devices, &matched, &arrivals);
     let critical_path = iterations
         .slowest_index
-        .map(|k| critical_path(&gpus, &devices, &matched, k))
+        .map(|k| critical_path(&gpus, &devices, &arrivals, k))
         .filter(|p| !p.steps.is_empty());
-    let findings = straggler(&gpus, &devices, &matched, &iterations, span_ns)
+    let findings = straggler(&gpus, &devices, &matched, &arrivals, &iterations, span_ns)
         .into_iter()
         .collect();
     let mut top_gaps: Vec<GapRow> = gpus
@@ -360,35 +375,6 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
         top_gaps,
         heatmap,
     }
-}
-
-/// Export names (`rank02.sqlite`), made unique with their folder when two are alike.
-fn unique_names(summaries: &[(PathBuf, RankSummary)]) -> Vec<String> {
-    let base = |p: &PathBuf| {
-        p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
-    };
-    let names: Vec<String> = summaries
-        .iter()
-        .map(|(_, s)| base(&s.source.path))
-        .collect();
-    let mut counts: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    for n in &names {
-        *counts.entry(n).or_default() += 1;
-    }
-    names
-        .iter()
-        .zip(summaries)
-        .map(|(n, (_, s))| {
-            if counts[n.as_str()] > 1 {
-                s.source.path.display().to_string()
-            } else {
-                n.clone()
-            }
-        })
-        .collect()
 }
 
 /// The collectives found on every GPU that ran NCCL, flat: `width` members a collective
@@ -453,34 +439,52 @@ fn times(gpus: &[Gpu], g: usize, i: usize) -> (i64, i64) {
     (c.start[i] + gpus[g].offset, c.end[i] + gpus[g].offset)
 }
 
-/// Collective `c`'s last member (the latest start; of equal ones the later GPU, as the
-/// exports' analysis picks), its start, and the median and first starts.
-fn arrivals(
-    gpus: &[Gpu],
-    m: &Matched,
-    c: usize,
-    starts: &mut Vec<i64>,
-) -> (usize, usize, i64, i64, i64) {
-    starts.clear();
-    let mut last = (0, 0, i64::MIN);
-    for (g, i) in m.group(c) {
-        let s = times(gpus, g, i).0;
-        starts.push(s);
-        if s >= last.2 {
-            last = (g, i, s);
-        }
-    }
-    starts.sort_unstable();
-    (
-        last.0,
-        last.1,
-        last.2,
-        starts[(starts.len() - 1) / 2],
-        starts[0],
-    )
+/// How a collective's kernels started, on the reference clock: its last member (the
+/// latest start; of equal ones the later GPU, as the exports' analysis picks) and when,
+/// and the median and first starts.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    gpu: usize,
+    i: usize,
+    last: i64,
+    median: i64,
+    first: i64,
 }
 
-fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits {
+/// Every collective's arrivals, worked out once for the waits, the heatmap, the path and
+/// the straggler.
+fn arrivals(gpus: &[Gpu], m: &Matched) -> Vec<Arrival> {
+    let mut starts = Vec::with_capacity(m.width());
+    (0..m.len())
+        .map(|c| {
+            starts.clear();
+            let mut last = (0, 0, i64::MIN);
+            for (g, i) in m.group(c) {
+                let s = times(gpus, g, i).0;
+                starts.push(s);
+                if s >= last.2 {
+                    last = (g, i, s);
+                }
+            }
+            starts.sort_unstable();
+            Arrival {
+                gpu: last.0,
+                i: last.1,
+                last: last.2,
+                median: starts[(starts.len() - 1) / 2],
+                first: starts[0],
+            }
+        })
+        .collect()
+}
+
+fn waits(
+    gpus: &[Gpu],
+    devices: &[JobGpu],
+    m: &Matched,
+    arrivals: &[Arrival],
+    top: usize,
+) -> JobWaits {
     let mut per: Vec<GpuWait> = m
         .gpus
         .iter()
@@ -492,9 +496,8 @@ fn waits(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, top: usize) -> JobWaits 
     let mut late: Vec<(i64, usize, usize, i64)> = Vec::with_capacity(m.len());
     let mut last_by_collective = Vec::with_capacity(m.len());
     let mut held_back_by_collective_ns = Vec::with_capacity(m.len());
-    let mut starts = Vec::with_capacity(m.width());
-    for c in 0..m.len() {
-        let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
+    for (c, a) in arrivals.iter().enumerate() {
+        let (lg, li, last_start, median) = (a.gpu, a.i, a.last, a.median);
         for (slot, (g, i)) in m.group(c).enumerate() {
             let (s, e) = times(gpus, g, i);
             let wait = (last_start - s).clamp(0, e - s);
@@ -563,7 +566,7 @@ fn job_iterations(gpus: &[Gpu]) -> JobIterations {
     }
 }
 
-fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
+fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) -> Heatmap {
     let count = gpus.iter().map(Gpu::iteration_count).max().unwrap_or(0);
     let mut out = Heatmap {
         devices: devices.iter().map(|d| d.key.clone()).collect(),
@@ -574,9 +577,8 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
         wait_ns: vec![vec![0; count]; gpus.len()],
         held_back_ns: vec![vec![0; count]; gpus.len()],
     };
-    let mut starts = Vec::with_capacity(m.width());
-    for c in 0..m.len() {
-        let (lg, li, last_start, median, _) = arrivals(gpus, m, c, &mut starts);
+    for (c, a) in arrivals.iter().enumerate() {
+        let (lg, li, last_start, median) = (a.gpu, a.i, a.last, a.median);
         for (g, i) in m.group(c) {
             let Some(k) = gpus[g]
                 .iteration_at(gpus[g].c().start[i])
@@ -595,13 +597,12 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched) -> Heatmap {
 }
 
 /// The collectives of iteration `k` (by the last member's iteration), in time order.
-fn collectives_in(gpus: &[Gpu], m: &Matched, k: usize) -> Vec<usize> {
-    let mut starts = Vec::new();
-    let mut out: Vec<(i64, usize)> = (0..m.len())
-        .filter_map(|c| {
-            let (g, i, s, _, _) = arrivals(gpus, m, c, &mut starts);
-            (gpus[g].iteration_at(gpus[g].c().start[i]) == Some(k)).then_some((s, c))
-        })
+fn collectives_in(gpus: &[Gpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
+    let mut out: Vec<(i64, usize)> = arrivals
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| gpus[a.gpu].iteration_at(gpus[a.gpu].c().start[a.i]) == Some(k))
+        .map(|(c, a)| (a.last, c))
         .collect();
     out.sort_unstable();
     out.into_iter().map(|x| x.1).collect()
@@ -630,13 +631,18 @@ fn doing(gpus: &[Gpu], g: usize, i: usize) -> (String, i64, i64) {
     }
 }
 
-fn critical_path(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, k: usize) -> CriticalPath {
-    let mut starts = Vec::new();
+fn critical_path(gpus: &[Gpu], devices: &[JobGpu], arrivals: &[Arrival], k: usize) -> CriticalPath {
     let mut previous_end: Option<i64> = None;
-    let steps = collectives_in(gpus, m, k)
+    let steps = collectives_in(gpus, arrivals, k)
         .into_iter()
         .map(|c| {
-            let (g, i, start, _, first) = arrivals(gpus, m, c, &mut starts);
+            let Arrival {
+                gpu: g,
+                i,
+                last: start,
+                first,
+                ..
+            } = arrivals[c];
             let end = times(gpus, g, i).1;
             let segment = previous_end.map_or(0, |e| (start - e).max(0));
             previous_end = Some(end);
@@ -697,16 +703,16 @@ fn straggler(
     gpus: &[Gpu],
     devices: &[JobGpu],
     m: &Matched,
+    arrivals: &[Arrival],
     its: &JobIterations,
     span: (i64, i64),
 ) -> Option<JobFinding> {
     let k = its.slowest_index?;
-    let mut starts = Vec::new();
-    let (c, g, i, start, lateness) = collectives_in(gpus, m, k)
+    let (c, g, i, start, lateness) = collectives_in(gpus, arrivals, k)
         .into_iter()
         .map(|c| {
-            let (g, i, s, _, first) = arrivals(gpus, m, c, &mut starts);
-            (c, g, i, s, s - first)
+            let a = arrivals[c];
+            (c, a.gpu, a.i, a.last, a.last - a.first)
         })
         .max_by_key(|x| (x.4, std::cmp::Reverse(x.0)))?;
     if lateness <= 0 {

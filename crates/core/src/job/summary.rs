@@ -106,27 +106,6 @@ impl Collectives {
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
-
-    /// Whether every column has one entry a collective (a decoded file is checked).
-    pub fn is_consistent(&self) -> bool {
-        let n = self.len();
-        [
-            self.end.len(),
-            self.name.len(),
-            self.comm.len(),
-            self.seq.len(),
-            self.bytes.len(),
-            self.call.len(),
-            self.call_start.len(),
-            self.call_ns.len(),
-            self.cpu_start.len(),
-            self.cpu_ns.len(),
-            self.nvtx.len(),
-            self.since_ns.len(),
-        ]
-        .iter()
-        .all(|&l| l == n)
-    }
 }
 
 impl RankSummary {
@@ -177,13 +156,11 @@ pub fn summarize(trace: &Trace, overview: &Overview, source: FileIdentity) -> Ra
             .per_device
             .iter()
             .find(|i| i.device == device.id);
-        let mut gaps: Vec<&crate::analysis::gaps::Gap> = overview
-            .gaps
-            .iter()
-            .filter(|g| g.device_id() == device.id)
+        let gaps: Vec<&crate::analysis::gaps::Gap> = overview
+            .longest_gaps_of(device.id, TOP_GAPS)
+            .into_iter()
+            .map(|i| &overview.gaps[i])
             .collect();
-        gaps.sort_by_key(|g| (std::cmp::Reverse(g.duration_ns), g.start_ns));
-        gaps.truncate(TOP_GAPS);
         gpus.push(GpuSummary {
             device: device.id.0,
             model: Some(device.name.clone()).filter(|n| !n.is_empty()),

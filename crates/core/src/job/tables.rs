@@ -10,34 +10,13 @@ use crate::tables::{Column, Table};
 /// The tables' names, as the files are named (`STEM.NAME.parquet`).
 pub const NAMES: [&str; 4] = ["collectives", "iterations", "gpus", "gaps"];
 
-fn names(s: &RankSummary, ids: impl Iterator<Item = u32>, texts: &Arc<Vec<String>>) -> Column {
-    let _ = s;
+/// A column of a summary's names (its strings, [`NO_TEXT`] for none).
+fn names(ids: impl Iterator<Item = u32>, texts: &Arc<Vec<String>>) -> Column {
     Column::Names {
         ids: ids
             .map(|i| if i == NO_TEXT { -1 } else { i as i32 })
             .collect(),
         texts: texts.clone(),
-    }
-}
-
-fn text_column(values: Vec<Option<String>>) -> Column {
-    let mut texts: Vec<String> = Vec::new();
-    let mut ids = Vec::with_capacity(values.len());
-    for v in values {
-        ids.push(match v {
-            Some(t) => match texts.iter().position(|x| *x == t) {
-                Some(i) => i as i32,
-                None => {
-                    texts.push(t);
-                    texts.len() as i32 - 1
-                }
-            },
-            None => -1,
-        });
-    }
-    Column::Names {
-        ids,
-        texts: Arc::new(texts),
     }
 }
 
@@ -67,11 +46,11 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ("end_ns", i64s(&|c| &c.end)),
                     (
                         "name",
-                        names(s, all().flat_map(|c| c.name.iter().copied()), &texts),
+                        names(all().flat_map(|c| c.name.iter().copied()), &texts),
                     ),
                     (
                         "comm",
-                        names(s, all().flat_map(|c| c.comm.iter().copied()), &texts),
+                        names(all().flat_map(|c| c.comm.iter().copied()), &texts),
                     ),
                     (
                         "seq",
@@ -91,7 +70,7 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ),
                     (
                         "call",
-                        names(s, all().flat_map(|c| c.call.iter().copied()), &texts),
+                        names(all().flat_map(|c| c.call.iter().copied()), &texts),
                     ),
                     ("call_start_ns", i64s(&|c| &c.call_start)),
                     ("call_ns", i64s(&|c| &c.call_ns)),
@@ -99,7 +78,7 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ("cpu_ns", i64s(&|c| &c.cpu_ns)),
                     (
                         "nvtx",
-                        names(s, all().flat_map(|c| c.nvtx.iter().copied()), &texts),
+                        names(all().flat_map(|c| c.nvtx.iter().copied()), &texts),
                     ),
                     ("since_previous_ns", i64s(&|c| &c.since_ns)),
                 ],
@@ -155,7 +134,7 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ),
                     (
                         "model",
-                        text_column(s.gpus.iter().map(|g| g.model.clone()).collect()),
+                        Column::of_texts(s.gpus.iter().map(|g| g.model.clone())),
                     ),
                     ("utc_start_ns", Column::I64(vec![utc; s.gpus.len()])),
                     (
@@ -197,20 +176,17 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                     ),
                     (
                         "cause",
-                        text_column(rows().map(|r| Some(r.1.cause.clone())).collect()),
+                        Column::of_texts(rows().map(|r| Some(r.1.cause.clone()))),
                     ),
                     (
                         "before",
-                        text_column(rows().map(|r| Some(r.1.before.clone())).collect()),
+                        Column::of_texts(rows().map(|r| Some(r.1.before.clone()))),
                     ),
                     (
                         "after",
-                        text_column(rows().map(|r| Some(r.1.after.clone())).collect()),
+                        Column::of_texts(rows().map(|r| Some(r.1.after.clone()))),
                     ),
-                    (
-                        "nvtx",
-                        text_column(rows().map(|r| r.1.nvtx.clone()).collect()),
-                    ),
+                    ("nvtx", Column::of_texts(rows().map(|r| r.1.nvtx.clone()))),
                 ],
             }
         }

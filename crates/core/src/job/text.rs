@@ -17,18 +17,13 @@ fn pct(part: i64, all: i64) -> f64 {
 /// vs transfer, the late collectives, the slowest iteration's critical path, the top gaps.
 pub fn text(job: &Job, top: usize) -> String {
     let mut out = String::new();
-    let aligned = job
-        .files
-        .iter()
-        .filter(|f| f.alignment.label() == "collectives")
-        .count();
     let _ = writeln!(
         out,
         "Job of {} ranks ({} GPUs) from their summaries, {} long; {} of {} clocks aligned by collectives",
         job.files.len(),
         job.devices.len(),
         format_ns(job.span_ns.1 - job.span_ns.0),
-        aligned + usize::from(!job.files.is_empty()),
+        job.clocks_aligned(),
         job.files.len()
     );
     if job.findings.is_empty() {

@@ -137,8 +137,9 @@ pub fn merge_loaded(
     (trace, reports, files)
 }
 
-/// Base names, made unique with their folder when two are alike.
-fn file_names(paths: &[PathBuf]) -> Vec<String> {
+/// Base names, made unique with their folder when two are alike (a job's summaries name
+/// their exports so too).
+pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
     let base = |p: &PathBuf| {
         p.file_name().map_or_else(
             || p.display().to_string(),
@@ -160,7 +161,7 @@ fn file_names(paths: &[PathBuf]) -> Vec<String> {
 }
 
 /// One file's clock against the first's.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Offset {
     pub offset_ns: i64,
     pub utc_offset_ns: Option<i64>,
