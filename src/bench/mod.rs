@@ -393,9 +393,10 @@ pub fn bench_report(file: &Path) -> Result<(), String> {
             phase("findings: replays"),
         );
         println!(
-            "round {round}: load {loaded:.3} s, analyses {:.3} s, findings ({} replays) {:.3} s, the rest (critical path, JSON, exit) {:.3} s, report --json {seconds:.3} s; sqlite3 scans around it {:.3} / {:.3} s (narrow {:.3} / {:.3} s); ratio {:.2} (narrow {:.2}); load alone to the narrow scan {:.2}",
+            "round {round}: load {loaded:.3} s, analyses {:.3} s, findings ({} replays in {} walks) {:.3} s, the rest (critical path, JSON, exit) {:.3} s, report --json {seconds:.3} s; sqlite3 scans around it {:.3} / {:.3} s (narrow {:.3} / {:.3} s); ratio {:.2} (narrow {:.2}); load alone to the narrow scan {:.2}",
             analysed - loaded,
             run.replays,
+            run.walks,
             found - analysed,
             seconds - found,
             scans[round - 1],
@@ -433,8 +434,10 @@ struct ReportRun {
     seconds: f64,
     /// Its phases' ends (seconds from its start), from its scope trace.
     phase_ends: Vec<(String, f64)>,
-    /// The replays the findings ran (each change's, spans only).
+    /// The replays the findings ran (each change's, spans only), and the walks of the
+    /// trace they took (a few changes a walk).
     replays: usize,
+    walks: usize,
 }
 
 fn cold_report_process(file: &Path) -> Result<ReportRun, String> {
@@ -462,14 +465,17 @@ fn cold_report_process(file: &Path) -> Result<ReportRun, String> {
             Some((name.trim().to_string(), time.parse().ok()?))
         })
         .collect();
-    let replays = trace
-        .lines()
-        .filter(|l| l.trim_end().ends_with("- what-if replay (spans)"))
-        .count();
+    let count = |name: &str| {
+        trace
+            .lines()
+            .filter(|l| l.trim_end().ends_with(&format!("- {name}")))
+            .count()
+    };
     Ok(ReportRun {
         seconds,
         phase_ends,
-        replays,
+        replays: count("what-if replay (spans)"),
+        walks: count("what-if walk (spans)"),
     })
 }
 

@@ -212,3 +212,161 @@ fn a_replay_tells_how_far_it_is() {
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert_eq!(seen.last(), Some(&1.0));
 }
+
+/// The changes to replay on `trace`: its findings' (and their upper bounds'), and one of
+/// each kind besides — syncs removed, a kernel made faster, NCCL on its own stream with and
+/// without its dependencies, host work and a stall removed, copies dropped, blocks
+/// captured as graphs.
+fn changes_of(trace: &Trace) -> Vec<Change> {
+    let o = overview(trace, &Options::default());
+    let found = nsys_explorer_core::findings::detect(trace, &o);
+    let mut changes: Vec<Change> = found
+        .iter()
+        .flat_map(|f| [f.change.clone(), f.upper_change.clone()])
+        .flatten()
+        .collect();
+    let top = o.kernels.first().map(|k| regex::escape(&k.name));
+    let busiest = trace.threads.iter().max_by_key(|t| t.api.len());
+    changes.extend([
+        Change::default(),
+        Change {
+            remove_sync: vec!["Synchronize".into()],
+            ..Default::default()
+        },
+        Change {
+            scale_kernels: top
+                .map(|t| (regex::Regex::new(&t).unwrap(), 0.5))
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        },
+        Change {
+            nccl_own_stream: true,
+            ..Default::default()
+        },
+        Change {
+            nccl_own_stream: true,
+            nccl_no_dependencies: true,
+            ..Default::default()
+        },
+        Change {
+            remove_cpu: vec!["aten".into()],
+            ..Default::default()
+        },
+        Change {
+            drop_copies: vec!["Memcpy".into(), "memcpy".into()],
+            ..Default::default()
+        },
+        Change {
+            capture_graphs: vec!["attention".into(), "ffn".into(), "block".into()],
+            ..Default::default()
+        },
+        Change {
+            remove_stalls: busiest
+                .filter(|t| t.api.len() > 10)
+                .map(|t| {
+                    let n = t.api.len();
+                    nsys_explorer_core::whatif::HostSpan {
+                        tid: t.tid,
+                        start_ns: t.api.start[n / 4],
+                        end_ns: t.api.end[n / 2],
+                    }
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        },
+    ]);
+    changes
+}
+
+/// Several changes replayed in one walk of the trace give each change what its own replay
+/// gives, to the nanosecond, and the findings' savings (their changes a few to a walk) are
+/// the single replays' — on runs of every shape the generator makes and the real exports.
+#[test]
+fn changes_walked_together_give_what_each_replay_alone_gives() {
+    use nsys_explorer_core::whatif::{Prepared, predicted_spans_of, predicted_spans_with};
+    use std::sync::atomic::AtomicBool;
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = || SynthOptions::new(Preset::Tiny);
+    let shapes = [
+        ("plain", tiny()),
+        (
+            "sync after each collective",
+            SynthOptions {
+                sync_after_collective: true,
+                ..tiny()
+            },
+        ),
+        (
+            "launch-bound",
+            SynthOptions {
+                host_per_op_ns: Some(2_000_000),
+                ..tiny()
+            },
+        ),
+        (
+            "CUDA graphs",
+            SynthOptions {
+                cuda_graphs: Some(synth::GraphTrace::Node),
+                ..tiny()
+            },
+        ),
+    ];
+    let mut traces: Vec<(String, Trace)> = shapes
+        .into_iter()
+        .map(|(name, options)| {
+            let file = format!("{}.sqlite", name.replace(' ', "-"));
+            (name.to_string(), generated(dir.path(), &file, options))
+        })
+        .collect();
+    for path in common::real_fixtures() {
+        traces.push((path.display().to_string(), load::load(&path).unwrap().0));
+    }
+    let never = AtomicBool::new(false);
+    let mut compared = 0;
+    for (name, trace) in &traces {
+        let changes = changes_of(trace);
+        let prepared = Prepared::new(trace);
+        let all: Vec<&Change> = changes.iter().collect();
+        let together = predicted_spans_of(trace, &prepared, &all, None, &never).unwrap();
+        for (change, spans) in changes.iter().zip(&together) {
+            let alone = predicted_spans_with(trace, &prepared, change, None);
+            assert_eq!(spans, &alone, "{name}: {:?}", change.to_args());
+            compared += 1;
+        }
+        // The findings' savings, replayed a few to a walk in parallel.
+        let o = overview(trace, &Options::default());
+        let found = nsys_explorer_core::findings::detect(trace, &o);
+        let savings =
+            nsys_explorer_core::findings::replay_savings(trace, &o, &found, &never, |_, _| {})
+                .unwrap();
+        let measured = nsys_explorer_core::whatif::measured_spans(trace);
+        let saving_of = |c: &Change| {
+            let spans = predicted_spans_with(trace, &prepared, c, Some(&o.gaps));
+            measured
+                .iter()
+                .zip(&spans)
+                .map(|(m, p)| m - p)
+                .max()
+                .unwrap_or(0)
+        };
+        for (f, s) in found.iter().zip(&savings) {
+            let alone = f.change.as_ref().map(|c| {
+                let saving = saving_of(c);
+                (
+                    saving,
+                    f.upper_change.as_ref().map(|u| saving_of(u).max(saving)),
+                )
+            });
+            assert_eq!(*s, alone, "{name}: {}", f.title);
+        }
+    }
+    assert!(compared > 100, "{compared} changes compared");
+    // A cancelled walk gives nothing.
+    let (_, trace) = &traces[0];
+    let prepared = Prepared::new(trace);
+    let change = Change::default();
+    let cancelled = AtomicBool::new(true);
+    assert!(predicted_spans_of(trace, &prepared, &[&change], None, &cancelled).is_none());
+}

@@ -3,10 +3,54 @@
 
 use super::*;
 
+/// Whether a string's text contains one of some needles, each string or template tested
+/// once: a trace has millions of ranges, and a text built for each took most of a
+/// change's setup.
+pub(super) struct TextMatch<'a> {
+    strings: &'a crate::trace::StringTable,
+    needles: &'a [String],
+    /// No needle holds a digit: a text's digit-free stretches are its template's, so its
+    /// template answers for every text of it.
+    by_template: bool,
+    known: rustc_hash::FxHashMap<u32, bool>,
+}
+
+impl<'a> TextMatch<'a> {
+    pub(super) fn new(strings: &'a crate::trace::StringTable, needles: &'a [String]) -> Self {
+        Self {
+            strings,
+            needles,
+            by_template: !needles
+                .iter()
+                .any(|n| n.bytes().any(|b| b.is_ascii_digit())),
+            known: Default::default(),
+        }
+    }
+
+    pub(super) fn contains(&mut self, id: crate::trace::StrId) -> bool {
+        let (strings, needles) = (self.strings, self.needles);
+        let key = if self.by_template {
+            strings.template_of(id)
+        } else {
+            id
+        };
+        *self.known.entry(key).or_insert_with(|| {
+            if self.by_template {
+                needles
+                    .iter()
+                    .any(|n| strings.template_contains(key, n.as_bytes()))
+            } else {
+                let text = strings.get(id);
+                needles.iter().any(|n| text.contains(n.as_str()))
+            }
+        })
+    }
+}
+
 /// Per thread, the synchronising calls (indices, sorted) to make non-blocking: those whose
 /// name, or the text of an NVTX range around them, contains one of `texts`.
 pub(super) fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]) -> Vec<Vec<u32>> {
-    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    let mut matches = TextMatch::new(&trace.strings, texts);
     trace
         .threads
         .iter()
@@ -14,19 +58,21 @@ pub(super) fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]
             if texts.is_empty() {
                 return Vec::new();
             }
+            // The ranges starting up to each call, followed as the calls go.
+            let mut n = 0;
             (0..th.api.len())
                 .filter(|&k| sync_names[th.api.name[k] as usize])
                 .filter(|&k| {
                     let (s, e) = (th.api.start[k], th.api.end[k]);
-                    if matches(&trace.strings.get(th.api.name[k])) {
+                    if matches.contains(th.api.name[k]) {
                         return true;
                     }
                     // The ranges open around the call: nested ranges start before it and
                     // end after it; the innermost are the latest to start.
-                    let n = th.nvtx.start.partition_point(|&x| x <= s);
+                    n = gallop(n, th.nvtx.len(), |r| th.nvtx.start[r] <= s);
                     (n.saturating_sub(RANGES_LOOKED_AT)..n)
                         .filter(|&r| th.nvtx.end[r] >= e)
-                        .any(|r| matches(&trace.strings.get(th.nvtx.text[r])))
+                        .any(|r| matches.contains(th.nvtx.text[r]))
                 })
                 .map(|k| k as u32)
                 .collect()
@@ -48,6 +94,7 @@ pub(super) fn spans_of_ranges(
     texts: &[String],
     span: impl Fn(&crate::trace::Thread, usize) -> Option<(i64, i64)>,
 ) -> Vec<Vec<(i64, i64)>> {
+    let mut matches = TextMatch::new(&trace.strings, texts);
     trace
         .threads
         .iter()
@@ -56,10 +103,7 @@ pub(super) fn spans_of_ranges(
                 return Vec::new();
             }
             let mut spans: Vec<(i64, i64)> = (0..th.nvtx.len())
-                .filter(|&r| {
-                    let text = trace.strings.get(th.nvtx.text[r]);
-                    texts.iter().any(|n| text.contains(n.as_str()))
-                })
+                .filter(|&r| matches.contains(th.nvtx.text[r]))
                 .filter_map(|r| span(th, r))
                 .collect();
             spans.sort_unstable();
@@ -213,7 +257,7 @@ pub(super) fn dropped_copies(
     if texts.is_empty() {
         return out;
     }
-    let matches = |text: &str| texts.iter().any(|n| text.contains(n.as_str()));
+    let mut matches = TextMatch::new(&trace.strings, texts);
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
             let ops = &stream.ops;
@@ -225,10 +269,10 @@ pub(super) fn dropped_copies(
                     stream: s as u32,
                     op: i as u32,
                 };
-                let hit = matches(&trace.strings.get(ops.name[i]))
+                let hit = matches.contains(ops.name[i])
                     || launch_nvtx_path(trace, device, op)
                         .into_iter()
-                        .any(|id| matches(&trace.strings.get(id)));
+                        .any(|id| matches.contains(id));
                 if hit {
                     out.insert((d as u32, s as u32, i as u32));
                 }
@@ -238,37 +282,46 @@ pub(super) fn dropped_copies(
     out
 }
 
-/// With NCCL on a stream of its own, what each op of a stream that ran NCCL still waits
-/// for (an op index on the same stream, or [`NONE`]), as [`NCCL_DEPENDENCIES`] says: a
-/// collective, the compute op before it; a compute op, the collective before the latest
-/// one launched before it.
-pub(super) fn nccl_dependencies(trace: &Trace) -> Vec<Vec<Vec<u32>>> {
-    trace
-        .devices
-        .iter()
-        .map(|d| {
-            d.streams
-                .iter()
-                .map(|s| {
-                    let ops = &s.ops;
-                    let mut deps = vec![NONE; ops.len()];
-                    if !ops.kind.contains(&OpKind::Nccl) {
-                        return deps;
-                    }
-                    let (mut last_compute, mut latest, mut before_latest) = (NONE, NONE, NONE);
-                    for (i, dep) in deps.iter_mut().enumerate() {
-                        if ops.kind[i] == OpKind::Nccl {
-                            *dep = last_compute;
-                            before_latest = latest;
-                            latest = i as u32;
-                        } else {
-                            *dep = before_latest;
-                            last_compute = i as u32;
-                        }
-                    }
-                    deps
-                })
-                .collect()
-        })
-        .collect()
+#[cfg(test)]
+mod tests {
+    use super::TextMatch;
+    use crate::trace::StringTable;
+
+    #[test]
+    fn a_text_match_answers_as_the_texts_do() {
+        let mut table = StringTable::new();
+        let texts = [
+            "aten::item",
+            "aten::linear, sizes = [[2, 77, 4096], [4096, 4096]]",
+            "aten::linear, sizes = [[2, 78, 4096], [4096, 4096]]",
+            "layer_12 attention",
+            "layer_3 attention",
+            "denoising_step_5",
+            "ncclDevKernel_AllToAll4D",
+            "",
+        ];
+        let ids: Vec<u32> = texts.iter().map(|t| table.intern(t)).collect();
+        table.freeze();
+        let needles: [&[&str]; 8] = [
+            &["item"],
+            &["linear"],
+            &["77"],
+            &["layer_1"],
+            &["12 att", "step"],
+            &["4D"],
+            &["sizes = [[2"],
+            &["absent", "tention"],
+        ];
+        for needles in needles {
+            let needles: Vec<String> = needles.iter().map(|n| n.to_string()).collect();
+            let mut matches = TextMatch::new(&table, &needles);
+            // Twice: the second answers from what the first learnt.
+            for _ in 0..2 {
+                for (&id, text) in ids.iter().zip(texts) {
+                    let expected = needles.iter().any(|n| text.contains(n.as_str()));
+                    assert_eq!(matches.contains(id), expected, "{needles:?} in {text:?}");
+                }
+            }
+        }
+    }
 }

@@ -10,20 +10,76 @@ pub(super) struct Times {
     /// the realistic large trace).
     pub(super) op_start: Option<Vec<Vec<Vec<i64>>>>,
     pub(super) op_end: Vec<Vec<Vec<i64>>>,
-    /// Every call's replayed end, [`UNSET`] until the replay reaches it. A call's start is
-    /// not kept beside it (35 MB a replay on the realistic large trace): a call that does
-    /// not synchronise keeps its duration, a removed stall takes none (see
-    /// [`call_start`]); a synchronising call's start is kept in `sync_start`.
-    pub(super) call_end: Vec<Vec<i64>>,
-    /// Per thread, the replayed start of each synchronising call, in the order of
+    /// Per thread, its calls' replayed times, kept as how far they moved (see
+    /// [`ThreadCalls`]).
+    pub(super) calls: Vec<ThreadCalls>,
+    /// Per thread, the replayed start and end of each synchronising call, in the order of
     /// [`Prepared::sync_calls`].
     pub(super) sync_start: Vec<Vec<i64>>,
+    pub(super) sync_end: Vec<Vec<i64>>,
     /// Per thread, the CPU spans the change removes as stalls.
     pub(super) stalls: Vec<Vec<(i64, i64)>>,
     /// Per device, the earliest replayed kernel start (`i64::MAX` before any).
     pub(super) first_kernel_start: Vec<i64>,
     /// Per collective, the latest replayed start of its kernels so far.
     pub(super) latest_start: Vec<i64>,
+}
+
+/// One thread's calls as replayed, kept as the shift of their starts. A call that does
+/// not synchronise keeps its duration and the CPU time before it (less what the change
+/// cuts), so it moves as the call before it did: the shift changes only at a
+/// synchronising call, a removed stall or a cut, and only those changes are kept — not a
+/// time for every call (35 MB a replay on the realistic large trace, written and read
+/// back by every launch).
+pub(super) struct ThreadCalls {
+    /// How many of the thread's calls the replay has reached (their starts replayed).
+    pub(super) reached: u32,
+    /// The replayed end of the last call reached, [`UNSET`] while not known (a
+    /// synchronising call before its end).
+    last_end: i64,
+    /// From which call on each shift holds (ascending; the first is call 0), and the shift.
+    from: Vec<u32>,
+    shift: Vec<i64>,
+    /// Where the last lookup found its shift: launches look their calls up nearly in order.
+    at: std::cell::Cell<usize>,
+}
+
+impl ThreadCalls {
+    fn new() -> Self {
+        Self {
+            reached: 0,
+            last_end: UNSET,
+            from: Vec::new(),
+            shift: Vec::new(),
+            at: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Call `k`, the next one, starts `shift` after its recorded start.
+    fn reach(&mut self, k: u32, shift: i64) {
+        debug_assert_eq!(k, self.reached, "a thread's calls are reached in order");
+        if self.shift.last() != Some(&shift) {
+            self.from.push(k);
+            self.shift.push(shift);
+        }
+        self.reached = k + 1;
+    }
+
+    /// How far call `k` (reached) moved: looked for near the last place found, else
+    /// searched.
+    pub(super) fn shift_of(&self, k: u32) -> i64 {
+        const NEAR: usize = 8;
+        let from = &self.from;
+        let last = self.at.get().min(from.len() - 1);
+        let (lo, hi) = (last.saturating_sub(NEAR), (last + NEAR + 1).min(from.len()));
+        let i = if from[lo] <= k && from.get(hi).is_none_or(|&f| f > k) {
+            lo + from[lo..hi].partition_point(|&f| f <= k) - 1
+        } else {
+            from.partition_point(|&f| f <= k) - 1
+        };
+        self.at.set(i);
+        self.shift[i]
+    }
 }
 
 /// What a replay keeps of every op.
@@ -39,17 +95,21 @@ pub(super) const UNSET: i64 = i64::MIN;
 /// Events between two progress reports.
 pub(super) const PROGRESS_EVERY: usize = 1 << 18;
 
+/// Per thread, the synchronising calls a change removes (see [`removed_syncs`]).
+type RemovedSyncs = std::rc::Rc<Vec<Vec<u32>>>;
+
 /// One change's replay: what the change touches, worked out before the walk, and the
-/// times so far. (Several changes walked in one pass, each event's rows read once for all,
-/// measured no faster than one walk each in parallel, and held more memory: the walk is
-/// bound by each change's own work. See docs/benchmarks.md.)
+/// times so far. Several are stepped through one walk (see [`replay_times_of`]).
 struct Replay<'a> {
     change: &'a Change,
-    removed: Vec<Vec<u32>>,
+    /// Per thread, the synchronising calls the change removes (shared by the changes of a
+    /// walk that remove the same).
+    removed: RemovedSyncs,
     dropped: rustc_hash::FxHashSet<(u32, u32, u32)>,
-    nccl_deps: Option<Vec<Vec<Vec<u32>>>>,
-    /// Per string, the factor its kernels' durations are scaled by (empty: none scaled).
-    scale: Vec<f64>,
+    /// With NCCL on a stream of its own, per stream, where its kinds of op were last
+    /// (see [`NcclOrder`]).
+    nccl_order: Option<Vec<Vec<NcclOrder>>>,
+    scale: KernelScale,
     /// Per thread, the CPU time the change removes.
     cut: Vec<Vec<(i64, i64)>>,
     /// Per thread, the first span of `cut` that may still overlap the calls to come: a
@@ -72,27 +132,32 @@ impl<'a> Replay<'a> {
         trace: &Trace,
         prep: &Prepared,
         change: &'a Change,
+        removed: RemovedSyncs,
         gaps: Option<&[Gap]>,
         keep: Keep,
     ) -> Replay<'a> {
-        let sync_names = &prep.sync_names;
-        let removed = removed_syncs(trace, sync_names, &change.remove_sync);
         let mut stalls = stall_spans(trace, &change.remove_stalls);
         add_spans(&mut stalls, &capture_spans(trace, &change.capture_graphs));
         let dropped = dropped_copies(trace, &change.drop_copies);
-        let nccl_deps = (change.nccl_own_stream && !change.nccl_no_dependencies)
-            .then(|| nccl_dependencies(trace));
+        let nccl_order = change.nccl_own_stream.then(|| {
+            trace
+                .devices
+                .iter()
+                .map(|d| vec![NcclOrder::default(); d.streams.len()])
+                .collect()
+        });
         let t = Times {
             op_start: (keep == Keep::Starts).then(|| shape_of_ops(trace)),
             op_end: shape_of_ops(trace),
             first_kernel_start: vec![i64::MAX; trace.devices.len()],
             latest_start: vec![i64::MIN; prep.groups.len()],
-            call_end: trace
-                .threads
-                .iter()
-                .map(|th| vec![UNSET; th.api.len()])
-                .collect(),
+            calls: trace.threads.iter().map(|_| ThreadCalls::new()).collect(),
             sync_start: prep
+                .sync_calls
+                .iter()
+                .map(|calls| vec![UNSET; calls.len()])
+                .collect(),
+            sync_end: prep
                 .sync_calls
                 .iter()
                 .map(|calls| vec![UNSET; calls.len()])
@@ -116,8 +181,8 @@ impl<'a> Replay<'a> {
             change,
             removed,
             dropped,
-            nccl_deps,
-            scale: kernel_scale(trace, change),
+            nccl_order,
+            scale: KernelScale::new(trace, change),
             cut_from: vec![(0, i64::MIN); cut.len()],
             cut,
             arrived: vec![0usize; prep.groups.len()],
@@ -137,24 +202,33 @@ impl<'a> Replay<'a> {
             Event::CallStart { thread, call } => {
                 let (ti, k) = (thread as usize, call as usize);
                 let api = &trace.threads[ti].api;
-                let start = if k == 0 || t.call_end[ti][k - 1] == UNSET {
+                let calls = &mut t.calls[ti];
+                let start = if k == 0 || calls.last_end == UNSET {
                     api.start[k]
                 } else {
                     // The CPU time between two calls is kept, less what the change removes.
                     let (a, b) = (api.end[k - 1], api.start[k]);
                     let removed = cut_overlap(&self.cut[ti], &mut self.cut_from[ti], a, b);
-                    t.call_end[ti][k - 1] + (b - a) - removed
+                    calls.last_end + (b - a) - removed
                 };
-                let sync = sync_names[api.name[k] as usize];
-                if sync {
+                calls.reach(call, start - api.start[k]);
+                // A removed stall: the call takes no time, a sync waits for nothing.
+                let stall = in_spans(&t.stalls[ti], api.start[k]);
+                if sync_names[api.name[k] as usize] {
                     let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
-                    t.sync_start[ti][slot.expect("a sync call")] = start;
-                }
-                if in_spans(&t.stalls[ti], api.start[k]) {
-                    // A removed stall: the call takes no time, a sync waits for nothing.
-                    t.call_end[ti][k] = start;
-                } else if !sync {
-                    t.call_end[ti][k] = start + (api.end[k] - api.start[k]);
+                    let slot = slot.expect("a sync call");
+                    t.sync_start[ti][slot] = start;
+                    if stall {
+                        t.sync_end[ti][slot] = start;
+                    }
+                    // Its end once replayed (already, when it ended as it started).
+                    calls.last_end = t.sync_end[ti][slot];
+                } else {
+                    calls.last_end = if stall {
+                        start
+                    } else {
+                        start + (api.end[k] - api.start[k])
+                    };
                 }
             }
             Event::SyncEnd { thread, call } => {
@@ -169,27 +243,43 @@ impl<'a> Replay<'a> {
                 // The call's own time: all of it but the wait for the GPU.
                 let own = e - observed.max(s);
                 let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
-                let start = t.sync_start[ti][slot.expect("a sync call")];
-                t.call_end[ti][k] =
-                    if is_removed(&self.removed[ti], &mut self.removed_from[ti], call) {
-                        start + own
-                    } else {
-                        start.max(replayed) + own
-                    };
+                let slot = slot.expect("a sync call");
+                // A call ending as it starts ends before its start is replayed: recorded.
+                let start = match t.sync_start[ti][slot] {
+                    UNSET => s,
+                    start => start,
+                };
+                let end = if is_removed(&self.removed[ti], &mut self.removed_from[ti], call) {
+                    start + own
+                } else {
+                    start.max(replayed) + own
+                };
+                t.sync_end[ti][slot] = end;
+                let calls = &mut t.calls[ti];
+                if calls.reached == call + 1 {
+                    calls.last_end = end;
+                }
             }
             Event::OpStart { device, stream, op } => {
                 let (d, s, i) = (device as usize, stream as usize, op as usize);
                 let ops = &trace.devices[d].streams[s].ops;
-                let mut start = op_start(trace, prep, t, self.change, d, s, i);
-                if let Some(deps) = &self.nccl_deps {
-                    let j = deps[d][s][i];
-                    if j != NONE && t.op_end[d][s][j as usize] != UNSET {
-                        start = start.max(t.op_end[d][s][j as usize]);
+                prefetch(&t.op_end[d][s], i + AHEAD);
+                // The op's predecessor on its stream, and with NCCL on a stream of its own
+                // the op it still waits for.
+                let (previous, dependency) = match &mut self.nccl_order {
+                    Some(order) => order[d][s].next(ops.kind[i] == OpKind::Nccl, op),
+                    None => (i.checked_sub(1), NONE),
+                };
+                let mut start = op_start(trace, prep, t, self.change, d, s, i, previous);
+                if dependency != NONE && !self.change.nccl_no_dependencies {
+                    let j = dependency as usize;
+                    if t.op_end[d][s][j] != UNSET {
+                        start = start.max(t.op_end[d][s][j]);
                     }
                 }
                 let mut duration = ops.end[i] - ops.start[i];
                 if ops.kind[i].is_kernel() {
-                    if let Some(&factor) = self.scale.get(ops.name[i] as usize) {
+                    if let Some(factor) = self.scale.of(ops.name[i]) {
                         duration = (duration as f64 * factor).round() as i64;
                     }
                 } else if self.dropped.contains(&(d as u32, s as u32, i as u32)) {
@@ -252,29 +342,58 @@ fn cut_overlap(spans: &[(i64, i64)], from: &mut (usize, i64), a: i64, b: i64) ->
         .sum()
 }
 
-/// Per string, the factor a change scales its kernels' durations by; empty when it scales
-/// none. Kernel names only are matched (a trace has millions of other strings), each once.
-fn kernel_scale(trace: &Trace, change: &Change) -> Vec<f64> {
-    if change.scale_kernels.is_empty() {
-        return Vec::new();
-    }
-    let mut scale = vec![1.0f64; trace.strings.len()];
-    let mut seen = vec![false; trace.strings.len()];
-    for s in trace.devices.iter().flat_map(|d| &d.streams) {
-        for i in 0..s.ops.len() {
-            let id = s.ops.name[i] as usize;
-            if s.ops.kind[i].is_kernel() && !std::mem::replace(&mut seen[id], true) {
-                let name = trace.strings.get(id as u32);
-                scale[id] = change
+/// The kernels a change makes faster or slower, by name: a bit per string says whether
+/// its kernels are scaled (a trace has millions of strings: a factor each took 16 MB a
+/// replay), the factor kept for those only. Kernel names only are matched, each once.
+struct KernelScale {
+    scaled: Vec<u64>,
+    factor: rustc_hash::FxHashMap<u32, f64>,
+}
+
+impl KernelScale {
+    fn new(trace: &Trace, change: &Change) -> Self {
+        let mut out = Self {
+            scaled: Vec::new(),
+            factor: Default::default(),
+        };
+        if change.scale_kernels.is_empty() {
+            return out;
+        }
+        let words = trace.strings.len().div_ceil(64);
+        out.scaled = vec![0; words];
+        let mut seen = vec![0u64; words];
+        for s in trace.devices.iter().flat_map(|d| &d.streams) {
+            for i in 0..s.ops.len() {
+                let id = s.ops.name[i];
+                let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
+                if !s.ops.kind[i].is_kernel() || seen[w] & bit != 0 {
+                    continue;
+                }
+                seen[w] |= bit;
+                let name = trace.strings.get(id);
+                let matched: Vec<f64> = change
                     .scale_kernels
                     .iter()
                     .filter(|(re, _)| re.is_match(&name))
                     .map(|(_, f)| *f)
-                    .product();
+                    .collect();
+                if !matched.is_empty() {
+                    out.scaled[w] |= bit;
+                    out.factor.insert(id, matched.iter().product());
+                }
             }
         }
+        out
     }
-    scale
+
+    /// The factor kernels named `name` are scaled by, if any.
+    fn of(&self, name: u32) -> Option<f64> {
+        let w = self.scaled.get(name as usize / 64)?;
+        if w & (1u64 << (name % 64)) == 0 {
+            return None;
+        }
+        self.factor.get(&name).copied()
+    }
 }
 
 /// The trace replayed with `change`: every op's and call's new time, event by event in
@@ -287,7 +406,41 @@ pub(super) fn replay_times(
     keep: Keep,
     progress: &dyn Fn(f32),
 ) -> Times {
-    let mut replay = Replay::new(trace, prep, change, gaps, keep);
+    let never = std::sync::atomic::AtomicBool::new(false);
+    replay_times_of(trace, prep, &[change], gaps, keep, progress, &never)
+        .and_then(|mut times| times.pop())
+        .expect("a replay nobody cancels")
+}
+
+/// The trace replayed with each of `changes`, in one walk of the recorded order: each
+/// event's rows are read once for all the changes (the walk is bound by those reads, in an
+/// order that jumps between streams and threads), each change keeping times of its own.
+/// `None` once `cancel` is set.
+pub(super) fn replay_times_of(
+    trace: &Trace,
+    prep: &Prepared,
+    changes: &[&Change],
+    gaps: Option<&[Gap]>,
+    keep: Keep,
+    progress: &dyn Fn(f32),
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Option<Vec<Times>> {
+    // The syncs a change removes, worked out once for the changes that remove the same (a
+    // finding's change and its upper bound's, say).
+    let mut removed: Vec<(&[String], RemovedSyncs)> = Vec::new();
+    let mut replays: Vec<Replay> = Vec::new();
+    for change in changes {
+        let texts = &change.remove_sync[..];
+        let syncs = match removed.iter().find(|(t, _)| *t == texts) {
+            Some((_, syncs)) => syncs.clone(),
+            None => {
+                let syncs = std::rc::Rc::new(removed_syncs(trace, &prep.sync_names, texts));
+                removed.push((texts, syncs.clone()));
+                syncs
+            }
+        };
+        replays.push(Replay::new(trace, prep, change, syncs, gaps, keep));
+    }
     let events: Box<dyn Iterator<Item = Event>> = match &prep.order {
         Some(order) => Box::new(order.events(&prep.sync_calls)),
         None => Box::new(RecordedOrder::new(trace, &prep.sync_names)),
@@ -302,11 +455,65 @@ pub(super) fn replay_times(
         .max(1);
     for (n, e) in events.enumerate() {
         if n % PROGRESS_EVERY == 0 {
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
             progress(n as f32 / total as f32);
         }
-        replay.step(trace, prep, e);
+        prefetch_ahead(trace, prep, e);
+        for replay in &mut replays {
+            replay.step(trace, prep, e);
+        }
     }
-    replay.t
+    Some(replays.into_iter().map(|r| r.t).collect())
+}
+
+/// How far ahead of an event its source's rows are fetched into the cache.
+const AHEAD: usize = 16;
+
+/// Asks the cache for the rows the event's source will want a few events on. The walk
+/// reads some sixty columns, each in order but all interleaved: more sequential streams
+/// than the hardware follows, so each new cache line was a miss.
+#[inline]
+fn prefetch_ahead(trace: &Trace, prep: &Prepared, e: Event) {
+    match e {
+        Event::OpStart { device, stream, op } => {
+            let (d, s, i) = (device as usize, stream as usize, op as usize + AHEAD);
+            let ops = &trace.devices[d].streams[s].ops;
+            prefetch(&ops.start, i);
+            prefetch(&ops.end, i);
+            prefetch(&ops.kind, i);
+            prefetch(&ops.name, i);
+            prefetch(&ops.launch_thread, i);
+            prefetch(&ops.launch_call, i);
+            prefetch(&prep.member[d][s], i);
+        }
+        Event::CallStart { thread, call } => {
+            let api = &trace.threads[thread as usize].api;
+            let k = call as usize + AHEAD;
+            prefetch(&api.start, k);
+            prefetch(&api.end, k);
+            prefetch(&api.name, k);
+        }
+        Event::SyncEnd { .. } => {}
+    }
+}
+
+/// Asks the cache for `column[i]`, if there is one.
+#[inline]
+fn prefetch<T>(column: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = column.get(i) {
+        // SAFETY: a prefetch changes nothing the program sees, and `x` is in `column`.
+        #[allow(unsafe_code)]
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                (x as *const T).cast(),
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (column, i);
 }
 
 pub(super) fn shape_of_ops(trace: &Trace) -> Vec<Vec<Vec<i64>>> {
@@ -334,38 +541,79 @@ pub(super) fn waited_for(
     (observed, replayed)
 }
 
-/// The op's predecessor on its stream (with NCCL on its own stream: the previous op of the
-/// same kind there).
-pub(super) fn previous_op(
-    trace: &Trace,
-    change: &Change,
-    d: usize,
-    s: usize,
-    i: usize,
-) -> Option<usize> {
-    let ops = &trace.devices[d].streams[s].ops;
-    if !change.nccl_own_stream {
-        return i.checked_sub(1);
+/// With NCCL moved to a stream of its own, where one stream's kinds of op were last, met
+/// in stream order: an op's predecessor is the previous op of its kind, and it still waits
+/// for what [`NCCL_DEPENDENCIES`] says — a collective, the compute op before it; a compute
+/// op, the collective before the latest one launched before it.
+#[derive(Clone, Copy)]
+pub(super) struct NcclOrder {
+    last_compute: u32,
+    latest: u32,
+    before_latest: u32,
+}
+
+impl Default for NcclOrder {
+    fn default() -> Self {
+        Self {
+            last_compute: NONE,
+            latest: NONE,
+            before_latest: NONE,
+        }
     }
-    let nccl = ops.kind[i] == OpKind::Nccl;
-    (0..i)
-        .rev()
-        .find(|&j| (ops.kind[j] == OpKind::Nccl) == nccl)
+}
+
+impl NcclOrder {
+    /// The next op of the stream, `op`, an NCCL one or not: (its predecessor, the op it
+    /// waits for or [`NONE`]).
+    fn next(&mut self, nccl: bool, op: u32) -> (Option<usize>, u32) {
+        let some = |i: u32| (i != NONE).then_some(i as usize);
+        if nccl {
+            let found = (some(self.latest), self.last_compute);
+            self.before_latest = self.latest;
+            self.latest = op;
+            found
+        } else {
+            let found = (some(self.last_compute), self.before_latest);
+            self.last_compute = op;
+            found
+        }
+    }
 }
 
 /// A call's replayed start, or [`UNSET`] before the replay reaches it.
 pub(super) fn call_start(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: usize) -> i64 {
     let api = &trace.threads[ti].api;
+    let calls = &t.calls[ti];
+    if k as u32 >= calls.reached {
+        return UNSET;
+    }
     if prep.sync_names[api.name[k] as usize] {
         return prep.sync_slot(ti, k).map_or(UNSET, |n| t.sync_start[ti][n]);
     }
-    match t.call_end[ti][k] {
-        UNSET => UNSET,
-        end if in_spans(&t.stalls[ti], api.start[k]) => end,
-        end => end - (api.end[k] - api.start[k]),
+    api.start[k] + calls.shift_of(k as u32)
+}
+
+/// A call's replayed end, or [`UNSET`] before the replay knows it: a removed stall takes no
+/// time, another call keeps its duration, a synchronising one ends as replayed.
+pub(super) fn call_end(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: usize) -> i64 {
+    let api = &trace.threads[ti].api;
+    if k as u32 >= t.calls[ti].reached {
+        return UNSET;
+    }
+    if prep.sync_names[api.name[k] as usize] {
+        return prep.sync_slot(ti, k).map_or(UNSET, |n| t.sync_end[ti][n]);
+    }
+    let start = call_start(trace, prep, t, ti, k);
+    if in_spans(&t.stalls[ti], api.start[k]) {
+        start
+    } else {
+        start + (api.end[k] - api.start[k])
     }
 }
 
+/// Op `i`'s replayed start, `previous` its predecessor on its stream (another op than
+/// `i - 1` when NCCL moves to a stream of its own).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn op_start(
     trace: &Trace,
     prep: &Prepared,
@@ -374,6 +622,7 @@ pub(super) fn op_start(
     d: usize,
     s: usize,
     i: usize,
+    previous: Option<usize>,
 ) -> i64 {
     let ops = &trace.devices[d].streams[s].ops;
     let start = ops.start[i];
@@ -390,7 +639,7 @@ pub(super) fn op_start(
     // The predecessor as recorded (what the op may have waited for) and in the replay
     // (another op when NCCL moves to its own stream: then only the spacing is kept).
     let recorded = i.checked_sub(1).map(|j| ops.end[j]);
-    let prev = previous_op(trace, change, d, s, i).and_then(|j| {
+    let prev = previous.and_then(|j| {
         let replayed = t.op_end[d][s][j];
         (replayed != UNSET).then_some((j, replayed))
     });
@@ -455,7 +704,30 @@ pub(super) fn finish_collective(
 
 #[cfg(test)]
 mod tests {
-    use super::{cut_overlap, is_removed};
+    use super::{ThreadCalls, cut_overlap, is_removed};
+
+    #[test]
+    fn a_calls_shift_is_found_wherever_the_launches_look_it_up() {
+        let mut calls = ThreadCalls::new();
+        let mut expected = Vec::new();
+        let mut shift = 0i64;
+        for k in 0..1000u32 {
+            // Runs of calls that move alike, changed at irregular calls.
+            if k % 7 == 0 || k % 11 == 3 {
+                shift += k as i64 - 300;
+            }
+            calls.reach(k, shift);
+            expected.push(shift);
+        }
+        assert!(calls.from.len() < 300, "only the changes are kept");
+        // In order, a step back, far back, far ahead, backwards.
+        let asks = (0..1000u32)
+            .chain([5, 999, 0, 500, 499, 498, 10, 900, 3])
+            .chain((0..1000).rev());
+        for k in asks {
+            assert_eq!(calls.shift_of(k), expected[k as usize], "call {k}");
+        }
+    }
 
     #[test]
     fn the_removed_cursor_answers_as_a_search_in_order_and_back() {

@@ -92,6 +92,7 @@ impl Prepared {
         let collectives_and_launches = || {
             rayon::join(
                 || {
+                    crate::profile_scope!("replays: collectives");
                     let groups = groups.unwrap_or_else(|| std::sync::Arc::new(collectives(trace)));
                     let mut member: Vec<Vec<Vec<u32>>> = trace
                         .devices
@@ -105,7 +106,10 @@ impl Prepared {
                     }
                     (groups, member)
                 },
-                || launched_by_thread(trace),
+                || {
+                    crate::profile_scope!("replays: launches");
+                    launched_by_thread(trace)
+                },
             )
         };
         let syncs_and_order = || {
@@ -123,7 +127,10 @@ impl Prepared {
                         .collect()
                 },
                 // The recorded order does not depend on the change: merged once.
-                || PackedOrder::new(trace, &sync_names),
+                || {
+                    crate::profile_scope!("replays: recorded order");
+                    PackedOrder::new(trace, &sync_names)
+                },
             );
             (sync_names, sync_calls, order)
         };
@@ -179,15 +186,40 @@ pub fn predicted_spans_with(
     change: &Change,
     gaps: Option<&[Gap]>,
 ) -> Vec<i64> {
-    crate::profile_scope!("what-if replay (spans)");
-    let t = replay_times(trace, prepared, change, gaps, Keep::Ends, &|_| {});
+    let never = std::sync::atomic::AtomicBool::new(false);
+    predicted_spans_of(trace, prepared, &[change], gaps, &never)
+        .and_then(|mut spans| spans.pop())
+        .expect("a replay nobody cancels")
+}
+
+/// [`predicted_spans_with`] for each of `changes`, replayed together in one walk of the
+/// trace (see [`engine::replay_times_of`]); `None` once `cancel` is set.
+pub fn predicted_spans_of(
+    trace: &Trace,
+    prepared: &Prepared,
+    changes: &[&Change],
+    gaps: Option<&[Gap]>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Option<Vec<Vec<i64>>> {
+    let times = {
+        crate::profile_scope!("what-if walk (spans)");
+        replay_times_of(trace, prepared, changes, gaps, Keep::Ends, &|_| {}, cancel)?
+    };
+    // One line a change replayed, for `bench report`'s count.
+    changes
+        .iter()
+        .for_each(|_| crate::profile::trace_line('-', "what-if replay (spans)"));
+    Some(times.iter().map(|t| spans_of(trace, t)).collect())
+}
+
+/// Each device's replayed span: a replayed op ends at or after its start; one the replay
+/// never reached keeps its recorded times.
+fn spans_of(trace: &Trace, t: &Times) -> Vec<i64> {
     trace
         .devices
         .iter()
         .enumerate()
         .map(|(d, device)| {
-            // A replayed op ends at or after its start; one the replay never reached keeps
-            // its recorded times.
             let mut window: Option<(i64, i64)> = None;
             for (s, stream) in device.streams.iter().enumerate() {
                 let ops = &stream.ops;

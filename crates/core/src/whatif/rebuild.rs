@@ -38,7 +38,9 @@ pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change
         let starts: Vec<i64> = (0..th.api.len())
             .map(|k| call_start(trace, prep, t, ti, k))
             .collect();
-        let ends = &t.call_end[ti];
+        let ends: Vec<i64> = (0..th.api.len())
+            .map(|k| call_end(trace, prep, t, ti, k))
+            .collect();
         let observed_start = th.api.start.clone();
         let observed_end = th.api.end.clone();
         // A CPU time on this thread, moved as the calls around it moved; `k` is the last
