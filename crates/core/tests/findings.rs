@@ -368,3 +368,51 @@ fn a_launch_bound_run_is_told_to_capture_its_blocks_in_cuda_graphs() {
         "a run whose CPU keeps ahead gets no capture advice"
     );
 }
+
+/// The host-sync findings look up hundreds of thousands of gaps' calls and ranges in turn,
+/// from where the last were found: each gap gets what a search of its own gives — its
+/// synchronising call, the innermost range around that call — on runs that synchronise
+/// after every collective or once a step, and on the real exports.
+#[test]
+fn gaps_looked_up_in_turn_find_what_a_search_of_each_finds() {
+    use nsys_explorer_core::analysis::gaps::{SyncCalls, sync_call_of_gap};
+    use nsys_explorer_core::trace::NONE;
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = vec![
+        generated(
+            dir.path(),
+            "sync.sqlite",
+            SynthOptions {
+                sync_after_collective: true,
+                ..SynthOptions::new(Preset::Tiny)
+            },
+        ),
+        generated(dir.path(), "tiny.sqlite", SynthOptions::new(Preset::Tiny)),
+    ];
+    traces.extend(
+        common::real_fixtures()
+            .iter()
+            .map(|p| load::load(p).unwrap().0),
+    );
+    let mut found = 0;
+    for trace in &traces {
+        let o = overview(trace, &Options::default());
+        let mut in_turn = SyncCalls::new(trace);
+        let mut range_from = vec![0usize; trace.threads.len()];
+        for g in &o.gaps {
+            let call = in_turn.of_gap(g);
+            assert_eq!(call, sync_call_of_gap(trace, g), "{g:?}");
+            let Some((thread, k)) = call else { continue };
+            found += 1;
+            let nvtx = &trace.threads[thread].nvtx;
+            let t = trace.threads[thread].api.start[k];
+            let innermost = nvtx.innermost_at_from(t, &mut range_from[thread]);
+            assert_eq!(
+                innermost,
+                nvtx.path_at(t).last().copied().unwrap_or(NONE),
+                "{g:?}"
+            );
+        }
+    }
+    assert!(found > 100, "{found} gaps with a synchronising call");
+}

@@ -452,15 +452,91 @@ fn cause(
 /// The synchronising call (thread index, call index) of a host-sync gap's launching thread:
 /// the latest that returned in the gap, or up to [`SYNC_RETURN_SKEW_NS`] before it.
 pub fn sync_call_of_gap(trace: &Trace, g: &Gap) -> Option<(usize, usize)> {
+    sync_call_of_gap_with(trace, &sync_call_names(trace), g)
+}
+
+/// [`sync_call_of_gap`], with [`sync_call_names`] worked out once for many gaps.
+fn sync_call_of_gap_with(trace: &Trace, sync_names: &[bool], g: &Gap) -> Option<(usize, usize)> {
     let device = trace.device(g.device_id())?;
     let (thread, _) = launch_index(device, g.after)?;
     let th = &trace.threads[thread];
     let from = g.start_ns - SYNC_RETURN_SKEW_NS;
     th.calls_overlapping(from, g.end_ns() + 1)
         .filter(|&k| th.api.end[k] >= from && th.api.end[k] <= g.end_ns())
-        .filter(|&k| is_synchronizing(&trace.strings.get(th.api.name[k])))
+        .filter(|&k| sync_names.get(th.api.name[k] as usize) == Some(&true))
         .max_by_key(|&k| th.api.end[k])
         .map(|k| (thread, k))
+}
+
+/// Every thread's synchronising calls, for [`sync_call_of_gap`] asked of many gaps in turn
+/// (hundreds of thousands in a run that synchronises after every collective): the calls
+/// ending in a gap are a run of the thread's synchronising calls, found from where the
+/// last gap's were, not among all its calls.
+pub struct SyncCalls<'t> {
+    trace: &'t Trace,
+    names: Vec<bool>,
+    /// Per thread, its synchronising calls in call order, and where the last gap's run
+    /// began; `None` where their ends do not come in that order too (then searched as
+    /// [`sync_call_of_gap`] does).
+    calls: Vec<Option<(Vec<u32>, usize)>>,
+}
+
+impl<'t> SyncCalls<'t> {
+    pub fn new(trace: &'t Trace) -> Self {
+        let names = sync_call_names(trace);
+        let calls = trace
+            .threads
+            .iter()
+            .map(|th| {
+                let calls: Vec<u32> = (0..th.api.len() as u32)
+                    .filter(|&k| names[th.api.name[k as usize] as usize])
+                    .collect();
+                let end = |k: u32| th.api.end[k as usize];
+                calls
+                    .windows(2)
+                    .all(|w| end(w[0]) <= end(w[1]))
+                    .then_some((calls, 0))
+            })
+            .collect();
+        Self {
+            trace,
+            names,
+            calls,
+        }
+    }
+
+    /// What [`sync_call_of_gap`] gives for `g`.
+    pub fn of_gap(&mut self, g: &Gap) -> Option<(usize, usize)> {
+        let trace = self.trace;
+        let device = trace.device(g.device_id())?;
+        let (thread, _) = launch_index(device, g.after)?;
+        let Some((calls, at)) = &mut self.calls[thread] else {
+            return sync_call_of_gap_with(trace, &self.names, g);
+        };
+        let api = &trace.threads[thread].api;
+        let end = |i: usize| api.end[calls[i] as usize];
+        let (from, to) = (g.start_ns - SYNC_RETURN_SKEW_NS, g.end_ns());
+        // Those ending in (from, to], the latest returned; else one of no length at `from`
+        // (what the search by overlap finds too).
+        let lo = if *at <= calls.len() && (*at == 0 || end(*at - 1) <= from) {
+            crate::sorted::gallop(*at, calls.len(), |i| end(i) <= from)
+        } else {
+            calls.partition_point(|&k| api.end[k as usize] <= from)
+        };
+        *at = lo;
+        let hi = crate::sorted::gallop(lo, calls.len(), |i| end(i) <= to);
+        let call = if hi > lo {
+            Some(calls[hi - 1])
+        } else {
+            calls[..lo]
+                .iter()
+                .rev()
+                .take_while(|&&k| api.end[k as usize] == from)
+                .find(|&&k| api.start[k as usize] == from)
+                .copied()
+        };
+        call.map(|k| (thread, k as usize))
+    }
 }
 
 /// The NVTX push/pop ranges (text ids, outermost first) around the launch call of `op`.

@@ -332,9 +332,34 @@ impl NvtxRanges {
 
     /// The push/pop ranges that contain time `t`, outermost first.
     pub fn path_at(&self, t: i64) -> Vec<u32> {
-        // The innermost candidate is the last push/pop range starting at or before t.
-        let mut i = self.start.partition_point(|&s| s <= t);
+        let mut r = self.innermost_at_index(self.start.partition_point(|&s| s <= t), t);
         let mut path = Vec::new();
+        while r != NONE {
+            path.push(r);
+            r = self.parent[r as usize];
+        }
+        path.reverse();
+        path
+    }
+
+    /// The innermost push/pop range that contains time `t` ([`NONE`] if none), for times
+    /// asked in order: `from` is where the last time asked was found, the next found from
+    /// there (a search of millions of ranges missed the cache at every probe). Its
+    /// ancestors are up its `parent`s.
+    pub fn innermost_at_from(&self, t: i64, from: &mut usize) -> u32 {
+        let n = self.start.len();
+        *from = if *from <= n && (*from == 0 || self.start[*from - 1] <= t) {
+            crate::sorted::gallop(*from, n, |r| self.start[r] <= t)
+        } else {
+            self.start.partition_point(|&s| s <= t)
+        };
+        self.innermost_at_index(*from, t)
+    }
+
+    /// The innermost push/pop range containing `t`, `i` the number of ranges starting at
+    /// or before it.
+    fn innermost_at_index(&self, mut i: usize, t: i64) -> u32 {
+        // The innermost candidate is the last push/pop range starting at or before t.
         while i > 0 {
             i -= 1;
             if self.kind[i] != RangeKind::PushPop {
@@ -345,14 +370,9 @@ impl NvtxRanges {
             while r != NONE && self.end[r as usize] < t {
                 r = self.parent[r as usize];
             }
-            while r != NONE {
-                path.push(r);
-                r = self.parent[r as usize];
-            }
-            break;
+            return r;
         }
-        path.reverse();
-        path
+        NONE
     }
 }
 

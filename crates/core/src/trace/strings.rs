@@ -461,6 +461,11 @@ impl StringTable {
                 .any(|w| w.eq_ignore_ascii_case(needle))
     }
 
+    /// Whether the text of `id` holds a digit: its numbers, or its template's own digits.
+    pub fn has_digits(&self, id: StrId) -> bool {
+        !self.numbers.get(id as usize).is_empty() || self.template_has_digits(self.template_of(id))
+    }
+
     /// Whether template `t` holds digits of its own (digits inside a word, kept as text):
     /// then a query's digits may stand in it, not only in the numbers.
     pub fn template_has_digits(&self, t: TemplateId) -> bool {

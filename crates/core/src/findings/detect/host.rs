@@ -14,15 +14,20 @@ pub(super) fn host_syncs(
     crate::profile_scope!("detect: host_syncs");
     // (call name, steady range around it) → gap indices.
     let mut groups: FxHashMap<(StrId, StrId), Vec<u32>> = FxHashMap::default();
+    let mut sync_calls = SyncCalls::new(trace);
+    // Per thread, where its last sync's ranges were found: a device's gaps come in time
+    // order.
+    let mut range_from = vec![0usize; trace.threads.len()];
     for (i, g) in overview.gaps.iter().enumerate() {
         if g.cause != Cause::HostSync {
             continue;
         }
-        let Some((thread, call)) = sync_call_of_gap(trace, g) else {
+        let Some((thread, call)) = sync_calls.of_gap(g) else {
             continue;
         };
         let api = &trace.threads[thread].api;
-        let range = steady_range_at(trace, thread, api.start[call]).unwrap_or(NONE);
+        let range = steady_range_from(trace, thread, api.start[call], &mut range_from[thread])
+            .unwrap_or(NONE);
         groups
             .entry((api.name[call], range))
             .or_default()

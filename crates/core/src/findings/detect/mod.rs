@@ -6,9 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::{Finding, Kind, MAX_OCCURRENCES, Severity, Where, run_span};
 use crate::analysis::breakdown::{State, first_state_intervals};
-use crate::analysis::gaps::{
-    Cause, Gap, OpRef, launch_nvtx_path, sync_call_names, sync_call_of_gap,
-};
+use crate::analysis::gaps::{Cause, Gap, OpRef, SyncCalls, launch_nvtx_path, sync_call_names};
 use crate::analysis::recurring::{activity, cause_text};
 use crate::format::{format_ns, plural};
 use crate::overview::Overview;
@@ -123,12 +121,17 @@ fn on_gpus(trace: &Trace, devices: &[DeviceId]) -> String {
 }
 
 /// The innermost NVTX range around time `t` on `thread` whose text has no digits (a
-/// range the same everywhere, such as `aten::item`), if any.
-fn steady_range_at(trace: &Trace, thread: usize, t: i64) -> Option<StrId> {
+/// range the same everywhere, such as `aten::item`), if any. Asked for times in order on
+/// `thread`, `from` is kept between them (see [`crate::trace::NvtxRanges::innermost_at_from`]).
+fn steady_range_from(trace: &Trace, thread: usize, t: i64, from: &mut usize) -> Option<StrId> {
     let nvtx = &trace.threads[thread].nvtx;
-    nvtx.path_at(t)
-        .into_iter()
-        .rev()
-        .map(|r| nvtx.text[r as usize])
-        .find(|&id| !trace.strings.get(id).bytes().any(|b| b.is_ascii_digit()))
+    let mut r = nvtx.innermost_at_from(t, from);
+    while r != NONE {
+        let id = nvtx.text[r as usize];
+        if !trace.strings.has_digits(id) {
+            return Some(id);
+        }
+        r = nvtx.parent[r as usize];
+    }
+    None
 }
