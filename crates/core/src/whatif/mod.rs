@@ -271,17 +271,24 @@ mod tests {
         assert!(real >= 6);
     }
 
-    /// Asserts the packed order gives back the recorded order; returns it.
+    /// Asserts the packed order gives back the recorded order, merged in one piece or cut
+    /// in several; returns it.
     fn packed_is_recorded(trace: &Trace) -> Vec<Event> {
-        let prep = Prepared::new(trace);
-        let packed: Vec<Event> = prep
-            .order
-            .as_ref()
-            .expect("a few streams and threads")
-            .events(&prep.sync_calls)
-            .collect();
+        let mut prep = Prepared::new(trace);
         let merged: Vec<Event> = RecordedOrder::new(trace, &prep.sync_names).collect();
-        assert!(packed == merged);
+        for pieces in [None, Some(1), Some(2), Some(3), Some(7)] {
+            if let Some(pieces) = pieces {
+                let order = prep.order.as_mut().expect("a few streams and threads");
+                order.ids = merged_in_pieces(trace, &prep.sync_names, &order.sources, pieces);
+            }
+            let packed: Vec<Event> = prep
+                .order
+                .as_ref()
+                .expect("a few streams and threads")
+                .events(&prep.sync_calls)
+                .collect();
+            assert!(packed == merged, "in {pieces:?} pieces");
+        }
         merged
     }
 }

@@ -2,6 +2,7 @@
 //! packed so that every replay of a trace walks it again for two bytes an event.
 
 use super::*;
+use rayon::prelude::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Event {
@@ -87,58 +88,164 @@ impl PackedOrder {
 /// rank): the rank (the event's kind, then the source) orders equal times as [`Event`]'s
 /// order does, since sources are numbered by device and stream, and by thread. A source
 /// whose next event is still the earliest stays on top: one sift, not a pop and a push.
+///
+/// Where every source's times come in order (always, but for a thread whose
+/// synchronising calls end out of call order), the run is cut at a few times and the
+/// pieces merged side by side: what comes before a time comes before in the merge too.
 pub(super) fn merged_sources(trace: &Trace, sync_names: &[bool], sources: &[Source]) -> Vec<u16> {
-    use std::cmp::Reverse;
-    use std::collections::binary_heap::{BinaryHeap, PeekMut};
-    // Per source: the index of its next event (for synchronising ends, the next call
-    // looked at).
-    let mut cursor = vec![0u32; sources.len()];
-    // The time of source `i`'s event at `cursor[i]` on, moving `cursor[i]` to it.
-    let next_time = |i: usize, cursor: &mut [u32]| -> Option<i64> {
-        let k = cursor[i] as usize;
+    let events = trace.gpu_op_count() + trace.api_call_count();
+    let pieces = if events >= MERGED_APART_PAST {
+        rayon::current_num_threads() * 2
+    } else {
+        1
+    };
+    merged_in_pieces(trace, sync_names, sources, pieces)
+}
+
+/// [`merged_sources`], cut in at most `pieces` pieces.
+pub(super) fn merged_in_pieces(
+    trace: &Trace,
+    sync_names: &[bool],
+    sources: &[Source],
+    pieces: usize,
+) -> Vec<u16> {
+    // Each thread's synchronising calls: a `SyncEnds` source's events.
+    let sync_calls: Vec<Vec<u32>> = trace
+        .threads
+        .iter()
+        .map(|th| {
+            (0..th.api.len() as u32)
+                .filter(|&k| sync_names[th.api.name[k as usize] as usize])
+                .collect()
+        })
+        .collect();
+    let times = |i: usize| -> SourceTimes {
         match sources[i] {
-            Source::Ops { device, stream } => trace.devices[device as usize].streams
-                [stream as usize]
-                .ops
-                .start
-                .get(k)
-                .copied(),
-            Source::Calls { thread } => trace.threads[thread as usize].api.start.get(k).copied(),
-            Source::SyncEnds { thread } => {
-                let api = &trace.threads[thread as usize].api;
-                let k = (k..api.len()).find(|&k| sync_names[api.name[k] as usize])?;
-                cursor[i] = k as u32;
-                Some(api.end[k])
+            Source::Ops { device, stream } => SourceTimes::Plain(
+                &trace.devices[device as usize].streams[stream as usize]
+                    .ops
+                    .start,
+            ),
+            Source::Calls { thread } => {
+                SourceTimes::Plain(&trace.threads[thread as usize].api.start)
             }
+            Source::SyncEnds { thread } => SourceTimes::Picked(
+                &trace.threads[thread as usize].api.end,
+                &sync_calls[thread as usize],
+            ),
         }
     };
-    let rank = |i: usize| -> u32 {
-        let kind = match sources[i] {
-            Source::Ops { .. } => 0,
-            Source::SyncEnds { .. } => 1,
-            Source::Calls { .. } => 2,
-        };
-        (kind << 16) | i as u32
+    let all: Vec<SourceTimes> = (0..sources.len()).map(times).collect();
+    let events: usize = all.iter().map(SourceTimes::len).sum();
+    // Cut at the times that split the busiest source evenly.
+    let pieces = if all.iter().all(SourceTimes::is_sorted) {
+        pieces.max(1)
+    } else {
+        1
     };
-    let mut heap: BinaryHeap<Reverse<(i64, u32)>> = (0..sources.len())
-        .filter_map(|i| Some(Reverse((next_time(i, &mut cursor)?, rank(i)))))
+    let busiest = (0..all.len()).max_by_key(|&i| all[i].len());
+    let cuts: Vec<i64> = busiest
+        .map(|b| {
+            let n = all[b].len();
+            (1..pieces).map(|j| all[b].at(n * j / pieces)).collect()
+        })
+        .unwrap_or_default();
+    // Per piece, each source's first event in it; the last piece ends at each's end.
+    let mut bounds: Vec<Vec<usize>> = vec![vec![0; all.len()]];
+    for &t in &cuts {
+        bounds.push(all.iter().map(|s| s.before(t)).collect());
+    }
+    bounds.push(all.iter().map(SourceTimes::len).collect());
+    let mut ids = vec![0u16; events];
+    let mut rest = &mut ids[..];
+    let mut outs = Vec::new();
+    for w in bounds.windows(2) {
+        let n: usize = w[1].iter().zip(&w[0]).map(|(b, a)| b - a).sum();
+        let (piece, after) = rest.split_at_mut(n);
+        outs.push((piece, &w[0], &w[1]));
+        rest = after;
+    }
+    // The rank orders equal times: the event's kind, then its source.
+    let rank: Vec<u32> = (0..sources.len())
+        .map(|i| {
+            let kind = match sources[i] {
+                Source::Ops { .. } => 0,
+                Source::SyncEnds { .. } => 1,
+                Source::Calls { .. } => 2,
+            };
+            (kind << 16) | i as u32
+        })
         .collect();
-    let events = trace.devices.iter().map(|d| d.op_count()).sum::<usize>()
-        + trace.threads.iter().map(|t| t.api.len()).sum::<usize>();
-    let mut ids = Vec::with_capacity(events);
+    outs.into_par_iter()
+        .for_each(|(out, from, to)| merge_piece(&all, &rank, from, to, out));
+    ids
+}
+
+/// Events merged apart in pieces past this many (below, one heap is quicker than the cuts).
+const MERGED_APART_PAST: usize = 1 << 20;
+
+/// One source's event times, by position.
+enum SourceTimes<'a> {
+    Plain(&'a [i64]),
+    /// `times[k]` for each `k` of the list.
+    Picked(&'a [i64], &'a [u32]),
+}
+
+impl SourceTimes<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Plain(t) => t.len(),
+            Self::Picked(_, k) => k.len(),
+        }
+    }
+
+    fn at(&self, n: usize) -> i64 {
+        match self {
+            Self::Plain(t) => t[n],
+            Self::Picked(t, k) => t[k[n] as usize],
+        }
+    }
+
+    fn is_sorted(&self) -> bool {
+        match self {
+            Self::Plain(t) => t.is_sorted(),
+            Self::Picked(t, k) => k.windows(2).all(|w| t[w[0] as usize] <= t[w[1] as usize]),
+        }
+    }
+
+    /// How many events come before time `t` (the times sorted).
+    fn before(&self, t: i64) -> usize {
+        match self {
+            Self::Plain(times) => times.partition_point(|&x| x < t),
+            Self::Picked(times, k) => k.partition_point(|&i| times[i as usize] < t),
+        }
+    }
+}
+
+/// Each source's events `from[i]..to[i]` merged into `out` (which holds exactly them),
+/// equal times in the order of `rank`.
+fn merge_piece(all: &[SourceTimes], rank: &[u32], from: &[usize], to: &[usize], out: &mut [u16]) {
+    use std::cmp::Reverse;
+    use std::collections::binary_heap::{BinaryHeap, PeekMut};
+    let mut cursor = from.to_vec();
+    let mut heap: BinaryHeap<Reverse<(i64, u32)>> = (0..all.len())
+        .filter(|&i| cursor[i] < to[i])
+        .map(|i| Reverse((all[i].at(cursor[i]), rank[i])))
+        .collect();
+    let mut written = 0;
     while let Some(mut top) = heap.peek_mut() {
         let Reverse((_, r)) = *top;
         let i = (r & 0xFFFF) as usize;
-        ids.push(i as u16);
+        out[written] = i as u16;
+        written += 1;
         cursor[i] += 1;
-        match next_time(i, &mut cursor) {
-            Some(t) => *top = Reverse((t, r)),
-            None => {
-                PeekMut::pop(top);
-            }
+        if cursor[i] < to[i] {
+            *top = Reverse((all[i].at(cursor[i]), r));
+        } else {
+            PeekMut::pop(top);
         }
     }
-    ids
+    debug_assert_eq!(written, out.len());
 }
 
 /// Ranges starting before a call looked at for the ones around it.
