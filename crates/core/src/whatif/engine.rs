@@ -13,10 +13,10 @@ pub(super) struct Times {
     /// Per thread, its calls' replayed times, kept as how far they moved (see
     /// [`ThreadCalls`]).
     pub(super) calls: Vec<ThreadCalls>,
-    /// Per thread, the replayed start and end of each synchronising call, in the order of
-    /// [`Prepared::sync_calls`].
-    pub(super) sync_start: Vec<Vec<i64>>,
-    pub(super) sync_end: Vec<Vec<i64>>,
+    /// Per thread, the replayed end of each synchronising call, in the order of
+    /// [`Prepared::sync_calls`]: kept only when the trace is rebuilt (a run that
+    /// synchronises after every collective has 800 k of them).
+    pub(super) sync_end: Option<Vec<Vec<i64>>>,
     /// Per thread, the CPU spans the change removes as stalls.
     pub(super) stalls: Vec<Vec<(i64, i64)>>,
     /// Per device, the earliest replayed kernel start (`i64::MAX` before any).
@@ -37,6 +37,9 @@ pub(super) struct ThreadCalls {
     /// The replayed end of the last call reached, [`UNSET`] while not known (a
     /// synchronising call before its end).
     last_end: i64,
+    /// Synchronising calls that ended before the replay reached their start (a call of no
+    /// length ends as it starts, and ends are met first): (call, replayed end).
+    ended_early: Vec<(u32, i64)>,
     /// From which call on each shift holds (ascending; the first is call 0), and the shift.
     from: Vec<u32>,
     shift: Vec<i64>,
@@ -49,6 +52,7 @@ impl ThreadCalls {
         Self {
             reached: 0,
             last_end: UNSET,
+            ended_early: Vec::new(),
             from: Vec::new(),
             shift: Vec::new(),
             at: std::cell::Cell::new(0),
@@ -152,16 +156,12 @@ impl<'a> Replay<'a> {
             first_kernel_start: vec![i64::MAX; trace.devices.len()],
             latest_start: vec![i64::MIN; prep.groups.len()],
             calls: trace.threads.iter().map(|_| ThreadCalls::new()).collect(),
-            sync_start: prep
-                .sync_calls
-                .iter()
-                .map(|calls| vec![UNSET; calls.len()])
-                .collect(),
-            sync_end: prep
-                .sync_calls
-                .iter()
-                .map(|calls| vec![UNSET; calls.len()])
-                .collect(),
+            sync_end: (keep == Keep::Starts).then(|| {
+                prep.sync_calls
+                    .iter()
+                    .map(|calls| vec![UNSET; calls.len()])
+                    .collect()
+            }),
             stalls,
         };
         let mut cut = cpu_cuts(trace, &change.remove_cpu);
@@ -215,14 +215,20 @@ impl<'a> Replay<'a> {
                 // A removed stall: the call takes no time, a sync waits for nothing.
                 let stall = in_spans(&t.stalls[ti], api.start[k]);
                 if sync_names[api.name[k] as usize] {
-                    let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
-                    let slot = slot.expect("a sync call");
-                    t.sync_start[ti][slot] = start;
-                    if stall {
-                        t.sync_end[ti][slot] = start;
+                    let end = if stall {
+                        start
+                    } else {
+                        // Its end once replayed (already, when it ended as it started).
+                        let early = calls.ended_early.iter().position(|e| e.0 == call);
+                        early.map_or(UNSET, |i| calls.ended_early.swap_remove(i).1)
+                    };
+                    calls.last_end = end;
+                    if let Some(ends) = &mut t.sync_end
+                        && stall
+                    {
+                        let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
+                        ends[ti][slot.expect("a sync call")] = end;
                     }
-                    // Its end once replayed (already, when it ended as it started).
-                    calls.last_end = t.sync_end[ti][slot];
                 } else {
                     calls.last_end = if stall {
                         start
@@ -242,22 +248,26 @@ impl<'a> Replay<'a> {
                 let (observed, replayed) = waited_for(trace, t, waited);
                 // The call's own time: all of it but the wait for the GPU.
                 let own = e - observed.max(s);
-                let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
-                let slot = slot.expect("a sync call");
+                let calls = &mut t.calls[ti];
                 // A call ending as it starts ends before its start is replayed: recorded.
-                let start = match t.sync_start[ti][slot] {
-                    UNSET => s,
-                    start => start,
+                let start = if calls.reached > call {
+                    s + calls.shift_of(call)
+                } else {
+                    s
                 };
                 let end = if is_removed(&self.removed[ti], &mut self.removed_from[ti], call) {
                     start + own
                 } else {
                     start.max(replayed) + own
                 };
-                t.sync_end[ti][slot] = end;
-                let calls = &mut t.calls[ti];
                 if calls.reached == call + 1 {
                     calls.last_end = end;
+                } else if calls.reached <= call {
+                    calls.ended_early.push((call, end));
+                }
+                if let Some(ends) = &mut t.sync_end {
+                    let slot = prep.sync_slot_from(ti, k, &mut self.sync_hint[ti]);
+                    ends[ti][slot.expect("a sync call")] = end;
                 }
             }
             Event::OpStart { device, stream, op } => {
@@ -270,7 +280,7 @@ impl<'a> Replay<'a> {
                     Some(order) => order[d][s].next(ops.kind[i] == OpKind::Nccl, op),
                     None => (i.checked_sub(1), NONE),
                 };
-                let mut start = op_start(trace, prep, t, self.change, d, s, i, previous);
+                let mut start = op_start(trace, t, self.change, d, s, i, previous);
                 if dependency != NONE && !self.change.nccl_no_dependencies {
                     let j = dependency as usize;
                     if t.op_end[d][s][j] != UNSET {
@@ -581,16 +591,12 @@ impl NcclOrder {
 }
 
 /// A call's replayed start, or [`UNSET`] before the replay reaches it.
-pub(super) fn call_start(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: usize) -> i64 {
-    let api = &trace.threads[ti].api;
+pub(super) fn call_start(trace: &Trace, t: &Times, ti: usize, k: usize) -> i64 {
     let calls = &t.calls[ti];
     if k as u32 >= calls.reached {
         return UNSET;
     }
-    if prep.sync_names[api.name[k] as usize] {
-        return prep.sync_slot(ti, k).map_or(UNSET, |n| t.sync_start[ti][n]);
-    }
-    api.start[k] + calls.shift_of(k as u32)
+    trace.threads[ti].api.start[k] + calls.shift_of(k as u32)
 }
 
 /// A call's replayed end, or [`UNSET`] before the replay knows it: a removed stall takes no
@@ -601,9 +607,13 @@ pub(super) fn call_end(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: 
         return UNSET;
     }
     if prep.sync_names[api.name[k] as usize] {
-        return prep.sync_slot(ti, k).map_or(UNSET, |n| t.sync_end[ti][n]);
+        let ends = t
+            .sync_end
+            .as_ref()
+            .expect("a rebuild keeps the syncs' ends");
+        return prep.sync_slot(ti, k).map_or(UNSET, |n| ends[ti][n]);
     }
-    let start = call_start(trace, prep, t, ti, k);
+    let start = call_start(trace, t, ti, k);
     if in_spans(&t.stalls[ti], api.start[k]) {
         start
     } else {
@@ -613,10 +623,8 @@ pub(super) fn call_end(trace: &Trace, prep: &Prepared, t: &Times, ti: usize, k: 
 
 /// Op `i`'s replayed start, `previous` its predecessor on its stream (another op than
 /// `i - 1` when NCCL moves to a stream of its own).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn op_start(
     trace: &Trace,
-    prep: &Prepared,
     t: &Times,
     change: &Change,
     d: usize,
@@ -631,7 +639,7 @@ pub(super) fn op_start(
         (th, c) if th != NONE && c != NONE => {
             let (th, c) = (th as usize, c as usize);
             let observed = trace.threads[th].api.start[c];
-            let replayed = call_start(trace, prep, t, th, c);
+            let replayed = call_start(trace, t, th, c);
             (replayed != UNSET).then_some((observed, replayed))
         }
         _ => None,

@@ -36,7 +36,7 @@ pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change
     }
     for (ti, th) in out.threads.iter_mut().enumerate() {
         let starts: Vec<i64> = (0..th.api.len())
-            .map(|k| call_start(trace, prep, t, ti, k))
+            .map(|k| call_start(trace, t, ti, k))
             .collect();
         let ends: Vec<i64> = (0..th.api.len())
             .map(|k| call_end(trace, prep, t, ti, k))
