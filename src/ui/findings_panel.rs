@@ -95,6 +95,7 @@ impl FindingsPanel {
             let savings = findings::replay_savings_kept(
                 &trace,
                 &overview,
+                None,
                 &found,
                 cancel,
                 done,

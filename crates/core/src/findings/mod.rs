@@ -200,9 +200,27 @@ pub fn replay_savings(
     cancel: &AtomicBool,
     done: impl Fn(usize, Saving) + Sync,
 ) -> Option<Vec<Option<Saving>>> {
+    let prepared = prepare(trace, overview);
+    replay_savings_with(trace, overview, &prepared, findings, cancel, done)
+}
+
+/// What the replays of `trace`'s changes share, built once (see [`Prepared`]).
+pub fn prepare(trace: &Trace, overview: &Overview) -> Prepared {
+    crate::profile_scope!("findings: replays prepared");
+    Prepared::with_collectives(trace, overview.collectives(trace))
+}
+
+/// [`replay_savings`], with what the replays share built already.
+pub fn replay_savings_with(
+    trace: &Trace,
+    overview: &Overview,
+    prepared: &Prepared,
+    findings: &[Finding],
+    cancel: &AtomicBool,
+    done: impl Fn(usize, Saving) + Sync,
+) -> Option<Vec<Option<Saving>>> {
     crate::profile_scope!("findings: replays");
     let measured = measured_spans(trace);
-    let prepared = Prepared::with_collectives(trace, overview.collectives(trace));
     // Every change to replay: (finding, its upper bound's change or not, the change).
     let changes: Vec<(usize, bool, &Change)> = findings
         .iter()
@@ -231,7 +249,7 @@ pub fn replay_savings(
         .par_chunks(per_walk)
         .map(|walk| {
             let these: Vec<&Change> = walk.iter().map(|&(_, _, c)| c).collect();
-            let spans = predicted_spans_of(trace, &prepared, &these, Some(&overview.gaps), cancel)?;
+            let spans = predicted_spans_of(trace, prepared, &these, Some(&overview.gaps), cancel)?;
             let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
             for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
                 let slot = &mut found[i];
@@ -314,10 +332,20 @@ pub fn findings_kept(
     if let Some(ranked) = key.and_then(|k| read_ranked(k, overview)) {
         return ranked;
     }
-    let found = detect(trace, overview);
+    // What the replays share is built beside the detection (unused when the cache keeps
+    // these replays' savings).
+    let (found, prepared) = rayon::join(|| detect(trace, overview), || prepare(trace, overview));
     let cancel = AtomicBool::new(false);
-    let savings =
-        replay_savings_kept(trace, overview, &found, &cancel, |_, _| {}, key).unwrap_or_default();
+    let savings = replay_savings_kept(
+        trace,
+        overview,
+        Some(&prepared),
+        &found,
+        &cancel,
+        |_, _| {},
+        key,
+    )
+    .unwrap_or_default();
     let ranked = finish(trace, overview, found, &savings);
     if let Some(key) = key {
         store_ranked(key, overview, &ranked);
@@ -345,9 +373,11 @@ pub fn store_ranked(key: &crate::cache::TraceKey, overview: &Overview, ranked: &
 /// [`replay_savings`] answered from the cache when these very changes of the trace with
 /// `key` were replayed before (`done` is then told of each at once), else replayed and
 /// kept.
+#[allow(clippy::too_many_arguments)]
 pub fn replay_savings_kept(
     trace: &Trace,
     overview: &Overview,
+    prepared: Option<&Prepared>,
     findings: &[Finding],
     cancel: &AtomicBool,
     done: impl Fn(usize, Saving) + Sync,
@@ -373,7 +403,10 @@ pub fn replay_savings_kept(
         }
         return Some(savings);
     }
-    let savings = replay_savings(trace, overview, findings, cancel, done)?;
+    let savings = match prepared {
+        Some(prepared) => replay_savings_with(trace, overview, prepared, findings, cancel, done)?,
+        None => replay_savings(trace, overview, findings, cancel, done)?,
+    };
     if let (Some(key), Ok(text)) = (key, serde_json::to_string(&savings)) {
         crate::cache::store_text(key, &what, &text);
     }
