@@ -25,67 +25,6 @@ pub(super) struct Times {
     pub(super) latest_start: Vec<i64>,
 }
 
-/// One thread's calls as replayed, kept as the shift of their starts. A call that does
-/// not synchronise keeps its duration and the CPU time before it (less what the change
-/// cuts), so it moves as the call before it did: the shift changes only at a
-/// synchronising call, a removed stall or a cut, and only those changes are kept — not a
-/// time for every call (35 MB a replay on the realistic large trace, written and read
-/// back by every launch).
-pub(super) struct ThreadCalls {
-    /// How many of the thread's calls the replay has reached (their starts replayed).
-    pub(super) reached: u32,
-    /// The replayed end of the last call reached, [`UNSET`] while not known (a
-    /// synchronising call before its end).
-    last_end: i64,
-    /// Synchronising calls that ended before the replay reached their start (a call of no
-    /// length ends as it starts, and ends are met first): (call, replayed end).
-    ended_early: Vec<(u32, i64)>,
-    /// From which call on each shift holds (ascending; the first is call 0), and the shift.
-    from: Vec<u32>,
-    shift: Vec<i64>,
-    /// Where the last lookup found its shift: launches look their calls up nearly in order.
-    at: std::cell::Cell<usize>,
-}
-
-impl ThreadCalls {
-    fn new() -> Self {
-        Self {
-            reached: 0,
-            last_end: UNSET,
-            ended_early: Vec::new(),
-            from: Vec::new(),
-            shift: Vec::new(),
-            at: std::cell::Cell::new(0),
-        }
-    }
-
-    /// Call `k`, the next one, starts `shift` after its recorded start.
-    fn reach(&mut self, k: u32, shift: i64) {
-        debug_assert_eq!(k, self.reached, "a thread's calls are reached in order");
-        if self.shift.last() != Some(&shift) {
-            self.from.push(k);
-            self.shift.push(shift);
-        }
-        self.reached = k + 1;
-    }
-
-    /// How far call `k` (reached) moved: looked for near the last place found, else
-    /// searched.
-    pub(super) fn shift_of(&self, k: u32) -> i64 {
-        const NEAR: usize = 8;
-        let from = &self.from;
-        let last = self.at.get().min(from.len() - 1);
-        let (lo, hi) = (last.saturating_sub(NEAR), (last + NEAR + 1).min(from.len()));
-        let i = if from[lo] <= k && from.get(hi).is_none_or(|&f| f > k) {
-            lo + from[lo..hi].partition_point(|&f| f <= k) - 1
-        } else {
-            from.partition_point(|&f| f <= k) - 1
-        };
-        self.at.set(i);
-        self.shift[i]
-    }
-}
-
 /// What a replay keeps of every op.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Keep {
@@ -352,60 +291,6 @@ fn cut_overlap(spans: &[(i64, i64)], from: &mut (usize, i64), a: i64, b: i64) ->
         .sum()
 }
 
-/// The kernels a change makes faster or slower, by name: a bit per string says whether
-/// its kernels are scaled (a trace has millions of strings: a factor each took 16 MB a
-/// replay), the factor kept for those only. Kernel names only are matched, each once.
-struct KernelScale {
-    scaled: Vec<u64>,
-    factor: rustc_hash::FxHashMap<u32, f64>,
-}
-
-impl KernelScale {
-    fn new(trace: &Trace, change: &Change) -> Self {
-        let mut out = Self {
-            scaled: Vec::new(),
-            factor: Default::default(),
-        };
-        if change.scale_kernels.is_empty() {
-            return out;
-        }
-        let words = trace.strings.len().div_ceil(64);
-        out.scaled = vec![0; words];
-        let mut seen = vec![0u64; words];
-        for s in trace.devices.iter().flat_map(|d| &d.streams) {
-            for i in 0..s.ops.len() {
-                let id = s.ops.name[i];
-                let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
-                if !s.ops.kind[i].is_kernel() || seen[w] & bit != 0 {
-                    continue;
-                }
-                seen[w] |= bit;
-                let name = trace.strings.get(id);
-                let matched: Vec<f64> = change
-                    .scale_kernels
-                    .iter()
-                    .filter(|(re, _)| re.is_match(&name))
-                    .map(|(_, f)| *f)
-                    .collect();
-                if !matched.is_empty() {
-                    out.scaled[w] |= bit;
-                    out.factor.insert(id, matched.iter().product());
-                }
-            }
-        }
-        out
-    }
-
-    /// The factor kernels named `name` are scaled by, if any.
-    fn of(&self, name: u32) -> Option<f64> {
-        let w = self.scaled.get(name as usize / 64)?;
-        if w & (1u64 << (name % 64)) == 0 {
-            return None;
-        }
-        self.factor.get(&name).copied()
-    }
-}
-
 /// The trace replayed with `change`: every op's and call's new time, event by event in
 /// recorded order.
 pub(super) fn replay_times(
@@ -551,45 +436,6 @@ pub(super) fn waited_for(
     (observed, replayed)
 }
 
-/// With NCCL moved to a stream of its own, where one stream's kinds of op were last, met
-/// in stream order: an op's predecessor is the previous op of its kind, and it still waits
-/// for what [`NCCL_DEPENDENCIES`] says — a collective, the compute op before it; a compute
-/// op, the collective before the latest one launched before it.
-#[derive(Clone, Copy)]
-pub(super) struct NcclOrder {
-    last_compute: u32,
-    latest: u32,
-    before_latest: u32,
-}
-
-impl Default for NcclOrder {
-    fn default() -> Self {
-        Self {
-            last_compute: NONE,
-            latest: NONE,
-            before_latest: NONE,
-        }
-    }
-}
-
-impl NcclOrder {
-    /// The next op of the stream, `op`, an NCCL one or not: (its predecessor, the op it
-    /// waits for or [`NONE`]).
-    fn next(&mut self, nccl: bool, op: u32) -> (Option<usize>, u32) {
-        let some = |i: u32| (i != NONE).then_some(i as usize);
-        if nccl {
-            let found = (some(self.latest), self.last_compute);
-            self.before_latest = self.latest;
-            self.latest = op;
-            found
-        } else {
-            let found = (some(self.last_compute), self.before_latest);
-            self.last_compute = op;
-            found
-        }
-    }
-}
-
 /// A call's replayed start, or [`UNSET`] before the replay reaches it.
 pub(super) fn call_start(trace: &Trace, t: &Times, ti: usize, k: usize) -> i64 {
     let calls = &t.calls[ti];
@@ -712,30 +558,7 @@ pub(super) fn finish_collective(
 
 #[cfg(test)]
 mod tests {
-    use super::{ThreadCalls, cut_overlap, is_removed};
-
-    #[test]
-    fn a_calls_shift_is_found_wherever_the_launches_look_it_up() {
-        let mut calls = ThreadCalls::new();
-        let mut expected = Vec::new();
-        let mut shift = 0i64;
-        for k in 0..1000u32 {
-            // Runs of calls that move alike, changed at irregular calls.
-            if k % 7 == 0 || k % 11 == 3 {
-                shift += k as i64 - 300;
-            }
-            calls.reach(k, shift);
-            expected.push(shift);
-        }
-        assert!(calls.from.len() < 300, "only the changes are kept");
-        // In order, a step back, far back, far ahead, backwards.
-        let asks = (0..1000u32)
-            .chain([5, 999, 0, 500, 499, 498, 10, 900, 3])
-            .chain((0..1000).rev());
-        for k in asks {
-            assert_eq!(calls.shift_of(k), expected[k as usize], "call {k}");
-        }
-    }
+    use super::{cut_overlap, is_removed};
 
     #[test]
     fn the_removed_cursor_answers_as_a_search_in_order_and_back() {

@@ -18,6 +18,7 @@ mod cuts;
 mod engine;
 mod order;
 mod rebuild;
+mod replayed;
 pub mod report;
 
 use regex::Regex;
@@ -39,6 +40,7 @@ use cuts::*;
 use engine::*;
 use order::*;
 use rebuild::*;
+use replayed::*;
 
 /// What every replay of a trace needs, whatever the change: built once, shared by the
 /// replays of several changes (the findings replay theirs in parallel).
