@@ -324,6 +324,20 @@ pub fn sync_call_names(trace: &Trace) -> Vec<bool> {
     trace.api_names_where(is_synchronizing)
 }
 
+/// Per thread, its synchronising calls (indices, in call order), `sync_names` as
+/// [`sync_call_names`] gives them.
+pub fn sync_calls_by_thread(trace: &Trace, sync_names: &[bool]) -> Vec<Vec<u32>> {
+    trace
+        .threads
+        .iter()
+        .map(|th| {
+            (0..th.api.len() as u32)
+                .filter(|&k| sync_names[th.api.name[k as usize] as usize])
+                .collect()
+        })
+        .collect()
+}
+
 /// Is this API call one that makes the CPU wait for the GPU?
 pub fn is_synchronizing(name: &str) -> bool {
     name.contains("Synchronize")
@@ -484,13 +498,10 @@ pub struct SyncCalls<'t> {
 impl<'t> SyncCalls<'t> {
     pub fn new(trace: &'t Trace) -> Self {
         let names = sync_call_names(trace);
-        let calls = trace
-            .threads
-            .iter()
-            .map(|th| {
-                let calls: Vec<u32> = (0..th.api.len() as u32)
-                    .filter(|&k| names[th.api.name[k as usize] as usize])
-                    .collect();
+        let calls = sync_calls_by_thread(trace, &names)
+            .into_iter()
+            .zip(&trace.threads)
+            .map(|(calls, th)| {
                 let end = |k: u32| th.api.end[k as usize];
                 calls
                     .windows(2)

@@ -25,6 +25,7 @@ use regex::Regex;
 
 use crate::analysis::gaps::{
     Cause, CpuIndex, DEFAULT_MIN_GAP_NS, Gap, OpRef, gaps, launch_nvtx_path, sync_call_names,
+    sync_calls_by_thread,
 };
 use crate::analysis::intervals::device_window;
 use crate::analysis::nccl_wait::{Collectives, collectives};
@@ -117,17 +118,7 @@ impl Prepared {
         let syncs_and_order = || {
             let sync_names = sync_call_names(trace);
             let (sync_calls, order) = rayon::join(
-                || {
-                    trace
-                        .threads
-                        .iter()
-                        .map(|th| {
-                            (0..th.api.len() as u32)
-                                .filter(|&k| sync_names[th.api.name[k as usize] as usize])
-                                .collect()
-                        })
-                        .collect()
-                },
+                || sync_calls_by_thread(trace, &sync_names),
                 // The recorded order does not depend on the change: merged once.
                 || {
                     crate::profile_scope!("replays: recorded order");

@@ -110,15 +110,7 @@ pub(super) fn merged_in_pieces(
     pieces: usize,
 ) -> Vec<u16> {
     // Each thread's synchronising calls: a `SyncEnds` source's events.
-    let sync_calls: Vec<Vec<u32>> = trace
-        .threads
-        .iter()
-        .map(|th| {
-            (0..th.api.len() as u32)
-                .filter(|&k| sync_names[th.api.name[k as usize] as usize])
-                .collect()
-        })
-        .collect();
+    let sync_calls = crate::analysis::gaps::sync_calls_by_thread(trace, sync_names);
     let times = |i: usize| -> SourceTimes {
         match sources[i] {
             Source::Ops { device, stream } => SourceTimes::Plain(
