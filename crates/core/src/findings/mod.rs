@@ -243,6 +243,14 @@ pub fn replay_savings_with(
             .max()
             .unwrap_or(0)
     };
+    // A finding's saving once its change's walk and its upper bound's have ended.
+    let ended = |f: &Finding, (saving, upper): (Option<i64>, Option<i64>)| -> Option<Saving> {
+        let saving = saving?;
+        match f.upper_change {
+            None => Some((saving, None)),
+            Some(_) => Some((saving, Some(upper?.max(saving)))),
+        }
+    };
     // Per finding: its saving and its upper bound's, as their walks end.
     let found = std::sync::Mutex::new(vec![(None, None); findings.len()]);
     let walked: Option<Vec<()>> = changes
@@ -254,9 +262,8 @@ pub fn replay_savings_with(
             for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
                 let slot = &mut found[i];
                 *(if upper { &mut slot.1 } else { &mut slot.0 }) = Some(saving_of(spans));
-                let wants_upper = findings[i].upper_change.is_some();
-                if let (Some(saving), Some(u)) = (slot.0, slot.1.or((!wants_upper).then_some(0))) {
-                    done(i, (saving, wants_upper.then_some(u.max(saving))));
+                if let Some(saving) = ended(&findings[i], *slot) {
+                    done(i, saving);
                 }
             }
             Some(())
@@ -269,13 +276,7 @@ pub fn replay_savings_with(
         findings
             .iter()
             .zip(found)
-            .map(|(f, (saving, upper))| {
-                let saving = saving?;
-                Some((
-                    saving,
-                    f.upper_change.as_ref().and(upper).map(|u| u.max(saving)),
-                ))
-            })
+            .map(|(f, slot)| ended(f, slot))
             .collect(),
     )
 }
