@@ -50,8 +50,11 @@ fn missing_path_says_no_such_file() {
 
 #[test]
 fn directory_says_it_is_a_directory() {
+    // Inside a private folder: the shared temp folder's listing changes under parallel tests.
     let dir = tempfile::tempdir().unwrap();
-    let err = expect_error(dir.path(), &["is a directory"]);
+    let inner = dir.path().join("a-folder.sqlite");
+    std::fs::create_dir(&inner).unwrap();
+    let err = expect_error(&inner, &["is a directory"]);
     assert!(matches!(err, LoadError::IsDirectory(_)));
 }
 
