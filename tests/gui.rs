@@ -49,6 +49,11 @@ fn the_start_page_opens_the_sample_trace() {
         "the sample is not a recent file"
     );
     h.get_by_label("SAMPLE TRACE");
+    // Written to a folder of its own that goes with the window.
+    let folder = l.path.parent().unwrap().to_path_buf();
+    assert!(folder.is_dir());
+    drop(h);
+    assert!(!folder.exists(), "{} left behind", folder.display());
 }
 
 #[test]
@@ -396,7 +401,7 @@ fn the_current_window_is_summarised_on_a_worker_and_shown() {
     let start = Instant::now();
     h.run_steps(1);
     while h.query_by_label("Analysing the window…").is_some()
-        && start.elapsed() < Duration::from_secs(20)
+        && start.elapsed() < Duration::from_secs(120)
     {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
@@ -506,7 +511,7 @@ fn enter_in_the_marker_field_applies_the_marker() {
     while h
         .query_by_label_contains("marker: cfg_cond (given)")
         .is_none()
-        && start.elapsed() < Duration::from_secs(20)
+        && start.elapsed() < Duration::from_secs(120)
     {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
@@ -781,7 +786,7 @@ fn rank_summaries_open_as_a_job_with_its_straggler_and_a_rank_opens_in_full() {
     h.state_mut().open_paths(vec![summaries], &ctx);
     let start = Instant::now();
     while matches!(&h.state().state, State::Job(p) if p.job.is_none() && p.error.is_none())
-        && start.elapsed() < Duration::from_secs(30)
+        && start.elapsed() < Duration::from_secs(120)
     {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
@@ -993,7 +998,7 @@ fn a_trace_opened_again_comes_from_the_cache_whole_with_its_panels() {
     while nsys_explorer::cache::read_model(&key).is_none()
         || nsys_explorer::cache::read_gap_findings(&key, &options).is_none()
     {
-        assert!(start.elapsed().as_secs() < 30, "the model was never kept");
+        assert!(start.elapsed().as_secs() < 120, "the model was never kept");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let mut h = gui_support::harness(Some(&dir.path().join("tiny.sqlite")));
@@ -1130,7 +1135,7 @@ fn the_cpu_tab_profiles_the_chosen_window_and_a_frame_marks_its_samples() {
             .profile
             .as_ref()
             .is_some_and(|(s, _)| s.start == jit.start_ns);
-        if ready || start.elapsed() > Duration::from_secs(20) {
+        if ready || start.elapsed() > Duration::from_secs(120) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -1203,7 +1208,7 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         .ready
         .as_ref()
         .is_none_or(|(k, _)| *k != (a, b))
-        && start.elapsed() < Duration::from_secs(30)
+        && start.elapsed() < Duration::from_secs(120)
     {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
@@ -1330,7 +1335,7 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
         .query_all_by_label_contains("GPU metrics: SMs active")
         .count()
         < gpus
-        && start.elapsed() < Duration::from_secs(20)
+        && start.elapsed() < Duration::from_secs(120)
     {
         std::thread::sleep(Duration::from_millis(20));
         h.run_steps(1);
@@ -1362,7 +1367,7 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     // The kernel table gains how busy each kernel kept the SMs and tensor cores.
     h.get_by_label("Kernels").click();
     let start = Instant::now();
-    while h.query_by_label("95 %").is_none() && start.elapsed() < Duration::from_secs(20) {
+    while h.query_by_label("95 %").is_none() && start.elapsed() < Duration::from_secs(120) {
         h.run_steps(1);
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -1374,7 +1379,7 @@ fn gpu_metric_rows_and_the_memory_row_show_under_each_gpu_and_the_view_menu_choo
     // The slowest iteration's drill-down says how busy each GPU was against the median one.
     open_the_slowest_iteration(&mut h, truth.iterations.slowest_index);
     let start = Instant::now();
-    while loaded(&h).iterations.drilldown.is_none() && start.elapsed() < Duration::from_secs(20) {
+    while loaded(&h).iterations.drilldown.is_none() && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
     }
@@ -1404,7 +1409,7 @@ fn what_if_on_a_selected_stall_replays_the_run_without_that_cpu_time() {
     h.run_steps(2);
     h.get_by_label("what if the CPU had not spent it").click();
     let start = Instant::now();
-    while loaded(&h).what_if.answer.is_none() && start.elapsed() < Duration::from_secs(30) {
+    while loaded(&h).what_if.answer.is_none() && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
     }
@@ -1444,7 +1449,7 @@ fn what_if_on_a_selected_stall_replays_the_run_without_that_cpu_time() {
     h.run_steps(2);
     h.get_by_label("Critical path of the selection").click();
     let start = Instant::now();
-    while loaded(&h).selection.path.is_none() && start.elapsed() < Duration::from_secs(30) {
+    while loaded(&h).selection.path.is_none() && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
         h.step();
     }

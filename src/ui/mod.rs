@@ -82,6 +82,7 @@ pub struct App {
     title: String,
     /// The built-in sample's file, when it was opened: the window says it is a sample.
     sample: Option<PathBuf>,
+    sample_dir: Option<tempfile::TempDir>,
     /// The keyboard and mouse help (F1 or ?).
     pub help_open: bool,
     /// Help ▸ Developer ▸ Profile.
@@ -102,6 +103,7 @@ impl App {
             recent,
             title: String::new(),
             sample: None,
+            sample_dir: None,
             help_open: false,
             profile_open: false,
             split: Split::default(),
@@ -197,8 +199,15 @@ impl App {
     /// Opens the built-in sample trace (not remembered among recent files: it is rewritten
     /// in a temporary folder).
     pub fn open_sample(&mut self, ctx: &egui::Context) {
-        match crate::synth::write_sample_trace() {
-            Ok(path) => {
+        // A folder of its own, removed when the window closes (dropped with the app).
+        let written = tempfile::Builder::new()
+            .prefix("nsys-explorer-sample-")
+            .tempdir()
+            .map_err(|e| format!("temporary folder: {e}"))
+            .and_then(|dir| Ok((crate::synth::write_sample_trace(dir.path())?, dir)));
+        match written {
+            Ok((path, dir)) => {
+                self.sample_dir = Some(dir);
                 self.sample = Some(path.clone());
                 self.start_load(path, ctx);
             }

@@ -216,11 +216,9 @@ const CHECKPOINT_COPY_NS: i64 = 2_500_000_000;
 /// Warm-up steps run their kernels this much slower (autotuning, cold caches).
 const WARMUP_KERNEL_SCALE: f64 = 1.35;
 
-/// Writes the built-in sample trace (the `tiny` preset) to the temp folder and returns its
-/// path: what the app opens when it is given no file.
-pub fn write_sample_trace() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("nsys-explorer-sample-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+/// Writes the built-in sample trace (the `tiny` preset) into `dir` and returns its path:
+/// what the app opens when it is given no file.
+pub fn write_sample_trace(dir: &Path) -> Result<PathBuf, String> {
     let path = dir.join("wan2.1-sample-4gpu.sqlite");
     generate(&path, SynthOptions::new(Preset::Tiny))?;
     Ok(path)
