@@ -799,7 +799,136 @@ pub fn bench_what_if(file: &Path) -> Result<(), String> {
             p.iterations.count()
         );
     }
+    spans_of_every_change_kind(&trace, &o, &top)?;
     print_peak_rss();
+    Ok(())
+}
+
+/// Times the spans-only walk (what a finding's saving costs) of one change of each kind,
+/// aimed at what this trace holds: a change kind that a shape makes slow shows here.
+fn spans_of_every_change_kind(
+    trace: &crate::trace::Trace,
+    o: &crate::overview::Overview,
+    top_kernel: &str,
+) -> Result<(), String> {
+    use crate::whatif::{Change, HostSpan, Prepared, predicted_spans_with};
+    let t = Instant::now();
+    let prepared = Prepared::new(trace);
+    println!("shared preparation      {:>8.3} s", t.elapsed().as_secs_f64());
+    // The texts the changes aim at: the most recurring gaps' ranges and signatures.
+    let recurring = &o.recurring;
+    let signature = |cause: &str| {
+        recurring
+            .iter()
+            .find(|r| r.signature.ends_with(cause))
+            .map(|r| r.signature.clone())
+    };
+    let range_text = recurring
+        .iter()
+        .filter_map(|r| r.signature.split(" in ").nth(1))
+        .map(|r| r.split(" [").next().unwrap_or(r).trim_end_matches('#').to_string())
+        .find(|r| !r.is_empty() && !r.starts_with('('))
+        .unwrap_or_default();
+    let busiest = trace
+        .threads
+        .iter()
+        .max_by_key(|t| t.api.len())
+        .ok_or("no threads")?;
+    let (first, last) = trace.time_span().ok_or("an empty trace")?;
+    let stall = HostSpan {
+        tid: busiest.tid,
+        start_ns: first + (last - first) / 3,
+        end_ns: first + (last - first) / 3 + 1_000_000_000,
+    };
+    let kinds: Vec<(&str, Change)> = vec![
+        ("unchanged", Change::default()),
+        (
+            "remove sync (every synchronising call)",
+            Change {
+                remove_sync: vec![String::new()],
+                ..Default::default()
+            },
+        ),
+        (
+            "top kernel x0.5",
+            Change {
+                scale_kernels: vec![(
+                    regex::Regex::new(top_kernel).map_err(|e| e.to_string())?,
+                    0.5,
+                )],
+                ..Default::default()
+            },
+        ),
+        (
+            "NCCL on its own stream",
+            Change {
+                nccl_own_stream: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "NCCL on its own stream, no dependencies",
+            Change {
+                nccl_own_stream: true,
+                nccl_no_dependencies: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "remove CPU in the most recurring gaps' range",
+            Change {
+                remove_cpu: vec![range_text.clone()],
+                ..Default::default()
+            },
+        ),
+        (
+            "remove CPU in every range",
+            Change {
+                remove_cpu: vec![String::new()],
+                ..Default::default()
+            },
+        ),
+        (
+            "remove a 1 s stall of the busiest thread",
+            Change {
+                remove_stalls: vec![stall],
+                ..Default::default()
+            },
+        ),
+        (
+            "cut the most recurring host-bound gaps",
+            Change {
+                cut_host_gaps: signature("[host_bound]").into_iter().collect(),
+                ..Default::default()
+            },
+        ),
+        (
+            "drop every copy",
+            Change {
+                drop_copies: vec![String::new()],
+                ..Default::default()
+            },
+        ),
+        (
+            "capture the most recurring gaps' range as graphs",
+            Change {
+                capture_graphs: vec![range_text.clone()],
+                ..Default::default()
+            },
+        ),
+    ];
+    println!("spans-only walk of one change (what a finding's saving costs):");
+    for (what, change) in kinds {
+        let t = Instant::now();
+        let spans = predicted_spans_with(trace, &prepared, &change, Some(&o.gaps));
+        let longest = spans.iter().max().copied().unwrap_or(0);
+        println!(
+            "  {what:<50} {:>8.3} s  (longest span {})",
+            t.elapsed().as_secs_f64(),
+            crate::format::format_ns(longest)
+        );
+    }
+    println!("  (range aimed at: {range_text:?})");
     Ok(())
 }
 

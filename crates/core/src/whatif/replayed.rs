@@ -48,18 +48,27 @@ impl ThreadCalls {
         self.reached = k + 1;
     }
 
-    /// How far call `k` (reached) moved: looked for near the last place found, else
-    /// searched.
+    /// How far call `k` (reached) moved: launches look their calls up nearly in order, so
+    /// the place found last, or a few after it, mostly holds it; else a search.
     pub(super) fn shift_of(&self, k: u32) -> i64 {
-        const NEAR: usize = 8;
+        const NEAR: usize = 4;
         let from = &self.from;
-        let last = self.at.get().min(from.len() - 1);
-        let (lo, hi) = (last.saturating_sub(NEAR), (last + NEAR + 1).min(from.len()));
-        let i = if from[lo] <= k && from.get(hi).is_none_or(|&f| f > k) {
-            lo + from[lo..hi].partition_point(|&f| f <= k) - 1
+        let n = from.len();
+        let mut i = self.at.get().min(n - 1);
+        if from[i] <= k {
+            let mut steps = 0;
+            while i + 1 < n && from[i + 1] <= k {
+                i += 1;
+                steps += 1;
+                if steps == NEAR {
+                    i += from[i..].partition_point(|&f| f <= k) - 1;
+                    break;
+                }
+            }
         } else {
-            from.partition_point(|&f| f <= k) - 1
-        };
+            // The first shift holds from call 0: something before `i` holds `k`.
+            i = from[..i].partition_point(|&f| f <= k) - 1;
+        }
         self.at.set(i);
         self.shift[i]
     }
@@ -179,7 +188,8 @@ mod tests {
         // In order, a step back, far back, far ahead, backwards.
         let asks = (0..1000u32)
             .chain([5, 999, 0, 500, 499, 498, 10, 900, 3])
-            .chain((0..1000).rev());
+            .chain((0..1000).rev())
+            .chain((0..1000).step_by(13));
         for k in asks {
             assert_eq!(calls.shift_of(k), expected[k as usize], "call {k}");
         }
