@@ -814,7 +814,10 @@ fn spans_of_every_change_kind(
     use crate::whatif::{Change, HostSpan, Prepared, predicted_spans_with};
     let t = Instant::now();
     let prepared = Prepared::new(trace);
-    println!("shared preparation      {:>8.3} s", t.elapsed().as_secs_f64());
+    println!(
+        "shared preparation      {:>8.3} s",
+        t.elapsed().as_secs_f64()
+    );
     // The texts the changes aim at: the most recurring gaps' ranges and signatures.
     let recurring = &o.recurring;
     let signature = |cause: &str| {
@@ -826,7 +829,13 @@ fn spans_of_every_change_kind(
     let range_text = recurring
         .iter()
         .filter_map(|r| r.signature.split(" in ").nth(1))
-        .map(|r| r.split(" [").next().unwrap_or(r).trim_end_matches('#').to_string())
+        .map(|r| {
+            r.split(" [")
+                .next()
+                .unwrap_or(r)
+                .trim_end_matches('#')
+                .to_string()
+        })
         .find(|r| !r.is_empty() && !r.starts_with('('))
         .unwrap_or_default();
     let busiest = trace

@@ -358,61 +358,88 @@ fn work_out(
     let cancelled = || cancel.load(Ordering::Relaxed);
     let devices = selected_devices(trace, options);
     let find_gaps = kept.is_none();
-    // The longest analysis that needs no other one's result starts beside the gaps, so
-    // that it does not run alone at the end.
-    let (per_device, (nccl_payload, found)) = rayon::join(
-        || per_device_gaps(trace, options, cancel, &cpu, &devices, find_gaps),
+    // Two sides, each analysis started as soon as what it needs is there: the gaps, then
+    // their patterns; beside them the collectives, then every analysis needing no gap
+    // (a barrier after the gaps left a core idle while they finished).
+    let (gap_side, rest) = rayon::join(
+        || {
+            let (summaries, gaps) =
+                per_device_gaps(trace, options, cancel, &cpu, &devices, find_gaps);
+            match kept {
+                Some(k) => (
+                    summaries,
+                    k.gaps,
+                    (k.recurring, k.single_gaps),
+                    Some(k.nvtx_gpu),
+                ),
+                None if cancelled() => (summaries, gaps, Default::default(), None),
+                None => {
+                    let patterns = recurring(trace, &gaps);
+                    (summaries, gaps, patterns, None)
+                }
+            }
+        },
         || {
             let found = Arc::new(collectives(trace));
-            (nccl_payload_with(trace, &found, options.lists_top()), found)
+            let (((nccl_payload, iterations), nvtx_gpu), (nccl_wait, (memory, more))) = rayon::join(
+                || {
+                    rayon::join(
+                        || {
+                            rayon::join(
+                                || nccl_payload_with(trace, &found, options.lists_top()),
+                                || {
+                                    iterations_with(
+                                        trace,
+                                        options.iteration_marker.as_deref(),
+                                        &found,
+                                    )
+                                },
+                            )
+                        },
+                        || find_gaps.then(|| nvtx_gpu(trace, options.window)),
+                    )
+                },
+                || {
+                    rayon::join(
+                        || nccl_waits(trace, &found, options.lists_top()),
+                        || {
+                            (
+                                memory_by_kind(trace, options.window),
+                                rayon::join(
+                                    || kernels_by_name(trace, &devices, options.window),
+                                    || {
+                                        rayon::join(
+                                            || nccl_by_type(trace, &devices, options.window),
+                                            || sync_time_per_thread(trace, options.window),
+                                        )
+                                    },
+                                ),
+                            )
+                        },
+                    )
+                },
+            );
+            let (kernels, (nccl, cpu_sync)) = more;
+            (
+                found,
+                nccl_payload,
+                iterations,
+                nvtx_gpu,
+                nccl_wait,
+                memory,
+                kernels,
+                nccl,
+                cpu_sync,
+            )
         },
     );
     if cancelled() {
         return None;
     }
-    let (summaries, mut gaps) = per_device;
-    let (mut kept_recurring, mut kept_nvtx) = (None, None);
-    if let Some(k) = kept {
-        gaps = k.gaps;
-        kept_recurring = Some((k.recurring, k.single_gaps));
-        kept_nvtx = Some(k.nvtx_gpu);
-    }
-    let (
-        ((recurring, single_gaps), (memory, (nvtx_gpu, nccl_wait))),
-        (iterations, (kernels, (nccl, cpu_sync))),
-    ) = rayon::join(
-        || {
-            rayon::join(
-                || kept_recurring.unwrap_or_else(|| recurring(trace, &gaps)),
-                || {
-                    (
-                        memory_by_kind(trace, options.window),
-                        rayon::join(
-                            || kept_nvtx.unwrap_or_else(|| nvtx_gpu(trace, options.window)),
-                            || nccl_waits(trace, &found, options.lists_top()),
-                        ),
-                    )
-                },
-            )
-        },
-        || {
-            rayon::join(
-                || iterations_with(trace, options.iteration_marker.as_deref(), &found),
-                || {
-                    (
-                        kernels_by_name(trace, &devices, options.window),
-                        rayon::join(
-                            || nccl_by_type(trace, &devices, options.window),
-                            || sync_time_per_thread(trace, options.window),
-                        ),
-                    )
-                },
-            )
-        },
-    );
-    if cancelled() {
-        return None;
-    }
+    let (summaries, gaps, (recurring, single_gaps), kept_nvtx) = gap_side;
+    let (found, nccl_payload, iterations, nvtx_gpu, nccl_wait, memory, kernels, nccl, cpu_sync) =
+        rest;
+    let nvtx_gpu = kept_nvtx.or(nvtx_gpu).unwrap_or_default();
     let drilldown = iterations
         .slowest_index
         .map(|k| drilldown(trace, &cpu, &iterations, k, options.min_gap_ns, options.top));

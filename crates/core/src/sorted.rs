@@ -36,6 +36,17 @@ pub fn gallop(from: usize, n: usize, pred: impl Fn(usize) -> bool) -> usize {
     known + 1 + partition(bound - known - 1, |k| pred(known + 1 + k))
 }
 
+/// Where `pred` turns false in `[0, n)` (true, then false), looked for from `hint`, the
+/// answer of a lookup just before: a walk asking in nearly ascending order finds it at
+/// `hint` or a few places on, in a read or two; an answer before `hint` is searched for.
+pub fn partition_near(hint: usize, n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let hint = hint.min(n);
+    if hint > 0 && !pred(hint - 1) {
+        return partition(hint - 1, &pred);
+    }
+    gallop(hint, n, pred)
+}
+
 /// Lower median.
 pub fn median(values: &[i64]) -> i64 {
     if values.is_empty() {
@@ -49,6 +60,20 @@ pub fn median(values: &[i64]) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_near_finds_where_a_predicate_turns_false_from_any_hint() {
+        let v: Vec<i64> = (0..1000).map(|k| k * 3).collect();
+        for hint in [0, 1, 7, 500, 999, 1000, 5000] {
+            for t in [-5, 0, 1, 3, 700, 1500, 2997, 2998, 5000] {
+                assert_eq!(
+                    partition_near(hint, v.len(), |k| v[k] < t),
+                    v.partition_point(|&x| x < t),
+                    "hint {hint}, t {t}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn gallop_finds_where_a_predicate_turns_false_from_any_start() {

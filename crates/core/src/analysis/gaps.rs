@@ -145,6 +145,13 @@ pub struct CpuIndex {
     call_range: Vec<Vec<u32>>,
 }
 
+/// Per thread, where the last gap's look among its synchronising calls stood (see
+/// [`CpuIndex::sync_position`]); one per walk over a device's gaps.
+#[derive(Default)]
+struct SyncCursor {
+    at: Vec<usize>,
+}
+
 impl CpuIndex {
     pub fn new(trace: &Trace) -> Self {
         crate::profile_scope!("analysis: CPU index");
@@ -168,21 +175,37 @@ impl CpuIndex {
         }
     }
 
-    /// Whether a synchronising call of `thread` returned inside `[a, b]`.
-    fn synced_in(&self, thread: usize, a: i64, b: i64) -> bool {
+    /// Where `t` falls among `thread`'s synchronising calls' ends: the first that is not
+    /// before it. `cursor` keeps, per thread, where the last lookup stood: a device's gaps
+    /// come in time order, so the place is mostly the same or a few ends on (a search of
+    /// each of millions of gaps cost a third of finding them).
+    fn sync_position(&self, cursor: &mut SyncCursor, thread: usize, t: i64) -> usize {
         let ends = &self.sync_ends[thread];
-        ends.get(ends.partition_point(|&e| e < a))
-            .is_some_and(|&e| e <= b)
+        if cursor.at.len() != self.sync_ends.len() {
+            cursor.at = vec![0; self.sync_ends.len()];
+        }
+        let i = crate::sorted::partition_near(cursor.at[thread], ends.len(), |k| ends[k] < t);
+        cursor.at[thread] = i;
+        i
     }
 
-    /// The latest end of a synchronising call of `thread` in the [`SYNC_RETURN_SKEW_NS`]
-    /// before `t`.
-    fn synced_just_before(&self, thread: usize, t: i64) -> Option<i64> {
+    /// Whether a synchronising call of `thread` returned inside `[a, b]`, and the latest
+    /// end of one in the [`SYNC_RETURN_SKEW_NS`] before `a`.
+    fn synced(
+        &self,
+        cursor: &mut SyncCursor,
+        thread: usize,
+        a: i64,
+        b: i64,
+    ) -> (bool, Option<i64>) {
         let ends = &self.sync_ends[thread];
-        let i = ends.partition_point(|&e| e < t);
-        i.checked_sub(1)
+        let i = self.sync_position(cursor, thread, a);
+        let inside = ends.get(i).is_some_and(|&e| e <= b);
+        let just_before = i
+            .checked_sub(1)
             .map(|j| ends[j])
-            .filter(|&e| e >= t - SYNC_RETURN_SKEW_NS)
+            .filter(|&e| e >= a - SYNC_RETURN_SKEW_NS);
+        (inside, just_before)
     }
 
     /// The NVTX path (text ids, outermost first) at the launch of `op`, into `path`.
@@ -399,6 +422,7 @@ fn each_gap(
     // Neighbouring gaps share an op: its path is kept from one gap to the next.
     let (mut before_path, mut after_path) = (Vec::new(), Vec::new());
     let mut after_of_last: Option<OpRef> = None;
+    let mut cursor = SyncCursor::default();
     for_each_gap(device, window, min_gap_ns, |gs, ge, before, after| {
         if after_of_last == Some(before) {
             std::mem::swap(&mut before_path, &mut after_path);
@@ -413,7 +437,7 @@ fn each_gap(
             duration_ns: ge - gs,
             before,
             after,
-            cause: cause(trace, cpu, device, before, after, gs, ge),
+            cause: cause(trace, cpu, &mut cursor, device, before, after, gs, ge),
             enclosing: enclosing(&before_path, &after_path).unwrap_or(NONE),
         });
     });
@@ -432,9 +456,11 @@ fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Th
     launch_index(device, op).map(|(t, c)| (&trace.threads[t], c))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn cause(
     trace: &Trace,
     cpu: &CpuIndex,
+    cursor: &mut SyncCursor,
     device: &Device,
     before: OpRef,
     after: OpRef,
@@ -447,10 +473,11 @@ fn cause(
     // A synchronising call of the launching thread that returned inside the gap (or at its
     // start), or just before it while the op the gap follows was already queued: it waited
     // for that op (the clocks put its return a few µs early).
-    if cpu.synced_in(thread, gap_start, gap_end) {
+    let (synced_in, synced_just_before) = cpu.synced(cursor, thread, gap_start, gap_end);
+    if synced_in {
         return Cause::HostSync;
     }
-    if let Some(end) = cpu.synced_just_before(thread, gap_start)
+    if let Some(end) = synced_just_before
         && launch_of(trace, device, before).is_some_and(|(t, c)| t.api.start[c] < end)
     {
         return Cause::HostSync;
@@ -625,6 +652,25 @@ mod tests {
                 (5_000, Cause::Unknown)
             ]
         );
+    }
+
+    #[test]
+    fn a_syncs_place_found_from_the_last_is_where_a_search_finds_it() {
+        let ends: Vec<i64> = (0..200).map(|i| i * 100 + (i % 3) * 40).collect();
+        let cpu = CpuIndex {
+            sync_ends: vec![Vec::new(), ends.clone()],
+            call_range: vec![Vec::new(), Vec::new()],
+        };
+        let mut cursor = SyncCursor::default();
+        // In order (most gaps), equal to an end, back, far ahead, far back, past the end.
+        let asks = (-50..21_000)
+            .step_by(37)
+            .chain([5_000, 5_000, 4_940, 19_999, 10, 25_000, -1, 12_345]);
+        for t in asks {
+            let found = cpu.sync_position(&mut cursor, 1, t);
+            assert_eq!(found, ends.partition_point(|&e| e < t), "t = {t}");
+            assert_eq!(cpu.sync_position(&mut cursor, 0, t), 0);
+        }
     }
 
     /// Real exports show a sync returning a few µs before the op it waited for ends: the

@@ -25,6 +25,7 @@ pub fn report_json(
     findings: &[Finding],
     options: &Options,
 ) -> Value {
+    crate::profile_scope!("report: JSON");
     let devices: Vec<Value> = selected_devices(trace, options)
         .iter()
         .map(|d| {
@@ -75,6 +76,7 @@ pub fn report_json(
         }
         v
     };
+    crate::profile_scope!("report: JSON gaps");
     let top_gaps: Vec<Value> = overview
         .longest_gaps(options.top)
         .into_iter()
@@ -152,6 +154,7 @@ pub fn report_json(
         },
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
+    crate::profile_scope!("report: JSON tail");
     out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
     // Absent unless the capture sampled the GPUs' counters (`--gpu-metrics-devices`).
     let window = |id| overview.analysed_window(id);

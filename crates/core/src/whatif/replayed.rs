@@ -51,24 +51,9 @@ impl ThreadCalls {
     /// How far call `k` (reached) moved: launches look their calls up nearly in order, so
     /// the place found last, or a few after it, mostly holds it; else a search.
     pub(super) fn shift_of(&self, k: u32) -> i64 {
-        const NEAR: usize = 4;
         let from = &self.from;
-        let n = from.len();
-        let mut i = self.at.get().min(n - 1);
-        if from[i] <= k {
-            let mut steps = 0;
-            while i + 1 < n && from[i + 1] <= k {
-                i += 1;
-                steps += 1;
-                if steps == NEAR {
-                    i += from[i..].partition_point(|&f| f <= k) - 1;
-                    break;
-                }
-            }
-        } else {
-            // The first shift holds from call 0: something before `i` holds `k`.
-            i = from[..i].partition_point(|&f| f <= k) - 1;
-        }
+        // The first shift holds from call 0: the one found is at 1 or later.
+        let i = crate::sorted::partition_near(self.at.get() + 1, from.len(), |j| from[j] <= k) - 1;
         self.at.set(i);
         self.shift[i]
     }

@@ -356,6 +356,8 @@ pub(super) fn device_iterations(
     let mut spans: Vec<Option<Window>> = vec![None; cpu.len()];
     for stream in &device.streams {
         let ops = &stream.ops;
+        // A stream's launches come nearly in time order: each found from the last.
+        let mut k = 0;
         for i in 0..ops.len() {
             if ops.launch_thread[i] as usize != thread
                 || ops.launch_call[i] == NONE
@@ -364,7 +366,7 @@ pub(super) fn device_iterations(
                 continue;
             }
             let t = api.start[ops.launch_call[i] as usize];
-            let k = cpu.partition_point(|w| w.start <= t);
+            k = crate::sorted::partition_near(k, cpu.len(), |j| cpu[j].start <= t);
             if k == 0 || t > cpu[k - 1].end {
                 continue;
             }
