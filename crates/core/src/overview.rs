@@ -381,6 +381,9 @@ fn work_out(
         },
         || {
             let found = Arc::new(collectives(trace));
+            if cancelled() {
+                return None;
+            }
             let (((nccl_payload, iterations), nvtx_gpu), (nccl_wait, (memory, more))) = rayon::join(
                 || {
                     rayon::join(
@@ -420,7 +423,7 @@ fn work_out(
                 },
             );
             let (kernels, (nccl, cpu_sync)) = more;
-            (
+            Some((
                 found,
                 nccl_payload,
                 iterations,
@@ -430,7 +433,7 @@ fn work_out(
                 kernels,
                 nccl,
                 cpu_sync,
-            )
+            ))
         },
     );
     if cancelled() {
@@ -438,7 +441,7 @@ fn work_out(
     }
     let (summaries, gaps, (recurring, single_gaps), kept_nvtx) = gap_side;
     let (found, nccl_payload, iterations, nvtx_gpu, nccl_wait, memory, kernels, nccl, cpu_sync) =
-        rest;
+        rest?;
     let nvtx_gpu = kept_nvtx.or(nvtx_gpu).unwrap_or_default();
     let drilldown = iterations
         .slowest_index
