@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 use crate::analysis::breakdown::pct;
@@ -26,8 +27,9 @@ pub fn report_json(
     options: &Options,
 ) -> Value {
     crate::profile_scope!("report: JSON");
+    // In parallel: each device's counts read all its ops.
     let devices: Vec<Value> = selected_devices(trace, options)
-        .iter()
+        .par_iter()
         .map(|d| {
             let summary = overview.devices.iter().find(|s| s.device == d.id);
             json!({
@@ -77,30 +79,36 @@ pub fn report_json(
         v
     };
     crate::profile_scope!("report: JSON gaps");
-    let top_gaps: Vec<Value> = overview
-        .longest_gaps(options.top)
-        .into_iter()
-        .map(gap_json)
-        .collect();
-    let recurring: Vec<Value> = overview
-        .recurring
-        .iter()
-        .take(options.top)
-        .map(|r| {
-            let longest = r
-                .members
-                .iter()
-                .copied()
-                .max_by_key(|&i| overview.gaps[i as usize].duration_ns);
-            json!({
-                "signature": r.signature,
-                "count": r.count,
-                "total_ns": r.total_ns,
-                "median_ns": r.median_ns,
-                "longest": longest.map(|i| gap_json(i as usize)),
-            })
-        })
-        .collect();
+    // Beside each other: the longest gaps are picked among all gaps, and a pattern's
+    // longest among all its members (millions each).
+    let (top_gaps, recurring): (Vec<Value>, Vec<Value>) = rayon::join(
+        || {
+            overview
+                .longest_gaps(options.top)
+                .into_iter()
+                .map(gap_json)
+                .collect()
+        },
+        || {
+            overview.recurring[..overview.recurring.len().min(options.top)]
+                .par_iter()
+                .map(|r| {
+                    let longest = r
+                        .members
+                        .iter()
+                        .copied()
+                        .max_by_key(|&i| overview.gaps[i as usize].duration_ns);
+                    json!({
+                        "signature": r.signature,
+                        "count": r.count,
+                        "total_ns": r.total_ns,
+                        "median_ns": r.median_ns,
+                        "longest": longest.map(|i| gap_json(i as usize)),
+                    })
+                })
+                .collect()
+        },
+    );
     let single: Vec<Value> = overview
         .single_gaps
         .iter()
@@ -155,7 +163,12 @@ pub fn report_json(
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
     crate::profile_scope!("report: JSON tail");
-    out["capture_use"] = json!(crate::analysis::capture_use::capture_use(trace));
+    // Each reads every op: the two side by side.
+    let (capture_use, cuda_graphs) = rayon::join(
+        || crate::analysis::capture_use::capture_use(trace),
+        || crate::analysis::graphs::cuda_graphs(trace),
+    );
+    out["capture_use"] = json!(capture_use);
     // Absent unless the capture sampled the GPUs' counters (`--gpu-metrics-devices`).
     let window = |id| overview.analysed_window(id);
     if let Some(m) = crate::analysis::gpu_metrics::gpu_metrics(trace, &window, options.top) {
@@ -175,7 +188,7 @@ pub fn report_json(
         out["osrt"] = json!({ "longest": longest });
     }
     // Absent when the run launched no CUDA graph.
-    if let Some(g) = crate::analysis::graphs::cuda_graphs(trace) {
+    if let Some(g) = cuda_graphs {
         out["cuda_graphs"] = cuda_graphs_json(trace, &g, options.top);
     }
     out
