@@ -31,7 +31,7 @@ pub mod theme;
 pub mod timeline;
 pub mod whatif_panel;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use eframe::egui;
@@ -80,9 +80,9 @@ pub struct App {
     pub state: State,
     pub recent: Vec<PathBuf>,
     title: String,
-    /// The built-in sample's file, when it was opened: the window says it is a sample.
-    sample: Option<PathBuf>,
-    sample_dir: Option<tempfile::TempDir>,
+    /// The built-in sample's file, when it was opened (the window says it is a sample), and
+    /// the folder of its own it was written to, removed with the app.
+    sample: Option<(PathBuf, tempfile::TempDir)>,
     /// The keyboard and mouse help (F1 or ?).
     pub help_open: bool,
     /// Help ▸ Developer ▸ Profile.
@@ -103,7 +103,6 @@ impl App {
             recent,
             title: String::new(),
             sample: None,
-            sample_dir: None,
             help_open: false,
             profile_open: false,
             split: Split::default(),
@@ -207,8 +206,7 @@ impl App {
             .and_then(|dir| Ok((crate::synth::write_sample_trace(dir.path())?, dir)));
         match written {
             Ok((path, dir)) => {
-                self.sample_dir = Some(dir);
-                self.sample = Some(path.clone());
+                self.sample = Some((path.clone(), dir));
                 self.start_load(path, ctx);
             }
             Err(message) => {
@@ -357,7 +355,7 @@ impl App {
                 });
                 if let State::Loaded(l) = &mut self.state {
                     ui.separator();
-                    if self.sample.as_ref() == Some(&l.path) {
+                    if is_sample(&self.sample, &l.path) {
                         ui.label(
                             egui::RichText::new("SAMPLE TRACE")
                                 .strong()
@@ -406,7 +404,7 @@ impl App {
         match &mut self.state {
             State::Start => self.start_page(ui, &ctx),
             State::Loading { path, job } => {
-                let what = if self.sample.as_ref() == Some(path) {
+                let what = if is_sample(&self.sample, path) {
                     "the sample trace (a generated Wan2.1-like 4-GPU run)".to_string()
                 } else {
                     file_name(path)
@@ -491,6 +489,11 @@ impl eframe::App for App {
 /// out of view, was a seventh of a zoomed-out frame spent to skip nothing.
 pub fn configure(ctx: &egui::Context) {
     ctx.tessellation_options_mut(|o| o.coarse_tessellation_culling = false);
+}
+
+/// Whether `path` is the built-in sample's file (see [`App`]'s `sample`).
+fn is_sample(sample: &Option<(PathBuf, tempfile::TempDir)>, path: &Path) -> bool {
+    sample.as_ref().is_some_and(|(file, _)| file == path)
 }
 
 /// Opens the window on `file`; without one, on the built-in sample trace (or the start

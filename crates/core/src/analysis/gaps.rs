@@ -556,11 +556,7 @@ impl<'t> SyncCalls<'t> {
         let (from, to) = (g.start_ns - SYNC_RETURN_SKEW_NS, g.end_ns());
         // Those ending in (from, to], the latest returned; else one of no length at `from`
         // (what the search by overlap finds too).
-        let lo = if *at <= calls.len() && (*at == 0 || end(*at - 1) <= from) {
-            crate::sorted::gallop(*at, calls.len(), |i| end(i) <= from)
-        } else {
-            calls.partition_point(|&k| api.end[k as usize] <= from)
-        };
+        let lo = crate::sorted::partition_near(*at, calls.len(), |i| end(i) <= from);
         *at = lo;
         let hi = crate::sorted::gallop(lo, calls.len(), |i| end(i) <= to);
         let call = if hi > lo {

@@ -347,12 +347,7 @@ impl NvtxRanges {
     /// there (a search of millions of ranges missed the cache at every probe). Its
     /// ancestors are up its `parent`s.
     pub fn innermost_at_from(&self, t: i64, from: &mut usize) -> u32 {
-        let n = self.start.len();
-        *from = if *from <= n && (*from == 0 || self.start[*from - 1] <= t) {
-            crate::sorted::gallop(*from, n, |r| self.start[r] <= t)
-        } else {
-            self.start.partition_point(|&s| s <= t)
-        };
+        *from = crate::sorted::partition_near(*from, self.start.len(), |r| self.start[r] <= t);
         self.innermost_at_index(*from, t)
     }
 

@@ -259,12 +259,7 @@ impl<'a> Replay<'a> {
 /// Whether `call` is in `removed` (sorted), from `from` on: a thread's calls come in order,
 /// so its list is passed once (searched anew if a call comes back).
 fn is_removed(removed: &[u32], from: &mut usize, call: u32) -> bool {
-    if removed.get(from.wrapping_sub(1)).is_some_and(|&r| r > call) {
-        *from = removed.partition_point(|&r| r < call);
-    }
-    while *from < removed.len() && removed[*from] < call {
-        *from += 1;
-    }
+    *from = crate::sorted::partition_near(*from, removed.len(), |k| removed[k] < call);
     removed.get(*from) == Some(&call)
 }
 

@@ -117,14 +117,12 @@ impl Prepared {
         };
         let syncs_and_order = || {
             let sync_names = sync_call_names(trace);
-            let (sync_calls, order) = rayon::join(
-                || sync_calls_by_thread(trace, &sync_names),
-                // The recorded order does not depend on the change: merged once.
-                || {
-                    crate::profile_scope!("replays: recorded order");
-                    PackedOrder::new(trace, &sync_names)
-                },
-            );
+            let sync_calls = sync_calls_by_thread(trace, &sync_names);
+            // The recorded order does not depend on the change: merged once.
+            let order = {
+                crate::profile_scope!("replays: recorded order");
+                PackedOrder::new(trace, &sync_calls)
+            };
             (sync_names, sync_calls, order)
         };
         let (((groups, member), launched), (sync_names, sync_calls, order)) =
@@ -272,7 +270,7 @@ mod tests {
         for pieces in [None, Some(1), Some(2), Some(3), Some(7)] {
             if let Some(pieces) = pieces {
                 let order = prep.order.as_mut().expect("a few streams and threads");
-                order.ids = merged_in_pieces(trace, &prep.sync_names, &order.sources, pieces);
+                order.ids = merged_in_pieces(trace, &prep.sync_calls, &order.sources, pieces);
             }
             let packed: Vec<Event> = prep
                 .order

@@ -32,7 +32,8 @@ pub(super) struct PackedOrder {
 }
 
 impl PackedOrder {
-    pub(super) fn new(trace: &Trace, sync_names: &[bool]) -> Option<Self> {
+    /// `sync_calls` as in [`Prepared`]: each thread's synchronising calls.
+    pub(super) fn new(trace: &Trace, sync_calls: &[Vec<u32>]) -> Option<Self> {
         let mut sources = Vec::new();
         for (d, device) in trace.devices.iter().enumerate() {
             for s in 0..device.streams.len() {
@@ -49,7 +50,7 @@ impl PackedOrder {
         if sources.len() > usize::from(u16::MAX) + 1 {
             return None;
         }
-        let ids = merged_sources(trace, sync_names, &sources);
+        let ids = merged_sources(trace, sync_calls, &sources);
         Some(Self { sources, ids })
     }
 
@@ -92,25 +93,27 @@ impl PackedOrder {
 /// Where every source's times come in order (always, but for a thread whose
 /// synchronising calls end out of call order), the run is cut at a few times and the
 /// pieces merged side by side: what comes before a time comes before in the merge too.
-pub(super) fn merged_sources(trace: &Trace, sync_names: &[bool], sources: &[Source]) -> Vec<u16> {
+pub(super) fn merged_sources(
+    trace: &Trace,
+    sync_calls: &[Vec<u32>],
+    sources: &[Source],
+) -> Vec<u16> {
     let events = trace.gpu_op_count() + trace.api_call_count();
     let pieces = if events >= MERGED_APART_PAST {
         rayon::current_num_threads() * 2
     } else {
         1
     };
-    merged_in_pieces(trace, sync_names, sources, pieces)
+    merged_in_pieces(trace, sync_calls, sources, pieces)
 }
 
 /// [`merged_sources`], cut in at most `pieces` pieces.
 pub(super) fn merged_in_pieces(
     trace: &Trace,
-    sync_names: &[bool],
+    sync_calls: &[Vec<u32>],
     sources: &[Source],
     pieces: usize,
 ) -> Vec<u16> {
-    // Each thread's synchronising calls: a `SyncEnds` source's events.
-    let sync_calls = crate::analysis::gaps::sync_calls_by_thread(trace, sync_names);
     let times = |i: usize| -> SourceTimes {
         match sources[i] {
             Source::Ops { device, stream } => SourceTimes::Plain(
