@@ -948,3 +948,114 @@ fn summarize_writes_summaries_report_reads_and_parquet_tables() {
     assert_eq!(rows("gpus"), 1);
     assert!(rows("gaps") > 0);
 }
+
+/// Issue 67, bugs 1 and 2 at the command line: every node's `report.sqlite` summarised
+/// side by side keeps one summary a rank (named by its folder), the same file twice is
+/// refused before anything is written; a job whose rank files repeat pids and tids takes a
+/// stall as `FILE:TID:START:END`, refuses a bare tid found in several files, and the
+/// straggler finding's `what_if` over the files reproduces its saving.
+#[test]
+fn a_jobs_files_named_alike_or_with_the_same_pids_keep_their_ranks_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    let truth = nsys_explorer::synth::generate_split(
+        &ranks,
+        nsys_explorer::synth::SynthOptions {
+            same_pids: true,
+            ..nsys_explorer::synth::SynthOptions::new(nsys_explorer::synth::Preset::Tiny)
+        },
+    )
+    .unwrap();
+    let nodes: Vec<std::path::PathBuf> = truth
+        .files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let to = dir.path().join(format!("n{k}")).join("report.sqlite");
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&f.path, &to).unwrap();
+            to
+        })
+        .collect();
+    let out_dir = dir.path().join("summaries");
+    let out = succeeded(
+        bin()
+            .arg("summarize")
+            .args(&nodes)
+            .arg("--out")
+            .arg(&out_dir),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    for k in 0..nodes.len() {
+        assert!(
+            out_dir.join(format!("n{k}_report.summary")).is_file(),
+            "{said}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&succeeded(bin().arg("report").arg(&out_dir).arg("--json")).stdout)
+            .unwrap();
+    assert_eq!(json["devices"].as_array().unwrap().len(), nodes.len());
+    // The same export twice: refused, and nothing written.
+    let twice = dir.path().join("twice");
+    let refused = bin()
+        .arg("summarize")
+        .args([&nodes[0], &nodes[0]])
+        .arg("--out")
+        .arg(&twice)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("both be summarised"));
+    assert!(!twice.exists(), "nothing written");
+
+    // The straggler's stall on its own file's thread.
+    let files: Vec<&str> = truth
+        .files
+        .iter()
+        .map(|f| f.path.to_str().unwrap())
+        .collect();
+    let mut args = files.clone();
+    args.push("--no-cache");
+    let v = report_json(&args);
+    let straggler = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "straggler")
+        .expect("a straggler finding");
+    let what_if: Vec<&str> = straggler["what_if"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let span = what_if[1];
+    assert_eq!(span.split(':').count(), 4, "FILE:TID:START:END, not {span}");
+    let w: serde_json::Value = serde_json::from_slice(
+        &succeeded(
+            bin()
+                .arg("what-if")
+                .args(&files)
+                .args(["--json", "--no-cache"])
+                .args(&what_if),
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(w["saving_ns"], straggler["saving_ns"]);
+    // Without the file, the tid names a thread in every file: refused.
+    let bare = span.split_once(':').unwrap().1;
+    let refused = bin()
+        .arg("what-if")
+        .args(&files)
+        .args(["--no-cache", "--remove-stall", bare])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("name the file"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

@@ -844,11 +844,8 @@ fn spans_of_every_change_kind(
         .max_by_key(|t| t.api.len())
         .ok_or("no threads")?;
     let (first, last) = trace.time_span().ok_or("an empty trace")?;
-    let stall = HostSpan {
-        tid: busiest.tid,
-        start_ns: first + (last - first) / 3,
-        end_ns: first + (last - first) / 3 + 1_000_000_000,
-    };
+    let from = first + (last - first) / 3;
+    let stall = HostSpan::of(trace, busiest, from, from + 1_000_000_000);
     let kinds: Vec<(&str, Change)> = vec![
         ("unchanged", Change::default()),
         (

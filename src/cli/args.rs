@@ -92,7 +92,10 @@ pub enum Command {
     /// What would a change save? Replays FILE with the change (and unchanged, to state the
     /// model's error) and predicts each GPU's iteration median and span.
     WhatIf {
-        file: PathBuf,
+        /// One export, or every rank's file of a job (opened as one trace, as `report`
+        /// opens them).
+        #[arg(required = true, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
         #[command(flatten)]
         change: ChangeArgs,
         #[arg(long)]
@@ -291,7 +294,9 @@ pub enum Command {
         cpu_samples: bool,
         /// Device memory allocations and frees (`--cuda-memory-usage=true`): weights, each
         /// step's activations, a pinned host buffer, a block allocated before the capture,
-        /// and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak and growth.
+        /// a workspace of 1 GiB + (step mod 3) × 128 MiB freed on the GPU after the step's
+        /// CPU time, and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak
+        /// and growth.
         #[arg(long)]
         memory_usage: bool,
         /// The GPUs' counters sampled at 10 kHz (`--gpu-metrics-devices=all`): SMs Active,
@@ -299,6 +304,18 @@ pub enum Command {
         /// clock (in Hz on GPU 2, wrapped past 2^31 on GPU 3); metric ids differ per GPU.
         #[arg(long)]
         gpu_metrics: bool,
+        /// With --split-ranks: every rank's process has the same pid and tids (containers
+        /// start each node's training process as pid 1).
+        #[arg(long, requires = "split_ranks")]
+        same_pids: bool,
+        /// NVTX as DLProf records it: no step, block or module ranges, one range an
+        /// operator whose text is a Python dict (`{'traceMarker': [N], 'funcStack': 'file.py:LINE'}`).
+        #[arg(long)]
+        dlprof_markers: bool,
+        /// With --cuda-graphs: each block's whole attention, its two all-to-alls inside,
+        /// one graph (one launch call releases compute and collectives).
+        #[arg(long, requires = "cuda_graphs")]
+        graph_attention: bool,
     },
 }
 

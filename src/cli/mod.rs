@@ -79,11 +79,11 @@ pub fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Some(Command::WhatIf {
-            file,
+            files,
             change,
             json,
             iteration_marker,
-        }) => what_if_change(change).and_then(|c| what_if(&file, c, json, iteration_marker)),
+        }) => what_if_change(change).and_then(|c| what_if(&files, c, json, iteration_marker)),
         Some(Command::CriticalPath {
             files,
             iteration,
@@ -169,6 +169,9 @@ pub fn main() -> ExitCode {
             cpu_samples,
             memory_usage,
             gpu_metrics,
+            same_pids,
+            dlprof_markers,
+            graph_attention,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -200,6 +203,9 @@ pub fn main() -> ExitCode {
                     cpu_samples,
                     memory_usage,
                     gpu_metrics,
+                    same_pids,
+                    dlprof_markers,
+                    graph_attention,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {
@@ -397,26 +403,25 @@ fn summarize(
     options: &Options,
 ) -> Result<(), String> {
     let dir = out.unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exports = crate::load::many::expand_paths(files)?;
-    for path in &exports {
+    // Every name is settled before anything is written: two ranks never share a file.
+    let names = crate::job::summary_names(&exports)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (path, stem) in exports.iter().zip(&names) {
         let t = Instant::now();
         let summary = crate::session::summarize_export(path, options, true)?;
         let export_size = summary.source.size.max(1);
         let (written, bytes) = match format {
             args::SummaryFormat::Summary => {
-                let to = crate::job::summary_path(dir, path);
+                let to = dir.join(format!("{stem}.summary"));
                 let bytes = crate::job::write_summary(&summary, &to)?;
                 (to.display().to_string(), bytes)
             }
             args::SummaryFormat::Parquet => {
-                let stem = path
-                    .file_stem()
-                    .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
                 let mut bytes = 0;
                 for name in crate::job::tables::NAMES {
                     let table = crate::job::tables::table(&summary, name).expect("a known table");
-                    let batch = crate::table_files::record_batch(table, &stem)?;
+                    let batch = crate::table_files::record_batch(table, stem)?;
                     let to = dir.join(format!("{stem}.{name}.parquet"));
                     crate::table_files::write(&batch, &to, crate::table_files::Format::Parquet)?;
                     bytes += std::fs::metadata(&to).map_or(0, |m| m.len());
@@ -551,10 +556,11 @@ pub struct ChangeArgs {
     /// (host work), keeping the calls (repeatable).
     #[arg(long, value_name = "TEXT")]
     remove_cpu: Vec<String>,
-    /// Remove a host stall: on the threads with this tid, the calls starting between
-    /// the two times (ns, the export's clock) take no time and the CPU time between
-    /// them is gone (repeatable).
-    #[arg(long, value_name = "TID:START_NS:END_NS")]
+    /// Remove a host stall: on the thread with this tid, the calls starting between the
+    /// two times (ns, the trace's clock) take no time and the CPU time between them is
+    /// gone (repeatable). In a job of several files whose tids repeat, FILE (the file's
+    /// place among them, from 0) names the thread's file.
+    #[arg(long, value_name = "[FILE:]TID:START_NS:END_NS")]
     remove_stall: Vec<String>,
     /// Cut the launching thread's CPU time during every host-bound gap with this
     /// signature (`before → after in range [host_bound]`, as `report` lists patterns).
@@ -598,20 +604,27 @@ fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
 }
 
 fn what_if(
-    file: &Path,
+    files: &[PathBuf],
     change: crate::whatif::Change,
     as_json: bool,
     iteration_marker: Option<String>,
 ) -> Result<(), String> {
     use crate::whatif;
-    let (trace, _) = crate::session::open_path(file).map_err(|e| e.to_string())?;
     let options = Options {
         iteration_marker,
         ..Default::default()
     };
-    let measured = crate::overview::overview(&trace, &options);
+    let (trace, measured) = trace_and_overview(files, &options)?;
+    for span in &change.remove_stalls {
+        span.check(&trace)
+            .map_err(|e| format!("--remove-stall {e}"))?;
+    }
     let w = whatif::report::what_if(&trace, &measured, &change, &options);
-    let name = file.display().to_string();
+    let name = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
     print_output(
         as_json,
         || whatif::report::what_if_json(&trace, &name, &change, &w),

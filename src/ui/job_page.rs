@@ -125,7 +125,9 @@ pub fn show(ui: &mut egui::Ui, page: &mut JobPage) -> Option<PathBuf> {
             ui.add(
                 egui::ProgressBar::new(page.summarised as f32 / n.max(1) as f32).text(format!(
                     "summarising {} ({} of {n}), one export at a time",
-                    file_name(&page.paths[page.summarised.min(n - 1)]),
+                    page.paths
+                        .get(page.summarised.min(n.saturating_sub(1)))
+                        .map_or_else(String::new, |p| file_name(p)),
                     page.summarised + 1
                 )),
             );

@@ -271,11 +271,7 @@ fn cpu_removed(trace: &Trace, (a, b): (i64, i64)) -> crate::whatif::Change {
         .threads
         .iter()
         .filter(|t| !t.api.is_empty())
-        .map(|t| crate::whatif::HostSpan {
-            tid: t.tid,
-            start_ns: a,
-            end_ns: b,
-        })
+        .map(|t| crate::whatif::HostSpan::of(trace, t, a, b))
         .collect();
     crate::whatif::Change {
         remove_stalls,

@@ -275,11 +275,12 @@ fn removing_a_segments_cause_never_saves_more_than_the_segment() {
         unreachable!()
     };
     let change = Change {
-        remove_stalls: vec![HostSpan {
-            tid: trace.threads[th].tid,
-            start_ns: cpu.start_ns,
-            end_ns: cpu.end_ns,
-        }],
+        remove_stalls: vec![HostSpan::of(
+            &trace,
+            &trace.threads[th],
+            cpu.start_ns,
+            cpu.end_ns,
+        )],
         ..Change::default()
     };
     let saved = before - wall(&replay(&trace, &change), k);

@@ -293,3 +293,71 @@ fn a_graph_kernel_names_the_op_it_was_captured_in() {
     }
     panic!("only {checked} graph kernels");
 }
+
+/// Issue 67, bug 4: the whole attention captured as one graph at node level, its two
+/// all-to-alls inside and a device sync after each launch. One launch call releases both
+/// collectives, so the one before a collective ended its call after this one's began: the
+/// drill-down of every iteration, the critical path and the findings read it without a
+/// panic, and what a collective's thread did "since the one before" is never negative.
+#[test]
+fn a_graph_that_holds_its_collectives_is_drilled_into_like_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("attention.sqlite");
+    let options = SynthOptions {
+        cuda_graphs: Some(GraphTrace::Node),
+        graph_attention: true,
+        sync_after_collective: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let truth = synth::generate(&path, options).unwrap();
+    let trace = load::load(&path).unwrap().0;
+    // Collectives are graph nodes: two of them launched by one call.
+    let mut launches = std::collections::HashMap::new();
+    for s in trace.devices.iter().flat_map(|d| &d.streams) {
+        for i in (0..s.ops.len()).filter(|&i| s.ops.kind[i] == OpKind::Nccl) {
+            *launches
+                .entry((s.ops.launch_thread[i], s.ops.launch_call[i]))
+                .or_insert(0) += 1;
+        }
+    }
+    assert!(
+        launches.values().any(|&n| n == 2),
+        "the generator put both all-to-alls in one graph launch"
+    );
+    let o = overview(&trace, &Options::default());
+    let cpu = nsys_explorer_core::analysis::gaps::CpuIndex::new(&trace);
+    for k in 0..o.iterations.count() {
+        let d = nsys_explorer_core::analysis::drilldown::drilldown(
+            &trace,
+            &cpu,
+            &o.iterations,
+            k,
+            1_000,
+            5,
+        );
+        for c in &d.collectives {
+            let a = &c.activity;
+            assert!(a.since_previous_collective_ns >= 0, "iteration {k}: {a:?}");
+            assert!(
+                a.cpu_ns >= 0 && a.longest_call_ns >= 0,
+                "iteration {k}: {a:?}"
+            );
+        }
+    }
+    assert_eq!(
+        o.drilldown
+            .as_ref()
+            .and_then(|d| d.straggler_device)
+            .map(|d| d.0),
+        Some(truth.iterations.straggler_device),
+        "the straggler found through the graphs"
+    );
+    let graph = Graph::new(&trace);
+    assert!(
+        graph
+            .path(&o.iterations, truth.iterations.slowest_index)
+            .is_some()
+    );
+    let found = nsys_explorer_core::findings::findings(&trace, &o);
+    assert!(!found.is_empty());
+}

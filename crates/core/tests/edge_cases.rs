@@ -385,3 +385,65 @@ fn steady_state_finds_warm_up_and_slow_iterations() {
     let us = d.map(|x| x / 1_000);
     assert!(steady_state(&us).slow.is_empty());
 }
+
+/// Issue 67, bug 7: DLProf records NVTX as one range an operator whose text is a Python
+/// dict (`{'traceMarker': [N], 'funcStack': 'file.py:LINE'}`: the ops of one file one template), and nothing else. No such
+/// range is an iteration: the iterations come from the syncs, as without NVTX; neither the
+/// records' shape nor a 21 ms attention kernel alone in its range makes one a step.
+#[test]
+fn per_operator_records_are_never_an_iteration_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dlprof.sqlite");
+    let options = nsys_explorer_core::synth::SynthOptions {
+        dlprof_markers: true,
+        ..nsys_explorer_core::synth::SynthOptions::new(nsys_explorer_core::synth::Preset::Tiny)
+    };
+    let truth = nsys_explorer_core::synth::generate(&path, options).unwrap();
+    let trace = load::load(&path).unwrap().0;
+    let texts: Vec<String> = trace
+        .threads
+        .iter()
+        .flat_map(|t| {
+            t.nvtx
+                .text
+                .iter()
+                .map(|&s| trace.strings.get(s).into_owned())
+        })
+        .filter(|t| !t.starts_with("nccl"))
+        .collect();
+    assert!(texts.len() > 100 && texts.iter().all(|t| t.starts_with("{'traceMarker'")));
+    let it = analysis::iterations::iterations(&trace, None);
+    assert!(
+        it.marker.as_deref().is_none_or(|m| !m.starts_with('{')),
+        "{:?} taken for the step",
+        it.marker
+    );
+    // What is left to go by are the syncs, as without NVTX.
+    assert!(
+        matches!(it.source, Source::None | Source::Heuristic),
+        "{:?}",
+        it.source
+    );
+    let _ = truth;
+}
+
+/// One operator's range around the run's longest kernel holds most of the GPU time but a
+/// sliver of the launches: not a step, however well it covers the kernel time.
+#[test]
+fn an_operator_holding_most_gpu_time_but_few_launches_is_not_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, trace) = built(dir.path(), "big-op.sqlite", |b| {
+        for step in 0..5i64 {
+            let t = step * 1_000_000;
+            // Ten short kernels launched outside any range, then the long one inside.
+            for k in 0..10 {
+                let at = t + k * 1_000;
+                b.kernel(100, 0, 7, "elementwise", at, (at + 500, at + 900));
+            }
+            b.nvtx(100, 100, None, "big_op", (t + 20_000, t + 21_000));
+            b.kernel(100, 0, 7, "gemm", t + 20_500, (t + 21_000, t + 900_000));
+        }
+    });
+    let it = analysis::iterations::iterations(&trace, None);
+    assert_ne!(it.marker.as_deref(), Some("big_op"), "{:?}", it.marker);
+}

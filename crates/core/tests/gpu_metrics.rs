@@ -41,6 +41,7 @@ fn each_gpus_means_and_a_long_kernels_equal_the_truth() {
     let got = gpu_metrics(&trace, &window, 20).expect("metrics");
     assert_eq!(got.sample_hz.round(), 10_000.0);
     let want = truth.gpu_metrics.unwrap();
+    assert_eq!(got.per_device.len(), want.len());
     for (g, w) in got.per_device.iter().zip(&want) {
         assert_eq!(g.device.0, w.device);
         assert_eq!(g.samples, w.samples);

@@ -59,6 +59,7 @@ fn summaries_reduce_to_what_the_exports_loaded_whole_say() {
     let (trace, full) = (&opened.trace, &answers.overview);
 
     // The same clocks.
+    assert_eq!(opened.files.len(), job.files.len());
     for (f, j) in opened.files.iter().zip(&job.files) {
         assert_eq!(f.offset_ns, j.clock.offset_ns, "{}", f.name);
         assert_eq!(f.alignment, j.clock.alignment);
@@ -83,6 +84,7 @@ fn summaries_reduce_to_what_the_exports_loaded_whole_say() {
         );
     }
     // The collectives held back longest, and what the last rank's thread was in.
+    assert!(job.nccl_wait.late.len() >= full.nccl_wait.late.len().min(5));
     for (f, j) in full.nccl_wait.late.iter().zip(&job.nccl_wait.late).take(5) {
         assert_eq!(trace.gpu_name(f.last_device), j.last_device);
         assert_eq!((f.held_back_ns, f.start_ns), (j.held_back_ns, j.start_ns));
@@ -269,6 +271,10 @@ fn real_exports_summarise_and_a_two_gpu_one_reduces_as_its_full_report() {
     let full = session::answer(&opened, &Options::default(), &cancel).unwrap();
     let name = export.file_name().unwrap().to_string_lossy().into_owned();
     assert!(job.nccl_wait.collectives > 0);
+    assert_eq!(
+        full.overview.nccl_wait.per_device.len(),
+        job.nccl_wait.per_device.len()
+    );
     for (f, j) in full
         .overview
         .nccl_wait
@@ -282,6 +288,11 @@ fn real_exports_summarise_and_a_two_gpu_one_reduces_as_its_full_report() {
             (j.wait_ns, j.transfer_ns, j.last_arrivals)
         );
     }
+    // The reduce lists the 10 held back longest.
+    assert_eq!(
+        full.overview.nccl_wait.late.len().min(10),
+        job.nccl_wait.late.len()
+    );
     for (f, j) in full.overview.nccl_wait.late.iter().zip(&job.nccl_wait.late) {
         assert_eq!((f.held_back_ns, f.start_ns), (j.held_back_ns, j.start_ns));
         assert_eq!(j.last_device, format!("{name}:{}", f.last_device));

@@ -62,6 +62,7 @@ fn a_kernel_made_twice_as_fast_is_predicted_within_one_percent() {
     );
     let real = measured(&after);
     let was = measured(&before);
+    assert_eq!((prediction.len(), real.len()), (was.len(), was.len()));
     for ((p, r), w) in prediction.iter().zip(&real).zip(&was) {
         let (pi, ri) = (
             p.iteration_median_ns.unwrap(),
@@ -100,6 +101,7 @@ fn removing_the_step_sync_is_predicted_within_a_few_ms_a_step() {
     let real = measured(&after);
     let was = measured(&before);
     let steps = overview(&before, &Options::default()).iterations.count() as i64;
+    assert_eq!((prediction.len(), real.len()), (was.len(), was.len()));
     for ((p, r), w) in prediction.iter().zip(&real).zip(&was) {
         let saving = w.total_ns - r.total_ns;
         assert!(
@@ -138,6 +140,8 @@ fn replaying_unchanged_reproduces_every_real_export() {
             path.display(),
             max_error(&w)
         );
+        assert_eq!(w.measured.len(), w.predicted.len());
+        assert_eq!(w.measured.len(), w.predicted.len());
         for (m, p) in w.measured.iter().zip(&w.predicted) {
             assert_eq!(m.total_ns, p.total_ns, "{}", path.display());
         }
@@ -159,6 +163,7 @@ fn nccl_on_its_own_stream_overlaps_and_says_what_it_assumed() {
             .iter()
             .any(|a| a.contains("NCCL on its own stream"))
     );
+    assert_eq!(w.measured.len(), w.predicted.len());
     for (m, p) in w.measured.iter().zip(&w.predicted) {
         assert!(p.iteration_median_ns.unwrap() < m.iteration_median_ns.unwrap());
     }
@@ -176,6 +181,7 @@ fn removing_the_host_work_after_the_step_sync_saves_about_that_much_a_step() {
     let (prediction, _) = predicted(&before, &change);
     let was = measured(&before);
     let steps = overview(&before, &Options::default()).iterations.count() as i64;
+    assert_eq!(prediction.len(), was.len());
     for (p, w) in prediction.iter().zip(&was) {
         let saving = w.total_ns - p.total_ns;
         // One step's host work is saved between each two steps.
@@ -266,11 +272,12 @@ fn changes_of(trace: &Trace) -> Vec<Change> {
                 .filter(|t| t.api.len() > 10)
                 .map(|t| {
                     let n = t.api.len();
-                    nsys_explorer_core::whatif::HostSpan {
-                        tid: t.tid,
-                        start_ns: t.api.start[n / 4],
-                        end_ns: t.api.end[n / 2],
-                    }
+                    nsys_explorer_core::whatif::HostSpan::of(
+                        trace,
+                        t,
+                        t.api.start[n / 4],
+                        t.api.end[n / 2],
+                    )
                 })
                 .into_iter()
                 .collect(),
@@ -330,6 +337,7 @@ fn changes_walked_together_give_what_each_replay_alone_gives() {
         let prepared = Prepared::new(trace);
         let all: Vec<&Change> = changes.iter().collect();
         let together = predicted_spans_of(trace, &prepared, &all, None, &never).unwrap();
+        assert_eq!(changes.len(), together.len());
         for (change, spans) in changes.iter().zip(&together) {
             let alone = predicted_spans_with(trace, &prepared, change, None);
             assert_eq!(spans, &alone, "{name}: {:?}", change.to_args());
@@ -341,16 +349,12 @@ fn changes_walked_together_give_what_each_replay_alone_gives() {
         let savings =
             nsys_explorer_core::findings::replay_savings(trace, &o, &found, &never, |_, _| {})
                 .unwrap();
-        let measured = nsys_explorer_core::whatif::measured_spans(trace);
+        // Each against the what-if command's own replay and measure of the saving.
         let saving_of = |c: &Change| {
-            let spans = predicted_spans_with(trace, &prepared, c, Some(&o.gaps));
-            measured
-                .iter()
-                .zip(&spans)
-                .map(|(m, p)| m - p)
-                .max()
-                .unwrap_or(0)
+            let w = nsys_explorer_core::whatif::report::what_if(trace, &o, c, &Options::default());
+            nsys_explorer_core::whatif::report::saving_ns(&w)
         };
+        assert_eq!(found.len(), savings.len());
         for (f, s) in found.iter().zip(&savings) {
             let alone = f.change.as_ref().map(|c| {
                 let saving = saving_of(c);

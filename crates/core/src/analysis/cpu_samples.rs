@@ -196,6 +196,9 @@ pub fn samples_in(
 /// An OS runtime call with its backtrace.
 #[derive(Debug, Clone, Serialize)]
 pub struct OsCallBacktrace {
+    /// The thread's index in `Trace::threads` (tids may repeat across a job's files).
+    #[serde(skip)]
+    pub thread: usize,
     pub tid: u32,
     pub name: String,
     pub call: String,
@@ -232,6 +235,7 @@ pub fn longest_os_calls(trace: &Trace, n: usize) -> Vec<OsCallBacktrace> {
         .map(|(d, ti, i)| {
             let t = &trace.threads[ti];
             OsCallBacktrace {
+                thread: ti,
                 tid: t.tid,
                 name: t.name.clone(),
                 call: trace.strings.get(t.osrt.name[i]).into_owned(),

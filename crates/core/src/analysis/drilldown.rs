@@ -246,6 +246,9 @@ pub fn activity_since(
     call: usize,
 ) -> Activity {
     let api = &thread.api;
+    // One graph launch may release several collectives: the one before ended its call
+    // after this one's began (the same call), and nothing ran in between.
+    let since = since.min(api.start[call]);
     let first = api.start.partition_point(|&s| s < since);
     // A synchronising call waits for the rank's own GPU, which stays busy meanwhile; what
     // delays the collective is CPU work that is neither a launch nor a wait.
@@ -309,6 +312,9 @@ fn longest_cpu_stretch(
     a: i64,
     b: i64,
 ) -> Option<(i64, i64)> {
+    if b <= a {
+        return None;
+    }
     let (api, os) = (&thread.api, &thread.osrt);
     let mut busy: Vec<(i64, i64)> = calls.map(|i| (api.start[i], api.end[i])).collect();
     busy.extend(
@@ -320,7 +326,7 @@ fn longest_cpu_stretch(
     let mut best: Option<(i64, i64)> = None;
     let mut free_from = a;
     for (s, e) in busy.into_iter().chain(std::iter::once((b, b))) {
-        let s = s.clamp(a, b);
+        let s = s.max(a).min(b);
         if s > free_from && best.is_none_or(|x| s - free_from > x.0) {
             best = Some((s - free_from, free_from));
         }
@@ -638,7 +644,7 @@ fn nccl_waits(trace: &Trace, iterations: &Iterations, k: usize) -> HashMap<Devic
         }
         for (d, kernels) in &ranks {
             let (s, e) = kernels[j];
-            out.get_mut(d).unwrap().waiting += (last_start - s).clamp(0, e - s);
+            out.get_mut(d).unwrap().waiting += (last_start - s).max(0).min(e - s);
         }
     }
     let last = latest.filter(|l| l.0 > 0).map(|l| l.1);

@@ -18,15 +18,22 @@ pub struct DeviceMemoryUsage {
     pub before_capture_bytes: i64,
     pub allocations: usize,
     pub frees: usize,
-    /// Mean change from the end of the first iteration to the end of the last, per
-    /// iteration (`None` with fewer than two iterations).
+    /// What stays allocated from one iteration to the next, per iteration: the blocks
+    /// allocated from the second iteration (the first allocates the model) to the start of
+    /// the last and still allocated when the last ends, over those iterations. A workspace
+    /// allocated and freed in its iteration — on the GPU's timeline, perhaps after the CPU's
+    /// step has ended — is not growth, whatever moment a sample would catch it at. `None`
+    /// with fewer than three iterations.
     pub growth_per_iteration_bytes: Option<i64>,
+    /// The iterations that growth is measured over (`[first, last]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growth_iterations: Option<(usize, usize)>,
     /// What was allocated at the peak, by where it was allocated (the allocating call and
     /// the NVTX range around it), most bytes first; the blocks allocated before the capture
     /// as one entry with neither.
     pub live_at_peak: Vec<LiveAllocations>,
-    /// Where the growth went: of the blocks allocated after the first iteration and still
-    /// live at the end, the place most of their bytes were allocated.
+    /// Where the growth went: of the blocks it counts, the place most of their bytes were
+    /// allocated.
     pub growth_site: Option<LiveAllocations>,
 }
 
@@ -158,20 +165,36 @@ fn grouped<'a>(
     out
 }
 
-/// What was live at the peak (after event `peak`), and where the blocks allocated from
-/// `growth_from` on and live at the end were allocated (the most bytes' place): one look-up
-/// of the allocating calls for both.
+/// Growth is measured over allocations in `[from, to)` still live at `at`.
+#[derive(Clone, Copy)]
+struct GrowthWindow {
+    from: i64,
+    to: i64,
+    at: i64,
+}
+
+/// What was live at the peak (after event `peak`); the bytes of the blocks `growth` counts
+/// and the place most of them were allocated: one look-up of the allocating calls for both.
 fn where_allocated(
     trace: &Trace,
     m: &MemoryEvents,
     peak: Option<usize>,
     before: i64,
-    growth_from: Option<i64>,
-) -> (Vec<LiveAllocations>, Option<LiveAllocations>) {
+    growth: Option<GrowthWindow>,
+) -> (Vec<LiveAllocations>, Option<(i64, Option<LiveAllocations>)>) {
     let (at_peak, before_at_peak) = live_after(m, peak, before);
-    let (at_end, _) = live_after(m, m.len().checked_sub(1), before);
-    let grown: Vec<&Block> = growth_from.map_or_else(Vec::new, |from| {
-        at_end.values().filter(|b| b.2 >= from).collect()
+    let (then, _) = match growth {
+        Some(g) => live_after(
+            m,
+            m.time.partition_point(|&t| t <= g.at).checked_sub(1),
+            before,
+        ),
+        None => Default::default(),
+    };
+    let grown: Vec<&Block> = growth.map_or_else(Vec::new, |g| {
+        then.values()
+            .filter(|b| b.2 >= g.from && b.2 < g.to)
+            .collect()
     });
     let ids: rustc_hash::FxHashSet<u32> = at_peak
         .values()
@@ -179,12 +202,12 @@ fn where_allocated(
         .map(|b| b.1)
         .collect();
     let sites = allocation_sites(trace, m.device, &ids);
-    let growth_site =
-        growth_from.and_then(|_| grouped(grown.into_iter(), 0, &sites).into_iter().next());
-    (
-        grouped(at_peak.values(), before_at_peak, &sites),
-        growth_site,
-    )
+    let grown_bytes: i64 = grown.iter().map(|b| b.0).sum();
+    let growth = growth.map(|_| {
+        let site = grouped(grown.into_iter(), 0, &sites).into_iter().next();
+        (grown_bytes, site)
+    });
+    (grouped(at_peak.values(), before_at_peak, &sites), growth)
 }
 
 /// Allocation sites listed at a peak.
@@ -229,20 +252,22 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
                     (peak, peak_at, peak_event) = (b, m.time[i], Some(i));
                 }
             }
-            let at = |t: i64| {
-                let n = m.time.partition_point(|&x| x <= t);
-                if n == 0 { before } else { balance[n - 1] }
-            };
-            let ends: Vec<i64> = iterations
+            let windows: &[crate::analysis::intervals::Window] = iterations
                 .per_device
                 .iter()
                 .find(|d| d.device == m.device)
-                .map(|d| d.cpu.iter().map(|w| w.end).collect())
-                .unwrap_or_default();
-            let growth = (ends.len() >= 2)
-                .then(|| (at(ends[ends.len() - 1]) - at(ends[0])) / (ends.len() as i64 - 1));
-            let (live_at_peak, growth_site) =
-                where_allocated(trace, m, peak_event, before, ends.first().copied());
+                .map_or(&[], |d| &d.cpu);
+            let measured = (windows.len() >= 3).then(|| (1, windows.len() - 1));
+            let window = measured.map(|(first, last)| GrowthWindow {
+                from: windows[first].start,
+                to: windows[last].start,
+                at: windows[last].end,
+            });
+            let (live_at_peak, grown) = where_allocated(trace, m, peak_event, before, window);
+            let growth = measured
+                .zip(grown.as_ref())
+                .map(|((first, last), (bytes, _))| bytes / (last - first) as i64);
+            let growth_site = grown.and_then(|g| g.1);
             DeviceMemoryUsage {
                 device: m.device,
                 peak_bytes: peak,
@@ -252,6 +277,7 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
                 allocations: m.bytes.iter().filter(|&&b| b > 0).count(),
                 frees: m.bytes.iter().filter(|&&b| b < 0).count(),
                 growth_per_iteration_bytes: growth,
+                growth_iterations: measured,
                 live_at_peak,
                 growth_site,
             }

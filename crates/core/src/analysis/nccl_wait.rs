@@ -213,7 +213,7 @@ pub fn nccl_waits(trace: &Trace, collectives: &Collectives, top: usize) -> NcclW
         let median_start = starts[(starts.len() - 1) / 2];
         for (g, k) in group.iter().enumerate() {
             let w = &mut out.per_device[g];
-            let wait = (last.start - k.start).clamp(0, k.end - k.start);
+            let wait = (last.start - k.start).max(0).min(k.end - k.start);
             w.collectives += 1;
             w.wait_ns += wait;
             w.transfer_ns += k.end - k.start - wait;

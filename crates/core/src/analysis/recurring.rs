@@ -103,14 +103,15 @@ pub fn activity(trace: &Trace, gap: &Gap) -> Option<CpuActivity> {
     let (gs, ge) = (gap.start_ns, gap.end_ns());
     let overlap = |s: i64, e: i64| (e.min(ge) - s.max(gs)).max(0);
     let enough = |ns: i64| ns as f64 >= ACTIVITY_MIN_SHARE * gap.duration_ns as f64;
-    let during = nvtx.path_at(gs + gap.duration_ns / 2);
-    let at_launch = nvtx.path_at(thread.api.start[call as usize]);
-    let common = during
+    let middle = gs + gap.duration_ns / 2;
+    let launch = thread.api.start[call as usize];
+    // The ranges open at the gap's middle that the launch is not in.
+    let during = nvtx.path_at(middle);
+    let common = nvtx.enclosing(middle.min(launch), middle.max(launch));
+    let extra = &during[during
         .iter()
-        .zip(&at_launch)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let extra = &during[common..];
+        .position(|&r| r == common)
+        .map_or(0, |i| i + 1)..];
     let nvtx_ns = extra.first().map_or(0, |&r| {
         overlap(nvtx.start[r as usize], nvtx.end[r as usize])
     });

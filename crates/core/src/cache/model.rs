@@ -580,6 +580,8 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         global_tid,
         pid,
         tid,
+        // A cached model is of one file.
+        source: 0,
         name,
         api,
         nvtx,

@@ -628,15 +628,13 @@ impl<'g, 'a> Walk<'g, 'a> {
     }
 }
 
-/// The innermost push/pop range of `thread` around all of `[a, b]` (the deepest range
-/// common to the paths at both ends), or [`NONE`].
+/// The text of the innermost push/pop range of `thread` around all of `[a, b]`, or
+/// [`NONE`].
 fn enclosing_range(nvtx: &crate::trace::NvtxRanges, a: i64, b: i64) -> StrId {
-    let (pa, pb) = (nvtx.path_at(a), nvtx.path_at(b));
-    pa.iter()
-        .zip(&pb)
-        .take_while(|(x, y)| x == y)
-        .last()
-        .map_or(NONE, |(r, _)| nvtx.text[*r as usize])
+    match nvtx.enclosing(a, b) {
+        NONE => NONE,
+        r => nvtx.text[r as usize],
+    }
 }
 
 #[cfg(test)]

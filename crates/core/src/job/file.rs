@@ -17,8 +17,10 @@ use super::summary::{Collectives, RankSummary};
 /// export is wanted).
 const MAGIC: &[u8; 8] = crate::load::sniff::SUMMARY_MAGIC;
 /// Bumped whenever the layout or the meaning of a field changes: a summary of another
-/// version is refused (summarise the export again), never misread.
-pub const FORMAT_VERSION: u32 = 1;
+/// version is refused (summarise the export again), never misread. 2: a collective's time
+/// since the one before is never negative (one graph launch releasing both), and every
+/// time and length is checked when read.
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 8 + 4 + 8 + 8;
 /// How much of the export's head its content hash covers: SQLite's header (with its change
 /// counter) and the first pages.
@@ -141,14 +143,79 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
     }) {
         return Err(damaged("a name out of range"));
     }
-    if summary
-        .gpus
-        .iter()
-        .any(|g| g.iteration_spans.len() != g.iteration_durations_ns.len())
-    {
-        return Err(damaged("iterations"));
-    }
+    check_values(&summary).map_err(damaged)?;
     Ok(summary)
+}
+
+/// Times a summary may hold: the ns of a clock (or of the Unix epoch, ~2^60.6 today) with
+/// room to subtract any two and add a few differences without overflow.
+const TIME_LIMIT: i64 = 1 << 61;
+
+/// What the reduce relies on, checked once as the summary is read (a summary is a file: its
+/// checksum says it was not damaged in a copy, not that whoever wrote it was right): every
+/// time within [`TIME_LIMIT`], every span, collective and duration not negative,
+/// collectives in start order, iterations counted alike and the warm-up among them.
+fn check_values(summary: &RankSummary) -> Result<(), &'static str> {
+    let time = |t: i64| (-TIME_LIMIT..=TIME_LIMIT).contains(&t);
+    let length = |ns: i64| (0..=TIME_LIMIT).contains(&ns);
+    let span = |(a, b): (i64, i64)| time(a) && time(b) && a <= b;
+    if !summary
+        .utc_start_ns
+        .is_none_or(|t| (0..=2 * TIME_LIMIT).contains(&t))
+    {
+        return Err("its UTC start");
+    }
+    for g in &summary.gpus {
+        if !span(g.window_ns) {
+            return Err("a GPU's window");
+        }
+        let b = &g.breakdown_ns;
+        if ![
+            b.compute_only,
+            b.nccl_only,
+            b.overlap,
+            b.memory_only,
+            b.idle,
+        ]
+        .into_iter()
+        .all(length)
+        {
+            return Err("a GPU's breakdown");
+        }
+        if !g
+            .top_gaps
+            .iter()
+            .all(|x| time(x.start_ns) && length(x.duration_ns))
+        {
+            return Err("a gap");
+        }
+        if g.iteration_spans.len() != g.iteration_durations_ns.len()
+            || g.iteration_warmup > g.iteration_spans.len()
+            || !length(g.iteration_median_ns)
+            || !g.iteration_durations_ns.iter().all(|&d| length(d))
+            || !g.iteration_spans.iter().flatten().all(|&s| span(s))
+        {
+            return Err("iterations");
+        }
+        let c = &g.collectives;
+        let starts_in_order = c.start.windows(2).all(|w| w[0] <= w[1]);
+        let each = (0..c.len()).all(|i| {
+            span((c.start[i], c.end[i]))
+                && time(c.call_start[i])
+                && time(c.cpu_start[i])
+                && length(c.call_ns[i])
+                && length(c.cpu_ns[i])
+                && length(c.since_ns[i])
+        });
+        // Their time in all within the limit too: the reduce adds them up.
+        let total = each
+            .then(|| (0..c.len()).try_fold(0i64, |sum, i| sum.checked_add(c.end[i] - c.start[i])))
+            .flatten();
+        if !starts_in_order || total.is_none_or(|t| t > TIME_LIMIT) {
+            return Err("collectives");
+        }
+    }
+    Ok(())
 }
 
 /// Writes `summary` to `path` (its folder made if missing): to a temporary name in the same
@@ -180,12 +247,81 @@ pub fn read(path: &Path) -> Result<RankSummary, String> {
     Ok(summary)
 }
 
-/// The summary file of `export` in `dir`: `DIR/STEM.summary`.
+/// The summary file of `export` in `dir`: `DIR/STEM.summary` (one export alone; for
+/// several, `summary_names` keeps their names apart).
 pub fn summary_path(dir: &Path, export: &Path) -> PathBuf {
-    let stem = export
-        .file_stem()
-        .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
-    dir.join(format!("{stem}.summary"))
+    dir.join(format!("{}.summary", stem_of(export)))
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The names the summaries of `exports` take in one folder (without `.summary`): each
+/// export's stem; when two stems are alike (`n0/report.sqlite`, `n1/report.sqlite`: what
+/// `nsys profile -o report` leaves on every node), every name is the export's path below
+/// the exports' common folder, its separators as `_` (`n0_report`). `Err` naming the two
+/// exports when names are still alike (the same file given twice, or `a_b.sqlite` beside
+/// `a/b.sqlite`): nothing may be written over another rank's summary.
+pub fn summary_names(exports: &[PathBuf]) -> Result<Vec<String>, String> {
+    let stems: Vec<String> = exports.iter().map(|p| stem_of(p)).collect();
+    let names = if all_distinct(&stems) {
+        stems
+    } else {
+        let absolute: Vec<PathBuf> = exports
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .collect();
+        let root = common_folder(&absolute);
+        absolute
+            .iter()
+            .map(|p| {
+                let below = p.strip_prefix(&root).unwrap_or(p).with_extension("");
+                let parts: Vec<String> = below
+                    .components()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                        _ => None,
+                    })
+                    .collect();
+                parts.join("_")
+            })
+            .collect()
+    };
+    for (i, name) in names.iter().enumerate() {
+        if let Some(j) = names[..i].iter().position(|n| n == name) {
+            return Err(format!(
+                "{} and {} would both be summarised as {name}.summary: give each export once, or rename one (nothing was written)",
+                exports[j].display(),
+                exports[i].display()
+            ));
+        }
+    }
+    Ok(names)
+}
+
+fn all_distinct(names: &[String]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    names.iter().all(|n| seen.insert(n.as_str()))
+}
+
+/// The deepest folder holding every path of `paths`.
+fn common_folder(paths: &[PathBuf]) -> PathBuf {
+    let mut root: Option<PathBuf> = None;
+    for p in paths {
+        let folder = p.parent().unwrap_or(Path::new("")).to_path_buf();
+        root = Some(match root {
+            None => folder,
+            Some(r) => r
+                .components()
+                .zip(folder.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
+    }
+    root.unwrap_or_default()
 }
 
 fn put_uint(out: &mut Vec<u8>, mut v: u64) {
@@ -392,6 +528,59 @@ mod tests {
         assert_eq!(decode(&encode(&s), "x").unwrap(), s);
     }
 
+    /// Issue 67, bug 6: a summary whose checksum holds can still say what no export does
+    /// (written by a broken tool, or crafted): each such value is refused when read, so the
+    /// reduce never meets it.
+    #[test]
+    fn values_no_export_has_are_refused_when_read() {
+        type Change = fn(&mut RankSummary);
+        let changes: [(&str, Change); 9] = [
+            ("collectives", |s| s.gpus[0].collectives.end[1] = 4_000),
+            ("collectives", |s| s.gpus[0].collectives.start.swap(0, 1)),
+            ("collectives", |s| s.gpus[0].collectives.since_ns[1] = -1),
+            ("collectives", |s| s.gpus[0].collectives.cpu_ns[0] = -5),
+            ("collectives", |s| s.gpus[0].collectives.start[2] = i64::MAX),
+            ("a GPU's window", |s| s.gpus[0].window_ns = (10, 0)),
+            ("iterations", |s| {
+                s.gpus[0].iteration_spans[0] = Some((5, 0))
+            }),
+            ("iterations", |s| s.gpus[0].iteration_warmup = 3),
+            ("a GPU's breakdown", |s| s.gpus[0].breakdown_ns.idle = -1),
+        ];
+        for (what, change) in changes {
+            let mut s = sample();
+            change(&mut s);
+            let err = decode(&encode(&s), "x").unwrap_err();
+            assert!(err.contains(what), "{what}: {err}");
+        }
+    }
+
+    #[test]
+    fn summaries_of_exports_named_alike_get_names_apart() {
+        let p = |s: &str| PathBuf::from(s);
+        // Distinct stems stay as they are.
+        assert_eq!(
+            summary_names(&[p("/runs/rank00.sqlite"), p("/runs/rank01.sqlite")]).unwrap(),
+            ["rank00", "rank01"]
+        );
+        // One folder a node, each `report.sqlite`: named by the folder.
+        assert_eq!(
+            summary_names(&[p("/runs/n0/report.sqlite"), p("/runs/n1/report.sqlite")]).unwrap(),
+            ["n0_report", "n1_report"]
+        );
+        assert_eq!(
+            summary_names(&[p("/a/x/report.sqlite"), p("/a/y/z/report.sqlite")]).unwrap(),
+            ["x_report", "y_z_report"]
+        );
+        // The same file twice, or names that still collide: refused, naming both.
+        let err =
+            summary_names(&[p("/runs/n0/report.sqlite"), p("/runs/n0/report.sqlite")]).unwrap_err();
+        assert!(err.contains("nothing was written"), "{err}");
+        assert!(
+            summary_names(&[p("/r/a/b.sqlite"), p("/r/a_b.sqlite"), p("/r/c/b.sqlite")]).is_err()
+        );
+    }
+
     #[test]
     fn damage_version_and_strangers_are_refused_without_panicking() {
         let bytes = encode(&sample());
@@ -412,10 +601,15 @@ mod tests {
                 .unwrap_err()
                 .contains("not an")
         );
-        // Every truncation and every single-byte change: an error or the same summary,
-        // never a panic.
+        // Every truncation and every single-byte change is an error (the header's checks or
+        // the body's checksum), never a panic nor a summary.
         for cut in 0..bytes.len() {
-            let _ = decode(&bytes[..cut], "x");
+            assert!(decode(&bytes[..cut], "x").is_err(), "cut at {cut}");
+        }
+        for at in 0..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[at] ^= 0x5A;
+            assert!(decode(&changed, "x").is_err(), "byte {at} changed");
         }
     }
 

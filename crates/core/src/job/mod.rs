@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-pub use file::{FileIdentity, read as read_summary, summary_path, write as write_summary};
+pub use file::{
+    FileIdentity, read as read_summary, summary_names, summary_path, write as write_summary,
+};
 pub use reduce::{Job, reduce};
 pub use summary::{RankSummary, summarize};
 pub use text::text;

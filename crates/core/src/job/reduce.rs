@@ -500,11 +500,11 @@ fn waits(
         let (lg, li, last_start, median) = (a.gpu, a.i, a.last, a.median);
         for (slot, (g, i)) in m.group(c).enumerate() {
             let (s, e) = times(gpus, g, i);
-            let wait = (last_start - s).clamp(0, e - s);
+            let wait = (last_start - s).max(0).min(e - s);
             let w = &mut per[slot];
             w.collectives += 1;
-            w.wait_ns += wait;
-            w.transfer_ns += e - s - wait;
+            w.wait_ns = w.wait_ns.saturating_add(wait);
+            w.transfer_ns = w.transfer_ns.saturating_add(e - s - wait);
             if g == lg {
                 w.last_arrivals += 1;
             }
@@ -587,9 +587,11 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) 
                 continue;
             };
             let (s, e) = times(gpus, g, i);
-            out.wait_ns[g][k] += (last_start - s).clamp(0, e - s);
+            out.wait_ns[g][k] =
+                out.wait_ns[g][k].saturating_add((last_start - s).max(0).min(e - s));
             if g == lg && i == li {
-                out.held_back_ns[g][k] += last_start - median;
+                out.held_back_ns[g][k] =
+                    out.held_back_ns[g][k].saturating_add(last_start - median);
             }
         }
     }

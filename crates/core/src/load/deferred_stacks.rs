@@ -141,14 +141,16 @@ fn read(pending: Pending, slot: &StacksSlot, cancel: &AtomicBool) -> Result<Call
             stacks::SAMPLES => {
                 ChunkOut::Samples(stacks::read_samples(&ctx, &conn, plan, task.span)?)
             }
-            _ => ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &ids, task.span)?),
+            _ => ChunkOut::Chains(Box::new(stacks::read_chains(
+                &ctx, &conn, plan, &ids, task.span,
+            )?)),
         })
     };
     let mut rows = [0u64; 2];
     read_merging(&tasks, &read_one, |out| match out {
         ChunkOut::Chains(chunk) => {
             rows[0] += chunk.rows;
-            merger.add_chains(chunk);
+            merger.add_chains(*chunk);
         }
         ChunkOut::Samples(chunk) => {
             rows[1] += chunk.rows;
@@ -156,6 +158,9 @@ fn read(pending: Pending, slot: &StacksSlot, cancel: &AtomicBool) -> Result<Call
         }
         _ => unreachable!("only the call stacks' tasks"),
     })?;
+    if merger.out_of_order(stacks::SAMPLING_CALLCHAINS) {
+        merger.read_sorted(path, &conn, stacks::SAMPLING_CALLCHAINS, &ids)?;
+    }
     let (mut stacks, skips) = merger.finish(&thread_names);
     stacks.read.tables = vec![
         (stacks::SAMPLING_CALLCHAINS, rows[0]),

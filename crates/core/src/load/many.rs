@@ -375,6 +375,7 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
             // Files' pids and tids may repeat (ranks on different nodes): the file's index
             // above the bits nsys uses keeps every thread apart.
             th.global_tid += (k as i64) << 48;
+            th.source += source;
             th.name = format!("{}: {}", file.name, th.name);
             th.index_calls();
             out.threads.push(th);

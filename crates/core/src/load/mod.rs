@@ -106,7 +106,7 @@ pub(crate) enum ChunkOut {
     Api(ApiChunk),
     Nvtx(Box<NvtxChunk>),
     Osrt(OsrtChunk),
-    Chains(stacks::ChainChunk),
+    Chains(Box<stacks::ChainChunk>),
     Samples(stacks::SampleChunk),
     Metrics(gpu_metrics::MetricChunk),
 }
@@ -321,9 +321,9 @@ fn load_inner(
             OSRT => ChunkOut::Osrt(big_tables::read_osrt_calls(
                 &ctx, &conn, plan, &names, span,
             )?),
-            stacks::OSRT_CALLCHAINS => {
-                ChunkOut::Chains(stacks::read_chains(&ctx, &conn, plan, &names.ids, span)?)
-            }
+            stacks::OSRT_CALLCHAINS => ChunkOut::Chains(Box::new(stacks::read_chains(
+                &ctx, &conn, plan, &names.ids, span,
+            )?)),
             gpu_metrics::GPU_METRICS => ChunkOut::Metrics(gpu_metrics::read_chunk(
                 &ctx,
                 &conn,
@@ -403,7 +403,7 @@ fn load_inner(
                 }
                 ChunkOut::Chains(chunk) => {
                     tally(chunk.table, chunk.rows, &mut Default::default());
-                    stack_merger.add_chains(chunk);
+                    stack_merger.add_chains(*chunk);
                 }
                 ChunkOut::Metrics(mut chunk) => {
                     tally(gpu_metrics::GPU_METRICS, chunk.rows, &mut chunk.skips);
@@ -435,6 +435,9 @@ fn load_inner(
     let mut trace = build::build_trace(parts, gpu_parts, merged, cancel, &mut report)?;
     report.phase_done("sort, nest and link", t);
     graphs::read_graph_nodes(&conn, path, &schema, &mut trace)?;
+    if stack_merger.out_of_order(stacks::OSRT_CALLCHAINS) {
+        stack_merger.read_sorted(path, &conn, stacks::OSRT_CALLCHAINS, &names.ids)?;
+    }
     stack_merger.finish_osrt(&mut trace, &mut report.skips);
     memory_usage::read_memory_usage(&conn, path, &schema, &mut trace, &mut report)?;
     trace.gpu_metrics = metric_merger.finish(&metric_keys, &gpu_metrics::cuda_devices(&conn));

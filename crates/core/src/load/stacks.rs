@@ -57,6 +57,10 @@ pub struct ChainChunk {
     /// The chain the chunk begins in the middle of, if any, and the one it ends with.
     head: Option<Fragment>,
     tail: Option<Fragment>,
+    /// Its first and last rows' (id, stackDepth), and whether its rows came in that order.
+    first_key: Option<(i64, i64)>,
+    last_key: Option<(i64, i64)>,
+    in_order: bool,
 }
 
 pub fn read_chains(
@@ -74,6 +78,9 @@ pub fn read_chains(
         chains: Vec::new(),
         head: None,
         tail: None,
+        first_key: None,
+        last_key: None,
+        in_order: true,
     };
     let mut current: Option<Fragment> = None;
     let mut first = true;
@@ -81,6 +88,13 @@ pub fn read_chains(
         let (Some(id), Some(depth)) = (int(r, 0), int(r, 1)) else {
             return Ok(());
         };
+        // Rows out of (id, stackDepth) order scatter a chain: the table is then read again,
+        // sorted (see `StackMerger::read_sorted`).
+        if chunk.last_key.is_some_and(|k| k >= (id, depth)) {
+            chunk.in_order = false;
+        }
+        chunk.first_key.get_or_insert((id, depth));
+        chunk.last_key = Some((id, depth));
         let frame = (
             ids.get(int(r, 2)),
             ids.get(int(r, 3)),
@@ -181,6 +195,9 @@ struct Chains {
     nodes: Vec<(i64, u32)>,
     /// The previous chunk's last chain, perhaps unfinished.
     tail: Option<Fragment>,
+    /// The last row's (id, stackDepth) so far, and whether any row came out of that order.
+    last_key: Option<(i64, i64)>,
+    out_of_order: bool,
 }
 
 /// The call stacks of a load, merged as their chunks arrive.
@@ -201,6 +218,12 @@ impl StackMerger {
         } else {
             &mut self.sampling
         };
+        if !chunk.in_order
+            || matches!((chains.last_key, chunk.first_key), (Some(a), Some(b)) if a >= b)
+        {
+            chains.out_of_order = true;
+        }
+        chains.last_key = chunk.last_key.or(chains.last_key);
         let builder = &mut self.builder;
         let mut add = |f: Fragment, skips: &mut Skips| {
             if f.first_depth != 0 {
@@ -265,6 +288,91 @@ impl StackMerger {
                 chains.nodes.push((last.id, self.builder.stack(&frames)));
             }
         }
+    }
+
+    /// Whether `table`'s rows came out of (id, stackDepth) order (an export need not keep
+    /// it): its chains must then be read again with [`StackMerger::read_sorted`].
+    pub fn out_of_order(&self, table: &str) -> bool {
+        if table == OSRT_CALLCHAINS {
+            self.osrt.out_of_order
+        } else {
+            self.sampling.out_of_order
+        }
+    }
+
+    /// `table`'s chains read again through SQL in (id, stackDepth) order, in place of those
+    /// its scan built (rare: an export whose rows are out of order; SQLite sorts them in
+    /// temporary storage, not in memory).
+    pub fn read_sorted(
+        &mut self,
+        path: &std::path::Path,
+        conn: &rusqlite::Connection,
+        table: &'static str,
+        ids: &IdMap,
+    ) -> Result<(), LoadError> {
+        let chains = if table == OSRT_CALLCHAINS {
+            &mut self.osrt
+        } else {
+            &mut self.sampling
+        };
+        let fail = |e: rusqlite::Error| super::sniff::sqlite_error(path, table, e);
+        let mut query = conn
+            .prepare(&format!(
+                "SELECT id, stackDepth, symbol, module, unresolved FROM {table} \
+                 WHERE id IS NOT NULL AND stackDepth IS NOT NULL ORDER BY id, stackDepth"
+            ))
+            .map_err(fail)?;
+        let mut rows = query.query([]).map_err(fail)?;
+        let builder = &mut self.builder;
+        let skips = &mut self.skips;
+        let mut nodes: Vec<(i64, u32)> = Vec::new();
+        let mut current: Option<Fragment> = None;
+        let mut end = |f: Fragment, nodes: &mut Vec<(i64, u32)>, skips: &mut Skips| {
+            if f.first_depth != 0 {
+                skips.add(table, DEPTH_HOLE);
+            }
+            let frames: Vec<u32> = f
+                .frames
+                .iter()
+                .map(|&(s, m, u)| builder.frame(s, m, u))
+                .collect();
+            nodes.push((f.id, builder.stack(&frames)));
+        };
+        while let Some(r) = rows.next().map_err(fail)? {
+            let get = |k: usize| r.get::<_, Option<i64>>(k).ok().flatten();
+            let (Some(id), Some(depth)) = (get(0), get(1)) else {
+                continue;
+            };
+            let frame = (
+                ids.get(get(2)),
+                ids.get(get(3)),
+                get(4).is_some_and(|u| u != 0),
+            );
+            match &mut current {
+                Some(c) if c.id == id => {
+                    if depth != c.first_depth + c.frames.len() as i64 {
+                        skips.add(table, DEPTH_HOLE);
+                    }
+                    c.frames.push(frame);
+                }
+                _ => {
+                    if let Some(done) = current.take() {
+                        end(done, &mut nodes, skips);
+                    }
+                    current = Some(Fragment {
+                        id,
+                        first_depth: depth,
+                        frames: vec![frame],
+                    });
+                }
+            }
+        }
+        if let Some(done) = current.take() {
+            end(done, &mut nodes, skips);
+        }
+        chains.nodes = nodes;
+        chains.tail = None;
+        Ok(())
     }
 
     /// The OS runtime calls' chain ids made nodes of the tree (read with the rest of the

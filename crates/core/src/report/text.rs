@@ -588,7 +588,7 @@ fn call_stacks_text(s: &mut String, trace: &Trace) {
         );
     }
     if let Some(c) = longest_os_calls(trace, 1).first() {
-        let caller = trace.threads.iter().find(|t| t.tid == c.tid).and_then(|t| {
+        let caller = trace.threads.get(c.thread).and_then(|t| {
             let i = (0..t.osrt.len()).find(|&i| t.osrt.start[i] == c.start_ns)?;
             called_from(trace, t.osrt.stack_of(i)?)
         });

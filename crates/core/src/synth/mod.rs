@@ -102,6 +102,15 @@ pub struct SynthOptions {
     pub memory_usage: bool,
     /// The GPUs' counters sampled at 10 kHz (`GPU_METRICS`), their levels by kernel class.
     pub gpu_metrics: bool,
+    /// With `cuda_graphs`: each block's whole attention, its all-to-alls inside, captured
+    /// as one graph (and its ffn as another).
+    pub graph_attention: bool,
+    /// With the ranks in files of their own: every rank's process has the same pid and
+    /// tids (containers start each node's training process as pid 1).
+    pub same_pids: bool,
+    /// NVTX as DLProf records it: no step, block or module ranges, one range an operator
+    /// whose text is a Python dict (`{'traceMarker': [N], 'funcStack': 'wan/modules/model.py:LINE'}`).
+    pub dlprof_markers: bool,
 }
 
 impl SynthOptions {
@@ -129,6 +138,9 @@ impl SynthOptions {
             cpu_samples: false,
             memory_usage: false,
             gpu_metrics: false,
+            same_pids: false,
+            dlprof_markers: false,
+            graph_attention: false,
         }
     }
 }
@@ -313,6 +325,15 @@ fn generate_into(
     let shape = shape_of(&options);
     let separate = options.nccl_stream == NcclStream::Separate;
     let split = outs.len() > 1;
+    // Ranks in files of their own may all have the same pid (containers: pid 1 on every
+    // node); in one file each process has its own.
+    let pid_of = |r: u32| {
+        if split && options.same_pids {
+            pid_of_rank(0)
+        } else {
+            pid_of_rank(r)
+        }
+    };
     let mut writers = outs
         .iter()
         .map(|out| {
@@ -350,11 +371,12 @@ fn generate_into(
             )
             .with_kernel_factor(options.scale_kernel)
             .with_op_host_ns(options.host_per_op_ns)
+            .with_dlprof_markers(options.dlprof_markers)
             .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
         })
         .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
-        let pid = pid_of_rank(r as u32);
+        let pid = pid_of(r as u32);
         let w = &mut writers[file_of(r)];
         w.process(pid, "python3", "pt_main_thread").map_err(sql)?;
         w.thread_name(pid, pid + 2, "cuda-EvtHandlr").map_err(sql)?;
@@ -412,6 +434,7 @@ fn generate_into(
                         straggler_stall: options.straggler_stall,
                         sync_after_collective: options.sync_after_collective,
                         cuda_graphs: options.cuda_graphs.is_some(),
+                        graph_attention: options.graph_attention,
                     },
                 )
             })
@@ -458,7 +481,7 @@ fn generate_into(
         }
         for (r, rank) in ranks.iter_mut().enumerate() {
             let f = file_of(r);
-            let (pid, device) = (pid_of_rank(r as u32), device_of(r));
+            let (pid, device) = (pid_of(r as u32), device_of(r));
             flush_rows(
                 &mut writers[f],
                 pid,
@@ -480,11 +503,18 @@ fn generate_into(
                     // as nsys links them; ids above the simulation's own.
                     let correlation_id =
                         memory::CORRELATION_BASE + ((r as u32) << 20) + step * 16 + k as u32;
+                    // A free the GPU makes after the step's CPU time (stream-ordered) was
+                    // asked for by a `cudaFreeAsync` inside it.
+                    let (call_at, name) = if e.0 > span.1 {
+                        (span.1 - 1_500, "cudaFreeAsync")
+                    } else {
+                        (e.0, memory::call_name(e))
+                    };
                     let call = sim::ApiRow {
-                        start: e.0 - shifts[f] - memory::CALL_NS / 2,
-                        end: e.0 - shifts[f] + memory::CALL_NS / 2,
+                        start: call_at - shifts[f] - memory::CALL_NS / 2,
+                        end: call_at - shifts[f] + memory::CALL_NS / 2,
                         correlation_id,
-                        name: memory::call_name(e),
+                        name,
                     };
                     writers[f].api(pid, &call).map_err(sql)?;
                     writers[f]
@@ -518,7 +548,7 @@ fn generate_into(
                 Vec::new()
             };
             writers[f]
-                .osrt(pid_of_rank(r as u32), &row, &backtrace)
+                .osrt(pid_of(r as u32), &row, &backtrace)
                 .map_err(sql)?;
         }
     }
@@ -604,7 +634,7 @@ fn generate_into(
     let mut raw_gaps = Vec::new();
     let mut per_device = Vec::new();
     for (r, rank) in ranks.iter().enumerate() {
-        let (device, device_gaps) = truth::device_truth(rank, r as u32, pid_of_rank(r as u32));
+        let (device, device_gaps) = truth::device_truth(rank, r as u32, pid_of(r as u32));
         devices.push(device);
         raw_gaps.push(device_gaps);
         let durations_ns = truth::step_spans(rank, shape.steps);
@@ -653,7 +683,7 @@ fn generate_into(
         trace_level,
         launches: ranks.iter().map(|r| r.graph_launches).sum(),
         kernels: ranks.iter().map(|r| r.graph_kernels).sum(),
-        graphs: program::GRAPHS.len() as u32,
+        graphs: if options.graph_attention { 2 } else { 4 },
     });
     let memory_usage = options.memory_usage.then(|| {
         ranks

@@ -235,6 +235,9 @@ pub struct StepShape {
     /// The blocks' compute replayed as CUDA graphs (torch.compile's reduce-overhead): each
     /// run of kernels between two all-to-alls one `cudaGraphLaunch`.
     pub cuda_graphs: bool,
+    /// With `cuda_graphs`: the whole attention, its all-to-alls inside, one graph (one
+    /// launch call before kernels and collectives that run after the call has ended).
+    pub graph_attention: bool,
 }
 
 /// The graphs of a block (with `cuda_graphs`): their kernels and the aten op each was
@@ -250,8 +253,23 @@ pub const GRAPH_FFN: &[(usize, &str)] = &[
     (GEMM_DOWN, "aten::linear"),
     (ADD, "aten::add"),
 ];
-/// Graph ids 1..=4, in this order.
-pub const GRAPHS: [&[(usize, &str)]; 4] = [GRAPH_QKV, GRAPH_FLASH, GRAPH_OUT, GRAPH_FFN];
+/// The whole attention as one graph, its two all-to-alls among its nodes.
+pub const GRAPH_ATTENTION: &[(usize, &str)] = &[
+    (LAYER_NORM, "aten::layer_norm"),
+    (GEMM_QKV, "aten::linear"),
+    (SEND_RECV, "nccl:all_to_all"),
+    (FLASH, "aten::_flash_attention_forward"),
+    (SEND_RECV, "nccl:all_to_all"),
+    (GEMM_OUT, "aten::linear"),
+];
+/// Graph ids 1..=5, in this order.
+pub const GRAPHS: [&[(usize, &str)]; 5] = [
+    GRAPH_QKV,
+    GRAPH_FLASH,
+    GRAPH_OUT,
+    GRAPH_FFN,
+    GRAPH_ATTENTION,
+];
 
 /// What the straggler's launching thread is doing while the other ranks wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -311,11 +329,23 @@ fn graph_block(p: &mut Vec<Instr>, block: u32, shape: &StepShape) {
     };
     p.push(Instr::Push(format!("transformer_block_{block}")));
     p.push(Instr::Push("attention".into()));
-    launch(p, 1);
-    all_to_all(p, shape);
-    launch(p, 2);
-    all_to_all(p, shape);
-    launch(p, 3);
+    if shape.graph_attention {
+        launch(p, 5);
+        // A graph holds no sync: the one after each all-to-all moves after the block's.
+        if shape.sync_after_collective {
+            p.push(Instr::Synchronize { device_wide: true });
+            p.push(Instr::HostWorkBetween(
+                AFTER_SYNC_HOST_NS.0,
+                AFTER_SYNC_HOST_NS.1,
+            ));
+        }
+    } else {
+        launch(p, 1);
+        all_to_all(p, shape);
+        launch(p, 2);
+        all_to_all(p, shape);
+        launch(p, 3);
+    }
     p.push(Instr::Pop);
     p.push(Instr::Push("ffn".into()));
     launch(p, 4);

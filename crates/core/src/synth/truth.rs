@@ -87,7 +87,7 @@ pub fn nccl_wait_truth(ranks: &[RankSim]) -> Vec<NcclWaitTruth> {
             .expect("ranks");
         for (r, ops) in kernels.iter().enumerate() {
             let op = ops[k];
-            let wait = (last - op.start).clamp(0, op.end - op.start);
+            let wait = (last - op.start).max(0).min(op.end - op.start);
             out[r].wait_ns += wait;
             out[r].transfer_ns += op.end - op.start - wait;
         }

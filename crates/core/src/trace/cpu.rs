@@ -351,6 +351,36 @@ impl NvtxRanges {
         self.innermost_at_index(*from, t)
     }
 
+    /// The innermost push/pop range around all of `[a, b]` ([`NONE`] if none): every
+    /// range around it is up its `parent`s, at any depth.
+    pub fn enclosing(&self, a: i64, b: i64) -> u32 {
+        let i = self.start.partition_point(|&s| s <= a);
+        self.up_to_end(self.innermost_at_index(i, a), b)
+    }
+
+    /// [`Self::enclosing`] for spans asked in order of `a`, `from` kept between them (as
+    /// [`Self::innermost_at_from`]'s).
+    pub fn enclosing_from(&self, a: i64, b: i64, from: &mut usize) -> u32 {
+        let r = self.innermost_at_from(a, from);
+        self.up_to_end(r, b)
+    }
+
+    /// `r` or its first ancestor that lasts until `b`.
+    fn up_to_end(&self, mut r: u32, b: i64) -> u32 {
+        while r != NONE && self.end[r as usize] < b {
+            r = self.parent[r as usize];
+        }
+        r
+    }
+
+    /// `r` and every push/pop range around it, innermost first.
+    pub fn ancestors(&self, r: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((r != NONE).then_some(r), |&r| {
+            let p = self.parent[r as usize];
+            (p != NONE).then_some(p)
+        })
+    }
+
     /// The innermost push/pop range containing `t`, `i` the number of ranges starting at
     /// or before it.
     fn innermost_at_index(&self, mut i: usize, t: i64) -> u32 {

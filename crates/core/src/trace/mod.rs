@@ -184,6 +184,10 @@ pub struct Thread {
     pub global_tid: i64,
     pub pid: u32,
     pub tid: u32,
+    /// Index into `Trace::sources` of the export the thread was read from: files of one
+    /// job may repeat pids and tids (every node's process pid 1 in containers), so a
+    /// thread is named by its file and tid.
+    pub source: u32,
     pub name: String,
     pub api: ApiCalls,
     pub nvtx: NvtxRanges,

@@ -18,7 +18,7 @@ pub struct Change {
     /// CPU time between calls inside NVTX ranges whose text contains one of these is
     /// removed (the host work after a sync, say).
     pub remove_cpu: Vec<String>,
-    /// Host stalls removed: on the threads with the span's tid, the calls that start in it
+    /// Host stalls removed: on the span's thread, the calls that start in it
     /// take no time (a synchronising one does not wait) and the CPU time between them is
     /// gone (a straggler's `cudaMalloc`, say).
     pub remove_stalls: Vec<HostSpan>,
@@ -45,22 +45,46 @@ pub struct Change {
 /// nothing to overlap; that bound is the unchanged run.
 pub const NCCL_DEPENDENCIES: &str = "each collective waits for the compute launched before it; its result is first needed by the compute launched after the next collective";
 
-/// A span of one thread's time, on the export's clock: `TID:START_NS:END_NS`.
+/// A span of one thread's time, on the trace's clock: `TID:START_NS:END_NS`, or
+/// `FILE:TID:START_NS:END_NS` in a trace of several files (`FILE` the file's place among
+/// them, from 0: their pids and tids may repeat).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostSpan {
+    /// The thread's file (`Thread::source`); `None`: the only thread with this tid.
+    pub file: Option<u32>,
     pub tid: u32,
     pub start_ns: i64,
     pub end_ns: i64,
 }
 
 impl HostSpan {
+    /// A span of `thread`'s time, naming its file when the trace has several.
+    pub fn of(trace: &Trace, thread: &crate::trace::Thread, start_ns: i64, end_ns: i64) -> Self {
+        HostSpan {
+            file: (trace.sources.len() > 1).then_some(thread.source),
+            tid: thread.tid,
+            start_ns,
+            end_ns,
+        }
+    }
+
     pub fn parse(arg: &str) -> Result<Self, String> {
         let parts: Vec<&str> = arg.split(':').collect();
-        let bad = || format!("a host span is TID:START_NS:END_NS, not `{arg}`");
-        let [tid, start, end] = parts[..] else {
-            return Err(bad());
+        let bad = || {
+            format!(
+                "a host span is TID:START_NS:END_NS (or FILE:TID:START_NS:END_NS in a job of several files), not `{arg}`"
+            )
         };
+        let (file, [tid, start, end]) = (match parts[..] {
+            [tid, start, end] => Some((None, [tid, start, end])),
+            [file, tid, start, end] => {
+                Some((Some(file.parse().map_err(|_| bad())?), [tid, start, end]))
+            }
+            _ => None,
+        })
+        .ok_or_else(bad)?;
         let span = HostSpan {
+            file,
             tid: tid.parse().map_err(|_| bad())?,
             start_ns: start.parse().map_err(|_| bad())?,
             end_ns: end.parse().map_err(|_| bad())?,
@@ -70,10 +94,42 @@ impl HostSpan {
         }
         Ok(span)
     }
+
+    /// Whether the span is on `thread`.
+    pub fn is_on(&self, thread: &crate::trace::Thread) -> bool {
+        thread.tid == self.tid && self.file.is_none_or(|f| f == thread.source)
+    }
+
+    /// `Err` saying why, when the span names no thread of `trace` or several (a tid that
+    /// repeats across its files and no file named).
+    pub fn check(&self, trace: &Trace) -> Result<(), String> {
+        let on: Vec<&crate::trace::Thread> =
+            trace.threads.iter().filter(|t| self.is_on(t)).collect();
+        match on.len() {
+            0 => Err(format!(
+                "{self}: no thread of the trace has this tid{}",
+                match self.file {
+                    Some(f) => format!(" in file {f}"),
+                    None => String::new(),
+                }
+            )),
+            1 => Ok(()),
+            _ if self.file.is_none() && on.iter().any(|t| t.source != on[0].source) => {
+                Err(format!(
+                    "{self}: threads of several files have tid {}: name the file as FILE:TID:START_NS:END_NS (FILE from 0, in the order the files were given)",
+                    self.tid
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Display for HostSpan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(file) = self.file {
+            write!(f, "{file}:")?;
+        }
         write!(f, "{}:{}:{}", self.tid, self.start_ns, self.end_ns)
     }
 }

@@ -58,8 +58,13 @@ pub(super) fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]
             if texts.is_empty() {
                 return Vec::new();
             }
-            // The ranges starting up to each call, followed as the calls go.
-            let mut n = 0;
+            let nvtx = &th.nvtx;
+            // The push/pop ranges around each call, found from where the last call's were;
+            // start/end ranges (rare: they may overlap anything) tested one by one.
+            let mut from = 0;
+            let start_end: Vec<usize> = (0..nvtx.len())
+                .filter(|&r| nvtx.kind[r] == crate::trace::RangeKind::StartEnd)
+                .collect();
             (0..th.api.len())
                 .filter(|&k| sync_names[th.api.name[k] as usize])
                 .filter(|&k| {
@@ -67,12 +72,12 @@ pub(super) fn removed_syncs(trace: &Trace, sync_names: &[bool], texts: &[String]
                     if matches.contains(th.api.name[k]) {
                         return true;
                     }
-                    // The ranges open around the call: nested ranges start before it and
-                    // end after it; the innermost are the latest to start.
-                    n = gallop(n, th.nvtx.len(), |r| th.nvtx.start[r] <= s);
-                    (n.saturating_sub(RANGES_LOOKED_AT)..n)
-                        .filter(|&r| th.nvtx.end[r] >= e)
-                        .any(|r| matches.contains(th.nvtx.text[r]))
+                    let inner = nvtx.enclosing_from(s, e, &mut from);
+                    nvtx.ancestors(inner)
+                        .any(|r| matches.contains(nvtx.text[r as usize]))
+                        || start_end.iter().any(|&r| {
+                            nvtx.start[r] <= s && nvtx.end[r] >= e && matches.contains(nvtx.text[r])
+                        })
                 })
                 .map(|k| k as u32)
                 .collect()
@@ -112,7 +117,7 @@ pub(super) fn spans_of_ranges(
         .collect()
 }
 
-/// Per thread, the sorted spans of `stalls` that fall on it (by tid).
+/// Per thread, the sorted spans of `stalls` that fall on it.
 pub(super) fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i64)>> {
     trace
         .threads
@@ -120,7 +125,7 @@ pub(super) fn stall_spans(trace: &Trace, stalls: &[HostSpan]) -> Vec<Vec<(i64, i
         .map(|th| {
             let mut spans: Vec<(i64, i64)> = stalls
                 .iter()
-                .filter(|s| s.tid == th.tid)
+                .filter(|s| s.is_on(th))
                 .map(|s| (s.start_ns, s.end_ns))
                 .collect();
             spans.sort_unstable();
@@ -174,8 +179,10 @@ pub(super) fn add_spans(cut: &mut [Vec<(i64, i64)>], more: &[Vec<(i64, i64)>]) {
     }
 }
 
+/// Whether `t` is in one of the sorted, disjoint `[start, end)` spans: a call starting
+/// where a stall ends is not part of it.
 pub(super) fn in_spans(spans: &[(i64, i64)], t: i64) -> bool {
-    let i = spans.partition_point(|s| s.1 < t);
+    let i = spans.partition_point(|s| s.1 <= t);
     spans.get(i).is_some_and(|s| s.0 <= t)
 }
 

@@ -243,9 +243,6 @@ fn merge_piece(all: &[SourceTimes], rank: &[u32], from: &[usize], to: &[usize], 
     debug_assert_eq!(written, out.len());
 }
 
-/// Ranges starting before a call looked at for the ones around it.
-pub(super) const RANGES_LOOKED_AT: usize = 64;
-
 /// Every event in the order it was recorded: the streams' ops and the threads' calls (and
 /// their synchronising calls' ends) are each sorted already, so they are merged, a heap
 /// holding the next event of each.

@@ -49,6 +49,11 @@ pub(super) const CANDIDATES_TRIED: usize = 8;
 /// The share of the GPU time between a marker's first and last iteration that its
 /// iterations' GPU spans must cover.
 pub(super) const MIN_COVERAGE: f64 = 0.5;
+/// The share of the kernels launched between a marker's first and last range that its
+/// ranges must launch: an iteration holds most of the launches of its stretch of the run
+/// (a forward pass a third of them), one operator's ranges hold a sliver however much GPU
+/// time their kernels take (a 21 ms attention kernel among 80 small ones a block).
+pub(super) const MIN_LAUNCH_SHARE: f64 = 0.2;
 
 /// The iteration marker of analysis-definitions.md: an NVTX group (one template) that does
 /// not overlap itself on any thread, has at least 3 ranges that launch kernels, is not an
@@ -96,9 +101,41 @@ pub(super) fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIteratio
                 .iter()
                 .map(|thread| template_ranges(thread, |id| trace.strings.template_of(id) == t))
                 .collect();
+            if launch_share(&launches, &trace.threads, &per_thread) < MIN_LAUNCH_SHARE {
+                return None;
+            }
             let per_device = per_device(trace, &per_thread);
             (coverage(trace, &per_device) >= MIN_COVERAGE).then_some((name, per_device))
         })
+}
+
+/// Of the kernels launched from each thread between its first range and its last, the
+/// share its ranges launched.
+fn launch_share(launches: &[Vec<u32>], threads: &[Thread], ranges: &[Vec<Window>]) -> f64 {
+    let (mut inside, mut all) = (0u64, 0u64);
+    for ((thread, counts), windows) in threads.iter().zip(launches).zip(ranges) {
+        let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
+            continue;
+        };
+        let starts = &thread.api.start;
+        let calls_in = |a: i64, b: i64| {
+            let from = starts.partition_point(|&s| s < a);
+            let to = starts.partition_point(|&s| s <= b);
+            counts[from..to.max(from)]
+                .iter()
+                .map(|&n| u64::from(n))
+                .sum::<u64>()
+        };
+        all += calls_in(first.start, last.end);
+        inside += windows
+            .iter()
+            .map(|w| calls_in(w.start, w.end))
+            .sum::<u64>();
+    }
+    if all == 0 {
+        return 1.0;
+    }
+    inside as f64 / all as f64
 }
 
 /// Texts that annotate one operator, not a step: PyTorch's `emit_nvtx` ranges
@@ -110,7 +147,11 @@ pub(super) fn is_op_level(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_:<>#".contains(c));
+    // A structured record (a Python dict or JSON: DLProf's and pyprof's per-op
+    // annotations, `{'traceMarker': […], 'funcStack': '…'}`) describes one op.
+    let record = name.trim_start().starts_with('{');
     qualified_function
+        || record
         || name.starts_with("aten::")
         || name.starts_with("nccl")
         || name.starts_with("cudnn")

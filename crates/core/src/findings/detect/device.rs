@@ -447,29 +447,24 @@ pub(super) fn memory_growth(trace: &Trace, overview: &Overview, out: &mut Vec<Fi
     use crate::analysis::memory_usage::memory_usage;
     let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
     for m in memory_usage(trace, &overview.iterations) {
-        let Some(per) = m.growth_per_iteration_bytes else {
+        let (Some(per), Some((first, last))) = (m.growth_per_iteration_bytes, m.growth_iterations)
+        else {
             continue;
         };
-        let iterations = overview
-            .iterations
-            .per_device
-            .iter()
-            .find(|d| d.device == m.device)
-            .map_or(0, |d| d.cpu.len());
-        let all = per * (iterations as i64 - 1).max(0);
+        let all = per * (last - first) as i64;
         if per < GROWTH_PER_ITERATION || all < GROWTH_IN_ALL {
             continue;
         }
         let mut f = finding(
             Kind::MemoryGrowth,
             format!(
-                "Device memory grows {} every iteration on {} (+{} from the first of {iterations} iterations' end to the last's)",
+                "Device memory grows {} every iteration on {} (+{} from iteration {first} to {last})",
                 mib(per),
                 trace.gpu_name(m.device),
                 mib(all)
             ),
             format!(
-                "Allocated device memory ends at {} (peak {} at {}); it rises by about the same each iteration, as a tensor kept across steps or a growing cache does.{} Left to run, it ends in an out-of-memory error.",
+                "What stays allocated through an iteration (its lowest balance) rises by about the same each iteration, as a tensor kept across steps or a growing cache does; allocated device memory ends at {} (peak {} at {}).{} Left to run, it ends in an out-of-memory error.",
                 crate::format::format_bytes(m.end_bytes.max(0) as u64),
                 crate::format::format_bytes(m.peak_bytes.max(0) as u64),
                 format_ns(m.peak_at_ns - trace.time_origin().unwrap_or(0)),

@@ -187,11 +187,7 @@ pub(super) fn straggler(
             activity.cpu_ns,
         ),
     };
-    let mut span = HostSpan {
-        tid: thread.tid,
-        start_ns: start,
-        end_ns: start + length,
-    };
+    let mut span = HostSpan::of(trace, thread, start, start + length);
     // A sync right before the stall (`empty_cache()` drains the device first) is part of it.
     let k = thread.api.start.partition_point(|&s| s < start);
     if let Some(prev) = k.checked_sub(1)
@@ -200,7 +196,7 @@ pub(super) fn straggler(
     {
         span.start_ns = thread.api.start[prev];
     }
-    if length <= 0 || !can_gain(stall_gain_bound(trace, &span)) {
+    if length <= 0 || !can_gain(stall_gain_bound(&span)) {
         return Some(span);
     }
     let slow = it.slow_indices.len();
@@ -257,12 +253,11 @@ pub(super) fn straggler(
     Some(span)
 }
 
-/// The most removing a host stall can give back: its length on each thread with its tid.
-/// Its calls take no time and the CPU time between them is gone, and a replay moves no
-/// event earlier by more than the time taken out of the events before it.
-pub(super) fn stall_gain_bound(trace: &Trace, span: &HostSpan) -> i64 {
-    let threads = trace.threads.iter().filter(|t| t.tid == span.tid).count();
-    (span.end_ns - span.start_ns).saturating_mul(threads as i64)
+/// The most removing a host stall can give back: its length. Its calls take no time and
+/// the CPU time between them is gone on its one thread, and a replay moves no event
+/// earlier by more than the time taken out of the events before it.
+pub(super) fn stall_gain_bound(span: &HostSpan) -> i64 {
+    span.end_ns - span.start_ns
 }
 
 /// A synchronising call ending this close before a stall is taken with it.
@@ -371,10 +366,13 @@ pub(super) fn one_off_stalls(
                 continue;
             };
             let is_straggler = straggler.is_some_and(|s| {
-                s.tid == span.tid && s.start_ns <= span.end_ns && span.start_ns <= s.end_ns
+                s.file == span.file
+                    && s.tid == span.tid
+                    && s.start_ns <= span.end_ns
+                    && span.start_ns <= s.end_ns
             });
             // A long gap whose longest call is short was mostly something else.
-            if is_straggler || !can_gain(stall_gain_bound(trace, &span)) {
+            if is_straggler || !can_gain(stall_gain_bound(&span)) {
                 continue;
             }
             Change {
@@ -443,11 +441,7 @@ pub(super) fn longest_call_span(trace: &Trace, g: &Gap) -> Option<HostSpan> {
     let k = th
         .calls_overlapping(g.start_ns, g.end_ns())
         .max_by_key(|&k| th.api.end[k] - th.api.start[k])?;
-    Some(HostSpan {
-        tid: th.tid,
-        start_ns: th.api.start[k],
-        end_ns: th.api.end[k],
-    })
+    Some(HostSpan::of(trace, th, th.api.start[k], th.api.end[k]))
 }
 
 /// " What the CPU ran: …." for the launching threads of `gaps` (empty without call stacks).

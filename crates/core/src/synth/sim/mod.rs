@@ -91,6 +91,22 @@ pub struct RankSim {
     /// innermost frame (the truth of what a gap's samples name).
     pub next_sample: i64,
     pub sample_leaves: Vec<(i64, &'static str)>,
+    /// NVTX as DLProf records it (see `SynthOptions::dlprof_markers`).
+    dlprof: bool,
+    /// A graph launch whose nodes are still being run: it stopped at a collective node.
+    graph_in_flight: Option<GraphInFlight>,
+}
+
+/// A graph launch part-way through its nodes.
+struct GraphInFlight {
+    graph: u32,
+    nodes: &'static [(usize, &'static str)],
+    /// The next node to run.
+    next: usize,
+    corr: u32,
+    path: (u32, u8),
+    first_start: i64,
+    first_wait: Wait,
 }
 
 impl Rows {
@@ -174,6 +190,8 @@ impl RankSim {
             graph_kernels: 0,
             next_sample: start_ns,
             sample_leaves: Vec::new(),
+            dlprof: false,
+            graph_in_flight: None,
         }
     }
 
@@ -213,6 +231,11 @@ impl RankSim {
         }
         range(self, "ncclGroupEnd", None);
         self.cpu += 500; // an end is inside a range: the launch comes after it
+    }
+
+    pub fn with_dlprof_markers(mut self, dlprof: bool) -> Self {
+        self.dlprof = dlprof;
+        self
     }
 
     pub fn with_op_host_ns(mut self, ns: Option<i64>) -> Self {
@@ -332,6 +355,9 @@ impl RankSim {
 
     /// Runs `program[*pc..]` until it ends or reaches an NCCL launch.
     pub fn run(&mut self, program: &[Instr], pc: &mut usize) -> Stop {
+        if let Some(stop) = self.graph_nodes() {
+            return stop;
+        }
         while *pc < program.len() {
             let instr = &program[*pc];
             *pc += 1;
@@ -347,7 +373,11 @@ impl RankSim {
                     self.push_range(text, true);
                 }
                 Instr::Pop => self.pop_range(),
-                Instr::GraphLaunch { graph, nodes } => self.graph_launch(*graph, nodes),
+                Instr::GraphLaunch { graph, nodes } => {
+                    if let Some(stop) = self.graph_launch(*graph, nodes) {
+                        return stop;
+                    }
+                }
                 Instr::HostWork(ns) => {
                     let ns = self.jitter(*ns, 0.05);
                     self.cpu += ns;
@@ -522,6 +552,23 @@ impl RankSim {
         if text.starts_with("denoising_step_") {
             self.step_cpu.push((start, self.cpu));
         }
+        let text = if self.dlprof {
+            // Only operators, each a record of where it was called.
+            if !text.starts_with("aten::") && !text.starts_with("nccl:") {
+                return;
+            }
+            // Where the op was called from, as a file and line: every op of the model one
+            // template (the numbers differ), as a model's ops mostly come from one file.
+            let op = text.split(',').next().unwrap_or(&text);
+            let line = 100 + op.bytes().map(u32::from).sum::<u32>() % 900;
+            self.op_id += 1;
+            format!(
+                "{{'traceMarker': [{}], 'funcStack': 'wan/modules/model.py:{line}'}}",
+                self.op_id
+            )
+        } else {
+            text
+        };
         self.rows.nvtx.push(NvtxRow {
             start,
             end: self.cpu,
@@ -532,8 +579,13 @@ impl RankSim {
     }
 
     /// A CUDA graph launch: one `cudaGraphLaunch` call, its kernels back to back on the
-    /// compute stream (captured and instantiated at the graph's first launch).
-    fn graph_launch(&mut self, graph: u32, nodes: &[(usize, &'static str)]) {
+    /// compute stream (captured and instantiated at the graph's first launch); stops at a
+    /// collective node, the rest run once it has (see [`Self::graph_nodes`]).
+    fn graph_launch(
+        &mut self,
+        graph: u32,
+        nodes: &'static [(usize, &'static str)],
+    ) -> Option<Stop> {
         if !self.captured.contains(&graph) {
             self.captured.push(graph);
             self.capture(graph, nodes);
@@ -555,11 +607,39 @@ impl RankSim {
         let (first_start, first_wait) = self.schedule(0, ready, dependency);
         self.synced_since_launch = false;
         self.graph_launches += 1;
-        let mut start = first_start;
-        for (i, &(kernel, _)) in nodes.iter().enumerate() {
-            let wait = if i == 0 { first_wait } else { Wait::None };
-            if i > 0 {
-                start = self.stream_free[0] + self.spacing();
+        self.graph_in_flight = Some(GraphInFlight {
+            graph,
+            nodes,
+            next: 0,
+            corr,
+            path,
+            first_start,
+            first_wait,
+        });
+        self.graph_nodes()
+    }
+
+    /// Runs the nodes of the graph launch in flight back to back on the compute stream,
+    /// until a collective node (the rank stops there: the others must reach it) or the
+    /// last (the launch's row then written).
+    fn graph_nodes(&mut self) -> Option<Stop> {
+        let mut g = self.graph_in_flight.take()?;
+        while g.next < g.nodes.len() {
+            let i = g.next;
+            g.next += 1;
+            let kernel = g.nodes[i].0;
+            let (start, wait) = if i == 0 {
+                (g.first_start, g.first_wait)
+            } else {
+                (self.stream_free[0] + self.spacing(), Wait::None)
+            };
+            if KERNELS[kernel].nccl {
+                if self.nccl_calls.is_some() {
+                    self.collectives_launched += 1;
+                }
+                self.pending_nccl = Some((start, g.corr, wait, g.path));
+                self.graph_in_flight = Some(g);
+                return Some(Stop::AtCollective { start });
             }
             let factor = match self.kernel_factor {
                 Some((k, f)) if k == kernel => f,
@@ -569,20 +649,29 @@ impl RankSim {
                 (KERNELS[kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
                 0.03,
             );
-            self.finish_kernel(kernel, COMPUTE_STREAM, start, start + dur, corr, wait, path);
+            self.finish_kernel(
+                kernel,
+                COMPUTE_STREAM,
+                start,
+                start + dur,
+                g.corr,
+                wait,
+                g.path,
+            );
             if let Some(row) = self.rows.kernels.last_mut() {
-                row.graph_node = Some((exec_node(graph, i), graph));
+                row.graph_node = Some((exec_node(g.graph, i), g.graph));
             }
             self.graph_kernels += 1;
         }
         self.rows.graph_execs.push(GraphExecRow {
-            start: first_start,
+            start: g.first_start,
             end: self.stream_free[0],
             stream: COMPUTE_STREAM,
-            correlation_id: corr,
-            graph,
-            exec: exec_of(graph),
+            correlation_id: g.corr,
+            graph: g.graph,
+            exec: exec_of(g.graph),
         });
+        None
     }
 
     /// Stream capture of a graph: each op's NVTX range and launch, recorded but not run;
@@ -637,8 +726,19 @@ impl RankSim {
             .expect("rank stopped at a collective");
         let end = end + self.rng.i64(0..2_000);
         self.nccl_ends = [self.nccl_ends[1], end];
-        let stream = self.stream_of(kernel);
+        // A collective node of a graph runs on the stream the graph was launched on.
+        let stream = if self.graph_in_flight.is_some() {
+            COMPUTE_STREAM
+        } else {
+            self.stream_of(kernel)
+        };
         self.finish_kernel(kernel, stream, start, end, corr, wait, path);
+        if let Some(g) = &self.graph_in_flight {
+            if let Some(row) = self.rows.kernels.last_mut() {
+                row.graph_node = Some((exec_node(g.graph, g.next - 1), g.graph));
+            }
+            self.graph_kernels += 1;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
