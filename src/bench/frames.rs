@@ -205,7 +205,12 @@ pub fn bench_panels(file: &Path) -> Result<(), String> {
             Box::new(move || order(&Filter::default(), column, true)),
         ));
     }
-    for cause in [Cause::HostSync, Cause::HostBound, Cause::Dependency] {
+    for cause in [
+        Cause::HostSync,
+        Cause::AfterSync,
+        Cause::HostBound,
+        Cause::Dependency,
+    ] {
         let filter = Filter {
             cause: Some(cause),
             ..Default::default()

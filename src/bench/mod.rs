@@ -876,7 +876,7 @@ fn spans_of_every_change_kind(
             "NCCL on its own stream, no dependencies",
             Change {
                 nccl_own_stream: true,
-                nccl_no_dependencies: true,
+                nccl_dependencies: crate::whatif::NcclDependencies::Unbounded,
                 ..Default::default()
             },
         ),

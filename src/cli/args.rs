@@ -316,6 +316,20 @@ pub enum Command {
         /// one graph (one launch call releases compute and collectives).
         #[arg(long, requires = "cuda_graphs")]
         graph_attention: bool,
+        /// Small ops (17–41 µs kernels) after each all-to-all, each after 60–100 µs of
+        /// Python: with --sync-after-collective the GPU waits at every one until the next
+        /// long kernel (the seed's shape).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        small_ops: u32,
+        /// With --sync-after-collective: the device syncs left out, the Python after them
+        /// kept (the "after" of removing them, every other draw the same).
+        #[arg(long, requires = "sync_after_collective")]
+        no_collective_sync: bool,
+        /// The collectives are gradient all-reduces launched in a `backward` range, each
+        /// result needed only after the next collective (DDP's buckets); no NCCL payload
+        /// ranges.
+        #[arg(long)]
+        gradient_all_reduce: bool,
     },
 }
 

@@ -172,6 +172,9 @@ pub fn main() -> ExitCode {
             same_pids,
             dlprof_markers,
             graph_attention,
+            small_ops,
+            no_collective_sync,
+            gradient_all_reduce,
         }) => {
             let t = Instant::now();
             let out = match (out, &split_ranks) {
@@ -206,6 +209,9 @@ pub fn main() -> ExitCode {
                     same_pids,
                     dlprof_markers,
                     graph_attention,
+                    small_ops,
+                    sync_removed: no_collective_sync,
+                    gradient_all_reduce,
                 };
                 match &split_ranks {
                     Some(dir) => synth::generate_split(dir, options).map(|t| {
@@ -543,11 +549,20 @@ pub struct ChangeArgs {
     /// flash_fwd=0.5.
     #[arg(long, value_name = "REGEX=F")]
     scale_kernel: Vec<String>,
-    /// NCCL kernels on a stream of their own, the data dependencies kept (each
-    /// collective waits for the compute before it; its result is needed by the compute
-    /// launched after the next collective).
+    /// NCCL kernels on a stream of their own, the data dependencies kept: each
+    /// collective waits for the compute launched before it, and its result is needed by
+    /// the next kernel launched after it (an all-to-all's or all-gather's output is the
+    /// next op's input).
     #[arg(long)]
     nccl_own_stream: bool,
+    /// With --nccl-own-stream: a collective's result is first needed by the compute
+    /// launched after the next collective (bucketed gradient all-reduce, DDP/FSDP).
+    #[arg(
+        long,
+        requires = "nccl_own_stream",
+        conflicts_with = "nccl_no_dependencies"
+    )]
+    nccl_late_consumers: bool,
     /// With --nccl-own-stream: keep no dependency between NCCL and compute (the upper
     /// bound of the overlap gained).
     #[arg(long, requires = "nccl_own_stream")]
@@ -586,7 +601,13 @@ fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
             .map(|a| crate::whatif::parse_scale_kernel(a))
             .collect::<Result<_, _>>()?,
         nccl_own_stream: a.nccl_own_stream,
-        nccl_no_dependencies: a.nccl_no_dependencies,
+        nccl_dependencies: if a.nccl_no_dependencies {
+            crate::whatif::NcclDependencies::Unbounded
+        } else if a.nccl_late_consumers {
+            crate::whatif::NcclDependencies::AfterNextCollective
+        } else {
+            crate::whatif::NcclDependencies::NextKernel
+        },
         remove_cpu: a.remove_cpu,
         remove_stalls: a
             .remove_stall

@@ -216,8 +216,9 @@ fn passes(trace: &Trace, g: &Gap, filter: &Filter, name_hits: &[bool], with_caus
 }
 
 /// The causes a filter chooses from, in the order they are listed.
-pub const CAUSES: [Cause; 4] = [
+pub const CAUSES: [Cause; 5] = [
     Cause::HostSync,
+    Cause::AfterSync,
     Cause::HostBound,
     Cause::Dependency,
     Cause::Unknown,

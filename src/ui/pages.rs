@@ -120,7 +120,7 @@ impl App {
 }
 
 /// Every key and mouse action, as Nsight Systems and Perfetto users look for them.
-const HELP: [(&str, &str); 20] = [
+const HELP: [(&str, &str); 21] = [
     (
         "Ctrl + wheel, pinch, W / S",
         "zoom in / out (around the pointer; W/S a quarter around the middle, smoothly held)",
@@ -171,6 +171,10 @@ const HELP: [(&str, &str); 20] = [
     (
         "host_sync",
         "the launching thread waited in a synchronising call",
+    ),
+    (
+        "after_sync",
+        "launched just in time ever since a sync emptied the queue",
     ),
     ("host_bound", "the CPU launched too late, with no sync"),
     ("F1 or ?", "this help"),

@@ -49,7 +49,11 @@ fn assert_near(predicted: i64, real: i64, what: &str) {
 #[test]
 fn each_finding_predicts_what_the_really_changed_run_saved_and_they_rank_alike() {
     let dir = tempfile::tempdir().unwrap();
-    let tiny = || SynthOptions::new(Preset::Tiny);
+    // Gradient all-reduces (read late): NCCL on a stream of its own has something to gain.
+    let tiny = || SynthOptions {
+        gradient_all_reduce: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
     let before = generated(dir.path(), "before.sqlite", tiny());
     let found = findings_of(&before);
     let flash = synth::kernel_index("flash_fwd_kernel").unwrap();
@@ -256,55 +260,144 @@ fn a_removed_stall_saves_at_most_its_length() {
     assert!(checked > 0, "no stall found to check");
 }
 
-/// The seed's shape: NCCL on the compute stream and a device sync after each all-to-all,
-/// then Python before the next launch. Its fix (NCCL on its own stream, no syncs) really
-/// made; the top finding is the sync, critical, saving near what the fix saved, and its
-/// `what-if` reproduces its figure.
+/// The seed's shape (issue 68): NCCL on the compute stream, a device sync after each
+/// all-to-all, then dozens of small ops launched at Python speed before the next long
+/// kernel. Its three twins really made (the syncs removed; NCCL on its own stream; both):
+/// the top finding is the sync, critical, saving within 15 % of the twin without syncs, the
+/// launch gaps after it counted as its own (no host-bound pattern beside it); each change
+/// replayed alone within 10 % of its twin (or 1 % of the run), both within 25 %; NCCL on
+/// its own stream replayed as the data flow allows (the next kernel reads an all-to-all's
+/// result), the laxer model only as an upper bound.
 #[test]
 fn the_sync_after_each_collective_is_the_first_thing_to_fix() {
     let dir = tempfile::tempdir().unwrap();
     // An inference run, as the seed's: no checkpoint copy.
-    let seed = || SynthOptions {
+    let seed = SynthOptions {
         sync_after_collective: true,
+        small_ops: 40,
+        blocks: Some(4),
         checkpoint: false,
         ..SynthOptions::new(Preset::Tiny)
     };
-    let before = generated(dir.path(), "sync.sqlite", seed());
-    let after = generated(
+    let before = generated(dir.path(), "sync.sqlite", seed);
+    let no_syncs = generated(
         dir.path(),
-        "fixed.sqlite",
+        "no-syncs.sqlite",
         SynthOptions {
-            sync_after_collective: false,
-            nccl_stream: NcclStream::Separate,
-            ..seed()
+            sync_removed: true,
+            ..seed
         },
     );
-    let found = findings_of(&before);
+    let own_stream = generated(
+        dir.path(),
+        "own-stream.sqlite",
+        SynthOptions {
+            nccl_stream: NcclStream::Separate,
+            ..seed
+        },
+    );
+    let both = generated(
+        dir.path(),
+        "both.sqlite",
+        SynthOptions {
+            nccl_stream: NcclStream::Separate,
+            sync_removed: true,
+            ..seed
+        },
+    );
+    let o = overview(&before, &Options::default());
+    let found = findings::findings(&before, &o);
     let top = &found[0];
     assert_eq!(top.kind, Kind::HostSync, "{found:#?}");
     assert!(top.title.contains("cudaDeviceSynchronize"), "{}", top.title);
+    assert!(
+        top.title.contains("empties the launch queue"),
+        "{}",
+        top.title
+    );
     assert_eq!(top.severity, Severity::Critical, "{}", top.title);
-    let real = real_saving(&before, &after);
+    let real = real_saving(&before, &no_syncs);
     let predicted = top.saving_ns.unwrap();
-    assert_near(predicted, real, "the sync after each collective");
-    // Its `what-if` arguments give its figure.
-    let change = nsys_explorer_core::whatif::Change::from_args(&top.what_if).unwrap();
-    let replayed = measured_spans(&before)
-        .iter()
-        .zip(nsys_explorer_core::whatif::predicted_spans(
-            &before, &change, None,
-        ))
-        .map(|(m, p)| m - p)
-        .max()
-        .unwrap();
-    assert_eq!(replayed, predicted, "{:?}", top.what_if);
-    // The gaps after those syncs are the sync's, not "the CPU did not keep up".
+    let off = (predicted - real).abs() as f64 / real as f64;
+    assert!(off <= 0.15, "predicted {predicted} ns, really {real} ns");
+    // The launch gaps after those syncs are the sync's, not "the CPU did not keep up".
     assert!(
         !found
             .iter()
-            .any(|f| f.kind == Kind::HostBound && f.title.contains("all_to_all")),
+            .any(|f| f.kind == Kind::HostBound && f.title.contains("triton")),
         "{found:#?}"
     );
+    // Each change alone, and both, replayed against the twins.
+    let span = nsys_explorer_core::trace::run_span(&before);
+    let replayed = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let change = nsys_explorer_core::whatif::Change::from_args(&args).unwrap();
+        let w =
+            nsys_explorer_core::whatif::report::what_if(&before, &o, &change, &Options::default());
+        nsys_explorer_core::whatif::report::saving_ns(&w)
+    };
+    let sync: Vec<&str> = top.what_if.iter().map(String::as_str).collect();
+    assert_eq!(replayed(&sync), predicted, "its what-if gives its figure");
+    let alone = |predicted: i64, real: i64, what: &str| {
+        let off = (predicted - real).abs();
+        assert!(
+            off as f64 <= (0.10 * real as f64).max(0.01 * span as f64),
+            "{what}: predicted {predicted} ns, really {real} ns"
+        );
+    };
+    let nccl = replayed(&["--nccl-own-stream"]);
+    alone(
+        nccl,
+        real_saving(&before, &own_stream),
+        "NCCL on its own stream",
+    );
+    let mut together = sync.clone();
+    together.push("--nccl-own-stream");
+    assert_near(replayed(&together), real_saving(&before, &both), "both");
+    // The laxer model is an upper bound, never the figure.
+    together.push("--nccl-late-consumers");
+    assert!(replayed(&together) >= real_saving(&before, &both) * 9 / 10);
+    if let Some(f) = found.iter().find(|f| f.kind == Kind::NcclSameStream) {
+        assert!(f.detail.contains("next kernel"), "{}", f.detail);
+        assert!(f.severity < Severity::Warning, "{}", f.title);
+    }
+}
+
+/// Gradient all-reduces launched in a `backward` range are read only after the next one:
+/// the NCCL finding says so and replays that model, the fix really made agreeing.
+#[test]
+fn gradient_reductions_in_backward_are_replayed_as_read_late() {
+    let dir = tempfile::tempdir().unwrap();
+    let gradient = SynthOptions {
+        gradient_all_reduce: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    let before = generated(dir.path(), "gradient.sqlite", gradient);
+    let after = generated(
+        dir.path(),
+        "gradient-own-stream.sqlite",
+        SynthOptions {
+            nccl_stream: NcclStream::Separate,
+            ..gradient
+        },
+    );
+    let found = findings_of(&before);
+    let f = found
+        .iter()
+        .find(|f| f.kind == Kind::NcclSameStream)
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(f.detail.contains("gradient buckets"), "{}", f.detail);
+    assert!(
+        f.what_if.iter().any(|a| a == "--nccl-late-consumers"),
+        "{:?}",
+        f.what_if
+    );
+    assert_near(
+        f.saving_ns.unwrap(),
+        real_saving(&before, &after),
+        "late consumers",
+    );
+    assert!(f.upper_bound_ns.unwrap() >= f.saving_ns.unwrap());
 }
 
 /// A straggler whose stall is plain Python (no call, no NVTX range of its own) and one

@@ -387,7 +387,7 @@ fn generator_truth_is_self_consistent() {
         truth.gaps.iter().map(|g| g.cause.as_str()).collect();
     assert_eq!(
         causes,
-        ["dependency", "host_bound", "host_sync"]
+        ["after_sync", "dependency", "host_bound", "host_sync"]
             .into_iter()
             .collect()
     );
@@ -395,10 +395,25 @@ fn generator_truth_is_self_consistent() {
     for d in &it.per_device {
         assert_eq!(d.slowest_index, it.slowest_index, "device {}", d.device);
     }
+    // On a stream of its own an all-to-all overlaps nothing (the next kernel reads its
+    // result); a gradient all-reduce, read only after the next one, overlaps compute.
     let (_, separate) = generate(dir.path(), Flavour::Nsys2024, NcclStream::Separate);
     assert!(
-        separate.devices.iter().all(|d| d.breakdown_ns.overlap > 0),
-        "separate NCCL stream overlaps compute"
+        separate.devices.iter().all(|d| d.breakdown_ns.overlap == 0),
+        "an all-to-all's result is the next kernel's input"
+    );
+    let gradient = synth::generate(
+        &dir.path().join("gradient.sqlite"),
+        SynthOptions {
+            nccl_stream: NcclStream::Separate,
+            gradient_all_reduce: true,
+            ..SynthOptions::new(Preset::Tiny)
+        },
+    )
+    .unwrap();
+    assert!(
+        gradient.devices.iter().all(|d| d.breakdown_ns.overlap > 0),
+        "gradient all-reduces on their own stream overlap compute"
     );
 }
 

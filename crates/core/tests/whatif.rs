@@ -252,7 +252,7 @@ fn changes_of(trace: &Trace) -> Vec<Change> {
         },
         Change {
             nccl_own_stream: true,
-            nccl_no_dependencies: true,
+            nccl_dependencies: nsys_explorer_core::whatif::NcclDependencies::Unbounded,
             ..Default::default()
         },
         Change {

@@ -23,6 +23,10 @@ pub const SYNC_RETURN_SKEW_NS: i64 = 10_000;
 pub enum Cause {
     /// The launching thread was in a synchronising call that returned in the gap.
     HostSync,
+    /// Launched only after the previous op ended, by a thread that has launched each op
+    /// just in time ever since a sync emptied the queue (a host-sync gap began the run of
+    /// such gaps, one op apart): without the sync the CPU would have been ahead.
+    AfterSync,
     /// The next op was launched only after the previous one ended, with no sync.
     HostBound,
     /// The next op was launched in time, yet the GPU waited.
@@ -37,6 +41,9 @@ impl Cause {
         match self {
             Cause::HostSync => {
                 "host_sync: the CPU thread that launched the next kernel was waiting in a synchronising call (cudaStreamSynchronize, a blocking copy, .item()) that returned only in the gap, so it launched late. Fix: remove or defer the sync."
+            }
+            Cause::AfterSync => {
+                "after_sync: the next kernel was launched only after the GPU had run dry, by a thread that has launched every kernel just in time since a synchronising call emptied the queue: it never got ahead again, so the sync's cost goes on until a long kernel lets the CPU lead. Fix: remove or defer that sync."
             }
             Cause::HostBound => {
                 "host_bound: the next kernel was launched only after the GPU had run dry, with no sync in between: the CPU did not keep up (Python overhead, JIT compilation, data loading). Fix: less CPU work per launch, CUDA graphs."
@@ -53,6 +60,7 @@ impl Cause {
     pub fn label(self) -> &'static str {
         match self {
             Cause::HostSync => "host_sync",
+            Cause::AfterSync => "after_sync",
             Cause::HostBound => "host_bound",
             Cause::Dependency => "dependency",
             Cause::Unknown => "unknown",
@@ -142,6 +150,8 @@ impl Gap {
 /// start (a neighbour's NVTX path is a walk up from there).
 pub struct CpuIndex {
     sync_ends: Vec<Vec<i64>>,
+    /// How long each of those calls lasted (beside its end).
+    sync_lengths: Vec<Vec<i64>>,
     call_range: Vec<Vec<u32>>,
 }
 
@@ -156,21 +166,25 @@ impl CpuIndex {
     pub fn new(trace: &Trace) -> Self {
         crate::profile_scope!("analysis: CPU index");
         let sync_names = sync_call_names(trace);
-        let per_thread: Vec<(Vec<i64>, Vec<u32>)> = trace
+        // Per thread: (its syncs' (ends, lengths) by end, each call's innermost range).
+        type ThreadIndex = ((Vec<i64>, Vec<i64>), Vec<u32>);
+        let per_thread: Vec<ThreadIndex> = trace
             .threads
             .par_iter()
             .map(|t| {
-                let mut ends: Vec<i64> = (0..t.api.len())
+                let mut syncs: Vec<(i64, i64)> = (0..t.api.len())
                     .filter(|&i| sync_names[t.api.name[i] as usize])
-                    .map(|i| t.api.end[i])
+                    .map(|i| (t.api.end[i], t.api.end[i] - t.api.start[i]))
                     .collect();
-                ends.sort_unstable();
-                (ends, innermost_range_at_calls(t))
+                syncs.sort_unstable();
+                (syncs.into_iter().unzip(), innermost_range_at_calls(t))
             })
             .collect();
-        let (sync_ends, call_range) = per_thread.into_iter().unzip();
+        let (syncs, call_range): (Vec<(Vec<i64>, Vec<i64>)>, _) = per_thread.into_iter().unzip();
+        let (sync_ends, sync_lengths) = syncs.into_iter().unzip();
         Self {
             sync_ends,
+            sync_lengths,
             call_range,
         }
     }
@@ -189,22 +203,22 @@ impl CpuIndex {
         i
     }
 
-    /// Whether a synchronising call of `thread` returned inside `[a, b]`, and the latest
-    /// end of one in the [`SYNC_RETURN_SKEW_NS`] before `a`.
+    /// The synchronising call of `thread` (its place among the thread's) that returned
+    /// inside `[a, b]` (the first), and the latest that returned in the
+    /// [`SYNC_RETURN_SKEW_NS`] before `a`.
     fn synced(
         &self,
         cursor: &mut SyncCursor,
         thread: usize,
         a: i64,
         b: i64,
-    ) -> (bool, Option<i64>) {
+    ) -> (Option<usize>, Option<usize>) {
         let ends = &self.sync_ends[thread];
         let i = self.sync_position(cursor, thread, a);
-        let inside = ends.get(i).is_some_and(|&e| e <= b);
+        let inside = ends.get(i).is_some_and(|&e| e <= b).then_some(i);
         let just_before = i
             .checked_sub(1)
-            .map(|j| ends[j])
-            .filter(|&e| e >= a - SYNC_RETURN_SKEW_NS);
+            .filter(|&j| ends[j] >= a - SYNC_RETURN_SKEW_NS);
         (inside, just_before)
     }
 
@@ -423,21 +437,43 @@ fn each_gap(
     let (mut before_path, mut after_path) = (Vec::new(), Vec::new());
     let mut after_of_last: Option<OpRef> = None;
     let mut cursor = SyncCursor::default();
+    // The thread whose sync emptied the queue, while every gap since is one op from the
+    // last and host-bound on it, and the lead the sync cost it not yet spent on them: a
+    // run of after-sync gaps. (Without the sync the CPU would have been ahead by as long
+    // as it waited; a gap beyond that — a JIT compilation — is the host's own.)
+    let mut drained_by: Option<usize> = None;
+    let mut lead_left = 0i64;
     for_each_gap(device, window, min_gap_ns, |gs, ge, before, after| {
-        if after_of_last == Some(before) {
+        let one_op_apart = after_of_last == Some(before);
+        if one_op_apart {
             std::mem::swap(&mut before_path, &mut after_path);
         } else {
             cpu.launch_path(trace, device, before, &mut before_path);
         }
         cpu.launch_path(trace, device, after, &mut after_path);
         after_of_last = Some(after);
+        let (mut cause, waited) = cause(trace, cpu, &mut cursor, device, before, after, gs, ge);
+        let launcher = launch_index(device, after).map(|(t, _)| t);
+        match cause {
+            Cause::HostSync => (drained_by, lead_left) = (launcher, waited),
+            Cause::HostBound
+                if one_op_apart
+                    && drained_by.is_some()
+                    && drained_by == launcher
+                    && ge - gs <= lead_left =>
+            {
+                cause = Cause::AfterSync;
+                lead_left -= ge - gs;
+            }
+            _ => drained_by = None,
+        }
         put(Gap {
             device: device.id.0 as u16,
             start_ns: gs,
             duration_ns: ge - gs,
             before,
             after,
-            cause: cause(trace, cpu, &mut cursor, device, before, after, gs, ge),
+            cause,
             enclosing: enclosing(&before_path, &after_path).unwrap_or(NONE),
         });
     });
@@ -456,6 +492,7 @@ fn launch_of<'t>(trace: &'t Trace, device: &Device, op: OpRef) -> Option<(&'t Th
     launch_index(device, op).map(|(t, c)| (&trace.threads[t], c))
 }
 
+/// A gap's cause, and for a host-sync gap how long the sync waited (the lead the CPU lost).
 #[allow(clippy::too_many_arguments)]
 fn cause(
     trace: &Trace,
@@ -466,27 +503,28 @@ fn cause(
     after: OpRef,
     gap_start: i64,
     gap_end: i64,
-) -> Cause {
+) -> (Cause, i64) {
     let Some((thread, call)) = launch_index(device, after) else {
-        return Cause::Unknown;
+        return (Cause::Unknown, 0);
     };
     // A synchronising call of the launching thread that returned inside the gap (or at its
     // start), or just before it while the op the gap follows was already queued: it waited
     // for that op (the clocks put its return a few µs early).
     let (synced_in, synced_just_before) = cpu.synced(cursor, thread, gap_start, gap_end);
-    if synced_in {
-        return Cause::HostSync;
+    if let Some(k) = synced_in {
+        return (Cause::HostSync, cpu.sync_lengths[thread][k]);
     }
-    if let Some(end) = synced_just_before
-        && launch_of(trace, device, before).is_some_and(|(t, c)| t.api.start[c] < end)
+    if let Some(k) = synced_just_before
+        && launch_of(trace, device, before)
+            .is_some_and(|(t, c)| t.api.start[c] < cpu.sync_ends[thread][k])
     {
-        return Cause::HostSync;
+        return (Cause::HostSync, cpu.sync_lengths[thread][k]);
     }
     let before_end = device.streams[before.stream as usize].ops.end[before.op as usize];
     if trace.threads[thread].api.start[call] >= before_end {
-        Cause::HostBound
+        (Cause::HostBound, 0)
     } else {
-        Cause::Dependency
+        (Cause::Dependency, 0)
     }
 }
 
@@ -655,6 +693,7 @@ mod tests {
         let ends: Vec<i64> = (0..200).map(|i| i * 100 + (i % 3) * 40).collect();
         let cpu = CpuIndex {
             sync_ends: vec![Vec::new(), ends.clone()],
+            sync_lengths: vec![Vec::new(), vec![0; ends.len()]],
             call_range: vec![Vec::new(), Vec::new()],
         };
         let mut cursor = SyncCursor::default();
@@ -681,7 +720,8 @@ mod tests {
         b.call(t, "cudaDeviceSynchronize", 20, 997_000);
         let c1 = b.call(t, "cudaLaunchKernel", 3_000_000, 3_000_010);
         b.kernel(0, 7, "b", (3_005_000, 3_500_000), Some(c1));
-        // A sync, then a kernel launched after it, then a late launch: host-bound.
+        // A sync, then a kernel launched after it, then a late launch: the thread never got
+        // ahead again (after the sync, within the 0.5 ms it waited).
         b.call(t, "cudaDeviceSynchronize", 3_000_020, 3_500_000);
         let c2 = b.call(t, "cudaLaunchKernel", 3_500_100, 3_500_110);
         b.kernel(0, 7, "c", (3_505_000, 3_506_000), Some(c2));
@@ -702,7 +742,57 @@ mod tests {
             vec![
                 (1_000_000, Cause::HostSync),
                 (3_500_000, Cause::HostSync),
-                (3_506_000, Cause::HostBound)
+                (3_506_000, Cause::AfterSync)
+            ]
+        );
+    }
+
+    /// After a sync the thread launches just in time: each gap one op from the last is the
+    /// sync's until the CPU gets ahead (a kernel queued behind another), a gap outlasts the
+    /// lead the sync cost (its wait), or another thread launches.
+    #[test]
+    fn the_gaps_after_a_sync_are_its_own_until_the_cpu_gets_ahead() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let other = b.thread(1, 2);
+        let c0 = b.call(t, "cudaLaunchKernel", 0, 10);
+        b.kernel(0, 7, "long", (100, 100_000), Some(c0));
+        // Waits 99 µs for it: the lead the sync cost.
+        b.call(t, "cudaStreamSynchronize", 1_000, 100_000);
+        let launch = |b: &mut TraceBuilder, th: usize, at: i64, run: (i64, i64)| {
+            let c = b.call(th, "cudaLaunchKernel", at, at + 5);
+            b.kernel(0, 7, "small", run, Some(c));
+        };
+        launch(&mut b, t, 110_000, (115_000, 120_000)); // host sync
+        launch(&mut b, t, 130_000, (135_000, 140_000)); // after sync (15 µs)
+        launch(&mut b, t, 150_000, (155_000, 160_000)); // after sync (15 µs)
+        // Queued: launched before "small" ends, it runs back to back 2 µs later.
+        launch(&mut b, t, 158_000, (162_000, 170_000)); // dependency: the CPU got ahead
+        launch(&mut b, t, 180_000, (185_000, 190_000)); // host bound again
+        // A second sync whose 20 µs of waiting covers one gap, not the next.
+        b.call(t, "cudaStreamSynchronize", 185_100, 205_000);
+        launch(&mut b, t, 210_000, (215_000, 220_000)); // host sync
+        launch(&mut b, t, 230_000, (235_000, 240_000)); // after sync (15 of 20 µs)
+        launch(&mut b, t, 250_000, (255_000, 260_000)); // 15 µs more: host bound
+        b.call(t, "cudaStreamSynchronize", 255_100, 300_000);
+        launch(&mut b, t, 310_000, (315_000, 320_000)); // host sync
+        launch(&mut b, other, 330_000, (335_000, 340_000)); // another thread: host bound
+        let trace = b.build();
+        let cpu = CpuIndex::new(&trace);
+        let found = gaps(
+            &trace,
+            &cpu,
+            &trace.devices[0],
+            Window::new(0, 400_000),
+            1_000,
+        );
+        let causes: Vec<Cause> = found.iter().map(|g| g.cause).collect();
+        use Cause::*;
+        assert_eq!(
+            causes,
+            vec![
+                HostSync, AfterSync, AfterSync, Dependency, HostBound, HostSync, AfterSync,
+                HostBound, HostSync, HostBound
             ]
         );
     }

@@ -23,11 +23,12 @@ use crate::overview::GapFindings;
 use crate::overview::{Analyses, DeviceSummary, Overview};
 use crate::trace::DeviceId;
 
-const CAUSES: [Cause; 4] = [
+const CAUSES: [Cause; 5] = [
     Cause::HostSync,
     Cause::HostBound,
     Cause::Dependency,
     Cause::Unknown,
+    Cause::AfterSync,
 ];
 
 fn cause_code(c: Cause) -> u8 {

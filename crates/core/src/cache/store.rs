@@ -19,7 +19,7 @@ use super::codec::{Bad, Reader, Writer};
 const MAGIC: &[u8; 8] = b"NSYSXCA\x01";
 const BYTE_ORDER: u32 = 0x0102_0304;
 /// Bump when the payload of any entry changes shape.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 /// The default size limit of the folder (`NSYS_EXPLORER_CACHE_LIMIT` sets another).
 pub const DEFAULT_LIMIT_BYTES: u64 = 10 << 30;
 /// What an entry's file name ends with (temporary files end otherwise).

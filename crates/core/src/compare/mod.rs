@@ -26,6 +26,8 @@ pub struct Run<'a> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IdleByCause {
     pub host_sync: i64,
+    /// In the run of just-in-time launches after a sync emptied the queue.
+    pub after_sync: i64,
     pub host_bound: i64,
     pub dependency: i64,
     pub unknown: i64,
@@ -37,6 +39,7 @@ impl IdleByCause {
     pub fn minus(&self, o: &IdleByCause) -> IdleByCause {
         IdleByCause {
             host_sync: self.host_sync - o.host_sync,
+            after_sync: self.after_sync - o.after_sync,
             host_bound: self.host_bound - o.host_bound,
             dependency: self.dependency - o.dependency,
             unknown: self.unknown - o.unknown,
@@ -45,13 +48,19 @@ impl IdleByCause {
     }
 
     pub fn total(&self) -> i64 {
-        self.host_sync + self.host_bound + self.dependency + self.unknown + self.under_min_gap
+        self.host_sync
+            + self.after_sync
+            + self.host_bound
+            + self.dependency
+            + self.unknown
+            + self.under_min_gap
     }
 
     /// (label, value) in a fixed order, for tables and JSON.
-    pub fn parts(&self) -> [(&'static str, i64); 5] {
+    pub fn parts(&self) -> [(&'static str, i64); 6] {
         [
             ("host_sync", self.host_sync),
+            ("after_sync", self.after_sync),
             ("host_bound", self.host_bound),
             ("dependency", self.dependency),
             ("unknown", self.unknown),
@@ -298,6 +307,7 @@ pub fn idle_by_cause(gaps: &[Gap], device: DeviceId, window: Window, idle_ns: i6
         }
         match g.cause {
             Cause::HostSync => out.host_sync += overlap,
+            Cause::AfterSync => out.after_sync += overlap,
             Cause::HostBound => out.host_bound += overlap,
             Cause::Dependency => out.dependency += overlap,
             Cause::Unknown => out.unknown += overlap,

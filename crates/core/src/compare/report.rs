@@ -287,7 +287,7 @@ pub fn diff_text(before: &Run, after: &Run, c: &Comparison, top: usize) -> Strin
     );
     let _ = writeln!(
         s,
-        "  {:<6} {:>10} {:>10} {:>10} {:>8} | {:>9} {:>9} {:>9} {:>9} {:>9} | idle: {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "  {:<6} {:>10} {:>10} {:>10} {:>8} | {:>9} {:>9} {:>9} {:>9} {:>9} | idle: {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "GPU",
         "before",
         "after",
@@ -299,6 +299,7 @@ pub fn diff_text(before: &Run, after: &Run, c: &Comparison, top: usize) -> Strin
         "memory",
         "idle",
         "host_sync",
+        "aft_sync",
         "host_bnd",
         "depend",
         "unknown",

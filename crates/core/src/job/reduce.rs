@@ -590,8 +590,7 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) 
             out.wait_ns[g][k] =
                 out.wait_ns[g][k].saturating_add((last_start - s).max(0).min(e - s));
             if g == lg && i == li {
-                out.held_back_ns[g][k] =
-                    out.held_back_ns[g][k].saturating_add(last_start - median);
+                out.held_back_ns[g][k] = out.held_back_ns[g][k].saturating_add(last_start - median);
             }
         }
     }

@@ -22,7 +22,7 @@ pub use truth::{
 pub use writer::{Flavour, empty_export, global_pid};
 
 pub use program::StragglerStall;
-use program::{KERNELS, SEND_RECV, StepShape};
+use program::{ALL_REDUCE, KERNELS, SEND_RECV, StepShape};
 pub use sim::GraphTrace;
 use sim::{RankSim, Stop};
 
@@ -40,7 +40,8 @@ pub enum Preset {
 pub enum NcclStream {
     /// NCCL on the compute stream, as in the Wan2.1 trace: no overlap possible.
     Same,
-    /// NCCL on its own stream, overlapping the FFN.
+    /// NCCL on its own stream; an all-to-all's result is the next kernel's input, so it
+    /// overlaps compute only as gradient all-reduces (`gradient_all_reduce`).
     Separate,
 }
 
@@ -105,6 +106,17 @@ pub struct SynthOptions {
     /// With `cuda_graphs`: each block's whole attention, its all-to-alls inside, captured
     /// as one graph (and its ffn as another).
     pub graph_attention: bool,
+    /// Small ops (17–41 µs kernels) after each all-to-all, each after 60–100 µs of Python:
+    /// with a sync after the collective the GPU waits at every one of them until the next
+    /// long kernel (the seed's shape, issue 68).
+    pub small_ops: u32,
+    /// With `sync_after_collective`: the device syncs left out, the Python after them kept
+    /// (the "after" of removing them, every other draw the same).
+    pub sync_removed: bool,
+    /// The collectives are gradient all-reduces (`ncclDevKernel_AllReduce_…`) launched in
+    /// a `backward` range, each result needed only after the next collective (DDP's
+    /// buckets); NCCL's payload ranges left out.
+    pub gradient_all_reduce: bool,
     /// With the ranks in files of their own: every rank's process has the same pid and
     /// tids (containers start each node's training process as pid 1).
     pub same_pids: bool,
@@ -141,6 +153,9 @@ impl SynthOptions {
             same_pids: false,
             dlprof_markers: false,
             graph_attention: false,
+            small_ops: 0,
+            sync_removed: false,
+            gradient_all_reduce: false,
         }
     }
 }
@@ -359,7 +374,12 @@ fn generate_into(
 
     let nccl_calls = options
         .nccl_calls
-        .filter(|_| options.flavour == Flavour::Nsys2024);
+        .filter(|_| options.flavour == Flavour::Nsys2024 && !options.gradient_all_reduce);
+    let collective = if options.gradient_all_reduce {
+        ALL_REDUCE
+    } else {
+        SEND_RECV
+    };
     let mut ranks: Vec<RankSim> = (0..shape.ranks)
         .map(|r| {
             RankSim::new(
@@ -372,6 +392,7 @@ fn generate_into(
             .with_kernel_factor(options.scale_kernel)
             .with_op_host_ns(options.host_per_op_ns)
             .with_dlprof_markers(options.dlprof_markers)
+            .with_late_nccl_consumers(options.gradient_all_reduce)
             .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
         })
         .collect();
@@ -435,6 +456,9 @@ fn generate_into(
                         sync_after_collective: options.sync_after_collective,
                         cuda_graphs: options.cuda_graphs.is_some(),
                         graph_attention: options.graph_attention,
+                        small_ops: options.small_ops,
+                        sync_removed: options.sync_removed,
+                        gradient_all_reduce: options.gradient_all_reduce,
                     },
                 )
             })
@@ -471,12 +495,12 @@ fn generate_into(
                 "every rank joins every collective"
             );
             let transfer =
-                KERNELS[SEND_RECV].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
+                KERNELS[collective].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
             let end = starts.iter().max().unwrap() + transfer as i64;
             let k = ranks[0].collectives_launched.saturating_sub(1);
             transfers.push((sim::MESSAGE_BYTES[(k % 2) as usize], transfer as i64));
             for rank in ranks.iter_mut() {
-                rank.finish_collective(SEND_RECV, end);
+                rank.finish_collective(collective, end);
             }
         }
         for (r, rank) in ranks.iter_mut().enumerate() {

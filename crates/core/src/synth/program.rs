@@ -39,6 +39,11 @@ pub const GELU: usize = 6;
 pub const GEMM_DOWN: usize = 7;
 pub const ADD: usize = 8;
 pub const TIME_EMBED: usize = 9;
+/// Small fused kernels (torch.compile's Triton) launched at Python speed after a sync.
+pub const TRITON_MUL: usize = 10;
+pub const TRITON_NORM: usize = 11;
+/// A gradient all-reduce (`synth --gradient-all-reduce`).
+pub const ALL_REDUCE: usize = 12;
 
 /// Durations are chosen so that a step splits roughly like the seed's trace: about half
 /// compute, a third or more NCCL, and the rest idle.
@@ -143,6 +148,36 @@ pub const KERNELS: &[KernelSpec] = &[
         0,
         false
     ),
+    kernel!(
+        "triton_poi_fused_mul_silu_0",
+        "triton_poi_fused_mul_silu_0",
+        22_000,
+        [2048, 1, 1],
+        [128, 1, 1],
+        32,
+        0,
+        false
+    ),
+    kernel!(
+        "triton_red_fused_add_native_layer_norm_1",
+        "triton_red_fused_add_native_layer_norm_1",
+        36_000,
+        [18900, 1, 1],
+        [256, 1, 1],
+        40,
+        0,
+        false
+    ),
+    kernel!(
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+        3_400_000,
+        [4, 1, 1],
+        [640, 1, 1],
+        96,
+        0,
+        true
+    ),
 ];
 
 #[derive(Debug, Clone)]
@@ -238,7 +273,19 @@ pub struct StepShape {
     /// With `cuda_graphs`: the whole attention, its all-to-alls inside, one graph (one
     /// launch call before kernels and collectives that run after the call has ended).
     pub graph_attention: bool,
+    /// Small ops after each all-to-all, each launched after Python of
+    /// [`SMALL_OP_HOST_NS`] (kernels of 17–41 µs: after a sync, the GPU waits at each).
+    pub small_ops: u32,
+    /// With `sync_after_collective`: the syncs left out, the Python after them kept (the
+    /// "after" of removing them).
+    pub sync_removed: bool,
+    /// The collectives are gradient all-reduces launched in a `backward` range, their
+    /// results needed only after the next collective (DDP's buckets).
+    pub gradient_all_reduce: bool,
 }
+
+/// The Python before each small op's launch.
+pub const SMALL_OP_HOST_NS: (i64, i64) = (60_000, 100_000);
 
 /// The graphs of a block (with `cuda_graphs`): their kernels and the aten op each was
 /// captured in.
@@ -315,6 +362,7 @@ const QKV_SIZES: &str = "[[1, 18900, 1536], [4608, 1536], [4608]]";
 const OUT_SIZES: &str = "[[1, 18900, 1536], [1536, 1536], [1536]]";
 const UP_SIZES: &str = "[[1, 18900, 1536], [8960, 1536], [8960]]";
 const DOWN_SIZES: &str = "[[1, 18900, 8960], [1536, 8960], [1536]]";
+const SMALL_OP_SIZES: &str = "[[1, 18900, 1536], [1536]]";
 const FLASH_SIZES: &str = "[[1, 18900, 12, 128], [1, 18900, 12, 128], [1, 18900, 12, 128], [], []]";
 
 /// A transformer block whose compute replays as CUDA graphs (the op ranges are gone: they
@@ -356,19 +404,45 @@ fn graph_block(p: &mut Vec<Instr>, block: u32, shape: &StepShape) {
 /// One all-to-all of the Ulysses attention; with `use_sync`, the device drained after it
 /// and Python before the next launch.
 fn all_to_all(program: &mut Vec<Instr>, shape: &StepShape) {
-    if !shape.sync_after_collective {
-        aten(program, "nccl:all_to_all", &[SEND_RECV]);
-        return;
+    let (range, kernel) = if shape.gradient_all_reduce {
+        ("nccl:all_reduce", ALL_REDUCE)
+    } else {
+        ("nccl:all_to_all", SEND_RECV)
+    };
+    if shape.gradient_all_reduce {
+        program.push(Instr::Push("backward".into()));
     }
-    program.push(Instr::Push("nccl:all_to_all".into()));
-    program.push(Instr::OpHostWork);
-    program.push(Instr::Launch { kernel: SEND_RECV });
-    program.push(Instr::Synchronize { device_wide: true });
-    program.push(Instr::Pop);
-    program.push(Instr::HostWorkBetween(
-        AFTER_SYNC_HOST_NS.0,
-        AFTER_SYNC_HOST_NS.1,
-    ));
+    if shape.sync_after_collective {
+        program.push(Instr::Push(range.into()));
+        program.push(Instr::OpHostWork);
+        program.push(Instr::Launch { kernel });
+        if !shape.sync_removed {
+            program.push(Instr::Synchronize { device_wide: true });
+        }
+        program.push(Instr::Pop);
+        program.push(Instr::HostWorkBetween(
+            AFTER_SYNC_HOST_NS.0,
+            AFTER_SYNC_HOST_NS.1,
+        ));
+    } else {
+        aten(program, range, &[kernel]);
+    }
+    if shape.gradient_all_reduce {
+        program.push(Instr::Pop);
+    }
+    for k in 0..shape.small_ops {
+        program.push(Instr::HostWorkBetween(
+            SMALL_OP_HOST_NS.0,
+            SMALL_OP_HOST_NS.1,
+        ));
+        // Shaped ops, as record_shapes writes them: a text of their own each.
+        let sized = shape.realistic.then_some(SMALL_OP_SIZES);
+        if k % 2 == 0 {
+            aten_sized(program, "aten::mul", sized, &[TRITON_MUL]);
+        } else {
+            aten_sized(program, "aten::native_layer_norm", sized, &[TRITON_NORM]);
+        }
+    }
 }
 
 pub fn step_program(step: u32, shape: &StepShape) -> Vec<Instr> {

@@ -9,12 +9,11 @@ pub struct Change {
     pub remove_sync: Vec<String>,
     /// Kernels whose name matches take `factor` times as long.
     pub scale_kernels: Vec<(Regex, f64)>,
-    /// NCCL kernels on a stream of their own. The data dependencies are kept (see
-    /// [`NCCL_DEPENDENCIES`]) unless `nccl_no_dependencies`.
+    /// NCCL kernels on a stream of their own, keeping `nccl_dependencies` between NCCL and
+    /// compute.
     pub nccl_own_stream: bool,
-    /// With `nccl_own_stream`: nothing on the compute stream waits for NCCL, nor NCCL for
-    /// it, beyond launch order — the upper bound of what a stream of its own can gain.
-    pub nccl_no_dependencies: bool,
+    /// With `nccl_own_stream`: when a collective's result is needed.
+    pub nccl_dependencies: NcclDependencies,
     /// CPU time between calls inside NVTX ranges whose text contains one of these is
     /// removed (the host work after a sync, say).
     pub remove_cpu: Vec<String>,
@@ -37,13 +36,43 @@ pub struct Change {
     pub capture_graphs: Vec<String>,
 }
 
-/// What `nccl_own_stream` keeps of the dependencies between NCCL and compute, said in the
-/// assumptions: a collective waits for the compute launched before it on its stream (its
-/// input, as an event recorded before it), and its result is needed by the compute
-/// launched after the next collective (one collective in flight beside compute, as an
-/// event waited for one collective later). A result needed by the very next kernel leaves
-/// nothing to overlap; that bound is the unchanged run.
-pub const NCCL_DEPENDENCIES: &str = "each collective waits for the compute launched before it; its result is first needed by the compute launched after the next collective";
+/// What NCCL on a stream of its own keeps of the data flow between NCCL and compute. A
+/// trace records no data dependency: the conservative model is the default, the others
+/// are taken where the trace shows they hold (see `analysis::nccl_consumers`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NcclDependencies {
+    /// A collective waits for the compute launched before it on its stream (its input),
+    /// and its result is needed by the next compute launched after it (an all-to-all's or
+    /// all-gather's output is the next kernel's input: Ulysses, tensor and sequence
+    /// parallel layers). Only the compute launched between a collective and its consumer
+    /// can overlap it.
+    #[default]
+    NextKernel,
+    /// Its result is first needed by the compute launched after the next collective: one
+    /// collective in flight beside compute (bucketed gradient all-reduce, DDP/FSDP, whose
+    /// results the optimizer reads at the step's end).
+    AfterNextCollective,
+    /// Nothing on the compute stream waits for NCCL, nor NCCL for it, beyond launch order:
+    /// the upper bound of what a stream of its own can gain.
+    Unbounded,
+}
+
+impl NcclDependencies {
+    /// The model in words, for the assumptions and the findings.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            NcclDependencies::NextKernel => {
+                "each collective waits for the compute launched before it; its result is needed by the next kernel launched after it"
+            }
+            NcclDependencies::AfterNextCollective => {
+                "each collective waits for the compute launched before it; its result is first needed by the compute launched after the next collective"
+            }
+            NcclDependencies::Unbounded => {
+                "no compute kernel waits for a collective's result, nor a collective for compute, beyond launch order"
+            }
+        }
+    }
+}
 
 /// A span of one thread's time, on the trace's clock: `TID:START_NS:END_NS`, or
 /// `FILE:TID:START_NS:END_NS` in a trace of several files (`FILE` the file's place among
@@ -190,8 +219,10 @@ impl Change {
         }
         if self.nccl_own_stream {
             out.push("--nccl-own-stream".into());
-            if self.nccl_no_dependencies {
-                out.push("--nccl-no-dependencies".into());
+            match self.nccl_dependencies {
+                NcclDependencies::NextKernel => {}
+                NcclDependencies::AfterNextCollective => out.push("--nccl-late-consumers".into()),
+                NcclDependencies::Unbounded => out.push("--nccl-no-dependencies".into()),
             }
         }
         out
@@ -216,7 +247,10 @@ impl Change {
                 "--drop-copies" => change.drop_copies.push(value()?),
                 "--capture-graph" => change.capture_graphs.push(value()?),
                 "--nccl-own-stream" => change.nccl_own_stream = true,
-                "--nccl-no-dependencies" => change.nccl_no_dependencies = true,
+                "--nccl-late-consumers" => {
+                    change.nccl_dependencies = NcclDependencies::AfterNextCollective;
+                }
+                "--nccl-no-dependencies" => change.nccl_dependencies = NcclDependencies::Unbounded,
                 other => return Err(format!("not a change: `{other}`")),
             }
         }

@@ -216,11 +216,15 @@ impl<'a> Replay<'a> {
                 // The op's predecessor on its stream, and with NCCL on a stream of its own
                 // the op it still waits for.
                 let (previous, dependency) = match &mut self.nccl_order {
-                    Some(order) => order[d][s].next(ops.kind[i] == OpKind::Nccl, op),
+                    Some(order) => order[d][s].next(
+                        ops.kind[i] == OpKind::Nccl,
+                        op,
+                        self.change.nccl_dependencies,
+                    ),
                     None => (i.checked_sub(1), NONE),
                 };
                 let mut start = op_start(trace, t, self.change, d, s, i, previous);
-                if dependency != NONE && !self.change.nccl_no_dependencies {
+                if dependency != NONE {
                     let j = dependency as usize;
                     if t.op_end[d][s][j] != UNSET {
                         start = start.max(t.op_end[d][s][j]);

@@ -35,7 +35,7 @@ use crate::sorted::median;
 use crate::trace::launches::{Launched, WaitedCursor, launched_by_thread};
 use crate::trace::{NONE, OpKind, Stream, Trace};
 
-pub use change::{Change, HostSpan, NCCL_DEPENDENCIES, parse_scale_kernel};
+pub use change::{Change, HostSpan, NcclDependencies, parse_scale_kernel};
 pub use cuts::HOST_GAP_OUTLIER_FACTOR;
 use cuts::*;
 use engine::*;

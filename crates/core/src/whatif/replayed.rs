@@ -61,8 +61,9 @@ impl ThreadCalls {
 
 /// With NCCL moved to a stream of its own, where one stream's kinds of op were last, met
 /// in stream order: an op's predecessor is the previous op of its kind, and it still waits
-/// for what [`NCCL_DEPENDENCIES`] says — a collective, the compute op before it; a compute
-/// op, the collective before the latest one launched before it.
+/// for what the change's [`super::NcclDependencies`] says — a collective, the compute op
+/// before it; a compute op, the latest collective launched before it or the one before
+/// that.
 #[derive(Clone, Copy)]
 pub(super) struct NcclOrder {
     last_compute: u32,
@@ -82,16 +83,31 @@ impl Default for NcclOrder {
 
 impl NcclOrder {
     /// The next op of the stream, `op`, an NCCL one or not: (its predecessor, the op it
-    /// waits for or [`NONE`]).
-    pub(super) fn next(&mut self, nccl: bool, op: u32) -> (Option<usize>, u32) {
+    /// waits for as `model` says, or [`NONE`]).
+    pub(super) fn next(
+        &mut self,
+        nccl: bool,
+        op: u32,
+        model: super::NcclDependencies,
+    ) -> (Option<usize>, u32) {
+        use super::NcclDependencies::*;
         let some = |i: u32| (i != NONE).then_some(i as usize);
         if nccl {
-            let found = (some(self.latest), self.last_compute);
+            let waits = match model {
+                Unbounded => NONE,
+                NextKernel | AfterNextCollective => self.last_compute,
+            };
+            let found = (some(self.latest), waits);
             self.before_latest = self.latest;
             self.latest = op;
             found
         } else {
-            let found = (some(self.last_compute), self.before_latest);
+            let waits = match model {
+                Unbounded => NONE,
+                NextKernel => self.latest,
+                AfterNextCollective => self.before_latest,
+            };
+            let found = (some(self.last_compute), waits);
             self.last_compute = op;
             found
         }

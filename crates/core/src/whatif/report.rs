@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use super::{Change, NCCL_DEPENDENCIES, replay_with_progress};
+use super::{Change, replay_with_progress};
 use crate::analysis::iterations::iterations;
 use crate::compare::{IdleByCause, Run, whole_run};
 use crate::format::{format_ns, signed_ns};
@@ -149,12 +149,17 @@ pub fn what_if_progress(
     let mut assumptions = vec![
         "CPU time between calls, launch latencies, kernel durations and transfer times are kept as recorded; a synchronising call waits for the work its thread launched before it".to_string(),
     ];
-    if change.nccl_own_stream && change.nccl_no_dependencies {
-        assumptions.push("NCCL on its own stream: no compute kernel waits for a collective's result, nor a collective for compute, beyond launch order — an upper bound on the overlap gained".to_string());
-    } else if change.nccl_own_stream {
-        assumptions.push(format!(
-            "NCCL on its own stream with the data dependencies kept: {NCCL_DEPENDENCIES}"
-        ));
+    if change.nccl_own_stream {
+        assumptions.push(match change.nccl_dependencies {
+            super::NcclDependencies::Unbounded => format!(
+                "NCCL on its own stream: {} — an upper bound on the overlap gained",
+                change.nccl_dependencies.sentence()
+            ),
+            model => format!(
+                "NCCL on its own stream with the data dependencies kept: {}",
+                model.sentence()
+            ),
+        });
     }
     if !change.remove_stalls.is_empty() {
         assumptions.push("A removed stall: the calls starting in it take no time and the CPU time between them is gone".to_string());
@@ -184,7 +189,11 @@ fn change_json(change: &Change) -> Value {
         "remove_sync": change.remove_sync,
         "scale_kernel": change.scale_kernels.iter().map(|(re, f)| json!({"regex": re.as_str(), "factor": f})).collect::<Vec<_>>(),
         "nccl_own_stream": change.nccl_own_stream,
-        "nccl_no_dependencies": change.nccl_no_dependencies,
+        "nccl_dependencies": match change.nccl_dependencies {
+            super::NcclDependencies::NextKernel => "next_kernel",
+            super::NcclDependencies::AfterNextCollective => "after_next_collective",
+            super::NcclDependencies::Unbounded => "none",
+        },
         "remove_cpu": change.remove_cpu,
         "remove_stall": change.remove_stalls.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "cut_host_gaps": change.cut_host_gaps,

@@ -3,8 +3,77 @@
 
 use super::*;
 
+/// When the collectives' results are needed, from what the trace shows, and why: the trace
+/// records no data dependency, so the conservative model (the next kernel reads the
+/// result) unless most collectives are gradient reductions launched in a backward or
+/// optimizer range, whose results wait for the step's end (DDP/FSDP buckets).
+pub(super) fn nccl_consumers(
+    trace: &Trace,
+    devices: &[DeviceId],
+) -> (crate::whatif::NcclDependencies, String) {
+    use crate::whatif::NcclDependencies;
+    // A sample of each GPU's collectives is enough to tell.
+    const LOOKED_AT: usize = 256;
+    let (mut reductions_in_backward, mut all) = (0usize, 0usize);
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    for device in devices.iter().filter_map(|&d| trace.device(d)) {
+        for (s, stream) in device.streams.iter().enumerate() {
+            let ops = &stream.ops;
+            let nccl = (0..ops.len()).filter(|&i| ops.kind[i] == crate::trace::OpKind::Nccl);
+            for i in nccl.take(LOOKED_AT) {
+                all += 1;
+                let name = trace.strings.get(ops.name[i]);
+                // `ncclDevKernel_AllReduce_Sum_bf16_RING_LL` → `AllReduce`.
+                let kind = name
+                    .trim_start_matches("ncclDevKernel_")
+                    .trim_start_matches("ncclKernel_")
+                    .split(['_', '('])
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                *kinds.entry(kind).or_default() += 1;
+                let reduction = name.contains("AllReduce") || name.contains("ReduceScatter");
+                if reduction {
+                    let op = OpRef {
+                        stream: s as u32,
+                        op: i as u32,
+                    };
+                    let late = launch_nvtx_path(trace, device, op).iter().any(|&t| {
+                        let text = trace.strings.get(t).to_ascii_lowercase();
+                        text.contains("backward") || text.contains("optimizer")
+                    });
+                    reductions_in_backward += usize::from(late);
+                }
+            }
+        }
+    }
+    let named = kinds
+        .iter()
+        .rev()
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if all > 0 && reductions_in_backward * 2 > all {
+        (
+            NcclDependencies::AfterNextCollective,
+            format!(
+                "{reductions_in_backward} of the {all} collectives looked at are reductions launched in a backward or optimizer range: gradient buckets, read at the step's end"
+            ),
+        )
+    } else {
+        (
+            NcclDependencies::NextKernel,
+            format!(
+                "the collectives ({named}) are not gradient reductions in a backward range: the trace records no data dependency, so the next kernel is taken to read each one's result"
+            ),
+        )
+    }
+}
+
 /// 2. NCCL and compute on one stream: the fix, NCCL on its own stream, replayed with the
-///    data dependencies kept; the upper bound without them.
+///    data dependencies the trace shows (the next kernel reads a collective's result,
+///    unless gradient reductions wait for the step's end); the upper bound with the
+///    laxer model beside it.
 pub(super) fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec<Finding>) {
     crate::profile_scope!("detect: nccl_same_stream");
     let serial: Vec<_> = overview
@@ -16,13 +85,6 @@ pub(super) fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec
     let Some((first, ss)) = serial.first() else {
         return;
     };
-    // A sync after each collective already proposes NCCL on its own stream with it.
-    if out
-        .iter()
-        .any(|f| f.change.as_ref().is_some_and(|c| c.nccl_own_stream))
-    {
-        return;
-    }
     let nccl: i64 = serial.iter().map(|(s, _)| s.breakdown.nccl_only).sum();
     let all: i64 = serial.iter().map(|(s, _)| s.breakdown.total()).sum();
     let mut f = finding(
@@ -38,13 +100,22 @@ pub(super) fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec
             crate::analysis::breakdown::pct(nccl, all),
             ss.hidden_pct.unwrap_or(0.0),
         ),
-        format!(
-            "{} Replayed with NCCL on a stream of its own ({}); without any dependency between NCCL and compute the upper bound.",
-            ss.sentence(),
-            crate::whatif::NCCL_DEPENDENCIES
-        ),
+        String::new(),
     );
     f.devices = serial.iter().map(|(s, _)| s.device).collect();
+    let (model, why) = nccl_consumers(trace, &f.devices);
+    let upper = match model {
+        crate::whatif::NcclDependencies::NextKernel => {
+            crate::whatif::NcclDependencies::AfterNextCollective
+        }
+        _ => crate::whatif::NcclDependencies::Unbounded,
+    };
+    f.detail = format!(
+        "{} Replayed with NCCL on a stream of its own: {} ({why}). The upper bound: {}.",
+        ss.sentence(),
+        model.sentence(),
+        upper.sentence()
+    );
     // Each GPU's first NCCL-only moments, an equal share of the occurrences each.
     let per_device = MAX_OCCURRENCES / serial.len();
     f.occurrences = serial
@@ -63,13 +134,14 @@ pub(super) fn nccl_same_stream(trace: &Trace, overview: &Overview, out: &mut Vec
     f.first = f.occurrences.iter().min_by_key(|w| w.start_ns).copied();
     f.upper_change = Some(Change {
         nccl_own_stream: true,
-        nccl_no_dependencies: true,
+        nccl_dependencies: upper,
         ..Default::default()
     });
     out.push(with_change(
         f,
         Change {
             nccl_own_stream: true,
+            nccl_dependencies: model,
             ..Default::default()
         },
     ));

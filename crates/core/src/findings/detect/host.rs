@@ -4,7 +4,9 @@
 use super::*;
 
 /// 1. Synchronising calls that starve the GPU: host-sync gaps grouped by the call that
-///    made the CPU wait and the NVTX range around it; the fix, that sync removed.
+///    made the CPU wait and the NVTX range around it, with the after-sync gaps that follow
+///    each (the thread launching just in time until a long kernel lets it lead again); the
+///    fix, that sync removed.
 pub(super) fn host_syncs(
     trace: &Trace,
     overview: &Overview,
@@ -12,56 +14,79 @@ pub(super) fn host_syncs(
     out: &mut Vec<Finding>,
 ) {
     crate::profile_scope!("detect: host_syncs");
-    // (call name, steady range around it) → gap indices.
-    let mut groups: FxHashMap<(StrId, StrId), Vec<u32>> = FxHashMap::default();
+    // (call name, steady range around it) → (its gaps, the after-sync gaps after them).
+    let mut groups: FxHashMap<(StrId, StrId), (Vec<u32>, Vec<u32>)> = FxHashMap::default();
     let mut sync_calls = SyncCalls::new(trace);
     // Per thread, where its last sync's ranges were found: a device's gaps come in time
     // order.
     let mut range_from = vec![0usize; trace.threads.len()];
+    // The group of the host-sync gap that began the run of after-sync gaps on a device.
+    let mut run_of: Option<(u16, (StrId, StrId))> = None;
     for (i, g) in overview.gaps.iter().enumerate() {
-        if g.cause != Cause::HostSync {
-            continue;
+        match g.cause {
+            Cause::AfterSync => {
+                if let Some((device, key)) = run_of
+                    && device == g.device
+                    && let Some(group) = groups.get_mut(&key)
+                {
+                    group.1.push(i as u32);
+                }
+                continue;
+            }
+            Cause::HostSync => {}
+            _ => {
+                run_of = None;
+                continue;
+            }
         }
         let Some((thread, call)) = sync_calls.of_gap(g) else {
+            run_of = None;
             continue;
         };
         let api = &trace.threads[thread].api;
         let range = steady_range_from(trace, thread, api.start[call], &mut range_from[thread])
             .unwrap_or(NONE);
-        groups
-            .entry((api.name[call], range))
-            .or_default()
-            .push(i as u32);
+        let key = (api.name[call], range);
+        groups.entry(key).or_default().0.push(i as u32);
+        run_of = Some((g.device, key));
     }
-    let mut groups: Vec<((StrId, StrId), Vec<u32>, i64)> = groups
+    let idle = |members: &[u32]| -> i64 {
+        members
+            .iter()
+            .map(|&i| overview.gaps[i as usize].duration_ns)
+            .sum()
+    };
+    // (call, range), its gaps, the after-sync gaps after them, their idle in all.
+    type Group = ((StrId, StrId), Vec<u32>, Vec<u32>, i64);
+    let mut groups: Vec<Group> = groups
         .into_iter()
-        .filter(|(_, m)| m.len() >= 2)
-        .map(|(k, m)| {
-            let total = m
-                .iter()
-                .map(|&i| overview.gaps[i as usize].duration_ns)
-                .sum();
-            (k, m, total)
+        .filter(|(_, (m, _))| m.len() >= 2)
+        .map(|(k, (m, after))| {
+            let total = idle(&m) + idle(&after);
+            (k, m, after, total)
         })
-        .filter(|g| worth(g.2))
+        .filter(|g| worth(g.3))
         .collect();
-    groups.sort_by_key(|g| (std::cmp::Reverse(g.2), g.0));
-    for ((call, range), members, total) in groups.into_iter().take(PER_KIND) {
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.3), g.0));
+    for ((call, range), members, after, total) in groups.into_iter().take(PER_KIND) {
         let call_name = trace.strings.get(call).into_owned();
         let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
         let durations: Vec<i64> = members
             .iter()
             .map(|&i| overview.gaps[i as usize].duration_ns)
             .collect();
-        let place = range_text
-            .as_ref()
-            .map_or(String::new(), |r| format!(" in {r}"));
-        let mut f = gap_finding(Kind::HostSync, overview, &members);
+        let every: Vec<u32> = members.iter().chain(&after).copied().collect();
+        let mut f = gap_finding(Kind::HostSync, overview, &every);
         // A sync that waits for each collective, on GPUs whose NCCL shares the compute
-        // stream: the two fixes only pay together (without the sync a collective still
-        // holds the compute behind it; on its own stream it is still waited for), so the
-        // change replayed is both.
-        let stream = after_collectives_on_one_stream(trace, overview, &members);
+        // stream, is named by the collective (its range when it has one).
+        let after_collectives =
+            after_collectives_on_one_stream(trace, overview, &members).is_some();
+        let place = match (&range_text, after_collectives) {
+            (Some(r), true) => format!(" after each {r}"),
+            (None, true) => " after each collective".to_string(),
+            (Some(r), false) => format!(" in {r}"),
+            (None, false) => String::new(),
+        };
         let first = f.first.map_or(0, |w| w.start_ns);
         let evidence = format!(
             "median gap {}, first at {} on {}",
@@ -71,46 +96,40 @@ pub(super) fn host_syncs(
                 .and_then(|w| w.device)
                 .map_or(String::new(), |d| trace.gpu_name(d)),
         );
-        let sync_removed = Change {
-            remove_sync: vec![range_text.unwrap_or(call_name.clone())],
-            ..Default::default()
-        };
-        let change = match stream {
-            None => {
-                f.title = format!(
-                    "{call_name}{place} starves the GPU: {} idle in {} on {}",
-                    format_ns(total),
-                    plural(members.len(), "gap"),
-                    on_gpus(trace, &f.devices)
-                );
-                f.detail = format!(
-                    "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
-                );
-                sync_removed
-            }
-            Some(stream) => {
-                f.title = format!(
-                    "{call_name} after each collective{place}, NCCL on compute stream {stream}: {} idle in {} on {}",
-                    format_ns(total),
-                    plural(members.len(), "gap"),
-                    on_gpus(trace, &f.devices)
-                );
-                f.detail = format!(
-                    "Each time, the launching thread waits in {call_name}{place} for the collective and all compute to drain, then runs its Python and launches the next kernel late ({evidence}). Replayed without that sync and with NCCL on a stream of its own ({}): the CPU queues work ahead while the exchange runs. Without any dependency between NCCL and compute, the upper bound.",
-                    crate::whatif::NCCL_DEPENDENCIES
-                );
-                f.upper_change = Some(Change {
-                    nccl_own_stream: true,
-                    nccl_no_dependencies: true,
-                    ..sync_removed.clone()
-                });
-                Change {
-                    nccl_own_stream: true,
-                    ..sync_removed
-                }
-            }
-        };
-        out.push(with_change(f, change));
+        if after.is_empty() {
+            f.title = format!(
+                "{call_name}{place} starves the GPU: {} idle in {} on {}",
+                format_ns(total),
+                plural(members.len(), "gap"),
+                on_gpus(trace, &f.devices)
+            );
+            f.detail = format!(
+                "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
+            );
+        } else {
+            let gaps_after: Vec<i64> = after
+                .iter()
+                .map(|&i| overview.gaps[i as usize].duration_ns)
+                .collect();
+            f.title = format!(
+                "{call_name}{place} empties the launch queue: {} launch gaps follow it ({} idle in all on {}) — remove it",
+                after.len(),
+                format_ns(total),
+                on_gpus(trace, &f.devices)
+            );
+            f.detail = format!(
+                "Each time, the launching thread waits in {call_name}{place} for the GPU to drain ({evidence}); from then on it launches every kernel just in time, and the GPU waits at {} boundaries (median {}) until a long kernel lets the CPU get ahead again. The host is no slower without the sync: it would queue work while the long kernels run, and the kernels after them would run back to back. Removing that sync (or deferring the value it reads) is the fix; the replay keeps every CPU time as recorded.",
+                after.len(),
+                format_ns(median(&gaps_after))
+            );
+        }
+        out.push(with_change(
+            f,
+            Change {
+                remove_sync: vec![range_text.unwrap_or(call_name)],
+                ..Default::default()
+            },
+        ));
     }
 }
 
@@ -281,7 +300,7 @@ pub(super) fn host_bound(
         let Some(&first) = p.members.first() else {
             continue;
         };
-        if overview.gaps[first as usize].cause != Cause::HostBound {
+        if overview.gaps[first as usize].cause != Cause::HostBound || once_per_gpu(overview, p) {
             continue;
         }
         let limit = p.median_ns.saturating_mul(HOST_GAP_OUTLIER_FACTOR);
@@ -321,6 +340,20 @@ pub(super) fn host_bound(
     }
 }
 
+/// Whether pattern `p` happens at most once on each GPU: an event every rank met once
+/// (a JIT compilation), not a recurring cost.
+fn once_per_gpu(overview: &Overview, p: &crate::analysis::recurring::RecurringGap) -> bool {
+    let mut seen: Vec<u16> = p
+        .members
+        .iter()
+        .map(|&i| overview.gaps[i as usize].device)
+        .collect();
+    let n = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len() == n
+}
+
 /// 5a. One-off stalls: long gaps seen once (or far longer than the rest of their
 ///     pattern) while the launching thread was in an NVTX range of its own (a JIT
 ///     compilation, a data load) or a long call; the fix, that host work gone.
@@ -340,7 +373,12 @@ pub(super) fn one_off_stalls(
         .take_while(|&i| worth(overview.gaps[i as usize].duration_ns))
         .collect();
     for p in &overview.recurring {
-        let limit = p.median_ns.saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        // A pattern seen once on each GPU (the same JIT on every rank) is a one-off.
+        let limit = if once_per_gpu(overview, p) {
+            0
+        } else {
+            p.median_ns.saturating_mul(HOST_GAP_OUTLIER_FACTOR)
+        };
         candidates.extend(p.members.iter().copied().filter(|&i| {
             let g = &overview.gaps[i as usize];
             g.duration_ns > limit && worth(g.duration_ns)
@@ -350,7 +388,7 @@ pub(super) fn one_off_stalls(
     let mut by_activity: Vec<(String, Change, Vec<u32>)> = Vec::new();
     for i in candidates {
         let g = &overview.gaps[i as usize];
-        if g.cause == Cause::HostSync {
+        if matches!(g.cause, Cause::HostSync | Cause::AfterSync) {
             continue;
         }
         let Some(a) = activity(trace, g) else {

@@ -95,6 +95,17 @@ pub struct RankSim {
     dlprof: bool,
     /// A graph launch whose nodes are still being run: it stopped at a collective node.
     graph_in_flight: Option<GraphInFlight>,
+    /// With NCCL on a stream of its own: a collective's result is needed only after the
+    /// next collective (gradient buckets); else by the next kernel (an all-to-all's output
+    /// is the next op's input).
+    nccl_late_consumers: bool,
+    /// A sync emptied the queue and every op since waited for its launch, with the lead
+    /// the last sync cost the CPU (its wait) not yet spent on their gaps.
+    drained: bool,
+    lead_left: i64,
+    sync_lead: i64,
+    /// The latest end of an op recorded so far.
+    busy_until: i64,
 }
 
 /// A graph launch part-way through its nodes.
@@ -192,6 +203,11 @@ impl RankSim {
             sample_leaves: Vec::new(),
             dlprof: false,
             graph_in_flight: None,
+            nccl_late_consumers: false,
+            drained: false,
+            lead_left: 0,
+            sync_lead: 0,
+            busy_until: i64::MIN,
         }
     }
 
@@ -231,6 +247,21 @@ impl RankSim {
         }
         range(self, "ncclGroupEnd", None);
         self.cpu += 500; // an end is inside a range: the launch comes after it
+    }
+
+    pub fn with_late_nccl_consumers(mut self, late: bool) -> Self {
+        self.nccl_late_consumers = late;
+        self
+    }
+
+    /// The end of the collective whose result compute launched now needs (see
+    /// `nccl_late_consumers`).
+    fn needed_collective_end(&self) -> i64 {
+        if self.nccl_late_consumers {
+            self.nccl_ends[0]
+        } else {
+            self.nccl_ends[1]
+        }
     }
 
     pub fn with_dlprof_markers(mut self, dlprof: bool) -> Self {
@@ -337,6 +368,32 @@ impl RankSim {
         (offset, self.nvtx_stack.len() as u8)
     }
 
+    /// An op's truth kept, a wait for its launch told apart by whether a sync emptied the
+    /// queue and every op since waited for its launch too (the thread never got ahead):
+    /// an after-sync wait.
+    /// The lead a sync cost the CPU is as long as it waited: gaps of after-sync waits add
+    /// up to no more (a longer one is the host's own: a JIT compilation).
+    fn record(&mut self, mut op: TruthOp) {
+        let idle_before = op.start.saturating_sub(self.busy_until);
+        match op.wait {
+            Wait::HostSync => (self.drained, self.lead_left) = (true, self.sync_lead),
+            Wait::HostBound if self.drained && idle_before <= self.lead_left => {
+                op.wait = Wait::AfterSync;
+                self.lead_left -= idle_before;
+            }
+            _ => self.drained = false,
+        }
+        self.busy_until = self.busy_until.max(op.end);
+        self.truth.push(op);
+    }
+
+    /// The thread just returned from a synchronising call (the last API call): the next
+    /// launch waited for it.
+    fn mark_synced(&mut self) {
+        self.synced_since_launch = true;
+        self.sync_lead = self.rows.api.last().map_or(0, |c| c.end - c.start);
+    }
+
     /// When an op on `slot` may start, and why it waited if it did.
     fn schedule(&mut self, slot: usize, ready: i64, dependency: i64) -> (i64, Wait) {
         let base = self.stream_free[slot] + self.spacing();
@@ -432,10 +489,10 @@ impl RankSim {
                             // NCCL consumes what the compute stream produced.
                             dependency = self.stream_free[0];
                         } else {
-                            // A collective's result is needed once the next one has been
-                            // launched: one exchange in flight beside compute
-                            // (`whatif::NCCL_DEPENDENCIES`).
-                            dependency = self.nccl_ends[0];
+                            // Compute reads the collective's result (`whatif::
+                            // NcclDependencies`): the latest's, or with late consumers the
+                            // one before.
+                            dependency = self.needed_collective_end();
                         }
                     }
                     if self.pending_extra_wait > 0 && slot == 0 {
@@ -475,7 +532,7 @@ impl RankSim {
                         bytes: *bytes,
                         kind: 2,
                     });
-                    self.truth.push(TruthOp {
+                    self.record(TruthOp {
                         start,
                         end,
                         op: OP_MEMCPY_DTOH,
@@ -495,7 +552,7 @@ impl RankSim {
                     self.stream_free[0] = end;
                     // The call returns once the copy is done.
                     self.api("cudaMemcpy_v3020", end + 4_000 - call_start, corr);
-                    self.synced_since_launch = true;
+                    self.mark_synced();
                     self.rows.memcpys.push(MemRow {
                         start,
                         end,
@@ -504,7 +561,7 @@ impl RankSim {
                         bytes: *bytes,
                         kind: 2,
                     });
-                    self.truth.push(TruthOp {
+                    self.record(TruthOp {
                         start,
                         end,
                         op: OP_MEMCPY_DTOH,
@@ -529,7 +586,7 @@ impl RankSim {
                         "cudaStreamSynchronize_v3020"
                     };
                     self.api(name, end - start, corr);
-                    self.synced_since_launch = true;
+                    self.mark_synced();
                 }
             }
         }
@@ -596,7 +653,7 @@ impl RankSim {
         let ready = call_end + self.launch_latency();
         let path = self.current_path();
         let mut dependency = if self.nccl_separate {
-            self.nccl_ends[0]
+            self.needed_collective_end()
         } else {
             0
         };
@@ -761,7 +818,7 @@ impl RankSim {
             kernel,
             graph_node: None,
         });
-        self.truth.push(TruthOp {
+        self.record(TruthOp {
             start,
             end,
             op: kernel as u16,
@@ -806,7 +863,7 @@ impl RankSim {
                 bytes,
                 kind: 1,
             });
-            self.truth.push(TruthOp {
+            self.record(TruthOp {
                 start,
                 end,
                 op: OP_MEMCPY_HTOD,
@@ -829,7 +886,7 @@ impl RankSim {
             bytes: 64 << 20,
             kind: 1,
         });
-        self.truth.push(TruthOp {
+        self.record(TruthOp {
             start,
             end,
             op: OP_MEMSET,
@@ -847,7 +904,7 @@ impl RankSim {
             (drained + 3_000 - start).max(2_000),
             corr,
         );
-        self.synced_since_launch = true;
+        self.mark_synced();
     }
 
     pub fn path_string(&self, path: (u32, u8)) -> Vec<String> {

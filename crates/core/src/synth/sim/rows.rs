@@ -8,6 +8,8 @@ use super::*;
 pub enum Wait {
     None,
     HostSync,
+    /// Waited for its launch, every op since a sync emptied the queue having waited too.
+    AfterSync,
     HostBound,
     Dependency,
 }
@@ -17,6 +19,7 @@ impl Wait {
         match self {
             Wait::None => "none",
             Wait::HostSync => "host_sync",
+            Wait::AfterSync => "after_sync",
             Wait::HostBound => "host_bound",
             Wait::Dependency => "dependency",
         }
