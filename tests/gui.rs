@@ -1221,21 +1221,27 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
     // "save as figure" opens the figures window on the timeline over the selection.
     h.get_by_label("save as figure").click();
     h.run_steps(3);
-    assert_eq!(loaded(&h).figures.view, Some((a, b)));
+    assert_eq!(
+        loaded(&h).figures.view,
+        Some(((a, b), nsys_explorer::ui::figures_window::Range::Selection))
+    );
     assert!(loaded(&h).figures.open);
-    h.get_by_label("Save timeline view");
+    // Named as what it saves.
+    h.get_by_label("Save selection");
     let l = loaded(&h);
     let selected = &l.selection.ready.as_ref().unwrap().1.kernels;
+    // Every kernel in the selection, its time inside it (the edges cut the ones across).
     let mut expected: BTreeMap<String, (usize, i64)> = BTreeMap::new();
     for d in &l.trace.devices {
         for s in &d.streams {
             for i in 0..s.ops.len() {
-                if s.ops.kind[i].is_kernel() && s.ops.start[i] >= a && s.ops.start[i] < b {
+                let (start, end) = (s.ops.start[i], s.ops.end[i]);
+                if s.ops.kind[i].is_kernel() && end > a && start < b {
                     let e = expected
                         .entry(l.trace.strings.get(s.ops.name[i]).into_owned())
                         .or_default();
                     e.0 += 1;
-                    e.1 += s.ops.end[i] - s.ops.start[i];
+                    e.1 += end.min(b) - start.max(a);
                 }
             }
         }
@@ -1249,7 +1255,7 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         "kernels in the selection: {expected:?}"
     );
     assert_eq!(got, expected);
-    // The Memory tab's copies too: those starting in the range.
+    // The Memory tab's copies too: those in the range.
     let copies: usize = l
         .trace
         .devices
@@ -1257,9 +1263,7 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
         .flat_map(|d| &d.streams)
         .map(|s| {
             (0..s.ops.len())
-                .filter(|&i| {
-                    !s.ops.kind[i].is_kernel() && s.ops.start[i] >= a && s.ops.start[i] < b
-                })
+                .filter(|&i| !s.ops.kind[i].is_kernel() && s.ops.end[i] > a && s.ops.start[i] < b)
                 .count()
         })
         .sum();

@@ -578,6 +578,10 @@ fn summaries_reduced_answer_as_the_exports_loaded() {
             "{}: the slowest iteration",
             shape.name
         );
+        // One median across GPUs, whichever way the job was read (issue 69: four medians).
+        let (longest, steady) = full.overview.iterations.across_gpus();
+        assert_eq!(longest, job.iterations.durations_ns, "{}", shape.name);
+        assert_eq!(steady.median_ns, job.iterations.median_ns, "{}", shape.name);
         // The straggler by its GPU's place (a job names GPUs `FILE:ID`).
         let straggler = full
             .overview

@@ -325,36 +325,96 @@ pub fn bench_reopen(file: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The window's work on a re-open, step by step, in this process (from the cache the
-/// caller filled).
+/// The window's re-open, in this process, from the cache the caller filled.
 fn window_reopen(file: &Path) -> Result<(), String> {
-    let key = crate::cache::TraceKey::of(file).ok_or("the cache is off")?;
-    let t = Instant::now();
-    let (trace, _) = crate::cache::read_model(&key).ok_or("the model was not kept")?;
-    let model = t.elapsed().as_secs_f64();
-    // As the window does: the indexes built while the kept analyses are read.
-    let options = crate::ui::loading::window_options();
-    let (timeline, kept) = crate::ui::loading::timeline_and_kept(&trace, Some(&key));
-    std::hint::black_box(&timeline);
-    let read = t.elapsed().as_secs_f64();
-    let analyses_kept = kept.analyses.is_some();
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let overview =
-        crate::overview::overview_with(&trace, &options, &cancel, kept).ok_or("cancelled")?;
-    if !analyses_kept {
-        // The window's options differ from the report's: kept as the window keeps them.
-        crate::cache::store_analyses(&key, &options, &overview);
+    let times = window_path(file)?;
+    println!("the window's re-open (in process): {times}");
+    Ok(())
+}
+
+/// The window's own path to its findings — the load job it runs, the same stages, no
+/// frame drawn — each message's time since the start.
+pub struct WindowTimes {
+    pub gpu_ready: Option<f64>,
+    pub whole_trace: f64,
+    pub analysed: f64,
+    pub findings: f64,
+    pub found: usize,
+}
+
+impl std::fmt::Display for WindowTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = self.gpu_ready {
+            write!(f, "GPU rows {t:.3} s, ")?;
+        }
+        write!(
+            f,
+            "whole trace with its timeline {:.3} s, analyses {:.3} s, {} findings ranked {:.3} s",
+            self.whole_trace, self.analysed, self.found, self.findings
+        )
     }
-    let analysed = t.elapsed().as_secs_f64();
-    let findings = crate::findings::findings_kept(&trace, &overview, Some(&key));
-    let found = t.elapsed().as_secs_f64();
-    println!(
-        "the window's re-open (in process): model {model:.3} s, timeline indexes with the analyses read {:.3} s, the rest worked out (CPU index, drill-down) {:.3} s, {} findings (ranked, kept) {:.3} s; all {found:.3} s",
-        read - model,
-        analysed - read,
-        findings.len(),
-        found - analysed
-    );
+}
+
+/// Runs the window's load of `file` (its worker, polled as a frame would) to the end.
+pub fn window_path(file: &Path) -> Result<WindowTimes, String> {
+    use crate::ui::load_job::Message;
+    let t = Instant::now();
+    let job = crate::ui::loading::spawn_load(crate::session::Source::One(file.to_path_buf()), None);
+    let mut times = WindowTimes {
+        gpu_ready: None,
+        whole_trace: 0.0,
+        analysed: 0.0,
+        findings: 0.0,
+        found: 0,
+    };
+    loop {
+        let Some(m) = job.poll() else {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            continue;
+        };
+        let now = t.elapsed().as_secs_f64();
+        match m {
+            Message::GpuReady(_) => times.gpu_ready = Some(now),
+            Message::Done(result) => {
+                result.map_err(|e| e.to_string())?;
+                times.whole_trace = now;
+            }
+            Message::Analysed(_) => times.analysed = now,
+            Message::AnalysesCancelled => return Err("analyses cancelled".into()),
+            Message::Ranked(found) => {
+                times.findings = now;
+                times.found = found.len();
+                return Ok(times);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `bench window`: the window's time to its findings on a cold open (no cache) against
+/// `report --json --no-cache` in a fresh process, alternated, then a re-open from the
+/// cache: what issue 69 measures, without drawing.
+pub fn bench_window(file: &Path) -> Result<(), String> {
+    println!("file: {}", file.display());
+    let mut ratios = Vec::new();
+    for round in 1..=2 {
+        let report = cold_report_process(file)?.seconds;
+        // Cold, as the report: nothing read from the cache nor kept in it.
+        crate::cache::disable();
+        let window = window_path(file)?;
+        ratios.push(window.findings / report);
+        println!(
+            "round {round}: report --json --no-cache {report:.3} s; the window cold: {window} ({:.2}× the report)",
+            window.findings / report
+        );
+    }
+    let _dir = BenchCache::new()?;
+    window_path(file)?;
+    let reopen = window_path(file)?;
+    println!("the window's re-open from the cache: {reopen}");
+    if let Some(peak) = crate::memory::peak_rss_bytes() {
+        println!("peak RSS {:.1} MB", peak as f64 / 1e6);
+    }
     Ok(())
 }
 
@@ -621,7 +681,7 @@ pub fn bench_analysis(file: &Path) -> Result<(), String> {
             "NCCL per kernel + by size (window's worker)",
             best_of_3(&|| {
                 let transfers = analysis::nccl_payload::kernel_transfers(&trace);
-                std::hint::black_box(analysis::nccl_sizes::size_groups(&trace, &transfers));
+                std::hint::black_box(analysis::nccl_sizes::size_groups(&trace, &transfers, None));
             }),
         ),
         (

@@ -350,6 +350,10 @@ pub enum Bench {
     /// Time `report FILE --json` end to end (load, analyses, JSON) against a plain sqlite3
     /// scan, with its peak RSS.
     Report { file: PathBuf },
+    /// Time the window's own path to its findings (its load job, the same stages, no
+    /// frame drawn) on a cold open against `report --json --no-cache`, alternated, then
+    /// its re-open from the cache.
+    Window { file: PathBuf },
     /// Time opening several per-rank files (or a folder of them) as one trace, against
     /// each file alone, with the merged model's size and the peak RSS.
     Many {

@@ -23,6 +23,7 @@ fn bench(which: Bench) -> Result<(), String> {
         Bench::Report { file } => crate::bench::bench_report(&file),
         Bench::Many { files } => crate::bench::bench_many(&files),
         Bench::WhatIf { file } => crate::bench::bench_what_if(&file),
+        Bench::Window { file } => crate::bench::bench_window(&file),
         Bench::Job { files } => crate::bench::bench_job(&files),
         Bench::Findings { file } => crate::bench::bench_findings(&file),
         Bench::Frame { file, against } => crate::bench::bench_frame(&file, against.as_deref()),
@@ -388,17 +389,24 @@ fn trace_and_overview(
     options: &Options,
 ) -> Result<
     (
-        crate::trace::Trace,
+        std::sync::Arc<crate::trace::Trace>,
         std::sync::Arc<crate::overview::Overview>,
     ),
     String,
 > {
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let source = session::Source::of(paths)?;
-    let opened =
-        session::open(&source, session::Hooks::quiet(&cancel)).map_err(|e| e.to_string())?;
-    let overview = session::overview(&opened, options, &cancel).expect("not cancelled");
-    Ok((opened.trace, overview))
+    let ran = session::run(
+        &source,
+        options,
+        session::Until::Analysed,
+        &session::Quiet,
+        &cancel,
+        true,
+    )
+    .map_err(|e| e.to_string())?;
+    let overview = ran.overview.expect("not cancelled");
+    Ok((ran.opened.trace, overview))
 }
 
 /// `summarize`: each export's summary (or its tables as Parquet) into `out`.
@@ -490,12 +498,7 @@ fn diff(
         ..Default::default()
     };
     // Both files load and are analysed at once, each on half the cores' work.
-    let analyse = |path: &Path| {
-        let (trace, _) =
-            crate::session::open_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let overview = crate::overview::overview(&trace, &options);
-        Ok::<_, String>((trace, overview))
-    };
+    let analyse = |path: &Path| crate::session::analysed(&[path.to_path_buf()], &options);
     let (b, a) = rayon::join(|| analyse(before), || analyse(after));
     let ((bt, bo), (at, ao)) = (b?, a?);
     let before_run = Run {

@@ -181,13 +181,11 @@ fn start(
     let path = path.to_path_buf();
     let first_path = PathBuf::from("before");
     Job::compute((), Some(ctx), move |_cancel| {
-        let (trace, _) =
-            crate::session::open_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let options = overview::Options {
             top: 20,
             ..Default::default()
         };
-        let overview = overview::overview(&trace, &options);
+        let (trace, overview) = crate::session::analysed(std::slice::from_ref(&path), &options)?;
         let comparison = compare::compare(
             &Run {
                 path: &first_path,
@@ -203,8 +201,8 @@ fn start(
         let mut timeline = Timeline::new(&trace);
         timeline.keys_anywhere = false;
         Ok(Box::new(Other {
-            trace: Arc::new(trace),
-            overview: Arc::new(overview),
+            trace,
+            overview,
             timeline,
             comparison,
         }))
@@ -229,7 +227,7 @@ impl Compare {
             }
             CompareState::Loading(_) => {
                 ui.horizontal(|ui| {
-                    ui.spinner();
+                    crate::ui::busy(ui);
                     ui.label(format!("Loading and analysing {name}…"));
                 });
                 return;

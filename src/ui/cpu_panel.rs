@@ -39,11 +39,14 @@ pub struct CpuPanel {
     job: Option<Job<Scope, Arc<Profile>>>,
     /// The frame clicked, whose samples are marked.
     pub chosen: Option<u32>,
+    /// The flame graph's share of the panel's height (the split dragged), `None` until
+    /// dragged: half.
+    pub flame_share: Option<f32>,
 }
 
 const ROW_H: f32 = 18.0;
-/// Rows of the flame graph shown before it scrolls.
-const FLAME_ROWS: usize = 14;
+/// The most of the panel's height the flame graph takes: the table keeps a third at least.
+const FLAME_MOST: f32 = 2.0 / 3.0;
 
 impl CpuPanel {
     /// The scope the panel shows now.
@@ -145,10 +148,27 @@ impl CpuPanel {
             "{} samples; click a frame to mark its samples on the timeline",
             p.flame.count
         ));
-        if let Some(frame) = self.flame_graph(ui, trace, &p) {
+        // The flame graph above, the table below, the split between them dragged.
+        let total = ui.available_height().max(4.0 * ROW_H);
+        let share = self.flame_share.unwrap_or(0.5).clamp(0.1, FLAME_MOST);
+        let flame_height = (total * share).max(2.0 * ROW_H);
+        if let Some(frame) = self.flame_graph(ui, trace, &p, flame_height) {
             self.choose(frame, trace, &p, nav);
         }
-        ui.add_space(6.0);
+        let (handle, dragged) =
+            ui.allocate_exact_size(Vec2::new(ui.available_width(), 8.0), Sense::drag());
+        let line = if dragged.hovered() || dragged.dragged() {
+            ui.visuals().widgets.active.fg_stroke
+        } else {
+            ui.visuals().widgets.noninteractive.bg_stroke
+        };
+        ui.painter()
+            .hline(handle.x_range(), handle.center().y, line);
+        let dragged = dragged.on_hover_cursor(egui::CursorIcon::ResizeVertical);
+        if dragged.dragged() {
+            let to = flame_height + dragged.drag_delta().y;
+            self.flame_share = Some((to / total).clamp(0.1, FLAME_MOST));
+        }
         if let Some(frame) = bottom_up_table(ui, trace, &p, self.chosen) {
             self.choose(frame, trace, &p, nav);
         }
@@ -166,7 +186,13 @@ impl CpuPanel {
     }
 
     /// The flame graph, callers on top; the frame clicked, if any.
-    fn flame_graph(&self, ui: &mut egui::Ui, trace: &Trace, p: &Profile) -> Option<u32> {
+    fn flame_graph(
+        &self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        p: &Profile,
+        height: f32,
+    ) -> Option<u32> {
         let depth = p
             .flame
             .nodes
@@ -177,7 +203,8 @@ impl CpuPanel {
         let mut clicked = None;
         egui::ScrollArea::vertical()
             .id_salt("flame")
-            .max_height(ROW_H * FLAME_ROWS as f32)
+            .max_height(height)
+            .min_scrolled_height(height)
             .show(ui, |ui| {
                 let width = ui.available_width();
                 let (rect, response) =
@@ -253,7 +280,8 @@ fn bottom_up_table(
     chosen: Option<u32>,
 ) -> Option<u32> {
     let mut clicked = None;
-    egui::ScrollArea::vertical()
+    // Long names scroll sideways too: the module column stays reachable.
+    egui::ScrollArea::both()
         .id_salt("bottom up")
         .auto_shrink([false, false])
         .show(ui, |ui| {

@@ -10,6 +10,7 @@ use eframe::egui;
 use super::job::{Job, take_answer};
 use crate::figures::data::timeline_view;
 use crate::figures::{Format, NAMES, Written, figure_data, write_figures, write_view};
+use crate::format::format_ns;
 use crate::overview::Overview;
 use crate::trace::Trace;
 
@@ -23,13 +24,13 @@ const VIEW_REQUEST: &str = "save timeline view";
 pub fn save_view_menu(response: &egui::Response, view: (i64, i64), selection: Option<(i64, i64)>) {
     response.context_menu(|ui| {
         if ui.button("Save view as PNG or SVG…").clicked() {
-            ask_to_save_view(ui.ctx(), view);
+            ask_to_save(ui.ctx(), view, Range::View);
             ui.close();
         }
         if let Some(range) = selection {
             ui.separator();
             if ui.button("Save selection as PNG or SVG…").clicked() {
-                ask_to_save_view(ui.ctx(), range);
+                ask_to_save(ui.ctx(), range, Range::Selection);
                 ui.close();
             }
             // What the selection's banner does, asked of it for the next frame.
@@ -50,9 +51,19 @@ pub fn save_view_menu(response: &egui::Response, view: (i64, i64), selection: Op
     });
 }
 
+/// Which range of the timeline a figure is saved over: what the window calls it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Range {
+    /// What the timeline shows.
+    #[default]
+    View,
+    /// The Shift+dragged range.
+    Selection,
+}
+
 /// Asks the figures window (next frame) to save the timeline over `range` as a figure.
-pub fn ask_to_save_view(ctx: &egui::Context, range: (i64, i64)) {
-    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(VIEW_REQUEST), range));
+pub fn ask_to_save(ctx: &egui::Context, range: (i64, i64), what: Range) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(VIEW_REQUEST), (range, what)));
 }
 
 /// Adds right-click ▸ Save as… to a plot's `response`, for the figure `name`.
@@ -74,8 +85,8 @@ pub struct FiguresWindow {
     pub svg: bool,
     /// One figure (a plot's Save as…), or all five.
     pub only: Option<&'static str>,
-    /// The timeline's view to save instead (ns, the trace's clock).
-    pub view: Option<(i64, i64)>,
+    /// The timeline's range to save instead (ns, the trace's clock), and which it is.
+    pub view: Option<((i64, i64), Range)>,
     job: Option<Job<(), Result<Written, String>>>,
     /// What the last write did, in words.
     pub outcome: Option<String>,
@@ -109,7 +120,8 @@ impl FiguresWindow {
         if let Some(name) = asked {
             self.open_for(trace_path, Some(name));
         }
-        let view = ctx.data_mut(|d| d.remove_temp::<(i64, i64)>(egui::Id::unique(VIEW_REQUEST)));
+        let view =
+            ctx.data_mut(|d| d.remove_temp::<((i64, i64), Range)>(egui::Id::unique(VIEW_REQUEST)));
         if let Some(view) = view {
             self.open_for(trace_path, None);
             self.view = Some(view);
@@ -134,7 +146,7 @@ impl FiguresWindow {
         let view = self.view;
         self.outcome = None;
         self.job = Some(Job::compute((), Some(ctx), move |_| match view {
-            Some(range) => write_view(&timeline_view(&trace, range), &dir, &formats),
+            Some((range, _)) => write_view(&timeline_view(&trace, range), &dir, &formats),
             None => {
                 let data = figure_data(&trace, &overview, None, None);
                 write_figures(&data, &dir, &formats, &names)
@@ -158,7 +170,8 @@ impl FiguresWindow {
         }
         let mut open = self.open;
         let title = match (self.view, self.only) {
-            (Some(_), _) => "Save timeline view",
+            (Some((_, Range::View)), _) => "Save timeline view",
+            (Some((_, Range::Selection)), _) => "Save selection",
             (None, Some(_)) => "Save figure",
             (None, None) => "Export figures",
         };
@@ -167,7 +180,8 @@ impl FiguresWindow {
             .default_width(520.0)
             .show(ctx, |ui| {
                 ui.label(match (self.view, self.only) {
-                    (Some(_), _) => "The timeline's view, a row per GPU stream, as timeline_view (1600×900), and timeline_view.json with its spans.".into(),
+                    (Some(((a, b), Range::View)), _) => format!("The timeline's view ({}), a row per GPU stream, as timeline_view (1600×900), and timeline_view.json with its spans.", format_ns(b - a)),
+                    (Some(((a, b), Range::Selection)), _) => format!("The selection ({}), a row per GPU stream, as timeline_view (1600×900), and timeline_view.json with its spans.", format_ns(b - a)),
                     (None, Some(name)) => format!("The figure {name}, and figures.json with its numbers."),
                     (None, None) => "The five figures (iteration duration over time, its histogram, one iteration stream by stream, where each GPU's time goes, NCCL kernel durations), 1600×900, and figures.json with the numbers drawn.".into(),
                 });
@@ -193,7 +207,7 @@ impl FiguresWindow {
                         self.start(ctx, trace, overview);
                     }
                     if self.busy() {
-                        ui.spinner();
+                        crate::ui::busy(ui);
                     }
                 });
                 if let Some(text) = &self.outcome {

@@ -39,6 +39,23 @@ pub struct FindingsPanel {
     /// Select the first finding once ranked (`--show findings`), on a frame, not by
     /// waiting on the UI thread.
     pub select_first_when_ranked: bool,
+    /// The last what-if command copied (what a test reads back).
+    pub copied: Option<String>,
+    /// The load's worker sends the findings (the session's pipeline): no job of its own.
+    fed: bool,
+}
+
+/// The findings stage as the panel hears it, when it runs it itself.
+struct PanelStages(super::job::Outbox<Message>);
+
+impl crate::session::Stages for PanelStages {
+    fn detected(&self, found: &[Finding], span: i64) {
+        self.0.send(Message::Detected(found.to_vec(), span));
+    }
+
+    fn saved(&self, i: usize, saving: findings::Saving) {
+        self.0.send(Message::Saved(i, saving));
+    }
 }
 
 /// What a click in the panel asks of the window.
@@ -55,14 +72,39 @@ pub fn severity_colour(s: Severity) -> Color32 {
     }
 }
 
-/// Text as the window's font can draw it (it has no arrows).
-fn shown(text: &str) -> String {
-    text.replace('→', "->")
-}
-
 impl FindingsPanel {
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.job.is_some() || (self.fed && !self.ranked)
+    }
+
+    /// The load's worker will send the findings of the overview just in (see
+    /// [`Self::detected`], [`Self::saved`], [`Self::ranked`]).
+    pub fn fed_by_load(&mut self) {
+        self.fed = true;
+        self.started = true;
+    }
+
+    /// What the detectors found, before the replays.
+    pub fn detected(&mut self, found: Vec<Finding>, span: i64) {
+        let total = found.iter().filter(|f| f.change.is_some()).count();
+        self.findings = found;
+        self.span = span;
+        self.progress = (0, total);
+    }
+
+    /// Finding `i`'s replayed saving.
+    pub fn saved(&mut self, i: usize, s: findings::Saving) {
+        if let Some(f) = self.findings.get_mut(i) {
+            findings::apply_saving(f, s, self.span);
+        }
+        self.progress.0 += 1;
+    }
+
+    /// The findings ranked: done.
+    pub fn ranked(&mut self, found: Vec<Finding>) {
+        self.findings = found;
+        self.ranked = true;
+        self.selected = None;
     }
 
     /// Starts detecting and replaying on a worker, once per analysed trace.
@@ -77,38 +119,16 @@ impl FindingsPanel {
             return;
         }
         self.started = true;
+        // An overview the load's pipeline did not make (none here yet): the same stage of
+        // it, on a worker of the panel's own.
         let (trace, overview, key) = (trace.clone(), overview.clone(), cache_key.cloned());
         self.job = Some(Job::spawn((), ctx, move |out| {
-            if let Some(ranked) = key
-                .as_ref()
-                .and_then(|k| findings::read_ranked(k, &overview))
-            {
-                out.send(Message::Ranked(ranked));
-                return;
+            let stages = PanelStages(out.clone());
+            let found =
+                crate::session::find(&trace, &overview, key.as_ref(), out.cancel_flag(), &stages);
+            if let Some(found) = found {
+                out.send(Message::Ranked(found));
             }
-            let found = findings::detect(&trace, &overview);
-            out.send(Message::Detected(found.clone(), findings::run_span(&trace)));
-            let done = |i, s| {
-                out.send(Message::Saved(i, s));
-            };
-            let cancel = out.cancel_flag();
-            let savings = findings::replay_savings_kept(
-                &trace,
-                &overview,
-                None,
-                &found,
-                cancel,
-                done,
-                key.as_ref(),
-            );
-            let Some(savings) = savings else {
-                return;
-            };
-            let found = findings::finish(&trace, &overview, found, &savings);
-            if let Some(key) = &key {
-                findings::store_ranked(key, &overview, &found);
-            }
-            out.send(Message::Ranked(found));
         }));
     }
 
@@ -116,24 +136,16 @@ impl FindingsPanel {
     pub fn poll(&mut self) {
         let Some(job) = &self.job else { return };
         let mut finished = false;
+        let mut messages = Vec::new();
         while let Some(m) = job.poll() {
+            messages.push(m);
+        }
+        for m in messages {
             match m {
-                Message::Detected(found, span) => {
-                    let total = found.iter().filter(|f| f.change.is_some()).count();
-                    self.findings = found;
-                    self.span = span;
-                    self.progress = (0, total);
-                }
-                Message::Saved(i, s) => {
-                    if let Some(f) = self.findings.get_mut(i) {
-                        findings::apply_saving(f, s, self.span);
-                    }
-                    self.progress.0 += 1;
-                }
+                Message::Detected(found, span) => self.detected(found, span),
+                Message::Saved(i, s) => self.saved(i, s),
                 Message::Ranked(found) => {
-                    self.findings = found;
-                    self.ranked = true;
-                    self.selected = None;
+                    self.ranked(found);
                     finished = true;
                 }
             }
@@ -187,7 +199,7 @@ impl FindingsPanel {
         ui.horizontal(|ui| {
             ui.strong("What to fix first");
             if self.busy() {
-                ui.spinner();
+                crate::ui::busy(ui);
                 // Before the first findings arrive there is nothing to replay yet.
                 ui.label(if self.findings.is_empty() {
                     "looking for what to fix…".to_string()
@@ -257,7 +269,7 @@ impl FindingsPanel {
                                 }
                                 _ if f.change.is_some() => {
                                     ui.horizontal(|ui| {
-                                        ui.spinner();
+                                        crate::ui::busy(ui);
                                         ui.label("replaying");
                                     });
                                 }
@@ -268,10 +280,7 @@ impl FindingsPanel {
                             if let Some(change) = &f.change {
                                 if ui
                                     .button("Try it")
-                                    .on_hover_text(shown(&format!(
-                                        "what-if {}",
-                                        f.what_if.join(" ")
-                                    )))
+                                    .on_hover_text(findings::text::what_if_command(&f.what_if))
                                     .clicked()
                                 {
                                     action = Some(Action::TryIt(f.title.clone(), change.clone()));
@@ -280,19 +289,14 @@ impl FindingsPanel {
                                 ui.label("");
                             }
                             let selected = self.selected == Some(i);
-                            let mut title = RichText::new(shown(&f.title));
+                            let mut title = RichText::new(&f.title);
                             if selected {
                                 title = title.strong().color(super::theme::SELECTION);
                             }
-                            // A long title is cut at the panel's edge with "…", whole on hover.
+                            // A long title wraps at the panel's edge: read whole at any size.
                             let row = ui
-                                .add(
-                                    egui::Label::new(title)
-                                        .truncate()
-                                        .show_tooltip_when_elided(false)
-                                        .sense(egui::Sense::click()),
-                                )
-                                .on_hover_text(shown(&format!("{}\n\n{}", f.title, f.detail)));
+                                .add(egui::Label::new(title).wrap().sense(egui::Sense::click()))
+                                .on_hover_text(format!("{}\n\n{}", f.title, f.detail));
                             if row.clicked() {
                                 clicked = Some(i);
                             }
@@ -301,16 +305,21 @@ impl FindingsPanel {
                     });
                 if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
                     ui.separator();
-                    ui.add(egui::Label::new(shown(&f.detail)).wrap());
+                    ui.add(egui::Label::new(&f.detail).wrap());
                     if !f.what_if.is_empty() {
-                        ui.label(
-                            RichText::new(format!(
-                                "nsys-explorer what-if FILE {}",
-                                f.what_if.join(" ")
-                            ))
-                            .monospace()
-                            .small(),
-                        );
+                        // The command as the command line prints it, quoted for a shell.
+                        let command = findings::text::what_if_command(&f.what_if);
+                        ui.horizontal_wrapped(|ui| {
+                            if ui
+                                .button("Copy")
+                                .on_hover_text("Copy the command to the clipboard")
+                                .clicked()
+                            {
+                                ui.ctx().copy_text(command.clone());
+                                self.copied = Some(command.clone());
+                            }
+                            ui.add(egui::Label::new(RichText::new(&command).monospace()).wrap());
+                        });
                     }
                 }
             });

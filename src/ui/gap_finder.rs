@@ -298,7 +298,7 @@ impl GapFinder {
             ui.separator();
             ui.add(
                 egui::TextEdit::singleline(&mut self.filter.text)
-                    .hint_text("filter by name")
+                    .hint_text("filter by name or cause")
                     .desired_width(140.0),
             );
             if let Some(r) = self.filter.recurring {
@@ -320,7 +320,7 @@ impl GapFinder {
         });
         ui.horizontal(|ui| {
             if !ready {
-                ui.spinner();
+                crate::ui::busy(ui);
                 ui.label("sorting…");
             }
             ui.label(format!(
@@ -371,60 +371,67 @@ impl GapFinder {
         let mut clicked = None;
         let mut sort_by = None;
         let name_w = name_width(ui, 330.0);
-        TableBuilder::new(ui)
-            .striped(true)
-            .sense(egui::Sense::click())
-            .column(TableColumn::exact(50.0))
-            .column(TableColumn::exact(90.0))
-            .column(TableColumn::exact(80.0))
-            .column(TableColumn::initial(name_w).clip(true).resizable(true))
-            .column(TableColumn::initial(150.0).clip(true).resizable(true))
-            .column(TableColumn::remainder().clip(true))
-            .header(20.0, |mut header| {
-                for column in Column::ALL {
-                    header.col(|ui| {
-                        let arrow = match (self.column == column, self.descending) {
-                            (true, true) => " v",
-                            (true, false) => " ^",
-                            _ => "",
-                        };
-                        if ui.button(format!("{}{arrow}", column.label())).clicked() {
-                            sort_by = Some(column);
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("gap table")
+            .show(ui, |ui| {
+                TableBuilder::new(ui)
+                    .striped(true)
+                    .sense(egui::Sense::click())
+                    .column(TableColumn::exact(50.0))
+                    .column(TableColumn::exact(90.0))
+                    .column(TableColumn::exact(80.0))
+                    .column(TableColumn::initial(name_w).clip(true).resizable(true))
+                    .column(TableColumn::initial(150.0).clip(true).resizable(true))
+                    // The cause's text is read whole: a column of its own width, past the
+                    // panel's edge if need be.
+                    .column(TableColumn::remainder().at_least(300.0).clip(true))
+                    .header(20.0, |mut header| {
+                        for column in Column::ALL {
+                            header.col(|ui| {
+                                let arrow = match (self.column == column, self.descending) {
+                                    (true, true) => " v",
+                                    (true, false) => " ^",
+                                    _ => "",
+                                };
+                                if ui.button(format!("{}{arrow}", column.label())).clicked() {
+                                    sort_by = Some(column);
+                                }
+                            });
                         }
+                    })
+                    .body(|body| {
+                        body.rows(18.0, self.order.len(), |mut row| {
+                            let pos = row.index();
+                            let g = &overview.gaps[self.order[pos] as usize];
+                            row.set_selected(self.current == Some(pos));
+                            let name = |id| trace.strings.get(id);
+                            for text in [
+                                trace.gpu_name(g.device_id()),
+                                format_ns(g.start_ns - origin),
+                                format_ns(g.duration_ns),
+                                format!(
+                                    "{}  ->  {}",
+                                    shorten_middle(&name(g.before_name(trace)), NAME_CHARS),
+                                    shorten_middle(&name(g.after_name(trace)), NAME_CHARS)
+                                ),
+                                g.enclosing()
+                                    .map_or("-".into(), |n| shorten_middle(&name(n), 40)),
+                            ] {
+                                row.col(|ui| cell(ui, text));
+                            }
+                            // The cause with what the CPU was doing, for the rows on screen only.
+                            row.col(|ui| {
+                                let text = cause_text(trace, g);
+                                let help = format!("{text}\n\n{}", g.cause.help());
+                                ui.add(egui::Label::new(text).selectable(false))
+                                    .on_hover_text(help);
+                            });
+                            if row.response().clicked() {
+                                clicked = Some(pos);
+                            }
+                        });
                     });
-                }
-            })
-            .body(|body| {
-                body.rows(18.0, self.order.len(), |mut row| {
-                    let pos = row.index();
-                    let g = &overview.gaps[self.order[pos] as usize];
-                    row.set_selected(self.current == Some(pos));
-                    let name = |id| trace.strings.get(id);
-                    for text in [
-                        trace.gpu_name(g.device_id()),
-                        format_ns(g.start_ns - origin),
-                        format_ns(g.duration_ns),
-                        format!(
-                            "{}  ->  {}",
-                            shorten_middle(&name(g.before_name(trace)), NAME_CHARS),
-                            shorten_middle(&name(g.after_name(trace)), NAME_CHARS)
-                        ),
-                        g.enclosing()
-                            .map_or("-".into(), |n| shorten_middle(&name(n), 40)),
-                    ] {
-                        row.col(|ui| cell(ui, text));
-                    }
-                    // The cause with what the CPU was doing, for the rows on screen only.
-                    row.col(|ui| {
-                        let text = cause_text(trace, g);
-                        let help = format!("{text}\n\n{}", g.cause.help());
-                        ui.add(egui::Label::new(text).selectable(false))
-                            .on_hover_text(help);
-                    });
-                    if row.response().clicked() {
-                        clicked = Some(pos);
-                    }
-                });
             });
         if let Some(column) = sort_by {
             if self.column == column {
@@ -483,63 +490,68 @@ impl GapFinder {
         let groups = patterns.len();
         let singles = single_gaps.len();
         let name_w = name_width(ui, 640.0);
-        TableBuilder::new(ui)
-            .striped(true)
-            .sense(egui::Sense::click())
-            .column(TableColumn::initial(name_w).clip(true).resizable(true))
-            .column(TableColumn::exact(70.0))
-            .column(TableColumn::exact(90.0))
-            .column(TableColumn::remainder())
-            .header(20.0, |mut header| {
-                for name in [
-                    "pattern, seen at least twice (click to list its gaps); then single gaps",
-                    "count",
-                    "total",
-                    "median",
-                ] {
-                    header.col(|ui| {
-                        ui.strong(name);
-                    });
-                }
-            })
-            .body(|body| {
-                body.rows(18.0, groups + singles, |mut row| {
-                    let k = row.index();
-                    if k < groups {
-                        let (p, count, total, median) = patterns[k];
-                        let r = &overview.recurring[p];
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("recurring gaps table")
+            .show(ui, |ui| {
+                TableBuilder::new(ui)
+                .striped(true)
+                .sense(egui::Sense::click())
+                .column(TableColumn::initial(name_w).clip(true).resizable(true))
+                .column(TableColumn::exact(70.0))
+                .column(TableColumn::exact(90.0))
+                .column(TableColumn::remainder().at_least(90.0))
+                .header(20.0, |mut header| {
+                    for name in [
+                        "pattern, seen at least twice (click to list its gaps); then single gaps",
+                        "count",
+                        "total",
+                        "median",
+                    ] {
+                        header.col(|ui| {
+                            ui.strong(name);
+                        });
+                    }
+                })
+                .body(|body| {
+                    body.rows(18.0, groups + singles, |mut row| {
+                        let k = row.index();
+                        if k < groups {
+                            let (p, count, total, median) = patterns[k];
+                            let r = &overview.recurring[p];
+                            for text in [
+                                shorten_middle(&r.signature.replace('→', "->"), 110),
+                                count.to_string(),
+                                format_ns(total),
+                                format_ns(median),
+                            ] {
+                                row.col(|ui| cell(ui, text));
+                            }
+                            if row.response().clicked() {
+                                open = Some(p);
+                            }
+                            return;
+                        }
+                        let i = single_gaps[k - groups];
+                        let g = &overview.gaps[i as usize];
+                        let sig = signature(trace, g);
+                        let text = format!(
+                            "single: {} — {}",
+                            sig.rsplit_once(" [").map_or(sig.as_str(), |x| x.0),
+                            cause_text(trace, g)
+                        );
                         for text in [
-                            shorten_middle(&r.signature.replace('→', "->"), 110),
-                            count.to_string(),
-                            format_ns(total),
-                            format_ns(median),
+                            shorten_middle(&text.replace('→', "->"), 110),
+                            "1".into(),
+                            format_ns(g.duration_ns),
+                            format_ns(g.duration_ns),
                         ] {
                             row.col(|ui| cell(ui, text));
                         }
                         if row.response().clicked() {
-                            open = Some(p);
+                            single = Some(*g);
                         }
-                        return;
-                    }
-                    let i = single_gaps[k - groups];
-                    let g = &overview.gaps[i as usize];
-                    let sig = signature(trace, g);
-                    let text = format!(
-                        "single: {} — {}",
-                        sig.rsplit_once(" [").map_or(sig.as_str(), |x| x.0),
-                        cause_text(trace, g)
-                    );
-                    for text in [
-                        shorten_middle(&text.replace('→', "->"), 110),
-                        "1".into(),
-                        format_ns(g.duration_ns),
-                        format_ns(g.duration_ns),
-                    ] {
-                        row.col(|ui| cell(ui, text));
-                    }
-                    if row.response().clicked() {
-                        single = Some(*g);
-                    }
+                    });
                 });
             });
         if let Some(r) = open {

@@ -118,7 +118,7 @@ pub fn filtered_order_with(
     descending: bool,
     orders: Option<&GapOrders>,
 ) -> Vec<u32> {
-    let name_hits = name_hits(trace, gaps, filter);
+    let name_hits = TextHits::new(trace, gaps, filter);
     let passes = |i: u32| passes(trace, &gaps[i as usize], filter, &name_hits, true);
     if let Some(orders) = orders {
         let sorted = orders.order(trace, gaps, column);
@@ -186,23 +186,103 @@ pub fn filtered_order_with(
     order
 }
 
-/// Per string id the gaps use: does it hold the filter's text (empty without one).
-fn name_hits(trace: &Trace, gaps: &[Gap], filter: &Filter) -> Vec<bool> {
-    let needle = filter.text.to_lowercase();
-    if needle.is_empty() {
-        return Vec::new();
+/// Where the filter's text is found, worked out once per filter: per string id the gaps
+/// use as names, whether it holds the text; per cause, whether its label does; per thread,
+/// the times of its NVTX ranges, API calls and OS calls whose text holds it (what a gap's
+/// cause text names: `host_bound: in KernelExecutor::compileFusion > nvrtc_compile`).
+struct TextHits {
+    names: Vec<bool>,
+    labels: [bool; CAUSES.len()],
+    threads: Vec<Vec<(i64, i64)>>,
+}
+
+impl TextHits {
+    fn new(trace: &Trace, gaps: &[Gap], filter: &Filter) -> Self {
+        let needle = filter.text.to_lowercase();
+        if needle.is_empty() {
+            return Self {
+                names: Vec::new(),
+                labels: [false; CAUSES.len()],
+                threads: Vec::new(),
+            };
+        }
+        let strings = &trace.strings;
+        let used = used_names(trace, gaps.iter());
+        let names = (0..strings.len() as StrId)
+            .into_par_iter()
+            .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
+            .collect();
+        let labels = CAUSES.map(|c| c.label().contains(&needle));
+        // What the CPU side names, each distinct text tested once.
+        let mut cpu_used = vec![false; strings.len()];
+        for t in &trace.threads {
+            for &id in t.nvtx.text.iter().chain(&t.api.name).chain(&t.osrt.name) {
+                if let Some(u) = cpu_used.get_mut(id as usize) {
+                    *u = true;
+                }
+            }
+        }
+        let cpu_hits: Vec<bool> = (0..strings.len() as StrId)
+            .into_par_iter()
+            .map(|id| cpu_used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
+            .collect();
+        let hit = |id: StrId| cpu_hits.get(id as usize).copied().unwrap_or(false);
+        let threads = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                let mut spans: Vec<(i64, i64)> = Vec::new();
+                let mut add = |ids: &[StrId], starts: &[i64], ends: &[i64]| {
+                    for k in (0..ids.len()).filter(|&k| hit(ids[k])) {
+                        spans.push((starts[k], ends[k]));
+                    }
+                };
+                add(&t.nvtx.text, &t.nvtx.start, &t.nvtx.end);
+                add(&t.api.name, &t.api.start, &t.api.end);
+                add(&t.osrt.name, &t.osrt.start, &t.osrt.end);
+                spans.sort_unstable();
+                let mut merged: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
+                for (s, e) in spans {
+                    match merged.last_mut() {
+                        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                        _ => merged.push((s, e)),
+                    }
+                }
+                merged
+            })
+            .collect();
+        Self {
+            names,
+            labels,
+            threads,
+        }
     }
-    let strings = &trace.strings;
-    let used = used_names(trace, gaps.iter());
-    (0..strings.len() as StrId)
-        .into_par_iter()
-        .map(|id| used[id as usize] && strings.get(id).to_lowercase().contains(&needle))
-        .collect()
+
+    fn name(&self, id: StrId) -> bool {
+        self.names.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether gap `g`'s cause text holds the text: its label, or what its launching thread
+    /// was in meanwhile.
+    fn cause(&self, trace: &Trace, g: &Gap) -> bool {
+        if CAUSES
+            .iter()
+            .position(|&c| c == g.cause)
+            .is_some_and(|k| self.labels[k])
+        {
+            return true;
+        }
+        let Some(thread) = g.launching_thread(trace) else {
+            return false;
+        };
+        let spans = &self.threads[thread];
+        let i = spans.partition_point(|s| s.1 <= g.start_ns);
+        spans.get(i).is_some_and(|s| s.0 < g.end_ns())
+    }
 }
 
 /// Whether gap `g` passes `filter` (its cause too when `with_cause`).
-fn passes(trace: &Trace, g: &Gap, filter: &Filter, name_hits: &[bool], with_cause: bool) -> bool {
-    let hit = |id: StrId| name_hits.get(id as usize).copied().unwrap_or(false);
+fn passes(trace: &Trace, g: &Gap, filter: &Filter, hits: &TextHits, with_cause: bool) -> bool {
     g.duration_ns >= filter.min_duration_ns
         && filter.device.is_none_or(|d| g.device_id() == d)
         && (!with_cause || filter.cause.is_none_or(|c| g.cause == c))
@@ -210,9 +290,10 @@ fn passes(trace: &Trace, g: &Gap, filter: &Filter, name_hits: &[bool], with_caus
             .window
             .is_none_or(|(a, b)| g.start_ns < b && g.end_ns() > a)
         && (filter.text.is_empty()
-            || hit(g.before_name(trace))
-            || hit(g.after_name(trace))
-            || g.enclosing().is_some_and(hit))
+            || hits.name(g.before_name(trace))
+            || hits.name(g.after_name(trace))
+            || g.enclosing().is_some_and(|id| hits.name(id))
+            || hits.cause(trace, g))
 }
 
 /// The causes a filter chooses from, in the order they are listed.
@@ -230,7 +311,7 @@ pub const CAUSES: [Cause; 5] = [
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FilterCounts {
     pub any_cause: usize,
-    pub causes: [usize; 4],
+    pub causes: [usize; CAUSES.len()],
     pub patterns: Vec<(usize, usize, i64, i64)>,
 }
 
@@ -240,21 +321,26 @@ pub fn filter_counts(
     recurring: &[RecurringGap],
     filter: &Filter,
 ) -> FilterCounts {
-    let name_hits = name_hits(trace, gaps, filter);
+    let name_hits = TextHits::new(trace, gaps, filter);
     let causes = (0..gaps.len())
         .into_par_iter()
         .with_min_len(4096)
         .fold(
-            || [0usize; 4],
+            || [0usize; CAUSES.len()],
             |mut c, i| {
                 let g = &gaps[i];
-                if passes(trace, g, filter, &name_hits, false) {
-                    c[CAUSES.iter().position(|&k| k == g.cause).unwrap_or(3)] += 1;
+                if passes(trace, g, filter, &name_hits, false)
+                    && let Some(k) = CAUSES.iter().position(|&k| k == g.cause)
+                {
+                    c[k] += 1;
                 }
                 c
             },
         )
-        .reduce(|| [0; 4], |a, b| std::array::from_fn(|k| a[k] + b[k]));
+        .reduce(
+            || [0; CAUSES.len()],
+            |a, b| std::array::from_fn(|k| a[k] + b[k]),
+        );
     let patterns = recurring
         .par_iter()
         .enumerate()

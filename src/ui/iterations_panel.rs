@@ -137,22 +137,19 @@ impl IterationsPanel {
             return;
         }
         let mut open = None;
-        if let Some(k) = its.slowest_index {
-            let worst = its
-                .per_device
-                .iter()
-                .filter_map(|d| Some((d.durations_ns.get(k)?, d.median_ns)))
-                .max_by_key(|(ns, _)| **ns);
-            if let Some((&ns, median)) = worst {
-                let text = format!(
-                    "Slowest: iter {k}: {}, {:+.0} % over median ({})",
-                    format_ns(ns),
-                    pct(ns - median, median),
-                    format_ns(median)
-                );
-                if ui.button(RichText::new(text).strong()).clicked() {
-                    open = Some(k);
-                }
+        let (longest, steady) = its.across_gpus();
+        if let Some(k) = its.slowest_index
+            && let Some(&ns) = longest.get(k)
+        {
+            let median = steady.median_ns;
+            let text = format!(
+                "Slowest: iter {k}: {}, {:+.0} % over the median across GPUs ({})",
+                format_ns(ns),
+                pct(ns - median, median),
+                format_ns(median)
+            );
+            if ui.button(RichText::new(text).strong()).clicked() {
+                open = Some(k);
             }
         }
         ui.horizontal_wrapped(|ui| {
@@ -188,17 +185,14 @@ impl IterationsPanel {
                 ui.label(RichText::new("- - compared run").color(Color32::GRAY));
             }
             ui.label(RichText::new("• slow").color(Color32::RED));
-            let median =
-                its.per_device
-                    .iter()
-                    .find(|d| d.median_ns > 0)
-                    .map_or(String::new(), |d| {
-                        format!(
-                            ", across: {}'s median ({})",
-                            trace.gpu_name(d.device),
-                            format_ns(d.median_ns)
-                        )
-                    });
+            let median = if steady.median_ns > 0 {
+                format!(
+                    ", across: the median across GPUs ({}; an iteration as long as its slowest GPU)",
+                    format_ns(steady.median_ns)
+                )
+            } else {
+                String::new()
+            };
             ui.label(RichText::new(format!("dashed: end of warm-up{median}")).color(Color32::GRAY));
         });
         // Plots on the left, the drill-down beside them.
@@ -224,7 +218,7 @@ impl IterationsPanel {
                 }
                 None if self.pending_drilldown.is_some() => {
                     ui.horizontal(|ui| {
-                        ui.spinner();
+                        crate::ui::busy(ui);
                         ui.label("Comparing the iteration with the median one…");
                     });
                 }
@@ -280,7 +274,7 @@ impl IterationsPanel {
                 self.drilldown = None;
             }
             if self.pending.is_some() {
-                ui.spinner();
+                crate::ui::busy(ui);
             }
         });
     }
@@ -330,11 +324,13 @@ fn duration_plot(
         .y_grid_spacer(|input| round_marks(input, 2.5))
         .allow_scroll(false)
         .show(ui, |plot| {
-            // The median named, so a line far from 0 still reads against a value.
-            if let Some(d) = its.per_device.iter().find(|d| d.median_ns > 0) {
-                let m = d.median_ns as f64 / per;
+            // The median named (across GPUs, as every place says it), so a line far from 0
+            // still reads against a value.
+            let median = its.across_gpus().1.median_ns;
+            if median > 0 {
+                let m = median as f64 / per;
                 plot.hline(
-                    egui_plot::HLine::new(format!("median {m:.3} {unit}"), m)
+                    egui_plot::HLine::new(format!("median across GPUs {m:.3} {unit}"), m)
                         .style(egui_plot::LineStyle::dashed_loose())
                         .color(weak),
                 );

@@ -26,6 +26,12 @@ pub enum Message {
     Graphs(Option<Arc<crate::analysis::graphs::CudaGraphs>>),
     /// The analyses were cancelled: the timeline stays, the panels say so.
     AnalysesCancelled,
+    /// What the findings' detectors found (no savings yet), and the run's span.
+    Detected(Vec<crate::findings::Finding>, i64),
+    /// Finding `i`'s replayed saving.
+    Saved(usize, crate::findings::Saving),
+    /// The findings ranked with their savings: the pipeline's end.
+    Ranked(Vec<crate::findings::Finding>),
 }
 
 /// What a finished load hands to the UI (with each file's alignment when several files

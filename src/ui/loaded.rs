@@ -55,6 +55,9 @@ pub enum Stage {
     LoadingCpu(LoadJob),
     /// The whole trace is in; the analyses run on the same worker.
     Analysing(LoadJob),
+    /// The analyses are in; the findings' replays run on the same worker (the session's
+    /// pipeline goes on).
+    Finding(LoadJob),
     Analysed,
     /// Cancelled while the CPU side loaded: the GPU side is all there is.
     LoadCancelled,
@@ -65,15 +68,31 @@ pub enum Stage {
 impl Stage {
     pub fn job(&self) -> Option<&LoadJob> {
         match self {
-            Stage::LoadingCpu(job) | Stage::Analysing(job) => Some(job),
+            Stage::LoadingCpu(job) | Stage::Analysing(job) | Stage::Finding(job) => Some(job),
             _ => None,
         }
     }
 
     pub fn job_mut(&mut self) -> Option<&mut LoadJob> {
         match self {
-            Stage::LoadingCpu(job) | Stage::Analysing(job) => Some(job),
+            Stage::LoadingCpu(job) | Stage::Analysing(job) | Stage::Finding(job) => Some(job),
             _ => None,
+        }
+    }
+
+    /// The analyses came in: the same job goes on to the findings.
+    pub fn analysed(&mut self) {
+        let stage = std::mem::replace(self, Stage::Analysed);
+        *self = match stage {
+            Stage::LoadingCpu(job) | Stage::Analysing(job) => Stage::Finding(job),
+            other => other,
+        };
+    }
+
+    /// The findings came in: nothing more from the job.
+    pub fn done(&mut self) {
+        if matches!(self, Stage::Finding(_)) {
+            *self = Stage::Analysed;
         }
     }
 
@@ -303,6 +322,9 @@ pub(super) fn loaded_ui(
     // A selected range: the panels answer for it (worked out on a worker).
     let window = l.timeline.window;
     let selected = l.selection.for_selection(&trace, window, ui.ctx());
+    let selected_nccl = l
+        .selection
+        .nccl_groups_for(&trace, window, sizes.as_ref(), ui.ctx());
     let summary = egui::Panel::left("summary")
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
@@ -452,13 +474,25 @@ pub(super) fn loaded_ui(
                     l.tables
                         .kernels(ui, &trace, selected.as_deref().unwrap_or(o), &mut nav)
                 }
-                (Tab::Nccl, None, Some(o)) => l.tables.nccl(
-                    ui,
-                    &trace,
-                    selected.as_deref().unwrap_or(o),
-                    sizes.as_deref(),
-                    &mut nav,
-                ),
+                (Tab::Nccl, None, Some(o)) => {
+                    // A selection's rows are its own: the payload groups clipped to it once
+                    // worked out, its overview's meanwhile — never the whole run's.
+                    let groups = match window {
+                        Some(_) => selected_nccl.as_deref().map(Vec::as_slice),
+                        None => sizes.as_ref().map(|s| s.groups.as_slice()),
+                    };
+                    l.tables.nccl(
+                        ui,
+                        &trace,
+                        selected.as_deref().unwrap_or(o),
+                        super::tables::NcclInput {
+                            groups,
+                            payloads_read: sizes.is_some(),
+                            has_bytes: sizes.as_ref().is_some_and(|s| !s.transfers.is_empty()),
+                        },
+                        &mut nav,
+                    )
+                }
                 (Tab::Memory, None, Some(o)) => {
                     l.tables.memory(ui, &trace, selected.as_deref().unwrap_or(o))
                 }

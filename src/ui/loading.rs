@@ -23,19 +23,151 @@ pub fn window_options() -> overview::Options {
     }
 }
 
-/// The timeline's indexes, and what the cache kept of the window's analyses, read while
-/// the indexes build.
-pub fn timeline_and_kept(
-    trace: &Trace,
-    key: Option<&crate::cache::TraceKey>,
-) -> (Timeline, overview::Kept) {
-    rayon::join(
-        || Timeline::new(trace),
-        || {
-            key.map(|k| crate::cache::read_kept(k, &window_options(), trace))
-                .unwrap_or_default()
-        },
-    )
+/// The pipeline's stages as the window hears them: each sent on as a message (a repaint
+/// each); the whole trace's timeline indexes built on a thread of their own beside the
+/// analyses. What the analyses send waits in `after_timeline` until the trace with its
+/// timeline has been sent (never by blocking: the stages run on rayon's workers, which
+/// the indexes' build needs too).
+struct WindowStages {
+    out: super::job::Outbox<Message>,
+    timeline: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    after_timeline: Arc<std::sync::Mutex<AfterTimeline>>,
+}
+
+/// Messages held until the timeline is sent, and whether it is.
+#[derive(Default)]
+struct AfterTimeline {
+    sent: bool,
+    held: Vec<Message>,
+}
+
+impl WindowStages {
+    fn new(out: super::job::Outbox<Message>) -> Self {
+        Self {
+            out,
+            timeline: std::sync::Mutex::new(None),
+            after_timeline: Arc::default(),
+        }
+    }
+
+    /// Sends `m` once the window has the trace it is of.
+    fn send_after_timeline(&self, m: Message) {
+        let mut after = self
+            .after_timeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if after.sent {
+            self.out.send(m);
+        } else {
+            after.held.push(m);
+        }
+    }
+
+    /// Waits for the thread that builds and sends the timeline (on the job's own thread,
+    /// once the pipeline has returned).
+    fn timeline_sent(&self) {
+        let handle = self
+            .timeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl crate::session::Stages for WindowStages {
+    fn progress(&self, p: Progress) {
+        self.out.send(Message::Progress(p));
+    }
+
+    fn wants_first_look(&self) -> bool {
+        true
+    }
+
+    fn first_look(&self, trace: Trace) {
+        let timeline = Timeline::new(&trace);
+        self.out
+            .send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
+    }
+
+    fn opened(&self, opened: &crate::session::Opened) {
+        let trace = opened.trace.clone();
+        let parts = (
+            opened.report.clone(),
+            opened.files.clone(),
+            opened.key.clone(),
+        );
+        let out = self.out.clone();
+        let after_timeline = self.after_timeline.clone();
+        let handle = std::thread::spawn(move || {
+            let timeline = Timeline::new(&trace);
+            let (report, files, key) = parts;
+            out.send(Message::Done(Box::new(Ok((
+                trace.clone(),
+                report,
+                timeline,
+                files,
+                key,
+            )))));
+            let graphs = crate::analysis::graphs::cuda_graphs(&trace).map(Arc::new);
+            out.send(Message::Graphs(graphs));
+            let mut after = after_timeline.lock().unwrap_or_else(|e| e.into_inner());
+            after.sent = true;
+            for m in std::mem::take(&mut after.held) {
+                out.send(m);
+            }
+        });
+        *self.timeline.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+    }
+
+    fn analysed(&self, overview: &Arc<Overview>) {
+        self.send_after_timeline(Message::Analysed(overview.clone()));
+    }
+
+    fn detected(&self, found: &[crate::findings::Finding], span: i64) {
+        self.send_after_timeline(Message::Detected(found.to_vec(), span));
+    }
+
+    fn saved(&self, i: usize, saving: crate::findings::Saving) {
+        self.send_after_timeline(Message::Saved(i, saving));
+    }
+}
+
+/// The window's load on a worker: the session's pipeline to the findings, each stage sent
+/// as a message (`ctx` repainted at each; `None`: polled without a window, as
+/// `bench window` does).
+pub fn spawn_load(source: Source, ctx: Option<&egui::Context>) -> Job<(), Message> {
+    Job::spawn((), ctx, move |out| {
+        let stages = WindowStages::new(out.clone());
+        let ran = crate::session::run(
+            &source,
+            &window_options(),
+            crate::session::Until::Findings,
+            &stages,
+            out.cancel_flag(),
+            true,
+        );
+        stages.timeline_sent();
+        match ran {
+            Err(e) => {
+                out.send(Message::Done(Box::new(Err(e))));
+            }
+            Ok(ran) => match (ran.overview, ran.findings) {
+                (None, _) => {
+                    out.send(Message::AnalysesCancelled);
+                }
+                (Some(_), Some(findings)) => {
+                    out.send(Message::Ranked(findings));
+                }
+                // Analysed, the findings cancelled: the panels stay, without findings.
+                (Some(_), None) => {
+                    out.send(Message::Ranked(Vec::new()));
+                }
+            },
+        }
+    })
 }
 
 impl App {
@@ -44,72 +176,11 @@ impl App {
     }
 
     /// Loads `source` on a worker (the window shows `path` as what it opens), then runs
-    /// the analyses.
+    /// the analyses and the findings: the session's pipeline, each stage told to the window
+    /// as it ends.
     pub(super) fn start_source(&mut self, path: PathBuf, source: Source, ctx: &egui::Context) {
         self.cancel_job();
-        let job = Job::spawn((), Some(ctx), move |out| {
-            let progress_out = out.clone();
-            let on_progress = move |p: Progress| {
-                progress_out.send(Message::Progress(p));
-            };
-            let on_gpu = |trace: Trace| {
-                let timeline = Timeline::new(&trace);
-                out.send(Message::GpuReady(Box::new((Arc::new(trace), timeline))));
-            };
-            let cancel = out.cancel_flag();
-            let hooks = crate::session::Hooks {
-                progress: &on_progress,
-                cancel,
-                first_look: Some(&on_gpu),
-                use_cache: true,
-            };
-            let mut kept_analyses = crate::overview::Kept::default();
-            let opened = crate::session::open(&source, hooks);
-            // The file's key in the cache, and whether its model is still to be kept.
-            let (key, store) = match &opened {
-                Ok(o) => (o.key.clone(), !o.from_cache),
-                Err(_) => (None, false),
-            };
-            let result =
-                opened
-                    .map(|o| (o.trace, o.report, o.files))
-                    .map(|(trace, report, files)| {
-                        let (timeline, kept) = timeline_and_kept(&trace, key.as_ref());
-                        kept_analyses = kept;
-                        (Arc::new(trace), report, timeline, files, key.clone())
-                    });
-            let trace = result.as_ref().ok().map(|r| r.0.clone());
-            // Kept for the next open on a thread of its own: the panels need not wait.
-            if let (Some(key), true, Ok((trace, report, ..))) = (key.clone(), store, &result) {
-                let (trace, report) = (trace.clone(), report.clone());
-                std::thread::spawn(move || crate::cache::store_model(&key, &trace, &report));
-            }
-            out.send(Message::Done(Box::new(result)));
-            if let Some(trace) = &trace {
-                let graphs = crate::analysis::graphs::cuda_graphs(trace).map(Arc::new);
-                out.send(Message::Graphs(graphs));
-            }
-            if let Some(trace) = trace
-                && !out.cancelled()
-            {
-                // The panels get the analyses before what was worked out is kept.
-                let publish = |o: &Arc<Overview>| {
-                    out.send(Message::Analysed(o.clone()));
-                };
-                let analysed = crate::cache::overview_kept(
-                    &trace,
-                    &window_options(),
-                    cancel,
-                    key.as_ref(),
-                    kept_analyses,
-                    publish,
-                );
-                if analysed.is_none() {
-                    out.send(Message::AnalysesCancelled);
-                }
-            }
-        });
-        let job = LoadJob::new(job);
+        let job = LoadJob::new(spawn_load(source, Some(ctx)));
         self.state = State::Loading { path, job };
     }
 
@@ -211,10 +282,28 @@ impl App {
                         l.overview = Some(overview);
                         // Orders kept for the gaps of an earlier overview are not of these.
                         l.gaps.forget_orders();
-                        l.stage = Stage::Analysed;
+                        // The findings come from the same worker: the panel starts none.
+                        l.findings.fed_by_load();
+                        l.stage.analysed();
                         if let Some(view) = self.show_when_analysed.take() {
                             l.show(&view);
                         }
+                    }
+                }
+                Message::Detected(found, span) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.findings.detected(found, span);
+                    }
+                }
+                Message::Saved(i, saving) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.findings.saved(i, saving);
+                    }
+                }
+                Message::Ranked(found) => {
+                    if let State::Loaded(l) = &mut self.state {
+                        l.findings.ranked(found);
+                        l.stage.done();
                     }
                 }
             }

@@ -93,6 +93,9 @@ pub struct App {
     pub show_when_analysed: Option<String>,
     /// A run to compare with once a trace is loaded (`--compare`).
     pub compare_when_loaded: Option<PathBuf>,
+    /// The context drawn into was configured (its fonts): done on the first frame, for
+    /// whatever context draws it.
+    configured: bool,
 }
 
 impl App {
@@ -108,6 +111,7 @@ impl App {
             split: Split::default(),
             show_when_analysed: None,
             compare_when_loaded: None,
+            configured: false,
         };
         if let Some(path) = file {
             app.open(path, ctx);
@@ -246,6 +250,9 @@ impl App {
     /// The whole window, in a `Ui` (also what the GUI tests drive).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
+        if !std::mem::replace(&mut self.configured, true) {
+            configure(&ctx);
+        }
         // Escape closes Help first (taken, so the timeline does not also clear its marks).
         if self.help_open
             && ctx.input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::Escape))
@@ -374,7 +381,7 @@ impl App {
                     if let Some(job) = l.stage.job() {
                         ui.separator();
                         if l.complete() {
-                            ui.spinner();
+                            busy(ui);
                             ui.label("Analysing…");
                             if ui.button("Cancel").clicked() {
                                 job.cancel();
@@ -487,8 +494,41 @@ impl eframe::App for App {
 /// Settings of the context the app draws with. The timeline's meshes hold only what is in
 /// view, so egui's coarse culling, which finds a mesh's bounds vertex by vertex to skip one
 /// out of view, was a seventh of a zoomed-out frame spent to skip nothing.
+/// Work under way, shown as eight dots with one lit going round: a frame every 125 ms,
+/// not egui's spinner's every frame (while a 2 GB export loads, a software renderer
+/// drawing at the screen's rate takes a core from the load).
+pub fn busy(ui: &mut egui::Ui) {
+    const DOTS: usize = 8;
+    const STEP: std::time::Duration = std::time::Duration::from_millis(125);
+    let size = ui.text_style_height(&egui::TextStyle::Body);
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(size, size), egui::Sense::hover());
+    if ui.is_rect_visible(rect) {
+        let lit = (ui.input(|i| i.time) / STEP.as_secs_f64()) as usize % DOTS;
+        let (centre, radius) = (rect.center(), size * 0.38);
+        let colour = ui.visuals().strong_text_color();
+        for k in 0..DOTS {
+            let angle = std::f32::consts::TAU * k as f32 / DOTS as f32;
+            let at = centre + radius * egui::vec2(angle.cos(), angle.sin());
+            let alpha = if k == lit { 1.0 } else { 0.3 };
+            ui.painter()
+                .circle_filled(at, size * 0.08, colour.gamma_multiply(alpha));
+        }
+        ui.ctx().request_repaint_after(STEP);
+    }
+}
+
 pub fn configure(ctx: &egui::Context) {
     ctx.tessellation_options_mut(|o| o.coarse_tessellation_culling = false);
+    // The proportional font lacks glyphs the findings and commands use (→ in a pattern's
+    // signature, ▸): the monospace one, bundled with egui, has them and stands in.
+    let mut fonts = egui::FontDefinitions::default();
+    if let Some(family) = fonts.families.get_mut(&egui::FontFamily::Proportional)
+        && !family.iter().any(|f| f == "Hack")
+    {
+        let at = family.len().min(1);
+        family.insert(at, "Hack".to_owned());
+    }
+    ctx.set_fonts(fonts);
 }
 
 /// Whether `path` is the built-in sample's file (see [`App`]'s `sample`).

@@ -21,7 +21,7 @@ pub struct NcclSizes {
 impl NcclSizes {
     pub fn new(trace: &Trace) -> Self {
         let transfers = kernel_transfers(trace);
-        let groups = size_groups(trace, &transfers);
+        let groups = size_groups(trace, &transfers, None);
         Self { transfers, groups }
     }
 }

@@ -43,7 +43,14 @@ pub struct SelectionOverview {
     /// The selection's critical path, once asked for and worked out.
     pub path: Option<((i64, i64), RangePath)>,
     path_job: Option<Job<(i64, i64), RangePath>>,
+    /// The NCCL table's groups by size over the selection (its kernels clipped to it), once
+    /// NCCL's payloads are read and the groups worked out.
+    nccl_groups: Option<((i64, i64), NcclGroups)>,
+    nccl_job: Option<Job<(i64, i64), NcclGroups>>,
 }
+
+/// The NCCL table's rows of a range.
+pub type NcclGroups = Arc<Vec<crate::analysis::nccl_sizes::SizeGroup>>;
 
 impl SelectionOverview {
     /// The overview of `selection` if it is worked out, starting its work when it is not;
@@ -77,8 +84,44 @@ impl SelectionOverview {
         None
     }
 
+    /// The NCCL groups of the selection last worked out, and for which range.
+    pub fn nccl_groups(&self) -> Option<&((i64, i64), NcclGroups)> {
+        self.nccl_groups.as_ref()
+    }
+
+    /// The NCCL groups by size over `selection`, once `sizes` (the whole trace's
+    /// transfers) are in: worked out on a worker, `None` meanwhile or without either.
+    pub fn nccl_groups_for(
+        &mut self,
+        trace: &Arc<Trace>,
+        selection: Option<(i64, i64)>,
+        sizes: Option<&Arc<super::nccl_bytes::NcclSizes>>,
+        ctx: &egui::Context,
+    ) -> Option<NcclGroups> {
+        if let Some((key, groups)) = take_answer(&mut self.nccl_job) {
+            self.nccl_groups = Some((key, groups));
+        }
+        let (w, sizes) = (selection?, sizes?);
+        if let Some((key, groups)) = &self.nccl_groups
+            && *key == w
+        {
+            return Some(groups.clone());
+        }
+        if self.nccl_job.as_ref().is_none_or(|j| j.key != w) {
+            let (trace, sizes) = (trace.clone(), sizes.clone());
+            self.nccl_job = Some(Job::compute(w, Some(ctx), move |_| {
+                Arc::new(crate::analysis::nccl_sizes::size_groups(
+                    &trace,
+                    &sizes.transfers,
+                    Some(Window::new(w.0, w.1)),
+                ))
+            }));
+        }
+        None
+    }
+
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.job.is_some() || self.nccl_job.is_some()
     }
 }
 
@@ -166,7 +209,7 @@ pub fn banner(
         );
         match &ready {
             None => {
-                ui.spinner();
+                crate::ui::busy(ui);
                 ui.label("analysing it… (the tables show the whole trace meanwhile)");
             }
             Some(o) => {
@@ -197,7 +240,7 @@ pub fn banner(
                 }
             },
             (None, Some(_)) => {
-                ui.spinner();
+                crate::ui::busy(ui);
             }
             (None, None) => {
                 if ui
@@ -223,7 +266,11 @@ pub fn banner(
             .on_hover_text("the timeline over the selection, a row per GPU stream, as PNG or SVG with its spans (also: right-click the timeline)")
             .clicked()
         {
-            super::figures_window::ask_to_save_view(ui.ctx(), (a, b));
+            super::figures_window::ask_to_save(
+                ui.ctx(),
+                (a, b),
+                super::figures_window::Range::Selection,
+            );
         }
         if ui
             .small_button("what if the CPU had not spent it")

@@ -155,7 +155,7 @@ impl SummaryPanel {
                 });
                 if !ready {
                     ui.horizontal(|ui| {
-                        ui.spinner();
+                        crate::ui::busy(ui);
                         ui.label("Analysing the window…");
                     });
                     return;

@@ -5,7 +5,6 @@ use eframe::egui;
 use egui_extras::{Column, TableBuilder};
 
 use super::figures_window::save_menu;
-use super::nccl_bytes::NcclSizes;
 use super::timeline::Nav;
 use super::timeline::search::Mode;
 use crate::analysis::nccl_sizes::{SizeClass, SizeGroup};
@@ -126,67 +125,79 @@ impl Tables {
         let mut clicked: Option<String> = None;
         let mut sort = None;
         ui.label("Click a kernel to mark it on the timeline; click again for its next occurrence.");
+        let cut: usize = rows.iter().map(|k| k.cut).sum();
+        if cut > 0 {
+            ui.weak(format!(
+                "{} cut by the selection's edges: their time inside it only",
+                crate::format::plural(cut, "kernel")
+            ));
+        }
         let columns = if with_metrics {
             KERNEL_COLUMNS.len()
         } else {
             KERNEL_COLUMNS_PLAIN
         };
         let name_w = name_width(ui, 520.0);
-        TableBuilder::new(ui)
-            .striped(true)
-            .column(Column::initial(name_w).clip(true).resizable(true))
-            .columns(Column::auto(), columns - 1)
-            .header(20.0, |mut header| {
-                for (i, name) in KERNEL_COLUMNS.iter().take(columns).enumerate() {
-                    header.col(|ui| {
-                        let button = ui.button(sort_label(name, i, self.kernel_sort));
-                        let button = if i >= KERNEL_COLUMNS_PLAIN {
-                            button.on_hover_text("The GPU metric's time-weighted mean while the kernel ran, over the whole run (samples are device-wide: kernels running at once share them)")
-                        } else {
-                            button
-                        };
-                        if button.clicked() {
-                            sort = Some(i);
-                        }
-                    });
-                }
-            })
-            .body(|body| {
-                body.rows(18.0, rows.len(), |mut row| {
-                    let k = rows[row.index()];
-                    row.col(|ui| {
-                        if ui
-                            .link(shorten(&k.name, 90))
-                            .on_hover_text(&k.name)
-                            .clicked()
-                        {
-                            clicked = Some(k.name.clone());
-                        }
-                    });
-                    for text in [
-                        k.count.to_string(),
-                        format_ns(k.total_ns),
-                        format!("{:.1} %", k.share_pct),
-                        format_ns(k.mean_ns),
-                        format_ns(k.median_ns),
-                        format_ns(k.min_ns),
-                        format_ns(k.max_ns),
-                    ] {
-                        row.col(|ui| {
-                            ui.label(text);
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("kernels table")
+            .show(ui, |ui| {
+            TableBuilder::new(ui)
+                .striped(true)
+                .column(Column::initial(name_w).clip(true).resizable(true))
+                .columns(Column::auto(), columns - 1)
+                .header(20.0, |mut header| {
+                    for (i, name) in KERNEL_COLUMNS.iter().take(columns).enumerate() {
+                        header.col(|ui| {
+                            let button = ui.button(sort_label(name, i, self.kernel_sort));
+                            let button = if i >= KERNEL_COLUMNS_PLAIN {
+                                button.on_hover_text("The GPU metric's time-weighted mean while the kernel ran, over the whole run (samples are device-wide: kernels running at once share them)")
+                            } else {
+                                button
+                            };
+                            if button.clicked() {
+                                sort = Some(i);
+                            }
                         });
                     }
-                    if with_metrics {
-                        for m in 0..2 {
+                })
+                .body(|body| {
+                    body.rows(18.0, rows.len(), |mut row| {
+                        let k = rows[row.index()];
+                        row.col(|ui| {
+                            if ui
+                                .link(shorten(&k.name, 90))
+                                .on_hover_text(&k.name)
+                                .clicked()
+                            {
+                                clicked = Some(k.name.clone());
+                            }
+                        });
+                        for text in [
+                            k.count.to_string(),
+                            format_ns(k.total_ns),
+                            format!("{:.1} %", k.share_pct),
+                            format_ns(k.mean_ns),
+                            format_ns(k.median_ns),
+                            format_ns(k.min_ns),
+                            format_ns(k.max_ns),
+                        ] {
                             row.col(|ui| {
-                                ui.label(match (&activity, of(&k.name, m)) {
-                                    (None, _) => "…".to_string(),
-                                    (Some(_), Some(v)) => format!("{v:.0} %"),
-                                    (Some(_), None) => "–".to_string(),
-                                });
+                                ui.label(text);
                             });
                         }
-                    }
+                        if with_metrics {
+                            for m in 0..2 {
+                                row.col(|ui| {
+                                    ui.label(match (&activity, of(&k.name, m)) {
+                                        (None, _) => "…".to_string(),
+                                        (Some(_), Some(v)) => format!("{v:.0} %"),
+                                        (Some(_), None) => "–".to_string(),
+                                    });
+                                });
+                            }
+                        }
+                    });
                 });
             });
         if let Some(i) = sort {
@@ -202,21 +213,22 @@ impl Tables {
         ui: &mut egui::Ui,
         trace: &Trace,
         overview: &Overview,
-        sizes: Option<&NcclSizes>,
+        input: NcclInput,
         nav: &mut Vec<Nav>,
     ) {
         // With payloads, rows come from the groups by size (bytes and bandwidth beside the
-        // durations); without, from the overview's NCCL table.
-        let with_bytes = sizes.filter(|s| !s.transfers.is_empty());
+        // durations); without, or while a selection's groups are worked out, from the
+        // overview's NCCL table (the selection's when there is one).
+        let with_bytes = input.groups.filter(|_| input.has_bytes);
         let mut rows: Vec<NcclRow> = match with_bytes {
-            Some(s) => s
-                .groups
+            Some(groups) => groups
                 .iter()
                 .filter(|g| (g.class == SizeClass::All) != self.nccl_split_by_size)
                 .map(NcclRow::of_group)
                 .collect(),
             None => overview.nccl.iter().map(NcclRow::of_stat).collect(),
         };
+        let cut: usize = rows.iter().map(|r| r.cut).sum();
         let (column, descending) = self.nccl_sort;
         rows.sort_by(|a, b| {
             let ord = match column {
@@ -238,13 +250,13 @@ impl Tables {
             ui.label(
                 "Click a collective to mark its kernels on the timeline and step through them.",
             );
-            match (sizes, with_bytes) {
-                (None, _) => {
+            match (input.payloads_read, with_bytes) {
+                (false, _) => {
                     ui.weak("Reading NCCL's payloads…");
                 }
                 // Said below, where it can wrap.
-                (Some(_), None) => {}
-                (Some(_), Some(_)) => {
+                (true, None) => {}
+                (true, Some(_)) => {
                     ui.checkbox(&mut self.nccl_split_by_size, "split by message size")
                         .on_hover_text(
                             "One row per power-of-two size class: a type whose durations \
@@ -253,55 +265,67 @@ impl Tables {
                 }
             }
         });
-        if sizes.is_some() && with_bytes.is_none() {
+        if input.payloads_read && !input.has_bytes {
             ui.add(egui::Label::new(egui::RichText::new(no_bytes_note(overview)).weak()).wrap());
         }
-        TableBuilder::new(ui)
-            .striped(true)
-            .columns(Column::auto(), NCCL_COLUMNS.len())
-            .column(Column::remainder())
-            .header(20.0, |mut header| {
-                for (i, name) in NCCL_COLUMNS.iter().enumerate() {
-                    header.col(|ui| {
-                        if ui.button(sort_label(name, i, self.nccl_sort)).clicked() {
-                            sort = Some(i);
+        if cut > 0 {
+            ui.weak(format!(
+                "{} cut by the selection's edges: their time inside it only",
+                crate::format::plural(cut, "collective")
+            ));
+        }
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("nccl table")
+            .show(ui, |ui| {
+                TableBuilder::new(ui)
+                    .striped(true)
+                    .columns(Column::auto(), NCCL_COLUMNS.len())
+                    .column(Column::remainder().at_least(220.0))
+                    .header(20.0, |mut header| {
+                        for (i, name) in NCCL_COLUMNS.iter().enumerate() {
+                            header.col(|ui| {
+                                if ui.button(sort_label(name, i, self.nccl_sort)).clicked() {
+                                    sort = Some(i);
+                                }
+                            });
                         }
-                    });
-                }
-                header.col(|ui| {
-                    ui.strong("durations (log2 buckets, log counts; hover for numbers)");
-                });
-            })
-            .body(|body| {
-                body.rows(18.0, rows.len(), |mut row| {
-                    let n = &rows[row.index()];
-                    row.col(|ui| {
-                        ui.label(trace.gpu_name(n.device));
-                    });
-                    row.col(|ui| {
-                        if ui.link(n.collective).clicked() {
-                            clicked = Some(n.collective.to_string());
-                        }
-                    });
-                    let gbps = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1} GB/s"));
-                    for text in [
-                        n.size_text(),
-                        n.count.to_string(),
-                        format_ns(n.total_ns),
-                        format_ns(n.median_ns),
-                        n.bytes_text(),
-                        gbps(n.algbw),
-                        gbps(n.busbw),
-                    ] {
-                        row.col(|ui| {
-                            ui.add(egui::Label::new(text).extend());
+                        header.col(|ui| {
+                            ui.strong("durations (log2 buckets, log counts; hover for numbers)");
                         });
-                    }
-                    row.col(|ui| {
-                        let response = mini_histogram(ui, n.histogram);
-                        save_menu(&response, crate::figures::data::NCCL);
+                    })
+                    .body(|body| {
+                        body.rows(18.0, rows.len(), |mut row| {
+                            let n = &rows[row.index()];
+                            row.col(|ui| {
+                                ui.label(trace.gpu_name(n.device));
+                            });
+                            row.col(|ui| {
+                                if ui.link(n.collective).clicked() {
+                                    clicked = Some(n.collective.to_string());
+                                }
+                            });
+                            let gbps =
+                                |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1} GB/s"));
+                            for text in [
+                                n.size_text(),
+                                n.count.to_string(),
+                                format_ns(n.total_ns),
+                                format_ns(n.median_ns),
+                                n.bytes_text(),
+                                gbps(n.algbw),
+                                gbps(n.busbw),
+                            ] {
+                                row.col(|ui| {
+                                    ui.add(egui::Label::new(text).extend());
+                                });
+                            }
+                            row.col(|ui| {
+                                let response = mini_histogram(ui, n.histogram);
+                                save_menu(&response, crate::figures::data::NCCL);
+                            });
+                        });
                     });
-                });
             });
         if let Some(i) = sort {
             self.nccl_sort = toggle(self.nccl_sort, i);
@@ -335,6 +359,17 @@ struct NcclRow<'a> {
     bytes_total: u64,
     algbw: Option<f64>,
     busbw: Option<f64>,
+    /// Kernels a selection's edges cut.
+    cut: usize,
+}
+
+/// What the NCCL table shows besides the overview: the groups by message size (the
+/// selection's, when there is one), whether NCCL's payloads have been read, and whether
+/// they gave bytes.
+pub struct NcclInput<'a> {
+    pub groups: Option<&'a [crate::analysis::nccl_sizes::SizeGroup]>,
+    pub payloads_read: bool,
+    pub has_bytes: bool,
 }
 
 impl<'a> NcclRow<'a> {
@@ -352,6 +387,7 @@ impl<'a> NcclRow<'a> {
             bytes_total: 0,
             algbw: None,
             busbw: None,
+            cut: n.cut,
         }
     }
 
@@ -369,6 +405,7 @@ impl<'a> NcclRow<'a> {
             bytes_total: g.bytes_total,
             algbw: g.algbw_gbps_median,
             busbw: g.busbw_gbps_median,
+            cut: g.cut,
         }
     }
 
@@ -487,36 +524,48 @@ impl Tables {
             return;
         }
         ui.label("Per GPU and copy kind. Pageable: copies from or to pageable host memory, which are staged and slower than pinned ones.");
+        let cut: usize = rows.iter().map(|m| m.cut).sum();
+        if cut > 0 {
+            ui.weak(format!(
+                "{} cut by the selection's edges: their time, and their bytes in proportion, inside it only",
+                crate::format::plural(cut, "op")
+            ));
+        }
         let mut sort = None;
-        TableBuilder::new(ui)
-            .striped(true)
-            .columns(Column::auto(), MEMORY_COLUMNS.len())
-            .header(20.0, |mut header| {
-                for (i, name) in MEMORY_COLUMNS.iter().enumerate() {
-                    header.col(|ui| {
-                        if ui.button(sort_label(name, i, self.memory_sort)).clicked() {
-                            sort = Some(i);
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("memory table")
+            .show(ui, |ui| {
+                TableBuilder::new(ui)
+                    .striped(true)
+                    .columns(Column::auto(), MEMORY_COLUMNS.len())
+                    .header(20.0, |mut header| {
+                        for (i, name) in MEMORY_COLUMNS.iter().enumerate() {
+                            header.col(|ui| {
+                                if ui.button(sort_label(name, i, self.memory_sort)).clicked() {
+                                    sort = Some(i);
+                                }
+                            });
                         }
-                    });
-                }
-            })
-            .body(|body| {
-                body.rows(18.0, rows.len(), |mut row| {
-                    let m = rows[row.index()];
-                    for text in [
-                        trace.gpu_name(m.device),
-                        m.kind.clone(),
-                        m.count.to_string(),
-                        crate::format::format_bytes(m.bytes),
-                        format_ns(m.total_ns),
-                        m.rate_text(),
-                        m.pageable.to_string(),
-                    ] {
-                        row.col(|ui| {
-                            ui.label(text);
+                    })
+                    .body(|body| {
+                        body.rows(18.0, rows.len(), |mut row| {
+                            let m = rows[row.index()];
+                            for text in [
+                                trace.gpu_name(m.device),
+                                m.kind.clone(),
+                                m.count.to_string(),
+                                crate::format::format_bytes(m.bytes),
+                                format_ns(m.total_ns),
+                                m.rate_text(),
+                                m.pageable.to_string(),
+                            ] {
+                                row.col(|ui| {
+                                    ui.label(text);
+                                });
+                            }
                         });
-                    }
-                });
+                    });
             });
         if let Some(i) = sort {
             self.memory_sort = toggle(self.memory_sort, i);
@@ -548,43 +597,48 @@ impl Tables {
         let mut clicked: Option<String> = None;
         let mut sort = None;
         let name_w = name_width(ui, 560.0);
-        TableBuilder::new(ui)
-            .striped(true)
-            .column(Column::initial(name_w).clip(true).resizable(true))
-            .columns(Column::auto(), NVTX_COLUMNS.len() - 1)
-            .header(20.0, |mut header| {
-                for (i, name) in NVTX_COLUMNS.iter().enumerate() {
-                    header.col(|ui| {
-                        let index = i.min(3);
-                        if ui.button(sort_label(name, index, self.nvtx_sort)).clicked() {
-                            sort = Some(index);
+        // Wider than the panel, it scrolls sideways (Shift+wheel): every column reachable.
+        egui::ScrollArea::horizontal()
+            .id_salt("nvtx table")
+            .show(ui, |ui| {
+                TableBuilder::new(ui)
+                    .striped(true)
+                    .column(Column::initial(name_w).clip(true).resizable(true))
+                    .columns(Column::auto(), NVTX_COLUMNS.len() - 1)
+                    .header(20.0, |mut header| {
+                        for (i, name) in NVTX_COLUMNS.iter().enumerate() {
+                            header.col(|ui| {
+                                let index = i.min(3);
+                                if ui.button(sort_label(name, index, self.nvtx_sort)).clicked() {
+                                    sort = Some(index);
+                                }
+                            });
                         }
-                    });
-                }
-            })
-            .body(|body| {
-                body.rows(18.0, rows.len(), |mut row| {
-                    let n = rows[row.index()];
-                    row.col(|ui| {
-                        if ui
-                            .link(shorten(&n.name, 90))
-                            .on_hover_text(&n.name)
-                            .clicked()
-                        {
-                            clicked = Some(n.name.clone());
-                        }
-                    });
-                    for text in [
-                        n.count.to_string(),
-                        format_ns(n.gpu_span_ns),
-                        format_ns(n.kernel_ns),
-                        format!("{:.1} %", n.share_pct),
-                    ] {
-                        row.col(|ui| {
-                            ui.label(text);
+                    })
+                    .body(|body| {
+                        body.rows(18.0, rows.len(), |mut row| {
+                            let n = rows[row.index()];
+                            row.col(|ui| {
+                                if ui
+                                    .link(shorten(&n.name, 90))
+                                    .on_hover_text(&n.name)
+                                    .clicked()
+                                {
+                                    clicked = Some(n.name.clone());
+                                }
+                            });
+                            for text in [
+                                n.count.to_string(),
+                                format_ns(n.gpu_span_ns),
+                                format_ns(n.kernel_ns),
+                                format!("{:.1} %", n.share_pct),
+                            ] {
+                                row.col(|ui| {
+                                    ui.label(text);
+                                });
+                            }
                         });
-                    }
-                });
+                    });
             });
         if let Some(i) = sort {
             self.nvtx_sort = toggle(self.nvtx_sort, i);

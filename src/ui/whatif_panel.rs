@@ -199,7 +199,7 @@ impl WhatIfPanel {
                 self.run(trace, overview, ui.ctx());
             }
             if busy {
-                ui.spinner();
+                crate::ui::busy(ui);
                 let done = self.progress.load(Ordering::Relaxed) as f32 / 10.0;
                 ui.label(format!("Replaying the trace… {done:.0} %"));
             }

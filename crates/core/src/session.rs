@@ -71,7 +71,9 @@ impl<'a> Hooks<'a> {
 
 /// A trace opened.
 pub struct Opened {
-    pub trace: Trace,
+    /// Shared: a front end hands it to its own threads (the window's timeline indexes)
+    /// while the analyses go on.
+    pub trace: Arc<Trace>,
     /// The load's report (several files: combined).
     pub report: LoadReport,
     /// Each file's load report (one for one file).
@@ -86,6 +88,11 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// The model itself (copied only if someone else still holds it).
+    pub fn into_trace(self) -> Trace {
+        Arc::try_unwrap(self.trace).unwrap_or_else(|shared| (*shared).clone())
+    }
+
     /// The load's report with the call stacks' read in it (waiting for it to end).
     pub fn report_with_stacks(&self) -> LoadReport {
         let mut report = self.report.clone();
@@ -109,7 +116,7 @@ pub fn open(source: &Source, hooks: Hooks) -> Result<Opened, LoadError> {
         Source::Many { paths, manual } => {
             let (trace, reports, files) = open_many(paths, manual, hooks)?;
             Ok(Opened {
-                trace,
+                trace: Arc::new(trace),
                 report: LoadReport::combined(&reports),
                 reports,
                 files,
@@ -158,7 +165,7 @@ pub fn open_file(path: &Path, hooks: Hooks) -> Result<Opened, LoadError> {
                 rows_read: report.tables.values().sum(),
             });
             return Ok(Opened {
-                trace,
+                trace: Arc::new(trace),
                 reports: vec![report.clone()],
                 report,
                 files: Vec::new(),
@@ -169,7 +176,7 @@ pub fn open_file(path: &Path, hooks: Hooks) -> Result<Opened, LoadError> {
     }
     let (trace, report) = load::load_staged(path, progress, cancel, first_look)?;
     Ok(Opened {
-        trace,
+        trace: Arc::new(trace),
         reports: vec![report.clone()],
         report,
         files: Vec::new(),
@@ -182,7 +189,8 @@ pub fn open_file(path: &Path, hooks: Hooks) -> Result<Opened, LoadError> {
 pub fn open_path(path: &Path) -> Result<(Trace, LoadReport), LoadError> {
     let opened = open_file(path, Hooks::quiet(&AtomicBool::new(false)))?;
     opened.store();
-    Ok((opened.trace, opened.report))
+    let report = opened.report.clone();
+    Ok((opened.into_trace(), report))
 }
 
 /// Several files loaded in parallel, each through the cache (a job's ranks re-open as
@@ -206,7 +214,7 @@ pub fn open_many(
             let r = open_file(p, one_file).map(|opened| {
                 opened.store();
                 let report = opened.report_with_stacks();
-                (opened.trace, report)
+                (opened.into_trace(), report)
             });
             if k == 0
                 && let (Some(f), Ok((t, _))) = (hooks.first_look, &r)
@@ -239,10 +247,27 @@ pub fn load_many(paths: &[PathBuf]) -> Result<(Trace, Vec<LoadReport>, Vec<FileI
 /// The analyses of an opened trace (from the cache what it kept), the model kept
 /// meanwhile on a thread of its own. `None` when cancelled.
 pub fn overview(opened: &Opened, options: &Options, cancel: &AtomicBool) -> Option<Arc<Overview>> {
-    std::thread::scope(|s| {
-        s.spawn(|| opened.store());
-        cache::overview(&opened.trace, options, cancel, opened.key.as_ref(), |_| {})
-    })
+    overview_staged(opened, options, cancel, &Quiet)
+}
+
+fn overview_staged(
+    opened: &Opened,
+    options: &Options,
+    cancel: &AtomicBool,
+    stages: &dyn Stages,
+) -> Option<Arc<Overview>> {
+    // Beside each other on rayon's pool, not a thread of the store's own: called from a
+    // worker of that pool (`diff` analyses two runs at once), a blocked worker would wait
+    // for a store that waits for a worker.
+    rayon::join(
+        || opened.store(),
+        || {
+            cache::overview(&opened.trace, options, cancel, opened.key.as_ref(), |o| {
+                stages.analysed(o)
+            })
+        },
+    )
+    .1
 }
 
 /// Everything a report prints: the overview, the findings with their savings, and the
@@ -255,19 +280,158 @@ pub struct Answers {
 /// [`overview`], then the findings' replays beside the slowest iteration's critical path.
 /// `None` when cancelled.
 pub fn answer(opened: &Opened, options: &Options, cancel: &AtomicBool) -> Option<Answers> {
+    answer_staged(opened, options, cancel, &Quiet)
+}
+
+fn answer_staged(
+    opened: &Opened,
+    options: &Options,
+    cancel: &AtomicBool,
+    stages: &dyn Stages,
+) -> Option<Answers> {
     // No frames to draw: freed temporaries go back to the system (see the guard).
     let _memory = crate::memory::LoadMemoryGuard::hold();
-    let overview = overview(opened, options, cancel)?;
+    let overview = overview_staged(opened, options, cancel, stages)?;
     // The analyses' freed temporaries given back before the replays add theirs.
     crate::memory::trim();
     // The critical path the report prints, worked out beside the replays: they leave a
     // core free at their end.
     let trace = &opened.trace;
     let (findings, _) = rayon::join(
-        || findings::findings_kept(trace, &overview, opened.key.as_ref()),
+        || find(trace, &overview, opened.key.as_ref(), cancel, stages),
         || overview.slowest_path(trace),
     );
-    (!cancel.load(Ordering::Relaxed)).then_some(Answers { overview, findings })
+    let findings = findings.filter(|_| !cancel.load(Ordering::Relaxed))?;
+    Some(Answers { overview, findings })
+}
+
+/// One file (or several, or a folder) opened and analysed through [`run`], quietly: a
+/// second run to compare with, say. `Err` says why, naming the file.
+pub fn analysed(
+    paths: &[PathBuf],
+    options: &Options,
+) -> Result<(Arc<Trace>, Arc<Overview>), String> {
+    let cancel = AtomicBool::new(false);
+    let source = Source::of(paths)?;
+    let named = |e: LoadError| match paths {
+        [one] if !e.to_string().contains(&one.display().to_string()) => {
+            format!("{}: {e}", one.display())
+        }
+        _ => e.to_string(),
+    };
+    let ran = run(&source, options, Until::Analysed, &Quiet, &cancel, true).map_err(named)?;
+    let overview = ran.overview.ok_or("cancelled")?;
+    Ok((ran.opened.trace, overview))
+}
+
+/// The pipeline's last stage on its own, for analyses already in (the Python package's
+/// findings, asked for later; a window's overview made another way): detection, then the
+/// replays, `stages` told of each; from the cache when it keeps them. `None` when
+/// cancelled.
+pub fn find(
+    trace: &Trace,
+    overview: &Overview,
+    key: Option<&TraceKey>,
+    cancel: &AtomicBool,
+    stages: &dyn Stages,
+) -> Option<Vec<Finding>> {
+    findings::findings_staged(
+        trace,
+        overview,
+        key,
+        cancel,
+        &|found, span| stages.detected(found, span),
+        &|i, saving| stages.saved(i, saving),
+    )
+}
+
+/// What a front end hears as [`run`] goes: each stage's result as soon as it is in (a
+/// window shows each, a command line waits for the last). Every method's default ignores
+/// it.
+pub trait Stages: Sync {
+    /// How far the open has got.
+    fn progress(&self, _: Progress) {}
+    /// Whether [`Stages::first_look`] is wanted (it costs a copy of the GPU side).
+    fn wants_first_look(&self) -> bool {
+        false
+    }
+    /// The GPU side of one file, or the first of several, while the CPU side loads.
+    fn first_look(&self, _: Trace) {}
+    /// The whole trace in (the analyses start at once: work of its own on it runs beside).
+    fn opened(&self, _: &Opened) {}
+    /// Every analysis; the findings' detection and replays start at once.
+    fn analysed(&self, _: &Arc<Overview>) {}
+    /// What the detectors found (no savings yet), and the run's span.
+    fn detected(&self, _: &[Finding], _span: i64) {}
+    /// Finding `i`'s saving, as its replay ends.
+    fn saved(&self, _i: usize, _: findings::Saving) {}
+}
+
+/// Hears nothing.
+pub struct Quiet;
+
+impl Stages for Quiet {}
+
+/// How far [`run`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Until {
+    /// The trace opened (and kept in the cache for the next open).
+    Opened,
+    /// Every analysis (the Python package's `open`, `what-if`, `export`).
+    Analysed,
+    /// The findings with their replayed savings and the slowest iteration's critical path
+    /// (`report`, the window).
+    Findings,
+}
+
+/// What [`run`] got to: the trace opened, its analyses, and its findings when asked for
+/// (`None` where not asked for or cancelled).
+pub struct Ran {
+    pub opened: Opened,
+    pub overview: Option<Arc<Overview>>,
+    pub findings: Option<Vec<Finding>>,
+}
+
+/// The one way every front end — the command line, the window, the Python package, the
+/// benchmarks, the MCP server — opens and analyses a trace: open (through the cache; the
+/// GPU side first when asked) → the analyses → the findings' replays beside the critical
+/// path, each stage told to `stages` as it ends, `cancel` stopping between and within
+/// them, the model kept in the cache on a thread of its own. Nothing else opens a trace.
+pub fn run(
+    source: &Source,
+    options: &Options,
+    until: Until,
+    stages: &dyn Stages,
+    cancel: &AtomicBool,
+    use_cache: bool,
+) -> Result<Ran, LoadError> {
+    let progress = |p| stages.progress(p);
+    let first_look = |t| stages.first_look(t);
+    let first_look: &(dyn Fn(Trace) + Sync) = &first_look;
+    let hooks = Hooks {
+        progress: &progress,
+        cancel,
+        first_look: stages.wants_first_look().then_some(first_look),
+        use_cache,
+    };
+    let opened = open(source, hooks)?;
+    stages.opened(&opened);
+    let (overview, findings) = match until {
+        Until::Opened => {
+            opened.store();
+            (None, None)
+        }
+        Until::Analysed => (overview_staged(&opened, options, cancel, stages), None),
+        Until::Findings => match answer_staged(&opened, options, cancel, stages) {
+            Some(a) => (Some(a.overview), Some(a.findings)),
+            None => (None, None),
+        },
+    };
+    Ok(Ran {
+        opened,
+        overview,
+        findings,
+    })
 }
 
 /// What `report FILE...` prints; for one file, from the cache when it holds this report
@@ -300,21 +464,27 @@ pub fn report_output(
         ));
     }
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    let opened = open(&source, Hooks::quiet(&cancel)).map_err(|e| e.to_string())?;
-    let trace = &opened.trace;
-    if let Some(id) = options.device
-        && trace.device(id).is_none()
+    // A device asked for that the trace lacks stops the run once the trace is open.
+    let check = DeviceCheck {
+        device: options.device,
+        files,
+        cancel: &cancel,
+        missing: std::sync::Mutex::new(None),
+    };
+    let ran = run(&source, options, Until::Findings, &check, &cancel, true);
+    if let Some(missing) = check
+        .missing
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
     {
-        let ids: Vec<String> = trace.devices.iter().map(|d| d.id.to_string()).collect();
-        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        return Err(format!(
-            "no device {id} in {} (devices: {})",
-            files.join(", "),
-            ids.join(", ")
-        ));
+        return Err(missing);
     }
-    let answers = answer(&opened, options, &cancel).expect("not cancelled");
-    let (overview, findings) = (&answers.overview, &answers.findings);
+    let ran = ran.map_err(|e| e.to_string())?;
+    let opened = &ran.opened;
+    let trace = &opened.trace;
+    let (Some(overview), Some(findings)) = (&ran.overview, &ran.findings) else {
+        return Err("cancelled".into());
+    };
     let many = matches!(source, Source::Many { .. });
     let (reports, files) = (&opened.reports, &opened.files);
     let load_report = opened.report_with_stacks();
@@ -334,6 +504,32 @@ pub fn report_output(
         cache::store_text(key, &what, &output);
     }
     Ok(output)
+}
+
+/// Stops a report whose device the trace does not have, saying which it has.
+struct DeviceCheck<'a> {
+    device: Option<crate::trace::DeviceId>,
+    files: &'a [PathBuf],
+    cancel: &'a AtomicBool,
+    missing: std::sync::Mutex<Option<String>>,
+}
+
+impl Stages for DeviceCheck<'_> {
+    fn opened(&self, opened: &Opened) {
+        let trace = &opened.trace;
+        if let Some(id) = self.device
+            && trace.device(id).is_none()
+        {
+            let ids: Vec<String> = trace.devices.iter().map(|d| d.id.to_string()).collect();
+            let files: Vec<String> = self.files.iter().map(|f| f.display().to_string()).collect();
+            *self.missing.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                "no device {id} in {} (devices: {})",
+                files.join(", "),
+                ids.join(", ")
+            ));
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// More exports than this are reported as a job (each summarised in turn, then reduced)

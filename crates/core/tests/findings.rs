@@ -229,7 +229,7 @@ fn a_removed_stall_saves_at_most_its_length() {
     traces.push(
         nsys_explorer_core::session::open(&source, hooks)
             .unwrap()
-            .trace,
+            .into_trace(),
     );
     traces.extend(
         common::real_fixtures()

@@ -85,7 +85,7 @@ fn each_kernel_has_its_transfer_and_the_table_splits_by_message_size() {
             "an all-to-all sends to all"
         );
     }
-    let groups = size_groups(&trace, &transfers);
+    let groups = size_groups(&trace, &transfers, None);
     for device in &trace.devices {
         let mine: Vec<_> = groups.iter().filter(|g| g.device == device.id).collect();
         let all: Vec<_> = mine.iter().filter(|g| g.class == SizeClass::All).collect();

@@ -374,3 +374,53 @@ fn changes_walked_together_give_what_each_replay_alone_gives() {
     let cancelled = AtomicBool::new(true);
     assert!(predicted_spans_of(trace, &prepared, &[&change], None, &cancelled).is_none());
 }
+
+/// Issue 69, item 3: CPU time removed from every launching thread over a stretch of the run
+/// (the window's "What if the CPU had not spent it") shortens the run and no iteration: the
+/// calls it makes take no time still keep their places among the ranges, so each
+/// iteration's launches stay in it (they were all put in the last range at that instant,
+/// and one iteration held a third of the run). The change made on the command line gives
+/// the same figures.
+#[test]
+fn cpu_time_removed_over_a_stretch_makes_no_iteration_longer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.sqlite");
+    synth::generate(&path, SynthOptions::new(Preset::Tiny)).unwrap();
+    let trace = load::load(&path).unwrap().0;
+    let o = overview(&trace, &Options::default());
+    let (first, last) = trace.time_span().unwrap();
+    let (a, b) = (first + (last - first) / 9, first + (last - first) * 4 / 10);
+    let change = Change {
+        remove_stalls: trace
+            .threads
+            .iter()
+            .filter(|t| !t.api.is_empty())
+            .map(|t| nsys_explorer_core::whatif::HostSpan::of(&trace, t, a, b))
+            .collect(),
+        ..Change::default()
+    };
+    let w = nsys_explorer_core::whatif::report::what_if(&trace, &o, &change, &Options::default());
+    assert_eq!(w.measured.len(), w.predicted.len());
+    for (m, p) in w.measured.iter().zip(&w.predicted) {
+        let (Some(before), Some(after)) = (m.iteration_median_ns, p.iteration_median_ns) else {
+            panic!("{:?}: an iteration median lost in the replay", m.device);
+        };
+        assert!(
+            after <= before + before / 20,
+            "{:?}: {before} → {after} ns",
+            m.device
+        );
+        assert!(
+            p.total_ns < m.total_ns,
+            "{:?}: the run is shorter",
+            m.device
+        );
+    }
+    // The same change as arguments gives the same prediction.
+    let again = Change::from_args(&change.to_args()).unwrap();
+    let w2 = nsys_explorer_core::whatif::report::what_if(&trace, &o, &again, &Options::default());
+    assert_eq!(
+        nsys_explorer_core::whatif::report::saving_ns(&w),
+        nsys_explorer_core::whatif::report::saving_ns(&w2)
+    );
+}

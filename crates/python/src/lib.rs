@@ -30,7 +30,7 @@ create_exception!(
 
 /// A loaded trace with its analyses.
 struct Loaded {
-    trace: Model,
+    trace: Arc<Model>,
     overview: Arc<Overview>,
     options: Options,
     reports: Vec<LoadReport>,
@@ -42,8 +42,17 @@ struct Loaded {
 
 impl Loaded {
     fn findings(&self) -> &[Finding] {
-        self.findings
-            .get_or_init(|| findings::findings_kept(&self.trace, &self.overview, self.key.as_ref()))
+        self.findings.get_or_init(|| {
+            let cancel = AtomicBool::new(false);
+            session::find(
+                &self.trace,
+                &self.overview,
+                self.key.as_ref(),
+                &cancel,
+                &session::Quiet,
+            )
+            .unwrap_or_default()
+        })
     }
 
     fn name(&self) -> String {
@@ -65,13 +74,18 @@ fn load_and_analyse(
         session::Source::One(p) => vec![p.clone()],
         session::Source::Many { paths, .. } => paths.clone(),
     };
-    let hooks = session::Hooks {
+    // The one pipeline every front end runs, to the analyses (the findings on demand).
+    let ran = session::run(
+        &source,
+        &options,
+        session::Until::Analysed,
+        &session::Quiet,
+        cancel,
         use_cache,
-        ..session::Hooks::quiet(cancel)
-    };
-    let opened = session::open(&source, hooks).map_err(|e| e.to_string())?;
-    let overview =
-        session::overview(&opened, &options, cancel).ok_or_else(|| "cancelled".to_string())?;
+    )
+    .map_err(|e| e.to_string())?;
+    let overview = ran.overview.ok_or_else(|| "cancelled".to_string())?;
+    let opened = ran.opened;
     Ok(Loaded {
         key: opened.key,
         trace: opened.trace,

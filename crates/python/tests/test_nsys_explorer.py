@@ -124,7 +124,7 @@ def test_gaps_and_iterations_equal_the_reports(tiny):
     gaps = t.gaps()
     assert gaps.num_rows == report["gaps"]["count"]
     assert pa.compute.sum(gaps["duration_ns"]).as_py() == report["gaps"]["total_ns"]
-    assert set(gaps["cause"].to_pylist()) <= {"host_sync", "host_bound", "dependency", "unknown"}
+    assert set(gaps["cause"].to_pylist()) <= {"host_sync", "after_sync", "host_bound", "dependency", "unknown"}
     assert gaps.column_names == ["device", "start_ns", "end_ns", "duration_ns", "before", "after", "nvtx", "cause"]
     # A larger minimum finds fewer.
     assert t.gaps(min_ns=100_000).num_rows < gaps.num_rows

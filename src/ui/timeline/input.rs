@@ -25,9 +25,10 @@ impl Timeline {
         plot: Rect,
         ruler: Rect,
     ) {
-        // Escape closes Find first, then drops a measured span, then the selection, then
-        // clears what the panels marked (idle overlay, gap, iteration, finding, critical
-        // path, samples) all at once.
+        // Escape closes Find first, then drops a measured span, then the selected range,
+        // then clears every mark at once: what the panels marked (idle overlay, gap,
+        // iteration, finding, critical path, samples), Find's matches and the selected item
+        // with its launch arrow.
         if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
             if self.search.open {
                 self.search.open = false;
@@ -37,6 +38,8 @@ impl Timeline {
                 self.window = None;
             } else {
                 self.marks = super::Marks::default();
+                self.search.clear();
+                self.selection = None;
             }
         }
         let (v0, v1) = self.view;

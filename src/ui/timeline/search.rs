@@ -333,6 +333,19 @@ impl Search {
         }
     }
 
+    /// No query and no matches (Escape's last step): the marks on the rows go, and the
+    /// next query runs afresh.
+    pub fn clear(&mut self) {
+        self.query.clear();
+        self.error = None;
+        self.matches.clear();
+        self.by_row.clear();
+        self.current = None;
+        self.searched = None;
+        self.pending = None;
+        self.step_when_done = false;
+    }
+
     /// Whether a search is running on a worker.
     pub fn searching(&self) -> bool {
         self.pending.is_some()

@@ -50,7 +50,7 @@ impl Timeline {
                 found = Some(m);
             }
             if self.search.searching() {
-                ui.spinner();
+                crate::ui::busy(ui);
             }
             match (&self.search.error, self.search.current) {
                 (Some(e), _) => {

@@ -34,6 +34,23 @@ impl Timeline {
     pub fn pan(&mut self, fraction: f64) {
         let d = (self.view.1 - self.view.0) * fraction;
         self.view = (self.view.0 + d, self.view.1 + d);
+        self.keep_in_bounds();
+    }
+
+    /// Pans the view back so that it shows no more than the zoom-out margin past the
+    /// trace's ends (a view wider than that keeps the whole trace in it): panning stops
+    /// where zooming out does.
+    pub fn keep_in_bounds(&mut self) {
+        let extent = (self.full.1 - self.full.0) as f64;
+        let margin = extent * ZOOM_OUT_MARGIN;
+        let (lo, hi) = (self.full.0 as f64 - margin, self.full.1 as f64 + margin);
+        let span = self.view.1 - self.view.0;
+        let start = if span <= hi - lo {
+            self.view.0.clamp(lo, hi - span)
+        } else {
+            self.view.0.clamp(hi - span, lo)
+        };
+        self.view = (start, start + span);
     }
 
     /// Selects a search match and brings it into view: centred at the current zoom when it

@@ -142,6 +142,17 @@ impl Gap {
     pub fn enclosing(&self) -> Option<StrId> {
         (self.enclosing != NONE).then_some(self.enclosing)
     }
+
+    /// The index in `Trace::threads` of the thread that launched the op after the gap.
+    pub fn launching_thread(&self, trace: &Trace) -> Option<usize> {
+        let ops = &trace
+            .device(self.device_id())?
+            .streams
+            .get(self.after.stream as usize)?
+            .ops;
+        let thread = *ops.launch_thread.get(self.after.op as usize)?;
+        (thread != NONE).then_some(thread as usize)
+    }
 }
 
 /// What finding gaps needs of the CPU side, built once per trace: per thread, the sorted

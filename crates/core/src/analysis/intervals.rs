@@ -50,6 +50,32 @@ pub fn ops_touching(stream: &Stream, window: Window) -> std::ops::Range<usize> {
     first..last.max(first)
 }
 
+/// The ops of `stream` in `window` (every op without one), each as (its index, its time
+/// inside the window, whether the window's edge cut it): a table of a selection counts what
+/// lies in it, as the breakdown does.
+pub fn ops_within(
+    stream: &Stream,
+    window: Option<Window>,
+) -> impl Iterator<Item = (usize, i64, bool)> + '_ {
+    let ops = &stream.ops;
+    let range = match window {
+        Some(w) => ops_touching(stream, w),
+        None => 0..ops.len(),
+    };
+    range.filter_map(move |i| {
+        let (s, e) = (ops.start[i], ops.end[i]);
+        match window {
+            None => Some((i, e - s, false)),
+            Some(w) if e > w.start && s < w.end => {
+                Some((i, e.min(w.end) - s.max(w.start), s < w.start || e > w.end))
+            }
+            // An op of no length at the window's start is in it.
+            Some(w) if s == e && s == w.start => Some((i, 0, false)),
+            Some(_) => None,
+        }
+    })
+}
+
 /// Indices of the ops of `stream` that start inside `window` (all of them without one).
 pub fn ops_starting_in(
     stream: &Stream,

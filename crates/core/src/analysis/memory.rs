@@ -24,6 +24,10 @@ pub struct MemoryStat {
     pub gbps_suspect: bool,
     /// Copies from or to pageable host memory.
     pub pageable: usize,
+    /// Of `count`, how many the window's edges cut (their time and, in proportion, their
+    /// bytes counted inside it only).
+    #[serde(default, skip_serializing_if = "super::summary::is_zero")]
+    pub cut: usize,
 }
 
 /// Above this, a copy's rate is no hardware's (HBM3e moves about 5 TB/s).
@@ -42,8 +46,8 @@ impl MemoryStat {
     }
 }
 
-/// Per device and kind, most bytes first within a device.
-/// Copies and memsets by kind per GPU: those starting in `window` when one is given.
+/// Copies and memsets by kind per GPU, most bytes first within a device: within `window`
+/// when one is given, each op clipped to it (its bytes in proportion to its time inside).
 pub fn memory_by_kind(trace: &Trace, window: Option<super::intervals::Window>) -> Vec<MemoryStat> {
     crate::profile_scope!("analysis: memory by kind");
     let mut out = Vec::new();
@@ -51,7 +55,7 @@ pub fn memory_by_kind(trace: &Trace, window: Option<super::intervals::Window>) -
         let mut by_kind: BTreeMap<String, MemoryStat> = BTreeMap::new();
         for stream in &device.streams {
             let ops = &stream.ops;
-            for i in super::intervals::ops_starting_in(stream, window) {
+            for (i, inside, cut) in super::intervals::ops_within(stream, window) {
                 if ops.kind[i].is_kernel() {
                     continue;
                 }
@@ -75,10 +79,17 @@ pub fn memory_by_kind(trace: &Trace, window: Option<super::intervals::Window>) -
                     gbps: 0.0,
                     gbps_suspect: false,
                     pageable: 0,
+                    cut: 0,
                 });
+                let whole = ops.duration(i);
                 stat.count += 1;
-                stat.bytes += info.bytes;
-                stat.total_ns += ops.duration(i);
+                stat.cut += usize::from(cut);
+                stat.bytes += if cut && whole > 0 {
+                    (info.bytes as f64 * inside as f64 / whole as f64).round() as u64
+                } else {
+                    info.bytes
+                };
+                stat.total_ns += inside;
                 stat.pageable += info.pageable as usize;
             }
         }

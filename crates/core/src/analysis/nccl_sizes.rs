@@ -39,10 +39,14 @@ pub struct SizeGroup {
     pub bytes_max: u64,
     pub algbw_gbps_median: Option<f64>,
     pub busbw_gbps_median: Option<f64>,
+    /// Of `count`, how many the window's edges cut (their time, and in proportion their
+    /// bytes, counted inside it only).
+    pub cut: usize,
 }
 
 #[derive(Default)]
 struct Acc {
+    cut: usize,
     durations: Vec<i64>,
     bytes: Vec<u64>,
     algbw: Vec<f64>,
@@ -51,14 +55,18 @@ struct Acc {
 
 /// Every (GPU, type) with its kernels of all sizes, then one group per size class, sorted
 /// by GPU, type and class.
-pub fn size_groups(trace: &Trace, transfers: &KernelTransfers) -> Vec<SizeGroup> {
+pub fn size_groups(
+    trace: &Trace,
+    transfers: &KernelTransfers,
+    window: Option<super::intervals::Window>,
+) -> Vec<SizeGroup> {
     crate::profile_scope!("analysis: NCCL by message size");
     let mut acc: BTreeMap<(DeviceId, &'static str, SizeClass), Acc> = BTreeMap::new();
     let mut type_of: HashMap<StrId, &'static str> = HashMap::new();
     for (d, device) in trace.devices.iter().enumerate() {
         for (s, stream) in device.streams.iter().enumerate() {
             let ops = &stream.ops;
-            for i in 0..ops.len() {
+            for (i, inside, cut) in super::intervals::ops_within(stream, window) {
                 if ops.kind[i] != OpKind::Nccl {
                     continue;
                 }
@@ -69,11 +77,18 @@ pub fn size_groups(trace: &Trace, transfers: &KernelTransfers) -> Vec<SizeGroup>
                 let class = transfer.map_or(SizeClass::Unknown, |k| SizeClass::Bytes {
                     from: 1 << (63 - k.bytes.max(1).leading_zeros()),
                 });
+                let whole = ops.duration(i);
                 for class in [SizeClass::All, class] {
                     let a = acc.entry((device.id, t, class)).or_default();
-                    a.durations.push(ops.duration(i));
+                    a.durations.push(inside);
+                    a.cut += usize::from(cut);
                     if let Some(k) = transfer {
-                        a.bytes.push(k.bytes);
+                        // A cut transfer moved its bytes in proportion to its time inside.
+                        a.bytes.push(if cut && whole > 0 {
+                            (k.bytes as f64 * inside as f64 / whole as f64).round() as u64
+                        } else {
+                            k.bytes
+                        });
                         a.algbw.push(k.algbw_gbps);
                         a.busbw.push(k.busbw_gbps);
                     }
@@ -99,6 +114,7 @@ pub fn size_groups(trace: &Trace, transfers: &KernelTransfers) -> Vec<SizeGroup>
                 bytes_max: a.bytes.iter().copied().max().unwrap_or(0),
                 algbw_gbps_median: percentile(&a.algbw, 0.5),
                 busbw_gbps_median: percentile(&a.busbw, 0.5),
+                cut: a.cut,
             }
         })
         .collect()

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
-use super::intervals::{Window, ops_starting_in};
+use super::intervals::{Window, ops_within};
 use crate::sorted::median;
 use crate::trace::{Device, DeviceId, OpKind, StrId, Trace};
 
@@ -20,34 +20,40 @@ pub struct KernelStat {
     pub max_ns: i64,
     /// Share of all kernel time in the window, in percent.
     pub share_pct: f64,
+    /// Of `count`, how many the window's edges cut (their time counted inside it only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut: usize,
 }
 
-/// Durations of the kernels that start inside `window`, by name, longest total first.
+pub(crate) fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The kernels' time inside `window` (clipped to it), by name, longest total first.
 pub fn kernels_by_name(
     trace: &Trace,
     devices: &[&Device],
     window: Option<Window>,
 ) -> Vec<KernelStat> {
     crate::profile_scope!("analysis: kernels by name");
-    let mut by_name: HashMap<StrId, Vec<i64>> = HashMap::default();
+    let mut by_name: HashMap<StrId, (Vec<i64>, usize)> = HashMap::default();
     for device in devices {
         for stream in &device.streams {
             let ops = &stream.ops;
-            for i in ops_starting_in(stream, window) {
+            for (i, inside, cut) in ops_within(stream, window) {
                 if !ops.kind[i].is_kernel() {
                     continue;
                 }
-                by_name
-                    .entry(ops.name[i])
-                    .or_default()
-                    .push(ops.duration(i));
+                let entry = by_name.entry(ops.name[i]).or_default();
+                entry.0.push(inside);
+                entry.1 += usize::from(cut);
             }
         }
     }
-    let all: i64 = by_name.values().flatten().sum();
+    let all: i64 = by_name.values().flat_map(|v| &v.0).sum();
     let mut stats: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(name, durations)| {
+        .map(|(name, (durations, cut))| {
             let total: i64 = durations.iter().sum();
             KernelStat {
                 name: trace.strings.get(name).to_string(),
@@ -62,6 +68,7 @@ pub fn kernels_by_name(
                 } else {
                     0.0
                 },
+                cut,
             }
         })
         .collect();
@@ -104,6 +111,9 @@ pub struct NcclStat {
     /// longest few as (start, duration).
     pub outliers: usize,
     pub longest_outliers: Vec<(i64, i64)>,
+    /// Of `count`, how many the window's edges cut (their time counted inside it only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut: usize,
 }
 
 /// A collective this many times its type's median is an outlier (a rank waited for
@@ -115,26 +125,28 @@ pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) 
     crate::profile_scope!("analysis: NCCL by type");
     let mut out = Vec::new();
     for device in devices {
-        let mut by_type: HashMap<&'static str, Vec<(i64, i64)>> = HashMap::default();
+        // Per type: each kernel's (time inside the window, start), and how many were cut.
+        type Kernels = (Vec<(i64, i64)>, usize);
+        let mut by_type: HashMap<&'static str, Kernels> = HashMap::default();
         let mut type_of: HashMap<StrId, &'static str> = HashMap::default();
         for stream in &device.streams {
             let ops = &stream.ops;
-            for i in ops_starting_in(stream, window) {
+            for (i, inside, cut) in ops_within(stream, window) {
                 if ops.kind[i] != OpKind::Nccl {
                     continue;
                 }
                 let t = *type_of
                     .entry(ops.name[i])
                     .or_insert_with(|| collective_type(&trace.strings.get(ops.name[i])));
-                by_type
-                    .entry(t)
-                    .or_default()
-                    .push((ops.duration(i), ops.start[i]));
+                let start = window.map_or(ops.start[i], |w| ops.start[i].max(w.start));
+                let entry = by_type.entry(t).or_default();
+                entry.0.push((inside, start));
+                entry.1 += usize::from(cut);
             }
         }
         let mut stats: Vec<NcclStat> = by_type
             .into_iter()
-            .map(|(t, mut kernels)| {
+            .map(|(t, (mut kernels, cut))| {
                 let durations: Vec<i64> = kernels.iter().map(|k| k.0).collect();
                 let median_ns = median(&durations);
                 kernels.retain(|k| median_ns > 0 && k.0 >= OUTLIER_FACTOR * median_ns);
@@ -148,6 +160,7 @@ pub fn nccl_by_type(trace: &Trace, devices: &[&Device], window: Option<Window>) 
                     histogram: histogram(&durations),
                     outliers: kernels.len(),
                     longest_outliers: kernels.iter().take(3).map(|&(d, s)| (s, d)).collect(),
+                    cut,
                 }
             })
             .collect();

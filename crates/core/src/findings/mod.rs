@@ -330,28 +330,42 @@ pub fn findings_kept(
     overview: &Overview,
     key: Option<&crate::cache::TraceKey>,
 ) -> Vec<Finding> {
+    findings_staged(
+        trace,
+        overview,
+        key,
+        &AtomicBool::new(false),
+        &|_, _| {},
+        &|_, _| {},
+    )
+    .unwrap_or_default()
+}
+
+/// [`findings_kept`], telling `detected` what was found (with the run's span) before the
+/// replays and `saved` each saving as its walk ends; `None` when cancelled. What the window
+/// shows as the findings arrive, and what `report` prints: one path.
+pub fn findings_staged(
+    trace: &Trace,
+    overview: &Overview,
+    key: Option<&crate::cache::TraceKey>,
+    cancel: &AtomicBool,
+    detected: &(dyn Fn(&[Finding], i64) + Sync),
+    saved: &(dyn Fn(usize, Saving) + Sync),
+) -> Option<Vec<Finding>> {
     if let Some(ranked) = key.and_then(|k| read_ranked(k, overview)) {
-        return ranked;
+        return Some(ranked);
     }
     // What the replays share is built beside the detection (unused when the cache keeps
     // these replays' savings).
     let (found, prepared) = rayon::join(|| detect(trace, overview), || prepare(trace, overview));
-    let cancel = AtomicBool::new(false);
-    let savings = replay_savings_kept(
-        trace,
-        overview,
-        Some(&prepared),
-        &found,
-        &cancel,
-        |_, _| {},
-        key,
-    )
-    .unwrap_or_default();
+    detected(&found, run_span(trace));
+    let savings =
+        replay_savings_kept(trace, overview, Some(&prepared), &found, cancel, saved, key)?;
     let ranked = finish(trace, overview, found, &savings);
     if let Some(key) = key {
         store_ranked(key, overview, &ranked);
     }
-    ranked
+    Some(ranked)
 }
 
 fn ranked_entry(overview: &Overview) -> String {
@@ -429,9 +443,44 @@ pub fn finish(
         }
     }
     drop_idle_advice(&mut found);
+    say_where_more_comes_from(&mut found);
     detect::device::add_unexplained_idle(trace, overview, &mut found);
     rank(&mut found);
     found
+}
+
+/// A sync's replayed saving can outgrow the idle of its own gaps: without it the CPU gets
+/// ahead, and later launch gaps close too. Said where it happens, with the host-bound
+/// findings that share that part (their savings are not to be added to it).
+fn say_where_more_comes_from(found: &mut [Finding]) {
+    let host_bound: Vec<(Vec<DeviceId>, i64)> = found
+        .iter()
+        .filter(|f| f.kind == Kind::HostBound)
+        .map(|f| (f.devices.clone(), f.saving_ns.unwrap_or(0)))
+        .collect();
+    for f in found.iter_mut().filter(|f| f.kind == Kind::HostSync) {
+        let own = f.explains_idle.iter().map(|e| e.1).max().unwrap_or(0);
+        let Some(saving) = f.saving_ns.filter(|&s| s > own + own / 5) else {
+            continue;
+        };
+        let shared = host_bound
+            .iter()
+            .filter(|(d, _)| d.iter().any(|d| f.devices.contains(d)))
+            .count();
+        f.detail.push_str(&format!(
+            " The replay gives back {}, more than these gaps' own idle ({} on the GPU with most): with the sync gone the CPU gets ahead, so later launch gaps close and collectives wait less for the other ranks{}.",
+            crate::format::format_ns(saving),
+            crate::format::format_ns(own),
+            if shared > 0 {
+                format!(
+                    " — the {} below share that part: their savings and this one are not to be added",
+                    crate::format::plural(shared, "host-bound finding")
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// Below this share of the span a replayed change is no advice: fixing it gains nothing.

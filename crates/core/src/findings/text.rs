@@ -53,15 +53,17 @@ pub fn findings_text(findings: &[Finding]) -> String {
         );
         let _ = writeln!(s, "     {}", f.detail);
         if !f.what_if.is_empty() {
-            let args: Vec<String> = f.what_if.iter().map(|a| shell_word(a)).collect();
-            let _ = writeln!(
-                s,
-                "     replay: nsys-explorer what-if FILE {}",
-                args.join(" ")
-            );
+            let _ = writeln!(s, "     replay: {}", what_if_command(&f.what_if));
         }
     }
     s
+}
+
+/// The command that replays a finding's change, each argument quoted for a POSIX shell
+/// where it needs it: what the report prints and the window copies.
+pub fn what_if_command(args: &[String]) -> String {
+    let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+    format!("nsys-explorer what-if FILE {}", words.join(" "))
 }
 
 /// `a` quoted for a POSIX shell where it needs it.

@@ -753,7 +753,7 @@ fn straggler(
             format_ns(stall_ns)
         ),
         detail: format!(
-            "Iteration {k} is the slowest ({} against a median of {}). Its {name} started last on {key}, {} after the first rank; meanwhile its launching thread was {what} for {}. Every other rank waited in NCCL. Without that stall the job would end {} earlier.",
+            "Iteration {k} is the slowest ({} against a median of {} across GPUs). Its {name} started last on {key}, {} after the first rank; meanwhile its launching thread was {what} for {}. Every other rank waited in NCCL. Without that stall the job would end {} earlier.",
             format_ns(duration),
             format_ns(its.median_ns),
             format_ns(lateness),

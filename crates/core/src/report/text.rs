@@ -357,14 +357,14 @@ pub(super) fn iterations_text(s: &mut String, trace: &Trace, overview: &Overview
     let (Some(k), Some(drill)) = (it.slowest_index, &overview.drilldown) else {
         return;
     };
-    if let Some(d) = drill.devices.iter().max_by_key(|d| d.duration_ns) {
+    let (longest, steady) = it.across_gpus();
+    if let Some(&ns) = longest.get(k) {
         let _ = writeln!(
             s,
-            "  Slowest: iter {k}: {}, {:+.0} % over the median iteration {} ({})",
-            format_ns(d.duration_ns),
-            pct(d.duration_ns - d.reference_ns, d.reference_ns),
-            d.reference_index,
-            trace.gpu_name(d.device)
+            "  Slowest: iter {k}: {}, {:+.0} % over the median across GPUs ({}; an iteration as long as its slowest GPU)",
+            format_ns(ns),
+            pct(ns - steady.median_ns, steady.median_ns),
+            format_ns(steady.median_ns)
         );
     }
     // What made it slower, device by device: the largest contributor first.

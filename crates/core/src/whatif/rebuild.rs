@@ -35,19 +35,31 @@ pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change
         d.streams.extend(extra);
     }
     for (ti, th) in out.threads.iter_mut().enumerate() {
-        let starts: Vec<i64> = (0..th.api.len())
+        let mut starts: Vec<i64> = (0..th.api.len())
             .map(|k| call_start(trace, t, ti, k))
             .collect();
+        // Calls a change made take no time start at one instant: a nanosecond apart in the
+        // copy, so that every range and launch keeps its place among them (an iteration's
+        // launches stay in its range, not the last range at that instant).
+        let mut last = i64::MIN;
+        for s in starts.iter_mut().filter(|s| **s != UNSET) {
+            *s = (*s).max(last.saturating_add(1));
+            last = *s;
+        }
         let ends: Vec<i64> = (0..th.api.len())
-            .map(|k| call_end(trace, prep, t, ti, k))
+            .map(|k| call_end(trace, prep, t, ti, k).max(starts[k]))
             .collect();
         let observed_start = th.api.start.clone();
         let observed_end = th.api.end.clone();
-        // A CPU time on this thread, moved as the calls around it moved; `k` is the last
-        // call starting at or before it.
+        // A CPU time on this thread, moved as the calls around it moved; `k` is the number
+        // of calls starting at or before it. Between two calls it keeps its distance from
+        // the one before, but never passes the one after: where the change cut CPU time
+        // there, a range's edge would otherwise land after calls it came before.
         let moved = |x: i64, k: usize| -> i64 {
+            let next_start = starts.get(k).copied().filter(|&s| s != UNSET);
+            let limit = |y: i64| next_start.map_or(y, |s| y.min(s));
             if k == 0 {
-                return x;
+                return limit(x);
             }
             let k = k - 1;
             if starts[k] == UNSET || ends[k] == UNSET {
@@ -56,7 +68,7 @@ pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change
             if x < observed_end[k] {
                 (x + starts[k] - observed_start[k]).min(ends[k])
             } else {
-                x + ends[k] - observed_end[k]
+                limit(x + ends[k] - observed_end[k])
             }
         };
         // Ranges in start order: the call before a start only moves on; an end lies after

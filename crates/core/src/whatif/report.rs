@@ -21,7 +21,10 @@ pub struct Outcome {
     pub iteration_median_ns: Option<i64>,
     /// First kernel start to last kernel end.
     pub total_ns: i64,
+    /// Compute kernels' time (a change keeps it unless it scales them).
     pub kernel_ns: i64,
+    /// NCCL kernels' time: what a change moves as ranks wait less for each other.
+    pub nccl_ns: i64,
     pub idle: IdleByCause,
 }
 
@@ -34,15 +37,14 @@ pub struct WhatIf {
     pub assumptions: Vec<String>,
 }
 
-fn kernel_ns(trace: &Trace, device: usize) -> i64 {
+/// The time of `device`'s ops of `kinds`.
+fn time_of(trace: &Trace, device: usize, kinds: &[OpKind]) -> i64 {
     trace.devices[device]
         .streams
         .iter()
         .flat_map(|s| {
             (0..s.ops.len())
-                .filter(move |&i| {
-                    s.ops.kind[i] != OpKind::Memcpy && s.ops.kind[i] != OpKind::Memset
-                })
+                .filter(move |&i| kinds.contains(&s.ops.kind[i]))
                 .map(move |i| s.ops.duration(i))
         })
         .sum()
@@ -67,7 +69,8 @@ fn outcomes(trace: &Trace, o: &Overview) -> Vec<Outcome> {
                 .find(|x| x.device == d.id && x.median_index.is_some())
                 .map(|x| x.median_ns),
             total_ns: d.kernel_window().map_or(0, |w| w.1 - w.0),
-            kernel_ns: kernel_ns(trace, i),
+            kernel_ns: time_of(trace, i, &[OpKind::Compute, OpKind::Graph]),
+            nccl_ns: time_of(trace, i, &[OpKind::Nccl]),
             idle: whole_run(&run, d.id).map(|s| s.idle).unwrap_or_default(),
         })
         .collect()
@@ -233,6 +236,7 @@ pub fn what_if_json(trace: &Trace, file: &str, change: &Change, w: &WhatIf) -> V
                 "iteration_median_delta_ns": m.iteration_median_ns.zip(p.iteration_median_ns).map(|(a, b)| b - a),
                 "total_delta_ns": p.total_ns - m.total_ns,
                 "kernel_time_delta_ns": p.kernel_ns - m.kernel_ns,
+                "nccl_time_delta_ns": p.nccl_ns - m.nccl_ns,
                 "idle_by_cause_delta_ns": idle.parts().iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
             })
         })
@@ -294,9 +298,8 @@ pub fn what_if_text(trace: &Trace, file: &str, w: &WhatIf) -> String {
             .filter(|x| x.1.abs() >= 1_000)
             .map(|(k, v)| format!("{k} {}", signed_ns(*v)))
             .collect();
-        if !moved.is_empty() || p.kernel_ns != m.kernel_ns {
-            let _ = writeln!(
-                s,
+        if !moved.is_empty() || p.kernel_ns != m.kernel_ns || p.nccl_ns != m.nccl_ns {
+            let mut line = format!(
                 "      idle {}; kernel time {}",
                 if moved.is_empty() {
                     "unchanged".to_string()
@@ -305,6 +308,14 @@ pub fn what_if_text(trace: &Trace, file: &str, w: &WhatIf) -> String {
                 },
                 signed_ns(p.kernel_ns - m.kernel_ns)
             );
+            if p.nccl_ns != m.nccl_ns {
+                let _ = write!(
+                    line,
+                    "; NCCL time {} (ranks waiting for each other)",
+                    signed_ns(p.nccl_ns - m.nccl_ns)
+                );
+            }
+            let _ = writeln!(s, "{line}");
         }
     }
     let _ = writeln!(

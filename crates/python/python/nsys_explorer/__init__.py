@@ -119,7 +119,7 @@ class Trace:
     def gaps(self, min_ns: int = 1000) -> pa.Table:
         """Every idle window of every GPU of at least ``min_ns``: device, start_ns, end_ns,
         duration_ns, before, after (the kernels around it), nvtx (the NVTX range around
-        both), cause (host_sync, host_bound, dependency, unknown)."""
+        both), cause (host_sync, after_sync, host_bound, dependency, unknown)."""
         return _table(self._t._table("gaps", min_ns))
 
     def iterations(self) -> pa.Table:

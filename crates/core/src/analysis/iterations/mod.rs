@@ -88,6 +88,24 @@ pub struct Iterations {
 }
 
 impl Iterations {
+    /// Each iteration's time as its longest GPU's duration (a step lasts until its slowest
+    /// GPU is done), and the steady state of those: the one median every place compares an
+    /// iteration with ("the median across GPUs"), as a job of many ranks does.
+    pub fn across_gpus(&self) -> (Vec<i64>, SteadyState) {
+        let durations: Vec<i64> = (0..self.count())
+            .map(|k| {
+                self.per_device
+                    .iter()
+                    .filter_map(|d| d.durations_ns.get(k))
+                    .max()
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let steady = steady_state(&durations);
+        (durations, steady)
+    }
+
     pub fn count(&self) -> usize {
         self.per_device
             .iter()

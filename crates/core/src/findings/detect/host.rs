@@ -220,7 +220,9 @@ pub(super) fn straggler(
     }
     let slow = it.slow_indices.len();
     let k = d.iteration;
-    let duration = it.durations_ns.get(k).copied().unwrap_or(0);
+    // The iteration as long as its slowest GPU, against the median across GPUs.
+    let (longest, steady) = overview.iterations.across_gpus();
+    let duration = longest.get(k).copied().unwrap_or(0);
     let mut f = finding(
         Kind::Straggler,
         format!(
@@ -230,9 +232,9 @@ pub(super) fn straggler(
             format_ns(length)
         ),
         format!(
-            "Iteration {k} is the slowest ({} against a median of {}; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}.{} Every other rank waited in NCCL.",
+            "Iteration {k} is the slowest ({} against a median of {} across GPUs; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}.{} Every other rank waited in NCCL.",
             format_ns(duration),
-            format_ns(it.median_ns),
+            format_ns(steady.median_ns),
             plural(slow, "iteration"),
             late.name,
             trace.gpu_name(device),
