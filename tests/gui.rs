@@ -1215,7 +1215,13 @@ fn a_selected_range_drives_the_kernel_table_and_the_banner_clears_it() {
     }
     h.run_steps(2);
     h.get_by_label_contains("Selection:");
-    h.get_by_label_contains("the tables below are of the selection");
+    h.get_by_label_contains("this tab is of the selection");
+    // Over a tab of the whole run's, the banner says so.
+    h.get_by_label("Findings").click();
+    h.run_steps(2);
+    h.get_by_label_contains("this tab is the whole run's");
+    h.get_by_label("Kernels").click();
+    h.run_steps(2);
     // The summary's CPU time in syncs is the selection's too.
     h.get_by_label("CPU time in synchronising calls (in the window)");
     // "save as figure" opens the figures window on the timeline over the selection.

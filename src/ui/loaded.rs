@@ -415,6 +415,10 @@ pub(super) fn loaded_ui(
                 &trace,
                 window,
                 l.timeline.full.0,
+                matches!(
+                    l.tab,
+                    Tab::Findings | Tab::Iterations | Tab::WhatIf | Tab::Ranks
+                ),
                 &mut nav,
             );
             if let (Some((title, change)), Some(o)) = (try_selection, &l.overview) {

@@ -163,8 +163,9 @@ pub fn summary_text(trace: &Trace, o: &Overview, (a, b): (i64, i64), origin: i64
     s
 }
 
-/// "Selection: 12.3 ms from 1.2 s — the tables below are of the selection", with a button
-/// that copies its summary and one back to the whole trace; nothing without a selection.
+/// "Selection: 12.3 ms from 1.2 s — this tab is of the selection" (or, over a tab of the
+/// whole run's — findings, iterations, what-if, ranks — says so), with a button that copies
+/// its summary and one back to the whole trace; nothing without a selection.
 /// The banner over the tables while a range is selected; returns a change to try in the
 /// What-if tab when asked ("what if the CPU had not spent this range": its title and the
 /// change).
@@ -174,6 +175,7 @@ pub fn banner(
     trace: &Arc<Trace>,
     selection: Option<(i64, i64)>,
     origin: i64,
+    tab_of_whole_run: bool,
     nav: &mut Vec<Nav>,
 ) -> Option<(String, crate::whatif::Change)> {
     let (a, b) = selection?;
@@ -213,7 +215,11 @@ pub fn banner(
                 ui.label("analysing it… (the tables show the whole trace meanwhile)");
             }
             Some(o) => {
-                ui.label("— the tables below are of the selection");
+                ui.label(if tab_of_whole_run {
+                    "— this tab is the whole run's (the others, the selection's)"
+                } else {
+                    "— this tab is of the selection"
+                });
                 if ui
                     .small_button("copy summary")
                     .on_hover_text(
