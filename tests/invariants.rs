@@ -592,7 +592,7 @@ fn summaries_reduced_answer_as_the_exports_loaded() {
         let job_straggler = job
             .findings
             .iter()
-            .find(|f| f.kind == "straggler")
+            .find(|f| f.kind == nsys_explorer_core::findings::Kind::Straggler)
             .and_then(|f| f.devices.first())
             .and_then(|key| job.devices.iter().position(|d| &d.key == key));
         if let (Some(a), Some(b)) = (&straggler, &job_straggler) {

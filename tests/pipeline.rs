@@ -1,8 +1,8 @@
-//! One pipeline: every front end — the window, the command line, the Python package (and
-//! the MCP server) — opens and analyses a trace through `session::run` (or
-//! `session::analysed`, which runs it), never through a path of its own. Checked on the
-//! source, as `crates/core/tests/layers.rs` checks the core's imports: a second open path
-//! written tomorrow fails here.
+//! One pipeline: every front end — the window, the command line, the Python package and
+//! the MCP server — opens and analyses a trace through `session::run` (or
+//! `session::analysed` and `session::OpenTrace::open`, which run it), never through a path
+//! of its own. Checked on the source, as `crates/core/tests/layers.rs` checks the core's
+//! imports: a second open path written tomorrow fails here.
 
 use std::path::{Path, PathBuf};
 
@@ -77,7 +77,10 @@ fn every_front_end_opens_through_the_one_pipeline() {
                     file.display()
                 );
             }
-            calls_run |= code.contains("session::run(") || code.contains("session::analysed(");
+            // `OpenTrace::open` runs it for a front end that keeps the trace open.
+            calls_run |= ["session::run(", "session::analysed(", "OpenTrace::open("]
+                .iter()
+                .any(|call| code.contains(call));
         }
         assert!(calls_run, "{name} never calls session::run");
     }

@@ -1,6 +1,12 @@
 //! `bench frame` and `bench panels`: the window's work per frame, drawn headless.
 
-use super::*;
+use std::path::Path;
+use std::time::Instant;
+
+use super::print_peak_rss;
+use crate::analysis;
+use crate::load;
+use crate::overview::Options;
 
 /// One trace's timeline drawn headless in a context of its own (its own text layouts, as
 /// in a window of its own).

@@ -596,35 +596,29 @@ pub struct ChangeArgs {
 }
 
 fn what_if_change(a: ChangeArgs) -> Result<crate::whatif::Change, String> {
-    let change = crate::whatif::Change {
+    use crate::whatif::NcclDependencies;
+    crate::whatif::ChangeSpec {
         remove_sync: a.remove_sync,
-        scale_kernels: a
-            .scale_kernel
-            .iter()
-            .map(|a| crate::whatif::parse_scale_kernel(a))
-            .collect::<Result<_, _>>()?,
+        scale_kernel: a.scale_kernel,
         nccl_own_stream: a.nccl_own_stream,
         nccl_dependencies: if a.nccl_no_dependencies {
-            crate::whatif::NcclDependencies::Unbounded
+            NcclDependencies::Unbounded
         } else if a.nccl_late_consumers {
-            crate::whatif::NcclDependencies::AfterNextCollective
+            NcclDependencies::AfterNextCollective
         } else {
-            crate::whatif::NcclDependencies::NextKernel
+            NcclDependencies::NextKernel
         },
         remove_cpu: a.remove_cpu,
-        remove_stalls: a
-            .remove_stall
-            .iter()
-            .map(|s| crate::whatif::HostSpan::parse(s).map_err(|e| format!("--remove-stall: {e}")))
-            .collect::<Result<_, _>>()?,
+        remove_stall: a.remove_stall,
         cut_host_gaps: a.cut_host_gaps,
         drop_copies: a.drop_copies,
-        capture_graphs: a.capture_graph,
-    };
-    if change.is_empty() {
-        return Err("what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream, --remove-cpu TEXT, --remove-stall TID:START_NS:END_NS, --cut-host-gaps SIGNATURE, --drop-copies TEXT or --capture-graph TEXT".into());
+        capture_graph: a.capture_graph,
     }
-    Ok(change)
+    .parse()
+    .map_err(|e| match e.strip_prefix("no change to replay") {
+        Some(_) => "what-if needs a change: --remove-sync NAME, --scale-kernel REGEX=F, --nccl-own-stream, --remove-cpu TEXT, --remove-stall TID:START_NS:END_NS, --cut-host-gaps SIGNATURE, --drop-copies TEXT or --capture-graph TEXT".to_string(),
+        None => e,
+    })
 }
 
 fn what_if(

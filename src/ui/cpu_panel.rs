@@ -395,16 +395,8 @@ fn sample_period(trace: &Trace) -> i64 {
     let Some(t) = s.threads.iter().max_by_key(|t| t.count) else {
         return 1_000_000;
     };
-    let mut steps: Vec<i64> = s.time[t.first..t.first + t.count]
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|&d| d > 0)
-        .collect();
-    if steps.is_empty() {
-        return 1_000_000;
-    }
-    steps.sort_unstable();
-    steps[(steps.len() - 1) / 2]
+    nsys_explorer_core::sorted::sample_period(&s.time[t.first..t.first + t.count])
+        .unwrap_or(1_000_000)
 }
 
 /// `text` cut to `width` px of 11 px monospace, with "…" where it was cut.

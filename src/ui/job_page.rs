@@ -176,7 +176,7 @@ fn job_ui(
     }
     for f in &job.findings {
         egui::Frame::group(ui.style()).show(ui, |ui| {
-            ui.strong(format!("[{}] {}", f.severity, f.title));
+            ui.strong(format!("[{}] {}", f.severity.label(), f.title));
             ui.label(&f.detail);
             ui.label(format!(
                 "Saves {} ({:.1} % of the job), {}.",

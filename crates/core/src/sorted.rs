@@ -47,7 +47,7 @@ pub fn partition_near(hint: usize, n: usize, pred: impl Fn(usize) -> bool) -> us
     gallop(hint, n, pred)
 }
 
-/// Lower median.
+/// Lower median (0 for none): the values need not be sorted.
 pub fn median(values: &[i64]) -> i64 {
     if values.is_empty() {
         return 0;
@@ -55,6 +55,25 @@ pub fn median(values: &[i64]) -> i64 {
     let mut v = values.to_vec();
     let mid = (v.len() - 1) / 2;
     *v.select_nth_unstable(mid).1
+}
+
+/// The lower median of values already sorted: the middle one of an odd count, the lower of
+/// the middle two of an even one (a value that occurred, never an average of two).
+pub fn middle<T: Copy>(sorted: &[T]) -> Option<T> {
+    sorted.get(sorted.len().checked_sub(1)? / 2).copied()
+}
+
+/// A sampled series' period: the median step between consecutive sample times that moved
+/// (several values sampled at one time count once); `None` with fewer than two times. The
+/// one definition the CPU samples, the GPU metrics and their rows use.
+pub fn sample_period(times: &[i64]) -> Option<i64> {
+    let mut steps: Vec<i64> = times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&d| d > 0)
+        .collect();
+    steps.sort_unstable();
+    middle(&steps)
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ fn summaries_reduce_to_what_the_exports_loaded_whole_say() {
         .find(|f| f.kind.label() == "straggler")
         .expect("the exports' straggler finding");
     let found = &job.findings[0];
-    assert_eq!(found.kind, "straggler");
+    assert_eq!(found.kind, full_straggler.kind);
     assert_eq!(found.devices, vec![straggler.clone()]);
     assert_eq!(found.title, full_straggler.title);
     let full_saving = full_straggler.saving_ns.unwrap();

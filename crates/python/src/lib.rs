@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use numpy::IntoPyArray;
@@ -14,12 +14,10 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use nsys_explorer_core::cache::TraceKey;
-use nsys_explorer_core::findings::{self, Finding};
-use nsys_explorer_core::load::{LoadReport, many::FileInfo};
-use nsys_explorer_core::overview::{Options, Overview};
-use nsys_explorer_core::trace::{OpKind, Trace as Model};
-use nsys_explorer_core::{compare, critical_path, report, session, synth, tables, whatif};
+use nsys_explorer_core::findings;
+use nsys_explorer_core::overview::Options;
+use nsys_explorer_core::trace::OpKind;
+use nsys_explorer_core::{compare, session, synth, tables, whatif};
 
 create_exception!(
     _native,
@@ -27,76 +25,6 @@ create_exception!(
     pyo3::exceptions::PyException,
     "A trace that cannot be opened or analysed; the message says what to do (as the command line's)."
 );
-
-/// A loaded trace with its analyses.
-struct Loaded {
-    trace: Arc<Model>,
-    overview: Arc<Overview>,
-    options: Options,
-    reports: Vec<LoadReport>,
-    files: Vec<FileInfo>,
-    paths: Vec<PathBuf>,
-    key: Option<TraceKey>,
-    findings: OnceLock<Vec<Finding>>,
-}
-
-impl Loaded {
-    fn findings(&self) -> &[Finding] {
-        self.findings.get_or_init(|| {
-            let cancel = AtomicBool::new(false);
-            session::find(
-                &self.trace,
-                &self.overview,
-                self.key.as_ref(),
-                &cancel,
-                &session::Quiet,
-            )
-            .unwrap_or_default()
-        })
-    }
-
-    fn name(&self) -> String {
-        let names: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
-        names.join(", ")
-    }
-}
-
-/// Loads `paths` (one export, several ranks' exports, or a folder of them) and analyses
-/// it, as `report` does; `cancel` stops the load.
-fn load_and_analyse(
-    paths: &[PathBuf],
-    options: Options,
-    use_cache: bool,
-    cancel: &AtomicBool,
-) -> Result<Loaded, String> {
-    let source = session::Source::of(paths)?;
-    let paths = match &source {
-        session::Source::One(p) => vec![p.clone()],
-        session::Source::Many { paths, .. } => paths.clone(),
-    };
-    // The one pipeline every front end runs, to the analyses (the findings on demand).
-    let ran = session::run(
-        &source,
-        &options,
-        session::Until::Analysed,
-        &session::Quiet,
-        cancel,
-        use_cache,
-    )
-    .map_err(|e| e.to_string())?;
-    let overview = ran.overview.ok_or_else(|| "cancelled".to_string())?;
-    let opened = ran.opened;
-    Ok(Loaded {
-        key: opened.key,
-        trace: opened.trace,
-        overview,
-        options,
-        reports: opened.reports,
-        files: opened.files,
-        paths,
-        findings: OnceLock::new(),
-    })
-}
 
 /// Runs `work` on a thread of its own with the GIL released, checking for Ctrl+C every
 /// 50 ms: then `cancel` is set and the KeyboardInterrupt raised at once.
@@ -154,8 +82,16 @@ fn open(
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
+    // The one pipeline every front end runs, to the analyses (the findings on demand).
     let loaded = run_interruptible(py, cancel, move || {
-        load_and_analyse(&paths, options, cache, &flag)
+        session::OpenTrace::open(
+            &paths,
+            options,
+            session::Until::Analysed,
+            cache,
+            &session::Quiet,
+            &flag,
+        )
     })?;
     Ok(Trace {
         inner: Arc::new(loaded),
@@ -232,7 +168,7 @@ fn job(py: Python<'_>, paths: Vec<PathBuf>, top: usize) -> PyResult<Py<PyAny>> {
 /// A loaded, analysed trace.
 #[pyclass(frozen, module = "nsys_explorer._native")]
 struct Trace {
-    inner: Arc<Loaded>,
+    inner: Arc<session::OpenTrace>,
 }
 
 /// A table's columns for Python: `{"arrays": {name: ndarray}, "dictionaries": {name:
@@ -290,21 +226,7 @@ impl Trace {
     /// `report --json`'s answer (the findings replayed on the first call, then kept).
     fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let l = self.inner.clone();
-        let value = py.detach(move || {
-            let findings = l.findings();
-            if l.paths.len() > 1 {
-                report::many_json(
-                    &l.trace,
-                    &l.reports,
-                    &l.files,
-                    &l.overview,
-                    findings,
-                    &l.options,
-                )
-            } else {
-                report::report_json(&l.trace, &l.reports[0], &l.overview, findings, &l.options)
-            }
-        });
+        let value = py.detach(move || l.report_json());
         Ok(json_to_py(py, &value)?.unbind())
     }
 
@@ -325,29 +247,17 @@ impl Trace {
         nccl_own_stream: bool,
         remove_cpu: Option<Vec<String>>,
     ) -> PyResult<Py<PyAny>> {
-        let scale_kernels = scale_kernel
-            .unwrap_or_default()
-            .iter()
-            .map(|s| whatif::parse_scale_kernel(s))
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(NsysExplorerError::new_err)?;
-        let change = whatif::Change {
+        let change = whatif::ChangeSpec {
             remove_sync: remove_sync.unwrap_or_default(),
-            scale_kernels,
+            scale_kernel: scale_kernel.unwrap_or_default(),
             nccl_own_stream,
             remove_cpu: remove_cpu.unwrap_or_default(),
-            ..whatif::Change::default()
-        };
-        if change.is_empty() {
-            return Err(NsysExplorerError::new_err(
-                "no change to replay: give remove_sync, scale_kernel, nccl_own_stream or remove_cpu",
-            ));
+            ..whatif::ChangeSpec::default()
         }
+        .parse()
+        .map_err(NsysExplorerError::new_err)?;
         let l = self.inner.clone();
-        let value = py.detach(move || {
-            let w = whatif::report::what_if(&l.trace, &l.overview, &change, &l.options);
-            whatif::report::what_if_json(&l.trace, &l.name(), &change, &w)
-        });
+        let value = py.detach(move || l.what_if_json(&change));
         Ok(json_to_py(py, &value)?.unbind())
     }
 
@@ -355,34 +265,10 @@ impl Trace {
     #[pyo3(signature = (iteration=None))]
     fn critical_path(&self, py: Python<'_>, iteration: Option<usize>) -> PyResult<Py<PyAny>> {
         let l = self.inner.clone();
-        let its = &l.overview.iterations;
-        let count = its.count();
-        // Without iterations, the whole run's path (as the command line gives it).
-        let k = match iteration.or(its.slowest_index) {
-            Some(k) if k < count => Some(k),
-            Some(k) => {
-                return Err(NsysExplorerError::new_err(format!(
-                    "no iteration {k}: the trace has {count}"
-                )));
-            }
-            None if count > 0 => Some(count / 2),
-            None => None,
-        };
-        let value = py.detach(move || {
-            let graph = critical_path::Graph::new(&l.trace);
-            let path = match k {
-                Some(k) => graph.path(&l.overview.iterations, k),
-                None => graph.run_path(),
-            }?;
-            let summary = critical_path::report::summarise_path(&graph, path);
-            Some(critical_path::report::path_json(&l.trace, &summary))
-        });
-        match value {
-            Some(v) => Ok(json_to_py(py, &v)?.unbind()),
-            None => Err(NsysExplorerError::new_err(
-                "no kernel ran on any GPU in it, so there is no critical path",
-            )),
-        }
+        let value = py
+            .detach(move || l.critical_path_json(iteration))
+            .map_err(NsysExplorerError::new_err)?;
+        Ok(json_to_py(py, &value)?.unbind())
     }
 
     /// The table called `name` (kernels, memory, api_calls, nvtx, gaps, iterations, graphs) as

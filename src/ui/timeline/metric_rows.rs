@@ -394,14 +394,9 @@ pub fn draw_series(
     let ns_per_px = (v1 - v0) / width.max(1) as f64;
     let px_w = r.width() / width.max(1) as f32;
     let y_of = |v: f32| r.bottom() - (v / series.index.top).clamp(0.0, 1.0) * r.height();
-    let n = series.time.len();
     // The value in force at a column's start: the sample before it (a sampled metric only
     // while within a sampling period of it, as the next sample is due).
-    let period = if n >= 2 {
-        (series.time[n - 1] - series.time[0]) / (n as i64 - 1)
-    } else {
-        0
-    };
+    let period = nsys_explorer_core::sorted::sample_period(series.time).unwrap_or(0);
     let mut hover = None;
     // Columns of one level so far: (left, right, level).
     let mut run: Option<(f32, f32, Level)> = None;

@@ -211,12 +211,10 @@ pub fn kernel_metrics(trace: &Trace, name: &str) -> Vec<KernelMetrics> {
         .collect()
 }
 
-/// The median time between samples of the first GPU sampled twice.
+/// The sampling period of the first GPU sampled twice.
 fn sample_step(trace: &Trace) -> Option<i64> {
     let first = trace.gpu_metrics.iter().find(|m| m.time.len() >= 2)?;
-    let mut steps: Vec<i64> = first.time.windows(2).map(|w| w[1] - w[0]).collect();
-    steps.sort_unstable();
-    Some(steps[(steps.len() - 1) / 2].max(1))
+    crate::sorted::sample_period(&first.time)
 }
 
 /// The metrics the kernel table shows beside each kernel: how busy its SMs and tensor

@@ -1,6 +1,7 @@
 //! Analyses: pure functions of (trace, device, time window), shared by the GUI and the CLI.
 //! Definitions: `../shared/docs/analysis-definitions.md`.
 
+pub mod arrivals;
 pub mod breakdown;
 pub mod capture_use;
 pub mod cpu_samples;

@@ -1,12 +1,12 @@
-//! Each GPU's NCCL time split into waiting for the last rank and transfer. A collective's
-//! kernels start when each rank launches it and end together once every rank is in, so a
-//! kernel's time before the last rank's kernel starts is waiting; the rest is transfer.
-//! Collectives are matched across GPUs by their ends (equal to microseconds, on one clock:
-//! after the files' alignment when the ranks come from several files).
+//! Each GPU's NCCL time split into waiting for the last rank and transfer (see
+//! [`super::arrivals`], shared with a job's summaries), and the collectives matched across
+//! GPUs by their ends (equal to microseconds, on one clock: after the files' alignment
+//! when the ranks come from several files).
 
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::arrivals::{Members, arrivals, most_held_back, splits};
 use crate::trace::{DeviceId, OpKind, Trace};
 
 /// Ends closer than this are one collective's.
@@ -44,13 +44,12 @@ pub struct NcclWaits {
     pub late: Vec<LateCollective>,
 }
 
-/// One NCCL kernel: device index, stream, op.
+/// One NCCL kernel: device index, stream, op, and its end (what collectives match by).
 #[derive(Clone, Copy)]
 struct Kernel {
     device: usize,
     stream: usize,
     op: usize,
-    start: i64,
     end: i64,
 }
 
@@ -62,7 +61,6 @@ fn nccl_kernels(trace: &Trace, device: usize) -> Vec<Kernel> {
             device,
             stream,
             op,
-            start: d.streams[stream].ops.start[op],
             end: d.streams[stream].ops.end[op],
         })
         .collect();
@@ -177,79 +175,73 @@ pub fn match_by_ends(ends: &[Vec<i64>], mut found: impl FnMut(&[usize])) {
     }
 }
 
+/// A loaded trace's collectives as the arrivals see them.
+struct OfTrace<'a> {
+    trace: &'a Trace,
+    collectives: &'a Collectives,
+}
+
+impl Members for OfTrace<'_> {
+    fn width(&self) -> usize {
+        self.collectives.devices.len()
+    }
+
+    fn len(&self) -> usize {
+        self.collectives.len()
+    }
+
+    fn times(&self, c: usize, slot: usize) -> (i64, i64) {
+        let (device, stream, op) = self.collectives.get(c)[slot];
+        let ops = &self.trace.devices[device].streams[stream].ops;
+        (ops.start[op], ops.end[op])
+    }
+}
+
 /// Each GPU's NCCL wait and transfer, over `collectives` (see [`collectives`]).
 pub fn nccl_waits(trace: &Trace, collectives: &Collectives, top: usize) -> NcclWaits {
     crate::profile_scope!("analysis: NCCL wait");
-    let mut out = NcclWaits {
-        per_device: collectives
-            .devices
-            .iter()
-            .map(|&d| NcclWait {
-                device: trace.devices[d].id,
-                ..Default::default()
-            })
-            .collect(),
-        late: Vec::new(),
-    };
-    let mut late: Vec<(i64, Kernel)> = Vec::new();
-    let mut group: Vec<Kernel> = Vec::with_capacity(collectives.devices.len());
-    let mut starts: Vec<i64> = Vec::with_capacity(collectives.devices.len());
-    for members in collectives.iter() {
-        group.clear();
-        group.extend(members.iter().map(|&(device, stream, op)| {
-            let ops = &trace.devices[device].streams[stream].ops;
-            Kernel {
-                device,
-                stream,
-                op,
-                start: ops.start[op],
-                end: ops.end[op],
-            }
-        }));
-        let last = *group.iter().max_by_key(|k| k.start).expect("not empty");
-        starts.clear();
-        starts.extend(group.iter().map(|k| k.start));
-        starts.sort_unstable();
-        let median_start = starts[(starts.len() - 1) / 2];
-        for (g, k) in group.iter().enumerate() {
-            let w = &mut out.per_device[g];
-            let wait = (last.start - k.start).max(0).min(k.end - k.start);
-            w.collectives += 1;
-            w.wait_ns += wait;
-            w.transfer_ns += k.end - k.start - wait;
-            if k.start == last.start && k.device == last.device {
-                w.last_arrivals += 1;
-            }
-        }
-        late.push((last.start - median_start, last));
-    }
-    late.sort_by_key(|l| std::cmp::Reverse(l.0));
-    late.truncate(top);
-    out.late = late
+    let m = OfTrace { trace, collectives };
+    let arrivals = arrivals(&m);
+    let per_device = splits(&m, &arrivals)
         .into_iter()
-        .map(|(held_back_ns, k)| {
-            let device = &trace.devices[k.device];
-            let ops = &device.streams[k.stream].ops;
-            let last_thread_call = trace
-                .threads
-                .get(ops.launch_thread[k.op] as usize)
-                .and_then(|t| {
-                    // The CUDA or OS runtime call that filled most of the hold-back (a
-                    // thread computing in Python between calls has none).
-                    super::recurring::longest_call(trace, t, k.start - held_back_ns, k.start)
-                        .filter(|(ns, _)| 2 * ns >= held_back_ns)
-                        .map(|(_, name)| name)
-                });
+        .zip(&collectives.devices)
+        .map(|(w, &d)| NcclWait {
+            device: trace.devices[d].id,
+            collectives: w.collectives,
+            wait_ns: w.wait_ns,
+            transfer_ns: w.transfer_ns,
+            last_arrivals: w.last_arrivals,
+        })
+        .collect();
+    let late = most_held_back(&arrivals, top)
+        .into_iter()
+        .map(|c| {
+            let a = arrivals[c];
+            let held_back_ns = a.held_back_ns();
+            let (d, stream, op) = collectives.get(c)[a.slot];
+            let device = &trace.devices[d];
+            let ops = &device.streams[stream].ops;
+            let last_thread_call =
+                trace
+                    .threads
+                    .get(ops.launch_thread[op] as usize)
+                    .and_then(|t| {
+                        // The CUDA or OS runtime call that filled most of the hold-back (a
+                        // thread computing in Python between calls has none).
+                        super::recurring::longest_call(trace, t, a.last - held_back_ns, a.last)
+                            .filter(|(ns, _)| 2 * ns >= held_back_ns)
+                            .map(|(_, name)| name)
+                    });
             LateCollective {
-                name: trace.strings.get(ops.name[k.op]).to_string(),
-                start_ns: k.start,
+                name: trace.strings.get(ops.name[op]).to_string(),
+                start_ns: a.last,
                 held_back_ns,
                 last_device: device.id,
                 last_thread_call,
             }
         })
         .collect();
-    out
+    NcclWaits { per_device, late }
 }
 
 #[cfg(test)]

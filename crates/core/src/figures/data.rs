@@ -299,7 +299,7 @@ fn iteration_histogram(its: &[DeviceIterations]) -> Option<IterationHistogram> {
     let (bins, below, above) = central_bins(&steady);
     Some(IterationHistogram {
         count: steady.len(),
-        median_ns: steady[(steady.len() - 1) / 2],
+        median_ns: crate::sorted::middle(&steady).unwrap_or(0),
         sigma_ns,
         sigma_pct: if mean > 0.0 {
             100.0 * sigma_ns / mean

@@ -12,10 +12,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::summary::{GapSummary, NO_TEXT, RankSummary};
+use crate::analysis::arrivals::{self, Members};
 use crate::analysis::breakdown::Breakdown;
 use crate::analysis::iterations::steady_state;
 use crate::analysis::nccl_wait::match_by_ends;
-use crate::findings::{NO_GAIN_PCT, Severity};
+use crate::findings::{Kind, NO_GAIN_PCT, Severity};
 use crate::format::format_ns;
 use crate::load::many::{Alignment, Offset, align_clocks, file_names};
 
@@ -66,18 +67,16 @@ pub struct LateCollective {
 }
 
 impl LateCollective {
-    /// `1.200 s by rank37.sqlite:0: ncclDevKernel_SendRecv at 53.796 s, its thread in
-    /// read()`, its time from `origin`.
+    /// `ncclDevKernel_SendRecv at 53.796 s, 1.200 s after the median rank, by
+    /// rank37.sqlite:0 (its thread was in read())`, its time from `origin`: as the report
+    /// says it of a trace.
     pub fn describe(&self, origin: i64) -> String {
-        format!(
-            "{} by {}: {} at {}{}",
-            format_ns(self.held_back_ns),
-            self.last_device,
-            self.name,
-            format_ns(self.start_ns - origin),
-            self.last_thread_call
-                .as_ref()
-                .map_or(String::new(), |c| format!(", its thread in {c}"))
+        arrivals::late_sentence(
+            &self.name,
+            self.start_ns - origin,
+            self.held_back_ns,
+            &self.last_device,
+            self.last_thread_call.as_deref(),
         )
     }
 }
@@ -139,8 +138,8 @@ pub struct CriticalPath {
 /// The straggler, as the exports' report names it, with its saving from the replay.
 #[derive(Debug, Clone, Serialize)]
 pub struct JobFinding {
-    pub kind: &'static str,
-    pub severity: &'static str,
+    pub kind: Kind,
+    pub severity: Severity,
     pub title: String,
     pub detail: String,
     pub devices: Vec<String>,
@@ -423,6 +422,14 @@ impl Matched {
         self.members.len() / self.width()
     }
 
+    /// Collective `c`'s member on `slot`: (job GPU, its collective's index).
+    fn member(&self, c: usize, slot: usize) -> (usize, usize) {
+        (
+            self.gpus[slot],
+            self.members[c * self.width() + slot] as usize,
+        )
+    }
+
     /// Collective `c`: (job GPU, its collective's index) of each member.
     fn group(&self, c: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
         let w = self.width();
@@ -439,41 +446,45 @@ fn times(gpus: &[Gpu], g: usize, i: usize) -> (i64, i64) {
     (c.start[i] + gpus[g].offset, c.end[i] + gpus[g].offset)
 }
 
-/// How a collective's kernels started, on the reference clock: its last member (the
-/// latest start; of equal ones the later GPU, as the exports' analysis picks) and when,
-/// and the median and first starts.
+/// How a collective's kernels started (on the reference clock), and its last member: the
+/// job's GPU and that GPU's collective index.
 #[derive(Debug, Clone, Copy)]
 struct Arrival {
+    at: arrivals::Arrival,
     gpu: usize,
     i: usize,
-    last: i64,
-    median: i64,
-    first: i64,
+}
+
+/// A job's matched collectives as the arrivals see them, on the reference clock.
+struct OfSummaries<'a, 's> {
+    gpus: &'a [Gpu<'s>],
+    m: &'a Matched,
+}
+
+impl Members for OfSummaries<'_, '_> {
+    fn width(&self) -> usize {
+        self.m.gpus.len()
+    }
+
+    fn len(&self) -> usize {
+        self.m.len()
+    }
+
+    fn times(&self, c: usize, slot: usize) -> (i64, i64) {
+        let (g, i) = self.m.member(c, slot);
+        times(self.gpus, g, i)
+    }
 }
 
 /// Every collective's arrivals, worked out once for the waits, the heatmap, the path and
 /// the straggler.
 fn arrivals(gpus: &[Gpu], m: &Matched) -> Vec<Arrival> {
-    let mut starts = Vec::with_capacity(m.width());
-    (0..m.len())
-        .map(|c| {
-            starts.clear();
-            let mut last = (0, 0, i64::MIN);
-            for (g, i) in m.group(c) {
-                let s = times(gpus, g, i).0;
-                starts.push(s);
-                if s >= last.2 {
-                    last = (g, i, s);
-                }
-            }
-            starts.sort_unstable();
-            Arrival {
-                gpu: last.0,
-                i: last.1,
-                last: last.2,
-                median: starts[(starts.len() - 1) / 2],
-                first: starts[0],
-            }
+    arrivals::arrivals(&OfSummaries { gpus, m })
+        .into_iter()
+        .enumerate()
+        .map(|(c, a)| {
+            let (gpu, i) = m.member(c, a.slot);
+            Arrival { at: a, gpu, i }
         })
         .collect()
 }
@@ -485,61 +496,47 @@ fn waits(
     arrivals: &[Arrival],
     top: usize,
 ) -> JobWaits {
-    let mut per: Vec<GpuWait> = m
-        .gpus
-        .iter()
-        .map(|&g| GpuWait {
+    let view = OfSummaries { gpus, m };
+    let shared: Vec<arrivals::Arrival> = arrivals.iter().map(|a| a.at).collect();
+    let per_device = arrivals::splits(&view, &shared)
+        .into_iter()
+        .zip(&m.gpus)
+        .map(|(w, &g)| GpuWait {
             device: devices[g].key.clone(),
-            ..Default::default()
+            collectives: w.collectives,
+            wait_ns: w.wait_ns,
+            transfer_ns: w.transfer_ns,
+            last_arrivals: w.last_arrivals,
         })
         .collect();
-    let mut late: Vec<(i64, usize, usize, i64)> = Vec::with_capacity(m.len());
-    let mut last_by_collective = Vec::with_capacity(m.len());
-    let mut held_back_by_collective_ns = Vec::with_capacity(m.len());
-    for (c, a) in arrivals.iter().enumerate() {
-        let (lg, li, last_start, median) = (a.gpu, a.i, a.last, a.median);
-        for (slot, (g, i)) in m.group(c).enumerate() {
-            let (s, e) = times(gpus, g, i);
-            let wait = (last_start - s).max(0).min(e - s);
-            let w = &mut per[slot];
-            w.collectives += 1;
-            w.wait_ns = w.wait_ns.saturating_add(wait);
-            w.transfer_ns = w.transfer_ns.saturating_add(e - s - wait);
-            if g == lg {
-                w.last_arrivals += 1;
-            }
-        }
-        late.push((last_start - median, lg, li, last_start));
-        last_by_collective.push(lg as u32);
-        held_back_by_collective_ns.push(last_start - median);
-    }
-    late.sort_by_key(|l| std::cmp::Reverse(l.0));
-    late.truncate(top);
-    let late = late
+    let late = arrivals::most_held_back(&shared, top)
         .into_iter()
-        .map(|(held_back_ns, g, i, start)| {
+        .map(|c| {
+            let Arrival { gpu: g, i, at } = arrivals[c];
+            let start = at.last;
+            let held_back_ns = shared[c].held_back_ns();
             let s = gpus[g].summary;
-            let c = gpus[g].c();
+            let col = gpus[g].c();
             // The longest call before it, when it filled at least half of the hold-back.
             let (a, b) = (start - held_back_ns, start);
-            let call_start = c.call_start[i] + gpus[g].offset;
-            let overlap = ((call_start + c.call_ns[i]).min(b) - call_start.max(a)).max(0);
+            let call_start = col.call_start[i] + gpus[g].offset;
+            let overlap = ((call_start + col.call_ns[i]).min(b) - call_start.max(a)).max(0);
             LateCollective {
-                name: s.text(c.name[i]).to_string(),
+                name: s.text(col.name[i]).to_string(),
                 start_ns: start,
                 held_back_ns,
                 last_device: devices[g].key.clone(),
-                last_thread_call: (c.call[i] != NO_TEXT && 2 * overlap >= held_back_ns)
-                    .then(|| s.text(c.call[i]).to_string()),
+                last_thread_call: (col.call[i] != NO_TEXT && 2 * overlap >= held_back_ns)
+                    .then(|| s.text(col.call[i]).to_string()),
             }
         })
         .collect();
     JobWaits {
         collectives: m.len(),
-        per_device: per,
+        per_device,
         late,
-        last_by_collective,
-        held_back_by_collective_ns,
+        last_by_collective: arrivals.iter().map(|a| a.gpu as u32).collect(),
+        held_back_by_collective_ns: shared.iter().map(arrivals::Arrival::held_back_ns).collect(),
     }
 }
 
@@ -578,7 +575,7 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) 
         held_back_ns: vec![vec![0; count]; gpus.len()],
     };
     for (c, a) in arrivals.iter().enumerate() {
-        let (lg, li, last_start, median) = (a.gpu, a.i, a.last, a.median);
+        let (lg, li, last_start, median) = (a.gpu, a.i, a.at.last, a.at.median);
         for (g, i) in m.group(c) {
             let Some(k) = gpus[g]
                 .iteration_at(gpus[g].c().start[i])
@@ -603,7 +600,7 @@ fn collectives_in(gpus: &[Gpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
         .iter()
         .enumerate()
         .filter(|(_, a)| gpus[a.gpu].iteration_at(gpus[a.gpu].c().start[a.i]) == Some(k))
-        .map(|(c, a)| (a.last, c))
+        .map(|(c, a)| (a.at.last, c))
         .collect();
     out.sort_unstable();
     out.into_iter().map(|x| x.1).collect()
@@ -615,21 +612,14 @@ fn collectives_in(gpus: &[Gpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
 fn doing(gpus: &[Gpu], g: usize, i: usize) -> (String, i64, i64) {
     let (s, c) = (gpus[g].summary, gpus[g].c());
     let offset = gpus[g].offset;
-    if c.call[i] != NO_TEXT && c.call_ns[i] >= c.cpu_ns[i] {
-        (
-            format!("in {}", s.text(c.call[i])),
-            c.call_start[i] + offset,
-            c.call_ns[i],
-        )
-    } else if c.cpu_ns[i] > 0 {
-        let what = match c.nvtx[i] {
-            NO_TEXT => "computing (no CUDA or OS call)".to_string(),
-            n => format!("computing in {} (no CUDA or OS call)", s.text(n)),
-        };
-        (what, c.cpu_start[i] + offset, c.cpu_ns[i])
-    } else {
-        ("busy on the CPU".to_string(), times(gpus, g, i).0, 0)
-    }
+    let text = |t: u32| (t != NO_TEXT).then(|| s.text(t));
+    let activity = arrivals::ThreadActivity {
+        call: text(c.call[i]).map(|name| (name, c.call_start[i] + offset, c.call_ns[i])),
+        cpu: (c.cpu_ns[i] > 0).then(|| (c.cpu_start[i] + offset, c.cpu_ns[i])),
+        range: text(c.nvtx[i]),
+    };
+    arrivals::stall(activity)
+        .unwrap_or_else(|| ("busy on the CPU".to_string(), times(gpus, g, i).0, 0))
 }
 
 fn critical_path(gpus: &[Gpu], devices: &[JobGpu], arrivals: &[Arrival], k: usize) -> CriticalPath {
@@ -637,13 +627,8 @@ fn critical_path(gpus: &[Gpu], devices: &[JobGpu], arrivals: &[Arrival], k: usiz
     let steps = collectives_in(gpus, arrivals, k)
         .into_iter()
         .map(|c| {
-            let Arrival {
-                gpu: g,
-                i,
-                last: start,
-                first,
-                ..
-            } = arrivals[c];
+            let Arrival { gpu: g, i, at } = arrivals[c];
+            let (start, first) = (at.last, at.first);
             let end = times(gpus, g, i).1;
             let segment = previous_end.map_or(0, |e| (start - e).max(0));
             previous_end = Some(end);
@@ -713,7 +698,7 @@ fn straggler(
         .into_iter()
         .map(|c| {
             let a = arrivals[c];
-            (c, a.gpu, a.i, a.last, a.last - a.first)
+            (c, a.gpu, a.i, a.at.last, a.at.lateness_ns())
         })
         .max_by_key(|x| (x.4, std::cmp::Reverse(x.0)))?;
     if lateness <= 0 {
@@ -745,13 +730,9 @@ fn straggler(
     let name = gpus[g].summary.text(c_i.name[i]);
     let duration = its.durations_ns.get(k).copied().unwrap_or(0);
     Some(JobFinding {
-        kind: "straggler",
-        severity: Severity::of_saving(pct).label(),
-        title: format!(
-            "{key} holds the others back: {} late at a collective of iteration {k}, its thread {what} for {}",
-            format_ns(lateness),
-            format_ns(stall_ns)
-        ),
+        kind: Kind::Straggler,
+        severity: Severity::of_saving(pct),
+        title: arrivals::straggler_title(key, lateness, k, &what, stall_ns),
         detail: format!(
             "Iteration {k} is the slowest ({} against a median of {} across GPUs). Its {name} started last on {key}, {} after the first rank; meanwhile its launching thread was {what} for {}. Every other rank waited in NCCL. Without that stall the job would end {} earlier.",
             format_ns(duration),
@@ -769,118 +750,4 @@ fn straggler(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::job::file::FileIdentity;
-    use crate::job::summary::{Collectives, GpuSummary};
-
-    /// A rank of ten collectives ending at 1,000·j + 900, two an iteration, each starting
-    /// 800 before its end but collective `late`'s, `lateness` later; with `extra` an
-    /// iteration before the first (a rank that synchronised once more).
-    fn rank(name: &str, late: Option<(usize, i64)>, extra: bool) -> RankSummary {
-        let end: Vec<i64> = (0..10).map(|j| 1_000 * j + 900).collect();
-        let start: Vec<i64> = end
-            .iter()
-            .enumerate()
-            .map(|(j, e)| e - 800 + late.filter(|l| l.0 == j).map_or(0, |l| l.1))
-            .collect();
-        let n = end.len();
-        let mut spans: Vec<Option<(i64, i64)>> = (0..5)
-            .map(|k| Some((2_000 * k, 2_000 * k + 1_999)))
-            .collect();
-        if extra {
-            spans.insert(0, Some((-3_000, -2_000)));
-        }
-        let durations = spans.iter().map(|w| w.map_or(0, |w| w.1 - w.0)).collect();
-        RankSummary {
-            source: FileIdentity {
-                path: format!("/nowhere/{name}.sqlite").into(),
-                size: 1,
-                mtime_ns: 0,
-                head_hash: 0,
-            },
-            tool_version: String::new(),
-            nsys_version: None,
-            utc_start_ns: Some(0),
-            iteration_marker: None,
-            gpus: vec![GpuSummary {
-                device: 0,
-                model: None,
-                window_ns: (0, 10_000),
-                breakdown_ns: Breakdown::default(),
-                top_gaps: Vec::new(),
-                iteration_spans: spans,
-                iteration_durations_ns: durations,
-                iteration_warmup: 0,
-                iteration_median_ns: 1_999,
-                collectives: Collectives {
-                    start,
-                    end,
-                    name: vec![0; n],
-                    comm: vec![NO_TEXT; n],
-                    seq: (0..n as u32).collect(),
-                    bytes: vec![0; n],
-                    call: vec![NO_TEXT; n],
-                    call_start: vec![0; n],
-                    call_ns: vec![0; n],
-                    cpu_start: vec![0; n],
-                    cpu_ns: vec![0; n],
-                    nvtx: vec![NO_TEXT; n],
-                    since_ns: vec![0; n],
-                },
-            }],
-            strings: vec!["ncclDevKernel_AllReduce".into()],
-        }
-    }
-
-    #[test]
-    fn a_rank_with_an_extra_leading_iteration_is_numbered_as_the_others() {
-        let job = reduce(
-            &[
-                ("a".into(), rank("a", None, false)),
-                ("b".into(), rank("b", Some((5, 500)), true)),
-                ("c".into(), rank("c", None, false)),
-            ],
-            10,
-        );
-        assert_eq!(job.nccl_wait.collectives, 10);
-        assert_eq!(job.iterations.count, 5);
-        // Collective 5 is in iteration 2 on every rank; b held it back 500 ns past the others.
-        assert_eq!(job.heatmap.held_back_ns[1], vec![0, 0, 500, 0, 0]);
-        assert_eq!(job.heatmap.wait_ns[0][2], 500);
-        assert_eq!(job.heatmap.duration_ns[1], vec![1_999; 5]);
-        assert_eq!(job.nccl_wait.late[0].last_device, "b.sqlite:0");
-        assert_eq!(job.nccl_wait.late[0].held_back_ns, 500);
-    }
-
-    #[test]
-    fn the_collective_replay_moves_the_end_by_what_the_last_rank_no_longer_holds() {
-        let summaries: [(PathBuf, RankSummary); 3] = [
-            ("a".into(), rank("a", Some((5, 300)), false)),
-            ("b".into(), rank("b", Some((5, 500)), false)),
-            ("c".into(), rank("c", None, false)),
-        ];
-        let mut gpus: Vec<Gpu> = summaries
-            .iter()
-            .map(|(_, s)| Gpu {
-                summary: s,
-                gpu: 0,
-                offset: 0,
-                shift: 0,
-                spans: Vec::new(),
-            })
-            .collect();
-        let m = Matched::of(&gpus);
-        iteration_shifts(&mut gpus, &m);
-        let remove = |ns| Removal {
-            gpu: 1,
-            collective: 5,
-            ns,
-        };
-        // b started 500 after c and 200 after a: taking out 100 of its stall saves 100,
-        // taking out all 500 saves only 200 (then a is last).
-        assert_eq!(replay(&gpus, &m, &[remove(100)]), 100);
-        assert_eq!(replay(&gpus, &m, &[remove(500)]), 200);
-        assert_eq!(replay(&gpus, &m, &[]), 0);
-    }
-}
+mod tests;

@@ -36,7 +36,7 @@ pub fn text(job: &Job, top: usize) -> String {
         let _ = writeln!(
             out,
             "\n[{}] {}\n  {}\n  saves {} ({:.1} %), {}",
-            f.severity,
+            f.severity.label(),
             f.title,
             f.detail,
             format_ns(f.saving_ns),

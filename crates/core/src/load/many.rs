@@ -266,7 +266,7 @@ pub fn collective_offset(
         let m = crate::sorted::median(&diffs);
         let mut deviations: Vec<i64> = diffs.iter().map(|d| (d - m).abs()).collect();
         deviations.sort_unstable();
-        let residual = deviations[(deviations.len() - 1) / 2];
+        let residual = crate::sorted::middle(&deviations).unwrap_or(0);
         // A wrong shift of a step whose collectives are unevenly spaced fits half of them
         // (the median deviation is small); the 80th percentile is not fooled.
         let spread = deviations[(deviations.len() - 1) * 4 / 5];

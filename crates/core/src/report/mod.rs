@@ -55,29 +55,7 @@ pub fn report_json(
             })
         })
         .collect();
-    let gap_json = |i: usize| {
-        let g = describe(trace, &overview.gaps[i], 3);
-        let mut v = json!({
-            "device": g.gap.device,
-            "start_ns": g.gap.start_ns,
-            "duration_ns": g.gap.duration_ns,
-            "before": g.before_name,
-            "after": g.after_name,
-            "before_stream": g.before_stream,
-            "after_stream": g.after_stream,
-            "before_nvtx": g.before_nvtx,
-            "after_nvtx": g.after_nvtx,
-            "enclosing_nvtx": g.enclosing_nvtx,
-            "cause": g.gap.cause.label(),
-            "cause_text": cause_text(trace, &g.gap),
-            "cpu_activity": g.activity,
-            "calls_during": g.calls_during,
-        });
-        if let Some(s) = &g.cpu_samples {
-            v["cpu_samples"] = json!(s);
-        }
-        v
-    };
+    let gap_json = |i: usize| gap_json(trace, &overview.gaps[i]);
     crate::profile_scope!("report: JSON gaps");
     // Beside each other: the longest gaps are picked among all gaps, and a pattern's
     // longest among all its members (millions each).
@@ -194,6 +172,32 @@ pub fn report_json(
     out
 }
 
+/// A gap as `report --json` lists it: the ops either side with their streams and NVTX
+/// paths, the cause in words, what the CPU did meanwhile.
+pub fn gap_json(trace: &Trace, gap: &crate::analysis::gaps::Gap) -> Value {
+    let g = describe(trace, gap, 3);
+    let mut v = json!({
+        "device": g.gap.device,
+        "start_ns": g.gap.start_ns,
+        "duration_ns": g.gap.duration_ns,
+        "before": g.before_name,
+        "after": g.after_name,
+        "before_stream": g.before_stream,
+        "after_stream": g.after_stream,
+        "before_nvtx": g.before_nvtx,
+        "after_nvtx": g.after_nvtx,
+        "enclosing_nvtx": g.enclosing_nvtx,
+        "cause": g.gap.cause.label(),
+        "cause_text": cause_text(trace, &g.gap),
+        "cpu_activity": g.activity,
+        "calls_during": g.calls_during,
+    });
+    if let Some(s) = &g.cpu_samples {
+        v["cpu_samples"] = json!(s);
+    }
+    v
+}
+
 fn cuda_graphs_json(trace: &Trace, g: &crate::analysis::graphs::CudaGraphs, top: usize) -> Value {
     json!({
         "trace_level": g.trace_level,
@@ -306,7 +310,7 @@ fn device_json(trace: &Trace, id: DeviceId) -> Value {
 }
 
 /// The analysis' lists hold `KEPT_TOP` or more: the report shows its `top`.
-fn nccl_payload_json(trace: &Trace, p: &NcclPayload, top: usize) -> Value {
+pub fn nccl_payload_json(trace: &Trace, p: &NcclPayload, top: usize) -> Value {
     let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
     if let Some(list) = v.get_mut("slowest").and_then(Value::as_array_mut) {
         list.truncate(top);

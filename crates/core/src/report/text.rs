@@ -173,13 +173,14 @@ pub fn report_text(
             .map_or(l.last_device.to_string(), |d| d.label());
         let _ = writeln!(
             s,
-            "  The collective held back longest: {} at {}, {} after the median rank, by {name}{}",
-            l.name,
-            format_ns(l.start_ns - origin),
-            format_ns(l.held_back_ns),
-            l.last_thread_call
-                .as_ref()
-                .map_or(String::new(), |c| format!(" (its thread was in {c})"))
+            "  The collective held back longest: {}",
+            crate::analysis::arrivals::late_sentence(
+                &l.name,
+                l.start_ns - origin,
+                l.held_back_ns,
+                &name,
+                l.last_thread_call.as_deref()
+            )
         );
     }
     communication_text(&mut s, trace, &overview.nccl_payload, origin, options.top);

@@ -10,6 +10,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+mod open_trace;
+pub use open_trace::OpenTrace;
+
 use crate::cache::{self, TraceKey};
 use crate::findings::{self, Finding};
 use crate::load::many::{self, FileInfo};

@@ -1,6 +1,7 @@
 //! The change a replay makes, and its parsing.
 
-use super::*;
+use crate::trace::Trace;
+use regex::Regex;
 
 /// A change to replay.
 #[derive(Debug, Clone, Default)]
@@ -253,6 +254,52 @@ impl Change {
                 "--nccl-no-dependencies" => change.nccl_dependencies = NcclDependencies::Unbounded,
                 other => return Err(format!("not a change: `{other}`")),
             }
+        }
+        Ok(change)
+    }
+}
+
+/// A change as people give it in words — the command line's flags, the MCP server's and
+/// the Python package's arguments — before it is parsed.
+#[derive(Debug, Default, Clone)]
+pub struct ChangeSpec {
+    pub remove_sync: Vec<String>,
+    /// `REGEX=F` each.
+    pub scale_kernel: Vec<String>,
+    pub nccl_own_stream: bool,
+    pub nccl_dependencies: NcclDependencies,
+    pub remove_cpu: Vec<String>,
+    /// `[FILE:]TID:START_NS:END_NS` each.
+    pub remove_stall: Vec<String>,
+    pub cut_host_gaps: Vec<String>,
+    pub drop_copies: Vec<String>,
+    pub capture_graph: Vec<String>,
+}
+
+impl ChangeSpec {
+    /// The change, or what is wrong with it in words (an empty change included).
+    pub fn parse(self) -> Result<Change, String> {
+        let change = Change {
+            remove_sync: self.remove_sync,
+            scale_kernels: self
+                .scale_kernel
+                .iter()
+                .map(|s| parse_scale_kernel(s))
+                .collect::<Result<_, _>>()?,
+            nccl_own_stream: self.nccl_own_stream,
+            nccl_dependencies: self.nccl_dependencies,
+            remove_cpu: self.remove_cpu,
+            remove_stalls: self
+                .remove_stall
+                .iter()
+                .map(|s| HostSpan::parse(s).map_err(|e| format!("remove stall {s:?}: {e}")))
+                .collect::<Result<_, _>>()?,
+            cut_host_gaps: self.cut_host_gaps,
+            drop_copies: self.drop_copies,
+            capture_graphs: self.capture_graph,
+        };
+        if change.is_empty() {
+            return Err("no change to replay: remove a sync, scale a kernel, put NCCL on its own stream, remove CPU time or a stall, cut host gaps, drop copies or capture a range as a graph".into());
         }
         Ok(change)
     }

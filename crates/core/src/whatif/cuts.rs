@@ -1,7 +1,14 @@
 //! What a change cuts from the trace: the synchronising calls made non-blocking, the CPU
 //! stretches removed, the copies dropped, and NCCL's dependencies on a stream of its own.
 
-use super::*;
+use super::change::HostSpan;
+use crate::analysis::gaps::{
+    Cause, CpuIndex, DEFAULT_MIN_GAP_NS, Gap, OpRef, gaps, launch_nvtx_path,
+};
+use crate::analysis::intervals::device_window;
+use crate::analysis::recurring::signature;
+use crate::sorted::median;
+use crate::trace::{NONE, Trace};
 
 /// Whether a string's text contains one of some needles, each string or template tested
 /// once: a trace has millions of ranges, and a text built for each took most of a

@@ -1,7 +1,17 @@
 //! The replay itself: every event in recorded order, each op's and call's new time from
 //! what it waits for.
 
-use super::*;
+use super::Prepared;
+use super::change::Change;
+use super::cuts::{
+    add_spans, all_gaps, capture_spans, cpu_cuts, dropped_copies, host_gap_cuts, in_spans,
+    removed_syncs, stall_spans,
+};
+use super::order::{Event, PackedOrder, RecordedOrder};
+use super::replayed::{KernelScale, NcclOrder, ThreadCalls};
+use crate::analysis::gaps::Gap;
+use crate::trace::launches::WaitedCursor;
+use crate::trace::{NONE, OpKind, Trace};
 
 /// New times of every op and call, indexed like the trace.
 pub(super) struct Times {

@@ -21,27 +21,15 @@ mod rebuild;
 mod replayed;
 pub mod report;
 
-use regex::Regex;
-
-use crate::analysis::gaps::{
-    Cause, CpuIndex, DEFAULT_MIN_GAP_NS, Gap, OpRef, gaps, launch_nvtx_path, sync_call_names,
-    sync_calls_by_thread,
-};
-use crate::analysis::intervals::device_window;
+use crate::analysis::gaps::{Gap, sync_call_names, sync_calls_by_thread};
 use crate::analysis::nccl_wait::{Collectives, collectives};
-use crate::analysis::recurring::signature;
-use crate::sorted::gallop;
-use crate::sorted::median;
-use crate::trace::launches::{Launched, WaitedCursor, launched_by_thread};
-use crate::trace::{NONE, OpKind, Stream, Trace};
+use crate::trace::launches::{Launched, launched_by_thread};
+use crate::trace::{NONE, Trace};
 
-pub use change::{Change, HostSpan, NcclDependencies, parse_scale_kernel};
+pub use change::{Change, ChangeSpec, HostSpan, NcclDependencies, parse_scale_kernel};
 pub use cuts::HOST_GAP_OUTLIER_FACTOR;
-use cuts::*;
-use engine::*;
-use order::*;
-use rebuild::*;
-use replayed::*;
+use engine::{Keep, Times, UNSET, replay_times, replay_times_of};
+use order::PackedOrder;
 
 /// What every replay of a trace needs, whatever the change: built once, shared by the
 /// replays of several changes (the findings replay theirs in parallel).
@@ -160,7 +148,7 @@ pub fn replay_with_progress(
     crate::profile_scope!("what-if replay");
     let prepared = Prepared::new(trace);
     let times = replay_times(trace, &prepared, change, gaps, Keep::Starts, progress);
-    rebuild(trace, &prepared, &times, change)
+    rebuild::rebuild(trace, &prepared, &times, change)
 }
 
 /// Each device's span (first kernel start to last kernel end, 0 without kernels) in the
@@ -234,6 +222,7 @@ pub use crate::trace::measured_spans;
 
 #[cfg(test)]
 mod tests {
+    use super::order::{Event, RecordedOrder, merged_in_pieces};
     use super::*;
 
     #[test]

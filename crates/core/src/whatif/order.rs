@@ -1,7 +1,7 @@
 //! The recorded order of events: the streams' ops and the threads' calls merged, and kept
 //! packed so that every replay of a trace walks it again for two bytes an event.
 
-use super::*;
+use crate::trace::Trace;
 use rayon::prelude::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

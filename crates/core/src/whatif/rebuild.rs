@@ -1,6 +1,10 @@
 //! A copy of the trace with the replayed times.
 
-use super::*;
+use super::Prepared;
+use super::change::Change;
+use super::engine::{Times, UNSET, call_end, call_start};
+use crate::sorted::gallop;
+use crate::trace::{OpKind, Stream, Trace};
 
 /// A copy of the trace with the replayed times.
 pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change) -> Trace {

@@ -2,7 +2,9 @@
 //! as the shifts that change, a stream's NCCL order as the last op of each kind, the
 //! kernels a change scales as a bit per string.
 
-use super::*;
+use super::change::Change;
+use super::engine::UNSET;
+use crate::trace::{NONE, Trace};
 
 /// One thread's calls as replayed, kept as the shift of their starts. A call that does
 /// not synchronise keeps its duration and the CPU time before it (less what the change

@@ -486,7 +486,8 @@ pub fn steady_state(durations: &[i64]) -> SteadyState {
     let steady: Vec<(usize, i64)> = durations.iter().copied().enumerate().skip(warmup).collect();
     let mut sorted = steady.clone();
     sorted.sort_by_key(|&(i, d)| (d, i));
-    let (median_index, median_ns) = sorted[(sorted.len() - 1) / 2];
+    // Not empty: the warm-up ends at the last iteration at the latest.
+    let (median_index, median_ns) = crate::sorted::middle(&sorted).unwrap_or_default();
     let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4].1;
     let (q1, q3) = (quartile(1), quartile(3));
     let fence = q3 + 3 * (q3 - q1);

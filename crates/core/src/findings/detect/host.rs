@@ -2,6 +2,7 @@
 //! that cannot keep up.
 
 use super::*;
+use crate::analysis::arrivals::{ThreadActivity, straggler_title};
 
 /// 1. Synchronising calls that starve the GPU: host-sync gaps grouped by the call that
 ///    made the CPU wait and the NVTX range around it, with the after-sync gaps that follow
@@ -193,19 +194,15 @@ pub(super) fn straggler(
     let thread = &trace.threads[it.thread];
     // The stall: the call its thread sat in, or its own CPU time with no call (Python
     // computing), whichever was longer.
-    let (what, start, length) = match (&activity.longest_call, activity.longest_call_start_ns) {
-        (Some(call), Some(start)) if activity.longest_call_ns >= activity.cpu_ns => {
-            (format!("in {call}"), start, activity.longest_call_ns)
-        }
-        _ => (
-            match activity.nvtx_path.last() {
-                Some(range) => format!("computing in {range} (no CUDA or OS call)"),
-                None => "computing (no CUDA or OS call)".to_string(),
-            },
-            activity.cpu_start_ns?,
-            activity.cpu_ns,
-        ),
-    };
+    let (what, start, length) = crate::analysis::arrivals::stall(ThreadActivity {
+        call: activity
+            .longest_call
+            .as_deref()
+            .zip(activity.longest_call_start_ns)
+            .map(|(call, start)| (call, start, activity.longest_call_ns)),
+        cpu: activity.cpu_start_ns.map(|start| (start, activity.cpu_ns)),
+        range: activity.nvtx_path.last().map(String::as_str),
+    })?;
     let mut span = HostSpan::of(trace, thread, start, start + length);
     // A sync right before the stall (`empty_cache()` drains the device first) is part of it.
     let k = thread.api.start.partition_point(|&s| s < start);
@@ -225,12 +222,7 @@ pub(super) fn straggler(
     let duration = longest.get(k).copied().unwrap_or(0);
     let mut f = finding(
         Kind::Straggler,
-        format!(
-            "{} holds the others back: {} late at a collective of iteration {k}, its thread {what} for {}",
-            trace.gpu_name(device),
-            format_ns(late.lateness_ns),
-            format_ns(length)
-        ),
+        straggler_title(&trace.gpu_name(device), late.lateness_ns, k, &what, length),
         format!(
             "Iteration {k} is the slowest ({} against a median of {} across GPUs; {} slow in all). Its {} started last on {} (up to {} after the first rank); meanwhile its launching thread was {what} for {}{}.{} Every other rank waited in NCCL.",
             format_ns(duration),
