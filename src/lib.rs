@@ -12,5 +12,6 @@ pub mod cli;
 pub mod desktop;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub mod huge_pages;
+pub mod mcp;
 pub mod table_files;
 pub mod ui;

@@ -211,6 +211,14 @@ pub enum Command {
     },
     /// Remove everything install-desktop wrote.
     UninstallDesktop,
+    /// Serve the engine to a coding agent as Model Context Protocol tools on stdin/stdout
+    /// (open_trace, findings, breakdown, gaps, iterations, critical_path, what_if, …; see
+    /// docs/agents.md), e.g. `claude mcp add nsys-explorer -- nsys-explorer mcp`.
+    Mcp {
+        /// Neither read nor write the cache (`$XDG_CACHE_HOME/nsys-explorer`).
+        #[arg(long)]
+        no_cache: bool,
+    },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
     Synth {
         #[arg(long, value_enum, default_value = "tiny")]

@@ -144,6 +144,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
+        Some(Command::Mcp { no_cache }) => crate::mcp::serve(no_cache),
         Some(Command::Synth {
             preset,
             out,

@@ -144,7 +144,11 @@ impl OpenTrace {
             None if count > 0 => Some(count / 2),
             None => None,
         };
-        let graph = crate::critical_path::Graph::new(&self.trace);
+        // The collectives the analyses matched already.
+        let graph = crate::critical_path::Graph::with_collectives(
+            &self.trace,
+            self.overview.collectives(&self.trace),
+        );
         let path = match k {
             Some(k) => graph.path(its, k),
             None => graph.run_path(),
