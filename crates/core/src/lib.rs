@@ -10,7 +10,8 @@
 //! 6. `cache` (models and answers under the user's cache folder), `export` (`.nsys-rep`);
 //! 7. `whatif` (the replay), `compare`, `findings`, `figures`, `tables`, `synth`;
 //! 8. `report` (text and JSON), and `session`: open and analyse, the one path the
-//!    command line, the window and the Python package share.
+//!    command line, the window, the Python package and the MCP server share; `fuzzing`:
+//!    what the fuzz targets run on an input.
 //!
 //! The window and the command line (the `nsys-explorer` crate) are built on it; that this
 //! crate cannot see egui is what keeps the model from ever depending on the UI.
@@ -23,6 +24,7 @@ pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
+pub mod fuzzing;
 pub mod job;
 pub mod load;
 pub mod memory;

@@ -122,6 +122,20 @@ pub fn read_model(key: &TraceKey) -> Option<(Trace, LoadReport)> {
     Some((trace, report))
 }
 
+/// Decodes `payload` as a model entry's bytes after its header (its head, then each part it
+/// names, read on from the same bytes) — what a damaged or forged cache file would feed
+/// the decoders before its checksum is checked at the end. For the fuzzer: any bytes give
+/// a model or a refusal, never a panic or an unbounded allocation.
+pub fn decode_model_payload(payload: &[u8]) -> bool {
+    let mut r = codec::Reader::new(payload, payload.len() as u64);
+    let Ok((_, _, parts)) = model::read_head(&mut r) else {
+        return false;
+    };
+    parts
+        .iter()
+        .all(|part| model::read_part(&mut r, part).is_ok())
+}
+
 /// Keeps `trace` (as loaded from its file, with `report`) for the next open, its parts
 /// written in parallel, the head last. A model of more than half the file's size is not
 /// kept (the cache would cost more than it saves).

@@ -147,9 +147,9 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<RankSummary, String> {
     Ok(summary)
 }
 
-/// Times a summary may hold: the ns of a clock (or of the Unix epoch, ~2^60.6 today) with
-/// room to subtract any two and add a few differences without overflow.
-const TIME_LIMIT: i64 = 1 << 61;
+// Times a summary may hold, as a trace may: the ns of a clock (or of the Unix epoch,
+// ~2^60.6 today) with room to subtract any two and add a few differences without overflow.
+use crate::trace::TIME_LIMIT;
 
 /// What the reduce relies on, checked once as the summary is read (a summary is a file: its
 /// checksum says it was not damaged in a copy, not that whoever wrote it was right): every

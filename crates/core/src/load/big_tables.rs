@@ -16,7 +16,7 @@ use super::schema::{KERNEL, MEMCPY, MEMSET, NVTX, OSRT, RUNTIME};
 use super::small_tables::Names;
 use crate::trace::{
     ApiCalls, ApiClass, GpuOps, MemInfo, NONE, NcclCalls, NvtxMarks, NvtxRanges, OpKind, OsCalls,
-    PayloadStats, RangeKind, StrId, StringTable, pid_of_global_id,
+    PayloadStats, RangeKind, StrId, StringTable, pid_of_global_id, time_in_range,
 };
 
 /// Values grouped by key, in first-seen order. Rows come in runs of one key (one thread,
@@ -57,6 +57,7 @@ impl<K: Copy + Eq + Hash, V: Default> Grouped<K, V> {
 pub type StreamKey = (u32, u32, u32);
 
 const END_BEFORE_START: &str = "end < start";
+const BEYOND_TIME_LIMIT: &str = "a time beyond ±2^61 ns (73 years)";
 /// `ENUM_CUDA_MEM_KIND` of pageable host memory (CUDA_MEMOPR_MEMORY_KIND_PAGEABLE).
 const PAGEABLE_MEMORY: i64 = 0;
 const NULL_TIME: &str = "NULL start or end";
@@ -113,6 +114,10 @@ fn valid_times(
     skips: &mut Skips,
 ) -> Option<(i64, i64)> {
     match (start, end) {
+        (Some(s), Some(e)) if !time_in_range(s) || !time_in_range(e) => {
+            skips.add(table, BEYOND_TIME_LIMIT);
+            None
+        }
         (Some(s), Some(e)) if e >= s => Some((s, e)),
         (Some(_), Some(_)) => {
             skips.add(table, END_BEFORE_START);
@@ -429,6 +434,10 @@ pub fn read_nvtx(
             }
         };
         let (start, end) = match (int(r, 0), int(r, 1)) {
+            (Some(s), e) if !time_in_range(s) || e.is_some_and(|e| !time_in_range(e)) => {
+                chunk.skips.add(NVTX, BEYOND_TIME_LIMIT);
+                return Ok(());
+            }
             (Some(s), Some(e)) if e >= s => (s, e),
             (Some(_), None) => {
                 chunk.skips.add(NVTX, "range never ended (end NULL)");

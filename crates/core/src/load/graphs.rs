@@ -15,12 +15,12 @@ use super::scan::Skips;
 use super::schema::Schema;
 use super::small_tables::int;
 use super::sniff::sqlite_error;
-use crate::trace::{GraphNode, NONE, OpKind, StringTable, Trace, pid_of_global_id};
+use crate::trace::{GraphNode, NONE, OpKind, StringTable, Trace, pid_of_global_id, time_in_range};
 
 pub const GRAPH_TRACE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 /// CUPTI writes `start = end = 0` where it could not time a launch.
 const NOT_TIMED: &str = "timing not collected (start = end = 0)";
-const BAD_TIMES: &str = "NULL start or end, or end < start";
+const BAD_TIMES: &str = "NULL start or end, end < start, or a time beyond ±2^61 ns";
 
 /// The graph executions of the export (none without the table), and their rows.
 pub fn read_graph_execs(
@@ -59,7 +59,7 @@ pub fn read_graph_execs(
                     skips.add(GRAPH_TRACE, NOT_TIMED);
                     continue;
                 }
-                (Some(s), Some(e)) if e >= s => (s, e),
+                (Some(s), Some(e)) if e >= s && time_in_range(s) && time_in_range(e) => (s, e),
                 _ => {
                     skips.add(GRAPH_TRACE, BAD_TIMES);
                     continue;

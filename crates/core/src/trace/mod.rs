@@ -25,6 +25,17 @@ pub use memory_usage::MemoryEvents;
 pub use nccl_calls::{CommCreation, NO_VALUE, NcclCalls, NcclFields, PayloadStats};
 pub use ops::{GpuOps, LaunchConfig, MemInfo, NONE, OpKind, is_nccl_name, permute};
 pub use reach::ReachIndex;
+
+/// The furthest a time may be from the clock's zero, either way: 2^61 ns, 73 years. The
+/// loader drops rows past it (and a rank summary holding one is refused), so that any sum,
+/// difference or span of the times a trace holds fits in an `i64` — a legal export with a
+/// forged or garbled time cannot overflow an analysis.
+pub const TIME_LIMIT: i64 = 1 << 61;
+
+/// Whether `t` is within [`TIME_LIMIT`].
+pub fn time_in_range(t: i64) -> bool {
+    (-TIME_LIMIT..=TIME_LIMIT).contains(&t)
+}
 pub use stacks::{
     CallStacks, CpuSamples, SampledThread, Stacks, StacksBuilder, StacksRead, StacksSlot,
 };
