@@ -359,7 +359,7 @@ fn ctrl_drag_measures_a_span_and_escape_clears_it() {
     h.event(Event::ModifiersChanged(Modifiers::NONE));
     h.run_steps(2);
     let l = loaded(&h);
-    let (a, b) = l.timeline.measure.expect("a measured span");
+    let (a, b) = l.timeline.marks.measure.expect("a measured span");
     let px = (view.1 - view.0) / plot.width() as f64;
     assert!(
         (a - t_of(x0)).abs() < 2.0 * px && (b - t_of(x1)).abs() < 2.0 * px,
@@ -368,7 +368,7 @@ fn ctrl_drag_measures_a_span_and_escape_clears_it() {
     assert_eq!(l.timeline.view, view, "a measure does not pan");
     h.key_press(eframe::egui::Key::Escape);
     h.run_steps(2);
-    assert!(loaded(&h).timeline.measure.is_none());
+    assert!(loaded(&h).timeline.marks.measure.is_none());
 }
 
 #[test]

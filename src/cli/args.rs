@@ -220,125 +220,7 @@ pub enum Command {
         no_cache: bool,
     },
     /// Write a generated Wan2.1-like 4-GPU trace (and FILE.truth.json beside it).
-    Synth {
-        #[arg(long, value_enum, default_value = "tiny")]
-        preset: Preset,
-        #[arg(long, required_unless_present = "split_ranks")]
-        out: Option<PathBuf>,
-        /// Write one file per rank into this folder instead (rank00.sqlite, …), each with its
-        /// own clock, a UTC start a few ms off and its GPU as device 0, and truth.json with
-        /// the true clock offsets.
-        #[arg(long, value_name = "DIR", conflicts_with = "out")]
-        split_ranks: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "2024")]
-        flavour: Flavour,
-        #[arg(long, value_enum, default_value = "same")]
-        nccl_stream: NcclStream,
-        #[arg(long, default_value_t = 311)]
-        seed: u64,
-        /// The old, kinder shape (repeated NVTX texts, sub-µs kernel spacing, no JIT stall
-        /// or checkpoint), for comparison with the realistic default.
-        #[arg(long)]
-        clean: bool,
-        /// The same run with one kernel taking F times as long (NAME: part of a generated
-        /// kernel's name, e.g. flash_fwd_kernel=0.5), for before/after pairs.
-        #[arg(long, value_name = "NAME=F")]
-        scale_kernel: Option<String>,
-        /// The same run without the scheduler's per-step stream synchronisation.
-        #[arg(long)]
-        no_step_sync: bool,
-        /// Without the straggler's stall in the slow step (the "after" of fixing it).
-        #[arg(long)]
-        no_straggler: bool,
-        /// NCCL's NVTX ranges without their payloads (an export made without
-        /// `--include-blobs=true`).
-        #[arg(long)]
-        no_nccl_blobs: bool,
-        /// No NCCL NVTX ranges at all (a run with `NCCL_NVTX_DISABLE=1`, or traced without
-        /// NCCL's domain): about 1.9 ranges a kernel instead of 3.5, a third less file.
-        #[arg(long, conflicts_with = "no_nccl_blobs")]
-        no_nccl_nvtx: bool,
-        /// Ranks (GPUs) instead of the preset's 4 (at least 3).
-        #[arg(long)]
-        ranks: Option<u32>,
-        /// What the straggler's thread does in its stall: a `read()` after draining its
-        /// device, or plain Python (CPU time with no call) inside `attention`.
-        #[arg(long, value_enum, default_value = "read")]
-        straggler_stall: synth::StragglerStall,
-        /// The straggler's rank (default 2).
-        #[arg(long, value_name = "RANK")]
-        straggler_rank: Option<u32>,
-        /// The straggler's pause in ns (default two fifths of a step).
-        #[arg(long, value_name = "NS")]
-        straggler_pause: Option<i64>,
-        /// Steps instead of the preset's (at least 4; the slow step and the checkpoint keep
-        /// their place in the run).
-        #[arg(long)]
-        steps: Option<u32>,
-        /// Transformer blocks a step instead of the preset's.
-        #[arg(long)]
-        blocks: Option<u32>,
-        /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
-        /// next launch (the seed's Ulysses attention with `use_sync=True`).
-        #[arg(long)]
-        sync_after_collective: bool,
-        /// Without the realistic shape's blocking checkpoint copy (an inference run saves
-        /// no weights).
-        #[arg(long)]
-        no_checkpoint: bool,
-        /// The blocks' compute replayed as CUDA graphs, recorded as `nsys
-        /// --cuda-graph-trace=graph` (one row per launch, nsys's default) or `node` (every
-        /// node's kernel).
-        #[arg(long, value_enum)]
-        cuda_graphs: Option<synth::GraphTrace>,
-        /// The Python of each aten op before its launch, in ns (default 6000); about a
-        /// millisecond or more makes the blocks launch-bound.
-        #[arg(long, value_name = "NS")]
-        host_per_op: Option<i64>,
-        /// CPU samples of each rank's main thread at 1 kHz and a backtrace on every OS
-        /// runtime call, as `nsys profile` records by default; the truth names each gap's
-        /// most sampled innermost frame.
-        #[arg(long)]
-        cpu_samples: bool,
-        /// Device memory allocations and frees (`--cuda-memory-usage=true`): weights, each
-        /// step's activations, a pinned host buffer, a block allocated before the capture,
-        /// a workspace of 1 GiB + (step mod 3) × 128 MiB freed on the GPU after the step's
-        /// CPU time, and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak
-        /// and growth.
-        #[arg(long)]
-        memory_usage: bool,
-        /// The GPUs' counters sampled at 10 kHz (`--gpu-metrics-devices=all`): SMs Active,
-        /// Tensor Active, DRAM Read Bandwidth at levels set by the kernel running, and the
-        /// clock (in Hz on GPU 2, wrapped past 2^31 on GPU 3); metric ids differ per GPU.
-        #[arg(long)]
-        gpu_metrics: bool,
-        /// With --split-ranks: every rank's process has the same pid and tids (containers
-        /// start each node's training process as pid 1).
-        #[arg(long, requires = "split_ranks")]
-        same_pids: bool,
-        /// NVTX as DLProf records it: no step, block or module ranges, one range an
-        /// operator whose text is a Python dict (`{'traceMarker': [N], 'funcStack': 'file.py:LINE'}`).
-        #[arg(long)]
-        dlprof_markers: bool,
-        /// With --cuda-graphs: each block's whole attention, its two all-to-alls inside,
-        /// one graph (one launch call releases compute and collectives).
-        #[arg(long, requires = "cuda_graphs")]
-        graph_attention: bool,
-        /// Small ops (17–41 µs kernels) after each all-to-all, each after 60–100 µs of
-        /// Python: with --sync-after-collective the GPU waits at every one until the next
-        /// long kernel (the seed's shape).
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        small_ops: u32,
-        /// With --sync-after-collective: the device syncs left out, the Python after them
-        /// kept (the "after" of removing them, every other draw the same).
-        #[arg(long, requires = "sync_after_collective")]
-        no_collective_sync: bool,
-        /// The collectives are gradient all-reduces launched in a `backward` range, each
-        /// result needed only after the next collective (DDP's buckets); no NCCL payload
-        /// ranges.
-        #[arg(long)]
-        gradient_all_reduce: bool,
-    },
+    Synth(SynthArgs),
 }
 
 /// What `summarize` writes.
@@ -396,4 +278,126 @@ pub enum Bench {
     /// Time the critical path of FILE: the slowest iteration's (with slack) and the whole
     /// run's table, with the peak RSS.
     CriticalPath { file: PathBuf },
+}
+
+/// `synth`'s arguments: what the generator makes.
+#[derive(clap::Args)]
+pub struct SynthArgs {
+    #[arg(long, value_enum, default_value = "tiny")]
+    pub preset: Preset,
+    #[arg(long, required_unless_present = "split_ranks")]
+    pub out: Option<PathBuf>,
+    /// Write one file per rank into this folder instead (rank00.sqlite, …), each with its
+    /// own clock, a UTC start a few ms off and its GPU as device 0, and truth.json with
+    /// the true clock offsets.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub split_ranks: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "2024")]
+    pub flavour: Flavour,
+    #[arg(long, value_enum, default_value = "same")]
+    pub nccl_stream: NcclStream,
+    #[arg(long, default_value_t = 311)]
+    pub seed: u64,
+    /// The old, kinder shape (repeated NVTX texts, sub-µs kernel spacing, no JIT stall
+    /// or checkpoint), for comparison with the realistic default.
+    #[arg(long)]
+    pub clean: bool,
+    /// The same run with one kernel taking F times as long (NAME: part of a generated
+    /// kernel's name, e.g. flash_fwd_kernel=0.5), for before/after pairs.
+    #[arg(long, value_name = "NAME=F")]
+    pub scale_kernel: Option<String>,
+    /// The same run without the scheduler's per-step stream synchronisation.
+    #[arg(long)]
+    pub no_step_sync: bool,
+    /// Without the straggler's stall in the slow step (the "after" of fixing it).
+    #[arg(long)]
+    pub no_straggler: bool,
+    /// NCCL's NVTX ranges without their payloads (an export made without
+    /// `--include-blobs=true`).
+    #[arg(long)]
+    pub no_nccl_blobs: bool,
+    /// No NCCL NVTX ranges at all (a run with `NCCL_NVTX_DISABLE=1`, or traced without
+    /// NCCL's domain): about 1.9 ranges a kernel instead of 3.5, a third less file.
+    #[arg(long, conflicts_with = "no_nccl_blobs")]
+    pub no_nccl_nvtx: bool,
+    /// Ranks (GPUs) instead of the preset's 4 (at least 3).
+    #[arg(long)]
+    pub ranks: Option<u32>,
+    /// What the straggler's thread does in its stall: a `read()` after draining its
+    /// device, or plain Python (CPU time with no call) inside `attention`.
+    #[arg(long, value_enum, default_value = "read")]
+    pub straggler_stall: synth::StragglerStall,
+    /// The straggler's rank (default 2).
+    #[arg(long, value_name = "RANK")]
+    pub straggler_rank: Option<u32>,
+    /// The straggler's pause in ns (default two fifths of a step).
+    #[arg(long, value_name = "NS")]
+    pub straggler_pause: Option<i64>,
+    /// Steps instead of the preset's (at least 4; the slow step and the checkpoint keep
+    /// their place in the run).
+    #[arg(long)]
+    pub steps: Option<u32>,
+    /// Transformer blocks a step instead of the preset's.
+    #[arg(long)]
+    pub blocks: Option<u32>,
+    /// A `cudaDeviceSynchronize` after each all-to-all, then 2–3 ms of Python before the
+    /// next launch (the seed's Ulysses attention with `use_sync=True`).
+    #[arg(long)]
+    pub sync_after_collective: bool,
+    /// Without the realistic shape's blocking checkpoint copy (an inference run saves
+    /// no weights).
+    #[arg(long)]
+    pub no_checkpoint: bool,
+    /// The blocks' compute replayed as CUDA graphs, recorded as `nsys
+    /// --cuda-graph-trace=graph` (one row per launch, nsys's default) or `node` (every
+    /// node's kernel).
+    #[arg(long, value_enum)]
+    pub cuda_graphs: Option<synth::GraphTrace>,
+    /// The Python of each aten op before its launch, in ns (default 6000); about a
+    /// millisecond or more makes the blocks launch-bound.
+    #[arg(long, value_name = "NS")]
+    pub host_per_op: Option<i64>,
+    /// CPU samples of each rank's main thread at 1 kHz and a backtrace on every OS
+    /// runtime call, as `nsys profile` records by default; the truth names each gap's
+    /// most sampled innermost frame.
+    #[arg(long)]
+    pub cpu_samples: bool,
+    /// Device memory allocations and frees (`--cuda-memory-usage=true`): weights, each
+    /// step's activations, a pinned host buffer, a block allocated before the capture,
+    /// a workspace of 1 GiB + (step mod 3) × 128 MiB freed on the GPU after the step's
+    /// CPU time, and a leak of 64 MiB a step on rank 1; the truth has each GPU's peak
+    /// and growth.
+    #[arg(long)]
+    pub memory_usage: bool,
+    /// The GPUs' counters sampled at 10 kHz (`--gpu-metrics-devices=all`): SMs Active,
+    /// Tensor Active, DRAM Read Bandwidth at levels set by the kernel running, and the
+    /// clock (in Hz on GPU 2, wrapped past 2^31 on GPU 3); metric ids differ per GPU.
+    #[arg(long)]
+    pub gpu_metrics: bool,
+    /// With --split-ranks: every rank's process has the same pid and tids (containers
+    /// start each node's training process as pid 1).
+    #[arg(long, requires = "split_ranks")]
+    pub same_pids: bool,
+    /// NVTX as DLProf records it: no step, block or module ranges, one range an
+    /// operator whose text is a Python dict (`{'traceMarker': [N], 'funcStack': 'file.py:LINE'}`).
+    #[arg(long)]
+    pub dlprof_markers: bool,
+    /// With --cuda-graphs: each block's whole attention, its two all-to-alls inside,
+    /// one graph (one launch call releases compute and collectives).
+    #[arg(long, requires = "cuda_graphs")]
+    pub graph_attention: bool,
+    /// Small ops (17–41 µs kernels) after each all-to-all, each after 60–100 µs of
+    /// Python: with --sync-after-collective the GPU waits at every one until the next
+    /// long kernel (the seed's shape).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub small_ops: u32,
+    /// With --sync-after-collective: the device syncs left out, the Python after them
+    /// kept (the "after" of removing them, every other draw the same).
+    #[arg(long, requires = "sync_after_collective")]
+    pub no_collective_sync: bool,
+    /// The collectives are gradient all-reduces launched in a `backward` range, each
+    /// result needed only after the next collective (DDP's buckets); no NCCL payload
+    /// ranges.
+    #[arg(long)]
+    pub gradient_all_reduce: bool,
 }

@@ -145,113 +145,7 @@ pub fn main() -> ExitCode {
         Some(Command::InstallDesktop { default }) => desktop_command(true, default),
         Some(Command::UninstallDesktop) => desktop_command(false, false),
         Some(Command::Mcp { no_cache }) => crate::mcp::serve(no_cache),
-        Some(Command::Synth {
-            preset,
-            out,
-            flavour,
-            nccl_stream,
-            seed,
-            clean,
-            scale_kernel,
-            no_step_sync,
-            no_straggler,
-            no_nccl_blobs,
-            no_nccl_nvtx,
-            split_ranks,
-            ranks,
-            straggler_stall,
-            straggler_rank,
-            straggler_pause,
-            steps,
-            blocks,
-            sync_after_collective,
-            no_checkpoint,
-            cuda_graphs,
-            host_per_op,
-            cpu_samples,
-            memory_usage,
-            gpu_metrics,
-            same_pids,
-            dlprof_markers,
-            graph_attention,
-            small_ops,
-            no_collective_sync,
-            gradient_all_reduce,
-        }) => {
-            let t = Instant::now();
-            let out = match (out, &split_ranks) {
-                (Some(out), _) => out,
-                (None, Some(dir)) => dir.join("truth.json"),
-                (None, None) => unreachable!("clap requires --out or --split-ranks"),
-            };
-            parse_kernel_scale(scale_kernel.as_deref()).and_then(|scale_kernel| {
-                let options = SynthOptions {
-                    preset,
-                    flavour,
-                    nccl_stream,
-                    seed,
-                    clean,
-                    scale_kernel,
-                    no_step_sync,
-                    ranks,
-                    no_straggler,
-                    nccl_calls: (!no_nccl_nvtx).then_some(!no_nccl_blobs),
-                    straggler_stall,
-                    straggler_rank,
-                    straggler_pause_ns: straggler_pause,
-                    steps,
-                    blocks,
-                    sync_after_collective,
-                    checkpoint: !no_checkpoint,
-                    cuda_graphs,
-                    host_per_op_ns: host_per_op,
-                    cpu_samples,
-                    memory_usage,
-                    gpu_metrics,
-                    same_pids,
-                    dlprof_markers,
-                    graph_attention,
-                    small_ops,
-                    sync_removed: no_collective_sync,
-                    gradient_all_reduce,
-                };
-                match &split_ranks {
-                    Some(dir) => synth::generate_split(dir, options).map(|t| {
-                        for f in &t.files {
-                            println!(
-                                "wrote {} (clock offset {} ns, UTC start {})",
-                                f.path.display(),
-                                f.offset_ns,
-                                f.utc_start_ns
-                            );
-                        }
-                        t.run
-                    }),
-                    None => synth::generate(&out, options),
-                }
-            })
-            .map(|truth| {
-                let written = match &split_ranks {
-                    Some(dir) => format!("{} files in {}", truth.devices.len(), dir.display()),
-                    None => {
-                        let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
-                        format!("{} ({:.1} MB)", out.display(), size as f64 / 1e6)
-                    }
-                };
-                let truth_file = match &split_ranks {
-                    Some(dir) => dir.join("truth.json"),
-                    None => synth::truth_path(&out),
-                };
-                println!(
-                    "wrote {written}: {} kernels, {} API calls, {} NVTX ranges, and {} in {:.1} s",
-                    truth.tables.get(load::KERNEL).unwrap_or(&0),
-                    truth.tables.get(load::RUNTIME).unwrap_or(&0),
-                    truth.nvtx_ranges,
-                    truth_file.display(),
-                    t.elapsed().as_secs_f64()
-                );
-            })
-        }
+        Some(Command::Synth(args)) => synth_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -261,6 +155,117 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `synth`: writes a generated trace (or one file a rank) and its truth, and says what.
+fn synth_command(args: SynthArgs) -> Result<(), String> {
+    let SynthArgs {
+        preset,
+        out,
+        flavour,
+        nccl_stream,
+        seed,
+        clean,
+        scale_kernel,
+        no_step_sync,
+        no_straggler,
+        no_nccl_blobs,
+        no_nccl_nvtx,
+        split_ranks,
+        ranks,
+        straggler_stall,
+        straggler_rank,
+        straggler_pause,
+        steps,
+        blocks,
+        sync_after_collective,
+        no_checkpoint,
+        cuda_graphs,
+        host_per_op,
+        cpu_samples,
+        memory_usage,
+        gpu_metrics,
+        same_pids,
+        dlprof_markers,
+        graph_attention,
+        small_ops,
+        no_collective_sync,
+        gradient_all_reduce,
+    } = args;
+    let t = Instant::now();
+    let out = match (out, &split_ranks) {
+        (Some(out), _) => out,
+        (None, Some(dir)) => dir.join("truth.json"),
+        (None, None) => unreachable!("clap requires --out or --split-ranks"),
+    };
+    parse_kernel_scale(scale_kernel.as_deref())
+        .and_then(|scale_kernel| {
+            let options = SynthOptions {
+                preset,
+                flavour,
+                nccl_stream,
+                seed,
+                clean,
+                scale_kernel,
+                no_step_sync,
+                ranks,
+                no_straggler,
+                nccl_calls: (!no_nccl_nvtx).then_some(!no_nccl_blobs),
+                straggler_stall,
+                straggler_rank,
+                straggler_pause_ns: straggler_pause,
+                steps,
+                blocks,
+                sync_after_collective,
+                checkpoint: !no_checkpoint,
+                cuda_graphs,
+                host_per_op_ns: host_per_op,
+                cpu_samples,
+                memory_usage,
+                gpu_metrics,
+                same_pids,
+                dlprof_markers,
+                graph_attention,
+                small_ops,
+                sync_removed: no_collective_sync,
+                gradient_all_reduce,
+            };
+            match &split_ranks {
+                Some(dir) => synth::generate_split(dir, options).map(|t| {
+                    for f in &t.files {
+                        println!(
+                            "wrote {} (clock offset {} ns, UTC start {})",
+                            f.path.display(),
+                            f.offset_ns,
+                            f.utc_start_ns
+                        );
+                    }
+                    t.run
+                }),
+                None => synth::generate(&out, options),
+            }
+        })
+        .map(|truth| {
+            let written = match &split_ranks {
+                Some(dir) => format!("{} files in {}", truth.devices.len(), dir.display()),
+                None => {
+                    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                    format!("{} ({:.1} MB)", out.display(), size as f64 / 1e6)
+                }
+            };
+            let truth_file = match &split_ranks {
+                Some(dir) => dir.join("truth.json"),
+                None => synth::truth_path(&out),
+            };
+            println!(
+                "wrote {written}: {} kernels, {} API calls, {} NVTX ranges, and {} in {:.1} s",
+                truth.tables.get(load::KERNEL).unwrap_or(&0),
+                truth.tables.get(load::RUNTIME).unwrap_or(&0),
+                truth.nvtx_ranges,
+                truth_file.display(),
+                t.elapsed().as_secs_f64()
+            );
+        })
 }
 
 fn figures(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
 
-use super::job::Job;
+use super::task::Task;
 use super::timeline::search::Mode;
 use super::timeline::{Nav, Timeline};
 use crate::compare::{self, Comparison, Run};
@@ -30,7 +30,7 @@ type Loaded = Result<Box<Other>, String>;
 pub enum CompareState {
     /// Waiting for the first run's analyses before starting.
     Waiting,
-    Loading(Job<(), Loaded>),
+    Loading(Task<(), Loaded>),
     Ready(Box<Other>),
     Failed(String),
 }
@@ -177,10 +177,10 @@ fn start(
     first: Arc<Trace>,
     first_overview: Arc<Overview>,
     ctx: &egui::Context,
-) -> Job<(), Loaded> {
+) -> Task<(), Loaded> {
     let path = path.to_path_buf();
     let first_path = PathBuf::from("before");
-    Job::compute((), Some(ctx), move |_cancel| {
+    Task::compute((), Some(ctx), move |_cancel| {
         let options = overview::Options {
             top: 20,
             ..Default::default()
@@ -199,7 +199,7 @@ fn start(
             },
         );
         let mut timeline = Timeline::new(&trace);
-        timeline.keys_anywhere = false;
+        timeline.settings.keys_anywhere = false;
         Ok(Box::new(Other {
             trace,
             overview,

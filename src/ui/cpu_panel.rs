@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Rect, RichText, Sense, Vec2};
 
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::timeline::search::RowMatches;
 use super::timeline::{Nav, RowKind, Timeline};
 use crate::analysis::cpu_samples::{Flame, FrameName, samples_of};
@@ -36,7 +36,7 @@ pub struct CpuPanel {
     /// The chosen thread (global id); `None`: every sampled thread.
     pub thread: Option<i64>,
     pub profile: Option<(Scope, Arc<Profile>)>,
-    job: Option<Job<Scope, Arc<Profile>>>,
+    job: Option<Task<Scope, Arc<Profile>>>,
     /// The frame clicked, whose samples are marked.
     pub chosen: Option<u32>,
     /// The flame graph's share of the panel's height (the split dragged), `None` until
@@ -77,7 +77,7 @@ impl CpuPanel {
         let running = self.job.as_ref().is_some_and(|j| &j.key == scope);
         if !current && !running {
             let (trace, s) = (trace.clone(), scope.clone());
-            self.job = Some(Job::compute(scope.clone(), Some(ctx), move |_| {
+            self.job = Some(Task::compute(scope.clone(), Some(ctx), move |_| {
                 Arc::new(profile(&trace, &s))
             }));
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use crate::figures::data::timeline_view;
 use crate::figures::{Format, NAMES, Written, figure_data, write_figures, write_view};
 use crate::format::format_ns;
@@ -87,7 +87,7 @@ pub struct FiguresWindow {
     pub only: Option<&'static str>,
     /// The timeline's range to save instead (ns, the trace's clock), and which it is.
     pub view: Option<((i64, i64), Range)>,
-    job: Option<Job<(), Result<Written, String>>>,
+    job: Option<Task<(), Result<Written, String>>>,
     /// What the last write did, in words.
     pub outcome: Option<String>,
 }
@@ -145,7 +145,7 @@ impl FiguresWindow {
         };
         let view = self.view;
         self.outcome = None;
-        self.job = Some(Job::compute((), Some(ctx), move |_| match view {
+        self.job = Some(Task::compute((), Some(ctx), move |_| match view {
             Some((range, _)) => write_view(&timeline_view(&trace, range), &dir, &formats),
             None => {
                 let data = figure_data(&trace, &overview, None, None);

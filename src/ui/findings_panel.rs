@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::cache::TraceKey;
 use eframe::egui::{self, Color32, RichText};
 
-use super::job::Job;
+use super::task::Task;
 use super::timeline::{Margin, Nav};
 use crate::findings::{self, Finding, Saving, Severity};
 use crate::format::format_ns;
@@ -34,7 +34,7 @@ pub struct FindingsPanel {
     /// The run's span (sent once by the worker: a pass over every kernel, not per frame).
     span: i64,
     pub selected: Option<usize>,
-    job: Option<Job<(), Message>>,
+    job: Option<Task<(), Message>>,
     started: bool,
     /// Select the first finding once ranked (`--show findings`), on a frame, not by
     /// waiting on the UI thread.
@@ -46,7 +46,7 @@ pub struct FindingsPanel {
 }
 
 /// The findings stage as the panel hears it, when it runs it itself.
-struct PanelStages(super::job::Outbox<Message>);
+struct PanelStages(super::task::Outbox<Message>);
 
 impl crate::session::Stages for PanelStages {
     fn detected(&self, found: &[Finding], span: i64) {
@@ -122,7 +122,7 @@ impl FindingsPanel {
         // An overview the load's pipeline did not make (none here yet): the same stage of
         // it, on a worker of the panel's own.
         let (trace, overview, key) = (trace.clone(), overview.clone(), cache_key.cloned());
-        self.job = Some(Job::spawn((), ctx, move |out| {
+        self.job = Some(Task::spawn((), ctx, move |out| {
             let stages = PanelStages(out.clone());
             let found =
                 crate::session::find(&trace, &overview, key.as_ref(), out.cancel_flag(), &stages);

@@ -8,7 +8,7 @@ use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
 use super::gap_table::{Column, Filter, GapOrders, filtered_order_with, to_csv};
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::timeline::{Nav, Timeline};
 use crate::analysis::gaps::Gap;
 use crate::analysis::recurring::{cause_text, signature};
@@ -37,7 +37,7 @@ pub struct GapFinder {
     pub order: Vec<u32>,
     applied: Option<OrderKey>,
     /// An order being computed on a worker, and what it is for.
-    pending: Option<Job<OrderKey, Filtered>>,
+    pending: Option<Task<OrderKey, Filtered>>,
     pub recurring_view: bool,
     /// Position in `order` of the selected gap.
     pub current: Option<usize>,
@@ -48,7 +48,7 @@ pub struct GapFinder {
     /// The gaps sorted by every column, for the overview they are of (its address): filled
     /// on a worker once the analyses are in, so that a sort or filter is one pass.
     orders: Option<(usize, Arc<GapOrders>)>,
-    filling: Option<Job<(), ()>>,
+    filling: Option<Task<(), ()>>,
 }
 
 impl Default for GapFinder {
@@ -108,7 +108,7 @@ impl GapFinder {
         let orders = self.orders_of(overview);
         if self.filling.is_none() {
             let (trace, overview) = (trace.clone(), overview.clone());
-            self.filling = Some(Job::compute((), None, move |_| {
+            self.filling = Some(Task::compute((), None, move |_| {
                 orders.fill(&trace, &overview.gaps);
             }));
         }
@@ -169,7 +169,7 @@ impl GapFinder {
         if self.pending.is_none() {
             let orders = self.orders_of(overview);
             let (trace, overview, job) = (trace.clone(), overview.clone(), key.clone());
-            self.pending = Some(Job::compute(key, Some(ctx), move |_| {
+            self.pending = Some(Task::compute(key, Some(ctx), move |_| {
                 let order = filtered_order_with(
                     &trace,
                     &overview.gaps,

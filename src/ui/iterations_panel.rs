@@ -9,7 +9,7 @@ use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, VLine};
 
 use super::figures_window::save_menu;
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::theme::{self, device_color};
 use super::timeline::{Margin, Nav, PathMark, Timeline};
 use crate::analysis::breakdown::{State, pct};
@@ -29,14 +29,14 @@ pub struct IterationsPanel {
     marker_text: String,
     /// Iterations by a typed marker, replacing the overview's.
     custom: Option<Iterations>,
-    pending: Option<Job<(), Iterations>>,
+    pending: Option<Task<(), Iterations>>,
     pub selected: Option<usize>,
     pub drilldown: Option<Drilldown>,
     /// The selected iteration's critical path, summed up.
     pub path: Option<PathSummary>,
     /// The selected iteration's drill-down and critical path, worked out on a worker (tens
     /// of ms on a large trace: not a click's frame).
-    pending_drilldown: Option<Job<usize, (Drilldown, Option<PathSummary>)>>,
+    pending_drilldown: Option<Task<usize, (Drilldown, Option<PathSummary>)>>,
 }
 
 const TOP: usize = 8;
@@ -95,7 +95,7 @@ impl IterationsPanel {
         nav.push(Nav::MarkPath(Arc::default()));
         let (trace, overview, custom) = (trace.clone(), overview.clone(), self.custom.clone());
         // Without a context: `poll`, called every frame, asks for frames while it waits.
-        self.pending_drilldown = Some(Job::compute(k, None, move |_| {
+        self.pending_drilldown = Some(Task::compute(k, None, move |_| {
             let its = custom.as_ref().unwrap_or(&overview.iterations);
             let drill = drilldown(&trace, &overview.cpu, its, k, DEFAULT_MIN_GAP_NS, TOP);
             let path = summarise(&Graph::new(&trace), its, k);
@@ -282,7 +282,7 @@ impl IterationsPanel {
     /// Finds the iterations of `marker` on a worker thread.
     fn recompute(&mut self, trace: &Arc<Trace>, ctx: &egui::Context, marker: Option<String>) {
         let trace = trace.clone();
-        self.pending = Some(Job::compute((), Some(ctx), move |_| {
+        self.pending = Some(Task::compute((), Some(ctx), move |_| {
             iterations(&trace, marker.as_deref())
         }));
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use super::job::Job;
+use super::task::Task;
 use super::timeline::Timeline;
 use crate::load::many::FileInfo;
 use crate::load::{self, LoadError, LoadReport, Progress};
@@ -49,11 +49,11 @@ pub use crate::session::Source;
 /// A load (and then the analyses) running on a worker thread, and how far it got.
 pub struct LoadJob {
     pub progress: Option<Progress>,
-    pub(super) job: Job<(), Message>,
+    pub(super) job: Task<(), Message>,
 }
 
 impl LoadJob {
-    pub(super) fn new(job: Job<(), Message>) -> Self {
+    pub(super) fn new(job: Task<(), Message>) -> Self {
         Self {
             progress: None,
             job,

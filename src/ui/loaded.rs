@@ -651,11 +651,11 @@ fn fill_exactly(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
 #[cfg(test)]
 mod stage_tests {
     use super::Stage;
-    use crate::ui::job::Job;
     use crate::ui::load_job::{LoadJob, Message};
+    use crate::ui::task::Task;
 
     fn job() -> LoadJob {
-        LoadJob::new(Job::compute((), None, |_| Message::AnalysesCancelled))
+        LoadJob::new(Task::compute((), None, |_| Message::AnalysesCancelled))
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use super::job::Job;
 use super::load_job::{LoadJob, Message, Source};
 use super::loaded::{Loaded, Stage};
+use super::task::Task;
 use super::timeline::Timeline;
 use super::{App, State};
 use crate::load::{LoadError, Progress};
@@ -29,7 +29,7 @@ pub fn window_options() -> overview::Options {
 /// timeline has been sent (never by blocking: the stages run on rayon's workers, which
 /// the indexes' build needs too).
 struct WindowStages {
-    out: super::job::Outbox<Message>,
+    out: super::task::Outbox<Message>,
     timeline: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     after_timeline: Arc<std::sync::Mutex<AfterTimeline>>,
 }
@@ -42,7 +42,7 @@ struct AfterTimeline {
 }
 
 impl WindowStages {
-    fn new(out: super::job::Outbox<Message>) -> Self {
+    fn new(out: super::task::Outbox<Message>) -> Self {
         Self {
             out,
             timeline: std::sync::Mutex::new(None),
@@ -138,8 +138,8 @@ impl crate::session::Stages for WindowStages {
 /// The window's load on a worker: the session's pipeline to the findings, each stage sent
 /// as a message (`ctx` repainted at each; `None`: polled without a window, as
 /// `bench window` does).
-pub fn spawn_load(source: Source, ctx: Option<&egui::Context>) -> Job<(), Message> {
-    Job::spawn((), ctx, move |out| {
+pub fn spawn_load(source: Source, ctx: Option<&egui::Context>) -> Task<(), Message> {
+    Task::spawn((), ctx, move |out| {
         let stages = WindowStages::new(out.clone());
         let ran = crate::session::run(
             &source,

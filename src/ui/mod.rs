@@ -13,7 +13,6 @@ pub mod gap_table;
 pub mod graphs_panel;
 pub mod heatmap;
 pub mod iterations_panel;
-pub mod job;
 pub mod job_page;
 mod labels;
 mod layout_cache;
@@ -27,6 +26,7 @@ pub mod selection_overview;
 pub mod split;
 pub mod summary;
 pub mod tables;
+pub mod task;
 pub mod theme;
 pub mod timeline;
 pub mod whatif_panel;
@@ -335,7 +335,7 @@ impl App {
                         timeline::metric_rows::choice_menu(
                             ui,
                             &l.trace,
-                            &mut l.timeline.metric_choice,
+                            &mut l.timeline.settings.metric_choice,
                         );
                     });
                 }

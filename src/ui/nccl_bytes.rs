@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use crate::analysis::nccl_payload::{KernelTransfer, KernelTransfers, comm_id, kernel_transfers};
 use crate::analysis::nccl_sizes::{SizeGroup, size_groups};
 use crate::format::{format_bytes, format_ns};
@@ -30,7 +30,7 @@ impl NcclSizes {
 #[derive(Default)]
 pub struct NcclBytes {
     /// Keyed by the trace's address: a reloaded trace (files nudged) is worked out again.
-    job: Option<Job<usize, NcclSizes>>,
+    job: Option<Task<usize, NcclSizes>>,
     ready: Option<(usize, Arc<NcclSizes>)>,
 }
 
@@ -48,7 +48,7 @@ impl NcclBytes {
             return;
         }
         let trace = trace.clone();
-        self.job = Some(Job::compute(k, ctx, move |_| NcclSizes::new(&trace)));
+        self.job = Some(Task::compute(k, ctx, move |_| NcclSizes::new(&trace)));
     }
 
     pub fn poll(&mut self) {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use eframe::egui;
 
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::timeline::{Nav, PathMark};
 use crate::analysis::intervals::Window;
 use crate::critical_path::Graph;
@@ -37,16 +37,16 @@ pub type RangePath = Arc<Option<PathSummary>>;
 pub struct SelectionOverview {
     /// The selection analysed and its overview.
     pub ready: Option<((i64, i64), Arc<Overview>)>,
-    job: Option<Job<(i64, i64), Option<Overview>>>,
+    job: Option<Task<(i64, i64), Option<Overview>>>,
     /// The last summary copied to the clipboard (what a test reads back).
     pub copied: Option<String>,
     /// The selection's critical path, once asked for and worked out.
     pub path: Option<((i64, i64), RangePath)>,
-    path_job: Option<Job<(i64, i64), RangePath>>,
+    path_job: Option<Task<(i64, i64), RangePath>>,
     /// The NCCL table's groups by size over the selection (its kernels clipped to it), once
     /// NCCL's payloads are read and the groups worked out.
     nccl_groups: Option<((i64, i64), NcclGroups)>,
-    nccl_job: Option<Job<(i64, i64), NcclGroups>>,
+    nccl_job: Option<Task<(i64, i64), NcclGroups>>,
 }
 
 /// The NCCL table's rows of a range.
@@ -72,7 +72,7 @@ impl SelectionOverview {
         }
         if self.job.as_ref().is_none_or(|j| j.key != w) {
             let trace = trace.clone();
-            self.job = Some(Job::compute(w, Some(ctx), move |cancel| {
+            self.job = Some(Task::compute(w, Some(ctx), move |cancel| {
                 let options = Options {
                     window: Some(Window::new(w.0, w.1)),
                     top: 20,
@@ -109,7 +109,7 @@ impl SelectionOverview {
         }
         if self.nccl_job.as_ref().is_none_or(|j| j.key != w) {
             let (trace, sizes) = (trace.clone(), sizes.clone());
-            self.nccl_job = Some(Job::compute(w, Some(ctx), move |_| {
+            self.nccl_job = Some(Task::compute(w, Some(ctx), move |_| {
                 Arc::new(crate::analysis::nccl_sizes::size_groups(
                     &trace,
                     &sizes.transfers,
@@ -256,7 +256,7 @@ pub fn banner(
                     || asked == Some(Ask::CriticalPath)
                 {
                     let trace = trace.clone();
-                    state.path_job = Some(Job::compute((a, b), Some(ui.ctx()), move |_| {
+                    state.path_job = Some(Task::compute((a, b), Some(ui.ctx()), move |_| {
                         let graph = Graph::new(&trace);
                         Arc::new(
                             graph

@@ -8,7 +8,7 @@ use eframe::egui::{self, Sense};
 use rayon::prelude::*;
 
 use super::figures_window::save_menu;
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::theme::state_color;
 use super::timeline::{Margin, Nav, Overlay, Timeline};
 use crate::analysis::breakdown::{
@@ -35,13 +35,13 @@ pub struct SummaryPanel {
     /// Per GPU, SMs and Tensor Active over its whole analysed window: worked out once, on
     /// a worker (a pass over every sample).
     whole_activity: Option<Arc<WholeActivity>>,
-    whole_activity_job: Option<Job<(), Arc<WholeActivity>>>,
+    whole_activity_job: Option<Task<(), Arc<WholeActivity>>>,
 }
 
 type WholeActivity = std::collections::HashMap<crate::trace::DeviceId, [Option<f64>; 2]>;
 
 /// A window and the worker's answer for it.
-type PendingWindow = Job<(i64, i64), Vec<DeviceRow>>;
+type PendingWindow = Task<(i64, i64), Vec<DeviceRow>>;
 
 #[derive(Clone)]
 struct DeviceRow {
@@ -74,7 +74,7 @@ impl SummaryPanel {
                 .iter()
                 .map(|s| (s.device, s.window))
                 .collect();
-            self.whole_activity_job = Some(Job::compute((), Some(ctx), move |_| {
+            self.whole_activity_job = Some(Task::compute((), Some(ctx), move |_| {
                 Arc::new(
                     windows
                         .into_iter()
@@ -97,7 +97,7 @@ impl SummaryPanel {
         if self.pending.as_ref().map(|p| p.key) != Some(w) {
             let trace = trace.clone();
             // A newer window replaces (and so cancels) the one in flight.
-            self.pending = Some(Job::compute(w, Some(ctx), move |_| {
+            self.pending = Some(Task::compute(w, Some(ctx), move |_| {
                 let window = Window::new(w.0, w.1);
                 trace
                     .devices

@@ -21,7 +21,7 @@ pub struct Tables {
     kernel_sort: (usize, bool),
     /// The kernels' activity, worked out once on a worker for a capture with metrics.
     activity: Option<std::sync::Arc<Activity>>,
-    activity_job: Option<super::job::Job<(), std::sync::Arc<Activity>>>,
+    activity_job: Option<super::task::Task<(), std::sync::Arc<Activity>>>,
     nccl_sort: (usize, bool),
     memory_sort: (usize, bool),
     nvtx_sort: (usize, bool),
@@ -77,13 +77,13 @@ impl Tables {
         if trace.gpu_metrics.is_empty() || self.activity.is_some() {
             return;
         }
-        if let Some(((), a)) = super::job::take_answer(&mut self.activity_job) {
+        if let Some(((), a)) = super::task::take_answer(&mut self.activity_job) {
             self.activity = Some(a);
             return;
         }
         if self.activity_job.is_none() {
             let trace = trace.clone();
-            self.activity_job = Some(super::job::Job::compute((), Some(ctx), move |_| {
+            self.activity_job = Some(super::task::Task::compute((), Some(ctx), move |_| {
                 std::sync::Arc::new(crate::analysis::gpu_metrics::kernel_activity(&trace))
             }));
         }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use eframe::egui::{self, RichText};
 
-use super::job::{Job, take_answer};
+use super::task::{Task, take_answer};
 use super::timeline::{Nav, Overlay};
 use crate::analysis::Window;
 use crate::analysis::breakdown::{State, state_intervals};
@@ -34,7 +34,7 @@ pub struct WhatIfPanel {
     pub preset: Option<(String, Change)>,
     pub error: Option<String>,
     pub answer: Option<Arc<Answer>>,
-    pending: Option<Job<(), Result<Answer, String>>>,
+    pending: Option<Task<(), Result<Answer, String>>>,
     /// How far the replay in flight is, in thousandths (written by the worker).
     progress: Arc<AtomicU32>,
     /// The GPU whose predicted idle is drawn over the timeline.
@@ -107,7 +107,7 @@ impl WhatIfPanel {
                 let progress = self.progress.clone();
                 progress.store(0, Ordering::Relaxed);
                 let repaint = ctx.clone();
-                self.pending = Some(Job::compute((), Some(ctx), move |_| {
+                self.pending = Some(Task::compute((), Some(ctx), move |_| {
                     let mut predicted_idle = Vec::new();
                     let report = |f: f32| {
                         progress.store((f * 1000.0) as u32, Ordering::Relaxed);

@@ -36,11 +36,9 @@ const TRIM_FROM_BYTES: usize = 64 << 20;
 ///
 /// Why reuse: a fresh page costs a fault and its zeroing. With every block from 128 KiB
 /// mapped afresh (as loads had it before), each chunk of a table read and each analysis'
-/// temporaries were faulted in anew: 400 k faults and a fifth of a cold report's CPU on the
-/// 2 GB export. Reused: 180 k faults, `report` 3.5 s instead of 4.1 (medians of alternated
-/// runs), peak 30–50 MB higher (1.02–1.05 GB; 2.8 GB export 1.42–1.49 GB). Frames gain
-/// too: a frame builds and frees meshes of a few hundred KB (large, mid zoom: 0.93 ms a
-/// frame when they were mapped afresh at 128 KiB, 0.5 ms at 1 MiB).
+/// temporaries were faulted in anew, a large share of a cold report's CPU; reused, a
+/// report is faster for a slightly higher peak. Frames gain too: a frame builds and frees
+/// meshes of a few hundred KB. The figures: docs/benchmarks.md, "Figures behind the code".
 pub struct LoadMemoryGuard(());
 
 /// Guards alive now (a cancelled load may still be finishing while the next starts).

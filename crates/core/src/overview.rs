@@ -157,8 +157,8 @@ impl Overview {
 }
 
 /// The `n` indices of `0..len` with the least `key`s, least first: one pass with the best
-/// so far in a heap (selecting among an index list of millions of gaps took 60–80 ms of a
-/// report).
+/// so far in a heap (selecting among an index list of millions of gaps was a visible
+/// share of a report).
 fn least_keys<K: Ord>(len: usize, n: usize, key: impl Fn(usize) -> K) -> Vec<usize> {
     let mut best: std::collections::BinaryHeap<(K, usize)> =
         std::collections::BinaryHeap::with_capacity(n.min(len) + 1);

@@ -629,7 +629,7 @@ impl Timeline {
                 "zoom to",
             ),
             (
-                self.measure,
+                self.marks.measure,
                 Color32::from_rgba_unmultiplied(255, 255, 255, 24),
                 "measured",
             ),

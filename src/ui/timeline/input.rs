@@ -32,8 +32,8 @@ impl Timeline {
         if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
             if self.search.open {
                 self.search.open = false;
-            } else if self.measure.is_some() {
-                self.measure = None;
+            } else if self.marks.measure.is_some() {
+                self.marks.measure = None;
             } else if self.window.is_some() {
                 self.window = None;
             } else {
@@ -62,7 +62,8 @@ impl Timeline {
         // Keys move the view wherever the pointer is, unless a widget has the keyboard (a
         // text field, a focused button); the second timeline of a comparison only under
         // the pointer, so that one press does not move both.
-        let keys_anywhere = self.keys_anywhere && ui.ctx().memory(|m| m.focused().is_none());
+        let keys_anywhere =
+            self.settings.keys_anywhere && ui.ctx().memory(|m| m.focused().is_none());
         if response.hovered() || response.has_focus() || keys_anywhere {
             // A press moves one step (a quarter of the view in zoom, a tenth across, a row
             // up or down); held, the view keeps moving at four steps a second, smoothly
@@ -134,7 +135,7 @@ impl Timeline {
                 let (a, b) = (t_of(x0.min(p.x)), t_of(x0.max(p.x)));
                 let wide = (p.x - x0).abs() > 4.0;
                 match kind {
-                    DragKind::Measure => self.measure = wide.then_some((a, b)),
+                    DragKind::Measure => self.marks.measure = wide.then_some((a, b)),
                     DragKind::Window if wide => {
                         self.input.pending_window = Some((a as i64, b as i64))
                     }

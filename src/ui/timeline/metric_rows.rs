@@ -16,7 +16,7 @@ const LEVELS: [usize; 3] = [32, 1024, 32768];
 
 /// One block's summary: together, so that a pixel reading a block misses the cache once.
 #[derive(Clone, Copy)]
-struct Block {
+struct SampleBlock {
     sum: f64,
     min: f32,
     max: f32,
@@ -25,19 +25,19 @@ struct Block {
 
 /// The summaries of a series' blocks of one size.
 #[derive(Default)]
-struct Blocks(Vec<Block>);
+struct SampleBlocks(Vec<SampleBlock>);
 
 /// The summaries of a series' blocks (the series itself stays in the trace).
 pub struct SeriesIndex {
     /// One per size of [`LEVELS`].
-    levels: Vec<Blocks>,
+    levels: Vec<SampleBlocks>,
     /// The axis' top: 100 for a percent, else the series' maximum.
     pub top: f32,
 }
 
-impl Blocks {
+impl SampleBlocks {
     fn push(&mut self, min: f32, max: f32, sum: f64, count: u32) {
-        self.0.push(Block {
+        self.0.push(SampleBlock {
             sum,
             min,
             max,
@@ -64,9 +64,9 @@ pub struct Summary {
 
 impl SeriesIndex {
     pub fn new(value: &MetricValues, percent: bool) -> SeriesIndex {
-        let mut levels: Vec<Blocks> = Vec::with_capacity(LEVELS.len());
+        let mut levels: Vec<SampleBlocks> = Vec::with_capacity(LEVELS.len());
         // The first level from the samples, each next one from the one before.
-        let mut first = Blocks::default();
+        let mut first = SampleBlocks::default();
         for start in (0..value.len()).step_by(LEVELS[0]) {
             let end = (start + LEVELS[0]).min(value.len());
             let (mut min, mut max, mut sum, mut n) = (f32::INFINITY, f32::NEG_INFINITY, 0.0, 0);
@@ -82,7 +82,7 @@ impl SeriesIndex {
         for w in LEVELS.windows(2) {
             let per = w[1] / w[0];
             let below = levels.last().expect("the first level");
-            let mut next = Blocks::default();
+            let mut next = SampleBlocks::default();
             for part in below.0.chunks(per) {
                 next.push(
                     part.iter().map(|b| b.min).fold(f32::INFINITY, f32::min),
@@ -108,7 +108,7 @@ impl SeriesIndex {
     pub fn heap_bytes(&self) -> usize {
         self.levels
             .iter()
-            .map(|l| l.0.len() * std::mem::size_of::<Block>())
+            .map(|l| l.0.len() * std::mem::size_of::<SampleBlock>())
             .sum()
     }
 }
@@ -399,7 +399,7 @@ pub fn draw_series(
     let period = nsys_explorer_core::sorted::sample_period(series.time).unwrap_or(0);
     let mut hover = None;
     // Columns of one level so far: (left, right, level).
-    let mut run: Option<(f32, f32, Level)> = None;
+    let mut run: Option<(f32, f32, ColumnDrawing)> = None;
     for px in 0..width {
         let (a, b) = (bounds[px], bounds[px + 1]);
         let t0 = v0 + px as f64 * ns_per_px;
@@ -431,7 +431,7 @@ pub fn draw_series(
         };
         let x = r.left() + px as f32 * px_w;
         // Levels to whole pixels: neighbouring columns alike are drawn as one.
-        let level = Level {
+        let level = ColumnDrawing {
             mean: y_of(s.mean).round(),
             top: y_of(hi).round(),
             bottom: y_of(lo).round().max(y_of(hi).round() + 1.0),
@@ -471,7 +471,7 @@ pub fn draw_series(
 
 /// A column's drawing: its mean's height and its samples' range (y, whole pixels).
 #[derive(Clone, Copy, PartialEq)]
-struct Level {
+struct ColumnDrawing {
     mean: f32,
     top: f32,
     bottom: f32,
@@ -479,7 +479,14 @@ struct Level {
 
 /// Columns `x0..x1` at `l`: the mean as a filled level (what the eye reads at any zoom),
 /// the range of the samples a faint band over it, the mean's edge a line.
-fn draw_level(mesh: &mut Mesh, r: Rect, x0: f32, x1: f32, l: Level, colors: (Color32, Color32)) {
+fn draw_level(
+    mesh: &mut Mesh,
+    r: Rect,
+    x0: f32,
+    x1: f32,
+    l: ColumnDrawing,
+    colors: (Color32, Color32),
+) {
     mesh.add_colored_rect(
         Rect::from_min_max(Pos2::new(x0, l.mean), Pos2::new(x1, r.bottom())),
         colors.0,

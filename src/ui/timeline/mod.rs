@@ -59,17 +59,11 @@ pub struct Timeline {
     pub selection: Option<Selection>,
     /// The "current window" (Shift+drag), analysed by the panels.
     pub window: Option<(i64, i64)>,
-    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
-    pub measure: Option<(f64, f64)>,
     input: InputState,
-    /// What the panels asked to be shown over the rows.
+    /// What is drawn over the rows: the panels' marks and a measured span.
     pub marks: Marks,
     pub search: Search,
-    /// Which GPU metric rows are shown (View ▸ GPU metric rows).
-    pub metric_choice: metric_rows::MetricChoice,
-    /// Keys move the view with the pointer anywhere (false: only over it, as a comparison's
-    /// second timeline).
-    pub keys_anywhere: bool,
+    pub settings: Settings,
     /// What one frame leaves for the next (and for tests and the frame benchmark).
     pub frame: FrameCaches,
 }
@@ -111,9 +105,20 @@ struct InputState {
     pending_window: Option<(i64, i64)>,
 }
 
-/// What the panels point at on the timeline.
+/// What the window chooses for the timeline, not the user's place in it.
+pub struct Settings {
+    /// Which GPU metric rows are shown (View ▸ GPU metric rows).
+    pub metric_choice: metric_rows::MetricChoice,
+    /// Keys move the view with the pointer anywhere (false: only over it, as a comparison's
+    /// second timeline).
+    pub keys_anywhere: bool,
+}
+
+/// What the panels point at on the timeline, and the span the user measured.
 #[derive(Default)]
 pub struct Marks {
+    /// A span measured with Ctrl+drag, shown with its length until Escape or a click.
+    pub measure: Option<(f64, f64)>,
     pub overlay: Option<Overlay>,
     /// A gap to point at: (device index, start, end).
     pub highlight: Option<(DeviceIndex, i64, i64)>,
@@ -344,14 +349,15 @@ impl Timeline {
             scroll_y: 0.0,
             selection: None,
             window: None,
-            measure: None,
             input: InputState::default(),
             marks: Marks::default(),
             search: Search::default(),
-            metric_choice: metric_rows::MetricChoice::default_for(
-                &metric_rows::MetricIndex::names(trace),
-            ),
-            keys_anywhere: true,
+            settings: Settings {
+                metric_choice: metric_rows::MetricChoice::default_for(
+                    &metric_rows::MetricIndex::names(trace),
+                ),
+                keys_anywhere: true,
+            },
             frame: FrameCaches::default(),
         }
     }
@@ -526,7 +532,7 @@ impl Timeline {
         if response.clicked()
             && let Some(p) = response.interact_pointer_pos()
         {
-            self.measure = None;
+            self.marks.measure = None;
             if p.x < plot.left() {
                 self.toggle_group_at(&rows, plot.top() - self.scroll_y, p.y);
             } else if p.y > plot.top() {

@@ -116,7 +116,7 @@ impl Timeline {
                     stream: s,
                 }));
                 if let Some((k, _)) = self.index.metrics.metrics[d] {
-                    let chosen = &self.metric_choice.chosen;
+                    let chosen = &self.settings.metric_choice.chosen;
                     rows.extend(
                         trace.gpu_metrics[k]
                             .metrics
@@ -129,7 +129,7 @@ impl Timeline {
                             }),
                     );
                 }
-                if self.metric_choice.memory && self.index.metrics.memory[d].is_some() {
+                if self.settings.metric_choice.memory && self.index.metrics.memory[d].is_some() {
                     rows.push(RowKind::Memory { device: d });
                 }
             }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::{RowKind, Selection};
 use crate::analysis::gaps::OpRef;
 use crate::trace::{DeviceIndex, StrId, Trace};
-use crate::ui::job::{Job, take_answer};
+use crate::ui::task::{Task, take_answer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -290,7 +290,7 @@ pub struct Search {
     pub by_row: Vec<RowMatches>,
     searched: Option<(String, Mode)>,
     /// A search running on a worker, and what for.
-    pending: Option<Job<(String, Mode), Found>>,
+    pending: Option<Task<(String, Mode), Found>>,
     /// Go to the first match once the search in flight is done (a table's click).
     step_when_done: bool,
 }
@@ -318,7 +318,7 @@ impl Search {
                 .flatten();
         }
         let (trace, (query, mode)) = (trace.clone(), key.clone());
-        self.pending = Some(Job::compute(key, Some(ctx), move |_| {
+        self.pending = Some(Task::compute(key, Some(ctx), move |_| {
             search(&trace, &query, mode)
         }));
         None

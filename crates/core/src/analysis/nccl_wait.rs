@@ -74,8 +74,9 @@ pub type Collective = [(usize, usize, usize)];
 
 /// The collectives found on every GPU that ran NCCL: the kernel of each GPU whose end is
 /// nearest the first GPU's, within `SAME_END_NS`, in the first GPU's end order. Worked out
-/// once a report (the NCCL analyses, the replays and the critical path share it: 70-100 ms
-/// each on the realistic 2 GB export) and kept flat, not a list per collective.
+/// once a report (the NCCL analyses, the replays and the critical path share it: worked out
+/// by each, it cost each a visible share of a report) and kept flat, not a list per
+/// collective.
 #[derive(Debug, Default)]
 pub struct Collectives {
     /// The GPUs that ran NCCL (device indices); a collective has a kernel on each.

@@ -52,8 +52,8 @@ impl Part {
     }
 }
 
-/// Events a part of threads holds at most (unless one thread holds more): parts of about
-/// 20 MB, enough of them to keep every core busy.
+/// Events a part of threads holds at most (unless one thread holds more): parts of tens
+/// of MB, small enough that a large trace has enough of them to keep every core busy.
 const EVENTS_PER_PART: usize = 1 << 20;
 
 /// The parts of `trace`, the head last (a reader that finds it finds the rest written).

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::summary::{Collectives, RankSummary};
+use super::summary::{CollectiveColumns, RankSummary};
 
 /// A summary's first bytes (the loader knows them too, to name a summary given where an
 /// export is wanted).
@@ -338,7 +338,7 @@ fn put_int(out: &mut Vec<u8>, v: i64) {
 
 /// Columns: the count, then each column; times as steps (start from the previous start,
 /// the rest from the collective's start), names as indices + 1 (0 for none).
-fn put_collectives(out: &mut Vec<u8>, c: &Collectives) {
+fn put_collectives(out: &mut Vec<u8>, c: &CollectiveColumns) {
     put_uint(out, c.len() as u64);
     let mut previous = 0i64;
     for &s in &c.start {
@@ -421,7 +421,7 @@ impl Cursor<'_> {
     }
 }
 
-fn get_collectives(r: &mut Cursor) -> Option<Collectives> {
+fn get_collectives(r: &mut Cursor) -> Option<CollectiveColumns> {
     let n = r.uint()? as usize;
     // Every entry takes at least a byte a column: a count beyond the bytes left is damage.
     if n > r.bytes.len() - r.at {
@@ -454,7 +454,7 @@ fn get_collectives(r: &mut Cursor) -> Option<Collectives> {
     let cpu_ns = r.ints(n)?;
     let nvtx = r.names(n)?;
     let since_ns = r.ints(n)?;
-    Some(Collectives {
+    Some(CollectiveColumns {
         start,
         end,
         name,
@@ -478,7 +478,7 @@ mod tests {
     use crate::job::summary::{GpuSummary, NO_TEXT};
 
     fn sample() -> RankSummary {
-        let collectives = Collectives {
+        let collectives = CollectiveColumns {
             start: vec![1_000, 5_000, 9_000_000_000],
             end: vec![2_000, 7_000, 9_000_100_000],
             name: vec![0, 0, 1],

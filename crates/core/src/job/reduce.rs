@@ -45,7 +45,7 @@ pub struct JobGpu {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct GpuWait {
+pub struct JobGpuWait {
     pub device: String,
     pub collectives: usize,
     pub wait_ns: i64,
@@ -55,7 +55,7 @@ pub struct GpuWait {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LateCollective {
+pub struct JobLateCollective {
     pub name: String,
     /// On the first file's clock.
     pub start_ns: i64,
@@ -66,7 +66,7 @@ pub struct LateCollective {
     pub last_thread_call: Option<String>,
 }
 
-impl LateCollective {
+impl JobLateCollective {
     /// `ncclDevKernel_SendRecv at 53.796 s, 1.200 s after the median rank, by
     /// rank37.sqlite:0 (its thread was in read())`, its time from `origin`: as the report
     /// says it of a trace.
@@ -85,8 +85,8 @@ impl LateCollective {
 pub struct JobWaits {
     /// Collectives found on every GPU that ran NCCL.
     pub collectives: usize,
-    pub per_device: Vec<GpuWait>,
-    pub late: Vec<LateCollective>,
+    pub per_device: Vec<JobGpuWait>,
+    pub late: Vec<JobLateCollective>,
     /// Every collective in time order: the GPU that started it last (its index in the
     /// job's `devices`), and how long after the median rank.
     pub last_by_collective: Vec<u32>,
@@ -190,7 +190,7 @@ impl Job {
 }
 
 /// A GPU of the job, as the reduce walks it.
-struct Gpu<'s> {
+struct RankGpu<'s> {
     summary: &'s RankSummary,
     gpu: usize,
     offset: i64,
@@ -201,8 +201,8 @@ struct Gpu<'s> {
     spans: Vec<(i64, i64, usize)>,
 }
 
-impl Gpu<'_> {
-    fn c(&self) -> &super::summary::Collectives {
+impl RankGpu<'_> {
+    fn collectives(&self) -> &super::summary::CollectiveColumns {
         &self.summary.gpus[self.gpu].collectives
     }
 
@@ -239,7 +239,7 @@ impl Gpu<'_> {
 
 /// Each GPU's iteration shift onto the first NCCL GPU's numbering: the difference most of
 /// their shared collectives agree on (0 for a GPU without collectives).
-fn iteration_shifts(gpus: &mut [Gpu], m: &Matched) {
+fn iteration_shifts(gpus: &mut [RankGpu], m: &Matched) {
     let Some(&reference) = m.gpus.first() else {
         return;
     };
@@ -249,11 +249,12 @@ fn iteration_shifts(gpus: &mut [Gpu], m: &Matched) {
         let Some((_, ri)) = members.next() else {
             continue;
         };
-        let Some(rk) = gpus[reference].own_iteration_at(gpus[reference].c().start[ri]) else {
+        let Some(rk) = gpus[reference].own_iteration_at(gpus[reference].collectives().start[ri])
+        else {
             continue;
         };
         for (g, i) in members {
-            if let Some(k) = gpus[g].own_iteration_at(gpus[g].c().start[i]) {
+            if let Some(k) = gpus[g].own_iteration_at(gpus[g].collectives().start[i]) {
                 *votes[g].entry(rk as i64 - k as i64).or_default() += 1;
             }
         }
@@ -301,7 +302,7 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
             clock,
         })
         .collect();
-    let mut gpus: Vec<Gpu> = Vec::new();
+    let mut gpus: Vec<RankGpu> = Vec::new();
     let mut devices: Vec<JobGpu> = Vec::new();
     for (f, (_, s)) in summaries.iter().enumerate() {
         let offset = offsets[f].offset_ns;
@@ -313,7 +314,7 @@ pub fn reduce(summaries: &[(PathBuf, RankSummary)], top: usize) -> Job {
                 .filter_map(|(k, w)| w.map(|(a, b)| (a, b, k)))
                 .collect();
             spans.sort_unstable();
-            gpus.push(Gpu {
+            gpus.push(RankGpu {
                 summary: s,
                 gpu: g,
                 offset,
@@ -385,15 +386,15 @@ struct Matched {
 }
 
 impl Matched {
-    fn of(gpus: &[Gpu]) -> Self {
+    fn of(gpus: &[RankGpu]) -> Self {
         let with_nccl: Vec<usize> = (0..gpus.len())
-            .filter(|&g| !gpus[g].c().is_empty())
+            .filter(|&g| !gpus[g].collectives().is_empty())
             .collect();
         // Each GPU's collectives by end, on the reference clock: (ends, their indices).
         let by_end: Vec<(Vec<i64>, Vec<u32>)> = with_nccl
             .par_iter()
             .map(|&g| {
-                let c = gpus[g].c();
+                let c = gpus[g].collectives();
                 let mut order: Vec<u32> = (0..c.len() as u32).collect();
                 order.sort_by_key(|&i| c.end[i as usize]);
                 let ends = order
@@ -441,8 +442,8 @@ impl Matched {
 }
 
 /// A member's start and end on the reference clock.
-fn times(gpus: &[Gpu], g: usize, i: usize) -> (i64, i64) {
-    let c = gpus[g].c();
+fn times(gpus: &[RankGpu], g: usize, i: usize) -> (i64, i64) {
+    let c = gpus[g].collectives();
     (c.start[i] + gpus[g].offset, c.end[i] + gpus[g].offset)
 }
 
@@ -457,7 +458,7 @@ struct Arrival {
 
 /// A job's matched collectives as the arrivals see them, on the reference clock.
 struct OfSummaries<'a, 's> {
-    gpus: &'a [Gpu<'s>],
+    gpus: &'a [RankGpu<'s>],
     m: &'a Matched,
 }
 
@@ -478,7 +479,7 @@ impl Members for OfSummaries<'_, '_> {
 
 /// Every collective's arrivals, worked out once for the waits, the heatmap, the path and
 /// the straggler.
-fn arrivals(gpus: &[Gpu], m: &Matched) -> Vec<Arrival> {
+fn arrivals(gpus: &[RankGpu], m: &Matched) -> Vec<Arrival> {
     arrivals::arrivals(&OfSummaries { gpus, m })
         .into_iter()
         .enumerate()
@@ -490,7 +491,7 @@ fn arrivals(gpus: &[Gpu], m: &Matched) -> Vec<Arrival> {
 }
 
 fn waits(
-    gpus: &[Gpu],
+    gpus: &[RankGpu],
     devices: &[JobGpu],
     m: &Matched,
     arrivals: &[Arrival],
@@ -501,7 +502,7 @@ fn waits(
     let per_device = arrivals::splits(&view, &shared)
         .into_iter()
         .zip(&m.gpus)
-        .map(|(w, &g)| GpuWait {
+        .map(|(w, &g)| JobGpuWait {
             device: devices[g].key.clone(),
             collectives: w.collectives,
             wait_ns: w.wait_ns,
@@ -516,12 +517,12 @@ fn waits(
             let start = at.last;
             let held_back_ns = shared[c].held_back_ns();
             let s = gpus[g].summary;
-            let col = gpus[g].c();
+            let col = gpus[g].collectives();
             // The longest call before it, when it filled at least half of the hold-back.
             let (a, b) = (start - held_back_ns, start);
             let call_start = col.call_start[i] + gpus[g].offset;
             let overlap = ((call_start + col.call_ns[i]).min(b) - call_start.max(a)).max(0);
-            LateCollective {
+            JobLateCollective {
                 name: s.text(col.name[i]).to_string(),
                 start_ns: start,
                 held_back_ns,
@@ -540,8 +541,8 @@ fn waits(
     }
 }
 
-fn job_iterations(gpus: &[Gpu]) -> JobIterations {
-    let count = gpus.iter().map(Gpu::iteration_count).max().unwrap_or(0);
+fn job_iterations(gpus: &[RankGpu]) -> JobIterations {
+    let count = gpus.iter().map(RankGpu::iteration_count).max().unwrap_or(0);
     let warmup = gpus
         .iter()
         .map(|g| (g.summary().iteration_warmup as i64 + g.shift).max(0) as usize)
@@ -563,8 +564,8 @@ fn job_iterations(gpus: &[Gpu]) -> JobIterations {
     }
 }
 
-fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) -> Heatmap {
-    let count = gpus.iter().map(Gpu::iteration_count).max().unwrap_or(0);
+fn heatmap(gpus: &[RankGpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) -> Heatmap {
+    let count = gpus.iter().map(RankGpu::iteration_count).max().unwrap_or(0);
     let mut out = Heatmap {
         devices: devices.iter().map(|d| d.key.clone()).collect(),
         duration_ns: gpus
@@ -578,7 +579,7 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) 
         let (lg, li, last_start, median) = (a.gpu, a.i, a.at.last, a.at.median);
         for (g, i) in m.group(c) {
             let Some(k) = gpus[g]
-                .iteration_at(gpus[g].c().start[i])
+                .iteration_at(gpus[g].collectives().start[i])
                 .filter(|&k| k < count)
             else {
                 continue;
@@ -595,11 +596,11 @@ fn heatmap(gpus: &[Gpu], devices: &[JobGpu], m: &Matched, arrivals: &[Arrival]) 
 }
 
 /// The collectives of iteration `k` (by the last member's iteration), in time order.
-fn collectives_in(gpus: &[Gpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
+fn collectives_in(gpus: &[RankGpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
     let mut out: Vec<(i64, usize)> = arrivals
         .iter()
         .enumerate()
-        .filter(|(_, a)| gpus[a.gpu].iteration_at(gpus[a.gpu].c().start[a.i]) == Some(k))
+        .filter(|(_, a)| gpus[a.gpu].iteration_at(gpus[a.gpu].collectives().start[a.i]) == Some(k))
         .map(|(c, a)| (a.at.last, c))
         .collect();
     out.sort_unstable();
@@ -609,8 +610,8 @@ fn collectives_in(gpus: &[Gpu], arrivals: &[Arrival], k: usize) -> Vec<usize> {
 /// What a GPU's launching thread did before its collective `i`, in words, and the stall:
 /// its longest call or its longest stretch of CPU time with no call, whichever was longer
 /// (start on the reference clock, length).
-fn doing(gpus: &[Gpu], g: usize, i: usize) -> (String, i64, i64) {
-    let (s, c) = (gpus[g].summary, gpus[g].c());
+fn doing(gpus: &[RankGpu], g: usize, i: usize) -> (String, i64, i64) {
+    let (s, c) = (gpus[g].summary, gpus[g].collectives());
     let offset = gpus[g].offset;
     let text = |t: u32| (t != NO_TEXT).then(|| s.text(t));
     let activity = arrivals::ThreadActivity {
@@ -622,7 +623,12 @@ fn doing(gpus: &[Gpu], g: usize, i: usize) -> (String, i64, i64) {
         .unwrap_or_else(|| ("busy on the CPU".to_string(), times(gpus, g, i).0, 0))
 }
 
-fn critical_path(gpus: &[Gpu], devices: &[JobGpu], arrivals: &[Arrival], k: usize) -> CriticalPath {
+fn critical_path(
+    gpus: &[RankGpu],
+    devices: &[JobGpu],
+    arrivals: &[Arrival],
+    k: usize,
+) -> CriticalPath {
     let mut previous_end: Option<i64> = None;
     let steps = collectives_in(gpus, arrivals, k)
         .into_iter()
@@ -635,7 +641,10 @@ fn critical_path(gpus: &[Gpu], devices: &[JobGpu], arrivals: &[Arrival], k: usiz
             let (what, _, ns) = doing(gpus, g, i);
             PathStep {
                 collective: c,
-                name: gpus[g].summary.text(gpus[g].c().name[i]).to_string(),
+                name: gpus[g]
+                    .summary
+                    .text(gpus[g].collectives().name[i])
+                    .to_string(),
                 start_ns: start,
                 last_device: devices[g].key.clone(),
                 segment_ns: segment,
@@ -663,7 +672,7 @@ pub struct Removal {
 /// collective starts when its last rank arrives and takes as long once all are in; each
 /// rank's work between two collectives takes as long as recorded and starts when the
 /// collective before ends. Returns how much earlier the last collective ends.
-fn replay(gpus: &[Gpu], m: &Matched, removals: &[Removal]) -> i64 {
+fn replay(gpus: &[RankGpu], m: &Matched, removals: &[Removal]) -> i64 {
     let mut delta = 0i64;
     for c in 0..m.len() {
         let mut old_last = i64::MIN;
@@ -686,7 +695,7 @@ fn replay(gpus: &[Gpu], m: &Matched, removals: &[Removal]) -> i64 {
 /// The straggler: of the slowest iteration's collectives, the one whose last rank started
 /// latest after the first; that rank's stall before it taken out and replayed.
 fn straggler(
-    gpus: &[Gpu],
+    gpus: &[RankGpu],
     devices: &[JobGpu],
     m: &Matched,
     arrivals: &[Arrival],
@@ -706,7 +715,7 @@ fn straggler(
     }
     let (what, stall_start, stall_ns) = doing(gpus, g, i);
     // Only the part of the stall between the rank's previous collective and this one.
-    let c_i = gpus[g].c();
+    let c_i = gpus[g].collectives();
     let previous_end = (0..c_i.len())
         .filter(|&j| c_i.end[j] <= c_i.start[i])
         .map(|j| c_i.end[j] + gpus[g].offset)

@@ -53,9 +53,9 @@ pub struct GpuSummary {
     pub iteration_durations_ns: Vec<i64>,
     pub iteration_warmup: usize,
     pub iteration_median_ns: i64,
-    /// Every NCCL kernel, in start order (kept in columns: see [`Collectives`]).
+    /// Every NCCL kernel, in start order (kept in columns: see [`CollectiveColumns`]).
     #[serde(skip)]
-    pub collectives: Collectives,
+    pub collectives: CollectiveColumns,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -74,7 +74,7 @@ pub struct GapSummary {
 /// into the summary's strings ([`NO_TEXT`] for none); the activity is the launching
 /// thread's, from the previous collective's launch to this one's.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Collectives {
+pub struct CollectiveColumns {
     pub start: Vec<i64>,
     pub end: Vec<i64>,
     /// The kernel's name (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`).
@@ -98,7 +98,7 @@ pub struct Collectives {
     pub since_ns: Vec<i64>,
 }
 
-impl Collectives {
+impl CollectiveColumns {
     pub fn len(&self) -> usize {
         self.start.len()
     }
@@ -207,14 +207,14 @@ fn collectives_of(
     d: DeviceIndex,
     transfers: &crate::analysis::nccl_payload::KernelTransfers,
     names: &mut Interner,
-) -> Collectives {
+) -> CollectiveColumns {
     let device = &trace.devices[d.0];
     let mut kernels: Vec<(i64, usize, usize)> = device
         .ops_of(OpKind::Nccl)
         .map(|(s, i)| (device.streams[s].ops.start[i], s, i))
         .collect();
     kernels.sort_unstable();
-    let mut out = Collectives::default();
+    let mut out = CollectiveColumns::default();
     let mut seq_of: FxHashMap<u32, u32> = FxHashMap::default();
     // Per launching thread, the end of its previous collective's launch.
     let mut previous_launch: FxHashMap<u32, i64> = FxHashMap::default();

@@ -36,7 +36,7 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
         "collectives" => {
             let texts = Arc::new(s.strings.clone());
             let all = || s.gpus.iter().map(|g| &g.collectives);
-            let i64s = |f: &dyn Fn(&super::summary::Collectives) -> &Vec<i64>| {
+            let i64s = |f: &dyn Fn(&super::summary::CollectiveColumns) -> &Vec<i64>| {
                 Column::I64(all().flat_map(|c| f(c).iter().copied()).collect())
             };
             Table {

@@ -81,8 +81,8 @@ pub struct ThreadMerger<'a> {
 
 /// Room for this chunk's `n` and as many again for the rest of the table (`left` rows) at
 /// this chunk's rate (`n` of its `rows`), with a tenth more: arrays growing chunk by chunk
-/// left every smaller copy free in the heap (~100 MB held by the window after a load of
-/// the 2 GB export).
+/// left every smaller copy free in the heap, held by the window after the load
+/// (docs/benchmarks.md, "Figures behind the code").
 fn room_for_rest(n: usize, rows: u64, left: u64) -> usize {
     let rows = rows.max(1);
     ((n as u64).saturating_mul(left) / rows * 11 / 10 + n as u64) as usize

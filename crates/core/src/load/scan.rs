@@ -21,7 +21,8 @@ use super::sniff::sqlite_error;
 use super::{Phase, Progress};
 
 /// Rows per range. Smaller = finer progress and better balance across cores; larger =
-/// fewer connections and merges. 256k rows is ~20 ms of reading.
+/// fewer connections and merges; a chunk is tens of ms of reading on this project's
+/// machines.
 pub const ROWS_PER_CHUNK: i64 = 256 * 1024;
 
 /// How often (in rows) a scan checks the cancel flag and reports progress.

@@ -25,22 +25,7 @@ pub fn report_text(
 ) -> String {
     let mut s = String::new();
     let origin = trace.time_origin().unwrap_or(0);
-    let _ = writeln!(s, "{}", report.file.display());
-    let _ = writeln!(
-        s,
-        "  {}, {:.1} MB, loaded in {:.2} s",
-        version_text(&trace.info),
-        report.file_bytes as f64 / 1e6,
-        report.seconds
-    );
-    if let Some(export) = &report.export {
-        let _ = writeln!(s, "  SQLite: {export}");
-    }
-    // A GPU used for a sliver of the run: said before anything measured in its window.
-    if let Some(note) = crate::analysis::capture_use::capture_use(trace).and_then(|c| c.sentence())
-    {
-        let _ = writeln!(s, "\n{note}");
-    }
+    header_text(&mut s, trace, report);
     s.push('\n');
     s.push_str(&findings_text(findings));
     s.push('\n');
@@ -68,104 +53,7 @@ pub fn report_text(
         }
     }
     for d in selected_devices(trace, options) {
-        let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
-        let execs = d.count_of(OpKind::Graph);
-        let _ = writeln!(
-            s,
-            "  {}: {}, {} NCCL, {}{}, {} on {}",
-            d.label(),
-            plural(kernels, "kernel"),
-            d.count_of(OpKind::Nccl),
-            if execs > 0 {
-                format!("{}, ", plural(execs, "graph execution"))
-            } else {
-                String::new()
-            },
-            plural(d.count_of(OpKind::Memcpy), "memcpy"),
-            plural(d.count_of(OpKind::Memset), "memset"),
-            plural(d.streams.len(), "stream")
-        );
-        let Some(sum) = overview.devices.iter().find(|x| x.device == d.id) else {
-            let _ = writeln!(s, "    no kernels: nothing to break down");
-            continue;
-        };
-        let b = sum.breakdown;
-        let w = sum.window.len();
-        let _ = writeln!(
-            s,
-            "    window {}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} %",
-            format_ns(w),
-            pct(b.compute_only, w),
-            pct(b.nccl_only, w),
-            pct(b.overlap, w),
-            pct(b.memory_only, w),
-            pct(b.idle, w)
-        );
-        if let Some(ss) = sum.same_stream {
-            let _ = writeln!(s, "    {}", ss.sentence());
-        }
-        for m in overview.memory.iter().filter(|m| m.device == d.id).take(3) {
-            let pageable = if m.pageable > 0 {
-                format!(", {} from or to pageable host memory", m.pageable)
-            } else {
-                String::new()
-            };
-            let rate = m.rate_text();
-            let rate = if rate.is_empty() {
-                rate
-            } else {
-                format!(" ({rate})")
-            };
-            let _ = writeln!(
-                s,
-                "    memory {}: {}, {:.2} GB in {}{rate}{pageable}",
-                m.kind,
-                plural(m.count, "op"),
-                m.bytes as f64 / 1e9,
-                format_ns(m.total_ns),
-            );
-        }
-        for n in overview
-            .nccl
-            .iter()
-            .filter(|n| n.device == d.id && n.outliers > 0)
-        {
-            let longest = n
-                .longest_outliers
-                .first()
-                .map_or(String::new(), |&(at, dur)| {
-                    format!(
-                        "; the longest {} at {}",
-                        format_ns(dur),
-                        format_ns(at - origin)
-                    )
-                });
-            let _ = writeln!(
-                s,
-                "    {} {} collectives of {} last ≥ {}× their median ({}){longest}",
-                n.outliers,
-                n.collective,
-                n.count,
-                crate::analysis::summary::OUTLIER_FACTOR,
-                format_ns(n.median_ns)
-            );
-        }
-        if let Some(w) = overview
-            .nccl_wait
-            .per_device
-            .iter()
-            .find(|w| w.device == d.id && w.collectives > 0)
-        {
-            let _ = writeln!(
-                s,
-                "    NCCL: {} waiting for the last rank ({:.0} %), {} transfer; it arrived last at {} of {} collectives",
-                format_ns(w.wait_ns),
-                pct(w.wait_ns, w.wait_ns + w.transfer_ns),
-                format_ns(w.transfer_ns),
-                w.last_arrivals,
-                w.collectives
-            );
-        }
+        device_text(&mut s, overview, d, origin);
     }
     if let Some(l) = overview.nccl_wait.late.first() {
         let name = trace
@@ -184,6 +72,136 @@ pub fn report_text(
         );
     }
     communication_text(&mut s, trace, &overview.nccl_payload, origin, options.top);
+    gaps_text(&mut s, trace, overview, options, origin);
+    nvtx_gpu_text(&mut s, overview);
+    iterations_text(&mut s, trace, overview);
+    s
+}
+
+/// The export: its path, nsys version, size and load time, and a GPU used for a sliver
+/// of the run (said before anything measured in its window).
+fn header_text(s: &mut String, trace: &Trace, report: &LoadReport) {
+    let _ = writeln!(s, "{}", report.file.display());
+    let _ = writeln!(
+        s,
+        "  {}, {:.1} MB, loaded in {:.2} s",
+        version_text(&trace.info),
+        report.file_bytes as f64 / 1e6,
+        report.seconds
+    );
+    if let Some(export) = &report.export {
+        let _ = writeln!(s, "  SQLite: {export}");
+    }
+    if let Some(note) = crate::analysis::capture_use::capture_use(trace).and_then(|c| c.sentence())
+    {
+        let _ = writeln!(s, "\n{note}");
+    }
+}
+
+/// One GPU's counts, breakdown, memory, NCCL outliers and waits.
+fn device_text(s: &mut String, overview: &Overview, d: &crate::trace::Device, origin: i64) {
+    let kernels = d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl);
+    let execs = d.count_of(OpKind::Graph);
+    let _ = writeln!(
+        s,
+        "  {}: {}, {} NCCL, {}{}, {} on {}",
+        d.label(),
+        plural(kernels, "kernel"),
+        d.count_of(OpKind::Nccl),
+        if execs > 0 {
+            format!("{}, ", plural(execs, "graph execution"))
+        } else {
+            String::new()
+        },
+        plural(d.count_of(OpKind::Memcpy), "memcpy"),
+        plural(d.count_of(OpKind::Memset), "memset"),
+        plural(d.streams.len(), "stream")
+    );
+    let Some(sum) = overview.devices.iter().find(|x| x.device == d.id) else {
+        let _ = writeln!(s, "    no kernels: nothing to break down");
+        return;
+    };
+    let b = sum.breakdown;
+    let w = sum.window.len();
+    let _ = writeln!(
+        s,
+        "    window {}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} %",
+        format_ns(w),
+        pct(b.compute_only, w),
+        pct(b.nccl_only, w),
+        pct(b.overlap, w),
+        pct(b.memory_only, w),
+        pct(b.idle, w)
+    );
+    if let Some(ss) = sum.same_stream {
+        let _ = writeln!(s, "    {}", ss.sentence());
+    }
+    for m in overview.memory.iter().filter(|m| m.device == d.id).take(3) {
+        let pageable = if m.pageable > 0 {
+            format!(", {} from or to pageable host memory", m.pageable)
+        } else {
+            String::new()
+        };
+        let rate = m.rate_text();
+        let rate = if rate.is_empty() {
+            rate
+        } else {
+            format!(" ({rate})")
+        };
+        let _ = writeln!(
+            s,
+            "    memory {}: {}, {:.2} GB in {}{rate}{pageable}",
+            m.kind,
+            plural(m.count, "op"),
+            m.bytes as f64 / 1e9,
+            format_ns(m.total_ns),
+        );
+    }
+    for n in overview
+        .nccl
+        .iter()
+        .filter(|n| n.device == d.id && n.outliers > 0)
+    {
+        let longest = n
+            .longest_outliers
+            .first()
+            .map_or(String::new(), |&(at, dur)| {
+                format!(
+                    "; the longest {} at {}",
+                    format_ns(dur),
+                    format_ns(at - origin)
+                )
+            });
+        let _ = writeln!(
+            s,
+            "    {} {} collectives of {} last ≥ {}× their median ({}){longest}",
+            n.outliers,
+            n.collective,
+            n.count,
+            crate::analysis::summary::OUTLIER_FACTOR,
+            format_ns(n.median_ns)
+        );
+    }
+    if let Some(w) = overview
+        .nccl_wait
+        .per_device
+        .iter()
+        .find(|w| w.device == d.id && w.collectives > 0)
+    {
+        let _ = writeln!(
+            s,
+            "    NCCL: {} waiting for the last rank ({:.0} %), {} transfer; it arrived last at {} of {} collectives",
+            format_ns(w.wait_ns),
+            pct(w.wait_ns, w.wait_ns + w.transfer_ns),
+            format_ns(w.transfer_ns),
+            w.last_arrivals,
+            w.collectives
+        );
+    }
+}
+
+/// The gaps' total and the worst recurring patterns, then the largest single gaps.
+fn gaps_text(s: &mut String, trace: &Trace, overview: &Overview, options: &Options, origin: i64) {
     let total: i64 = overview.gaps.iter().map(|g| g.duration_ns).sum();
     let _ = writeln!(
         s,
@@ -239,6 +257,10 @@ pub fn report_text(
             );
         }
     }
+}
+
+/// GPU time per NVTX range: the five ranges with most kernel time.
+fn nvtx_gpu_text(s: &mut String, overview: &Overview) {
     let shown: Vec<_> = overview
         .nvtx_gpu
         .iter()
@@ -262,8 +284,6 @@ pub fn report_text(
             );
         }
     }
-    iterations_text(&mut s, trace, overview);
-    s
 }
 
 /// The threads that waited longest in synchronising calls.

@@ -189,13 +189,13 @@ pub struct NvtxRanges {
     /// Index of the enclosing push/pop range, or [`NONE`].
     pub parent: Vec<u32>,
     /// The colour given, as an index into `palette` (0: none): a byte a range, not the
-    /// ARGB's four (46 MB of the realistic 2.8 GB export's 15 M ranges).
+    /// ARGB's four, over tens of millions of ranges (docs/benchmarks.md, "Figures behind the code").
     pub color: Vec<u8>,
     /// The ARGB colours the ranges use, `palette[0]` = 0 (none) once any is given; at most
     /// 256 (a further colour takes the nearest one kept: colours only tell ranges apart).
     pub palette: Vec<u32>,
-    // A range's NVTX domain is not kept (4 bytes a range that nothing read: 61 MB of a
-    // realistic 2.8 GB export's model); the loader reads it to find NCCL's payloads, and
+    // A range's NVTX domain is not kept (4 bytes a range that nothing read, over tens of
+    // millions of ranges); the loader reads it to find NCCL's payloads, and
     // `Trace::nvtx_domains` names the domains.
 }
 

@@ -5,8 +5,8 @@
 //!
 //! Only what the attribution of bytes to kernels reads is kept: a call without a message
 //! size (`ncclGroupStart`, `ncclGroupEnd`, …) is dropped, and the few creation calls sit in
-//! a list of their own. A realistic 2.8 GB export holds 7.3 M NCCL ranges; at the 52 bytes
-//! a call of the first layout they were a fifth of the model.
+//! a list of their own: a realistic export holds millions of NCCL ranges, and a wide call
+//! made them a large share of the model (figures: docs/benchmarks.md, "Figures behind the code").
 
 use super::ops::{NONE, permute};
 use super::strings::StrId;
@@ -21,7 +21,7 @@ pub struct NcclCalls {
     /// The range's text: `ncclAllReduce`, `ncclSend`, …
     pub name: Vec<StrId>,
     /// The communicator, as an index into `comms`: a thread uses a few, so 2 bytes a call
-    /// instead of the id's 8 (38 MB of the realistic 2.8 GB export's 6.4 M calls).
+    /// instead of the id's 8, over millions of calls (docs/benchmarks.md, "Figures behind the code").
     pub comm: Vec<u16>,
     /// The ids (NCCL's `commHash`, or [`NO_VALUE`]) of the communicators the calls use. A
     /// thread past 65,536 of them (none seen) reads its further ones as [`NO_VALUE`].

@@ -16,8 +16,8 @@ use crate::trace::{NONE, OpKind, Trace};
 /// New times of every op and call, indexed like the trace.
 pub(super) struct Times {
     /// Every op's replayed start: kept only when the trace is rebuilt (a replay for spans
-    /// alone needs the two below, and two replays at once held 70 MB each of starts on
-    /// the realistic large trace).
+    /// alone needs the two below, and replays run side by side: each would hold a start
+    /// per op).
     pub(super) op_start: Option<Vec<Vec<Vec<i64>>>>,
     pub(super) op_end: Vec<Vec<Vec<i64>>>,
     /// Per thread, its calls' replayed times, kept as how far they moved (see

@@ -55,8 +55,8 @@ impl Prepared {
     }
 
     /// [`Prepared::sync_slot`] looked up first at `hint` and just before it (a replay meets
-    /// a thread's syncs in order: a search each measured 15 % of a replay of a run that
-    /// synchronises after every collective); `hint` moves past the slot found.
+    /// a thread's syncs in order, and a search each was a large share of a replay of a run
+    /// that synchronises after every collective: docs/benchmarks.md, "Figures behind the code"); `hint` moves past the slot found.
     fn sync_slot_from(&self, ti: usize, k: usize, hint: &mut usize) -> Option<usize> {
         let calls = &self.sync_calls[ti];
         let k = k as u32;

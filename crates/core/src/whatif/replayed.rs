@@ -10,8 +10,8 @@ use crate::trace::{NONE, Trace};
 /// not synchronise keeps its duration and the CPU time before it (less what the change
 /// cuts), so it moves as the call before it did: the shift changes only at a
 /// synchronising call, a removed stall or a cut, and only those changes are kept — not a
-/// time for every call (35 MB a replay on the realistic large trace, written and read
-/// back by every launch).
+/// time for every call, which every launch would write and read back (tens of MB a
+/// replay on a large trace).
 pub(super) struct ThreadCalls {
     /// How many of the thread's calls the replay has reached (their starts replayed).
     pub(super) reached: u32,
@@ -117,8 +117,8 @@ impl NcclOrder {
 }
 
 /// The kernels a change makes faster or slower, by name: a bit per string says whether
-/// its kernels are scaled (a trace has millions of strings: a factor each took 16 MB a
-/// replay), the factor kept for those only. Kernel names only are matched, each once.
+/// its kernels are scaled (a trace has millions of strings: a factor each would take
+/// 8 bytes a string a replay), the factor kept for those only. Kernel names only are matched, each once.
 pub(super) struct KernelScale {
     scaled: Vec<u64>,
     factor: rustc_hash::FxHashMap<u32, f64>,

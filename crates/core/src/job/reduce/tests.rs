@@ -1,6 +1,6 @@
 use super::*;
 use crate::job::file::FileIdentity;
-use crate::job::summary::{Collectives, GpuSummary};
+use crate::job::summary::{CollectiveColumns, GpuSummary};
 
 /// A rank of ten collectives ending at 1,000·j + 900, two an iteration, each starting
 /// 800 before its end but collective `late`'s, `lateness` later; with `extra` an
@@ -41,7 +41,7 @@ fn rank(name: &str, late: Option<(usize, i64)>, extra: bool) -> RankSummary {
             iteration_durations_ns: durations,
             iteration_warmup: 0,
             iteration_median_ns: 1_999,
-            collectives: Collectives {
+            collectives: CollectiveColumns {
                 start,
                 end,
                 name: vec![0; n],
@@ -88,9 +88,9 @@ fn the_collective_replay_moves_the_end_by_what_the_last_rank_no_longer_holds() {
         ("b".into(), rank("b", Some((5, 500)), false)),
         ("c".into(), rank("c", None, false)),
     ];
-    let mut gpus: Vec<Gpu> = summaries
+    let mut gpus: Vec<RankGpu> = summaries
         .iter()
-        .map(|(_, s)| Gpu {
+        .map(|(_, s)| RankGpu {
             summary: s,
             gpu: 0,
             offset: 0,

@@ -1,6 +1,6 @@
 //! Work on a worker thread, the one way the window runs it: started with what it computes,
 //! a repaint each time it sends something, polled by the frame, cancelled when dropped (a
-//! newer job replacing it, a closed file) or when asked.
+//! newer task replacing it, a closed file) or when asked.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 
 use eframe::egui;
 
-/// A job's side of the channel: sends its messages (each wakes the window) and reads its
+/// A task's side of the channel: sends its messages (each wakes the window) and reads its
 /// cancel flag.
 pub struct Outbox<M> {
     tx: Sender<M>,
@@ -55,14 +55,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A job keyed by what it computes (`K`: a window, a query, a filter), sending `M`s.
-pub struct Job<K, M> {
+/// A task keyed by what it computes (`K`: a window, a query, a filter), sending `M`s.
+pub struct Task<K, M> {
     pub key: K,
     rx: Receiver<M>,
     cancel: CancelOnDrop,
 }
 
-impl<K, M: Send + 'static> Job<K, M> {
+impl<K, M: Send + 'static> Task<K, M> {
     /// Runs `work` on a new thread. `ctx` is repainted at each message (`None` in tests
     /// that poll without a window).
     pub fn spawn(
@@ -114,7 +114,7 @@ impl<K, M: Send + 'static> Job<K, M> {
 
 /// Polls the job in `slot`: its answer, with its key, once in (the slot then empty). For
 /// jobs that send one message.
-pub fn take_answer<K, M: Send + 'static>(slot: &mut Option<Job<K, M>>) -> Option<(K, M)> {
+pub fn take_answer<K, M: Send + 'static>(slot: &mut Option<Task<K, M>>) -> Option<(K, M)> {
     let m = slot.as_ref()?.poll()?;
     let job = slot.take()?;
     Some((job.key, m))
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn a_job_answers_once_and_a_dropped_one_is_cancelled() {
-        let mut slot = Some(Job::compute(7, None, |_| 6 * 7));
+        let mut slot = Some(Task::compute(7, None, |_| 6 * 7));
         let answer = loop {
             if let Some(a) = take_answer(&mut slot) {
                 break a;
@@ -137,7 +137,7 @@ mod tests {
         assert!(slot.is_none());
 
         let (seen_tx, seen_rx) = channel();
-        let job: Job<(), ()> = Job::spawn((), None, move |out| {
+        let job: Task<(), ()> = Task::spawn((), None, move |out| {
             while !out.cancelled() {
                 std::thread::yield_now();
             }
