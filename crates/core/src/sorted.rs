@@ -47,6 +47,27 @@ pub fn partition_near(hint: usize, n: usize, pred: impl Fn(usize) -> bool) -> us
     gallop(hint, n, pred)
 }
 
+/// A place in a sorted sequence that a walk asks about in nearly ascending order: each
+/// lookup ([`partition_near`]) starts where the last one ended, so a walk reads a few
+/// entries a lookup instead of searching all of them; one that goes back is searched for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor(usize);
+
+impl Cursor {
+    /// Where `pred` turns false in `[0, n)` (true, then false), found from the last answer;
+    /// the cursor stays there.
+    pub fn seek(&mut self, n: usize, pred: impl Fn(usize) -> bool) -> usize {
+        self.0 = partition_near(self.0, n, pred);
+        self.0
+    }
+
+    /// Where `value` is in `sorted` (ascending, no repeats), found from the last answer.
+    pub fn find<T: Ord>(&mut self, sorted: &[T], value: &T) -> Option<usize> {
+        let i = self.seek(sorted.len(), |k| sorted[k] < *value);
+        (sorted.get(i) == Some(value)).then_some(i)
+    }
+}
+
 /// Lower median (0 for none): the values need not be sorted.
 pub fn median(values: &[i64]) -> i64 {
     if values.is_empty() {
@@ -79,6 +100,23 @@ pub fn sample_period(times: &[i64]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cursor_finds_what_a_search_finds_forward_back_and_past_the_end() {
+        let v: Vec<u32> = (0..500).map(|k| k * 2 + 1).collect();
+        let mut cursor = Cursor::default();
+        // In order, a value repeated, steps back, a jump past the end and back to the start.
+        let asks = (0..40).chain([39, 39, 12, 13, 999, 2000, 0, 1, 998, 997]);
+        for x in asks {
+            assert_eq!(cursor.find(&v, &x), v.binary_search(&x).ok(), "value {x}");
+            assert_eq!(
+                cursor.seek(v.len(), |k| v[k] <= x),
+                v.partition_point(|&y| y <= x),
+                "value {x}"
+            );
+        }
+        assert_eq!(Cursor::default().find(&[] as &[u32], &3), None);
+    }
 
     #[test]
     fn partition_near_finds_where_a_predicate_turns_false_from_any_hint() {

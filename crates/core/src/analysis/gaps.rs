@@ -170,7 +170,7 @@ pub struct CpuIndex {
 /// [`CpuIndex::sync_position`]); one per walk over a device's gaps.
 #[derive(Default)]
 struct SyncCursor {
-    at: Vec<usize>,
+    at: Vec<crate::sorted::Cursor>,
 }
 
 impl CpuIndex {
@@ -207,11 +207,9 @@ impl CpuIndex {
     fn sync_position(&self, cursor: &mut SyncCursor, thread: usize, t: i64) -> usize {
         let ends = &self.sync_ends[thread];
         if cursor.at.len() != self.sync_ends.len() {
-            cursor.at = vec![0; self.sync_ends.len()];
+            cursor.at = vec![crate::sorted::Cursor::default(); self.sync_ends.len()];
         }
-        let i = crate::sorted::partition_near(cursor.at[thread], ends.len(), |k| ends[k] < t);
-        cursor.at[thread] = i;
-        i
+        cursor.at[thread].seek(ends.len(), |k| ends[k] < t)
     }
 
     /// The synchronising call of `thread` (its place among the thread's) that returned
@@ -568,7 +566,7 @@ pub struct SyncCalls<'t> {
     /// Per thread, its synchronising calls in call order, and where the last gap's run
     /// began; `None` where their ends do not come in that order too (then searched as
     /// [`sync_call_of_gap`] does).
-    calls: Vec<Option<(Vec<u32>, usize)>>,
+    calls: Vec<Option<(Vec<u32>, crate::sorted::Cursor)>>,
 }
 
 impl<'t> SyncCalls<'t> {
@@ -582,7 +580,7 @@ impl<'t> SyncCalls<'t> {
                 calls
                     .windows(2)
                     .all(|w| end(w[0]) <= end(w[1]))
-                    .then_some((calls, 0))
+                    .then_some((calls, crate::sorted::Cursor::default()))
             })
             .collect();
         Self {
@@ -605,8 +603,7 @@ impl<'t> SyncCalls<'t> {
         let (from, to) = (g.start_ns - SYNC_RETURN_SKEW_NS, g.end_ns());
         // Those ending in (from, to], the latest returned; else one of no length at `from`
         // (what the search by overlap finds too).
-        let lo = crate::sorted::partition_near(*at, calls.len(), |i| end(i) <= from);
-        *at = lo;
+        let lo = at.seek(calls.len(), |i| end(i) <= from);
         let hi = crate::sorted::gallop(lo, calls.len(), |i| end(i) <= to);
         let call = if hi > lo {
             Some(calls[hi - 1])

@@ -10,6 +10,7 @@ use super::cuts::{
 use super::order::{Event, PackedOrder, RecordedOrder};
 use super::replayed::{KernelScale, NcclOrder, ThreadCalls};
 use crate::analysis::gaps::Gap;
+use crate::sorted::Cursor;
 use crate::trace::launches::WaitedCursor;
 use crate::trace::{NONE, OpKind, Trace};
 
@@ -68,15 +69,15 @@ struct Replay<'a> {
     /// Per thread, the first span of `cut` that may still overlap the calls to come: a
     /// thread's calls come in order, so its spans are passed once (a launch-bound run's
     /// host-gap cuts are millions of spans, searched anew at every call before).
-    cut_from: Vec<(usize, i64)>,
+    cut_from: Vec<Cursor>,
     /// Per collective, how many of its kernels have started.
     arrived: Vec<usize>,
     /// Per thread, its place in its launches as its synchronising calls come in order.
     waited: Vec<WaitedCursor>,
     /// Per thread, where the next synchronising call likely is in its list of them, and
     /// in its list of removed ones.
-    sync_hint: Vec<usize>,
-    removed_from: Vec<usize>,
+    sync_hint: Vec<Cursor>,
+    removed_from: Vec<Cursor>,
     t: Times,
 }
 
@@ -132,12 +133,12 @@ impl<'a> Replay<'a> {
             dropped,
             nccl_order,
             scale: KernelScale::new(trace, change),
-            cut_from: vec![(0, i64::MIN); cut.len()],
+            cut_from: vec![Cursor::default(); cut.len()],
             cut,
             arrived: vec![0usize; prep.groups.len()],
             waited: prep.launched.iter().map(WaitedCursor::new).collect(),
-            sync_hint: vec![0; trace.threads.len()],
-            removed_from: vec![0; trace.threads.len()],
+            sync_hint: vec![Cursor::default(); trace.threads.len()],
+            removed_from: vec![Cursor::default(); trace.threads.len()],
             t,
         }
     }
@@ -270,28 +271,16 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// Whether `call` is in `removed` (sorted), from `from` on: a thread's calls come in order,
-/// so its list is passed once (searched anew if a call comes back).
-fn is_removed(removed: &[u32], from: &mut usize, call: u32) -> bool {
-    *from = crate::sorted::partition_near(*from, removed.len(), |k| removed[k] < call);
-    removed.get(*from) == Some(&call)
+/// Whether `call` is in `removed` (sorted), found from `from`: a thread's calls come in
+/// order, so its list is passed once (searched anew if a call comes back).
+fn is_removed(removed: &[u32], from: &mut Cursor, call: u32) -> bool {
+    from.find(removed, &call).is_some()
 }
 
-/// How much of `[a, b)` `spans` (sorted, disjoint) cover, starting from `from` = (the
-/// first span that may overlap, the `a` it was found for): forward from there while `a`
-/// does not go back, searched anew when it does.
-fn cut_overlap(spans: &[(i64, i64)], from: &mut (usize, i64), a: i64, b: i64) -> i64 {
-    if spans.is_empty() {
-        return 0;
-    }
-    if a < from.1 {
-        *from = (spans.partition_point(|s| s.1 <= a), a);
-    }
-    let mut i = from.0;
-    while i < spans.len() && spans[i].1 <= a {
-        i += 1;
-    }
-    *from = (i, a);
+/// How much of `[a, b)` `spans` (sorted, disjoint) cover, the first span that may overlap
+/// found from `from` (forward while `a` does not go back, searched anew when it does).
+fn cut_overlap(spans: &[(i64, i64)], from: &mut Cursor, a: i64, b: i64) -> i64 {
+    let i = from.seek(spans.len(), |k| spans[k].1 <= a);
     spans[i..]
         .iter()
         .take_while(|s| s.0 < b)
@@ -568,11 +557,12 @@ pub(super) fn finish_collective(
 #[cfg(test)]
 mod tests {
     use super::{cut_overlap, is_removed};
+    use crate::sorted::Cursor;
 
     #[test]
     fn the_removed_cursor_answers_as_a_search_in_order_and_back() {
         let removed: Vec<u32> = vec![3, 4, 9, 20, 21, 40];
-        let mut from = 0;
+        let mut from = Cursor::default();
         let calls: Vec<u32> = (0..45).chain([5, 21, 2, 40, 44]).collect();
         for call in calls {
             assert_eq!(
@@ -581,7 +571,7 @@ mod tests {
                 "call {call}"
             );
         }
-        assert!(!is_removed(&[], &mut 0, 7));
+        assert!(!is_removed(&[], &mut Cursor::default(), 7));
     }
 
     /// How much of `[a, b)` `spans` cover, searched anew.
@@ -598,7 +588,7 @@ mod tests {
     #[test]
     fn the_cursor_gives_what_a_search_gives_forward_and_back() {
         let spans: Vec<(i64, i64)> = (0..200).map(|i| (i * 10, i * 10 + 4)).collect();
-        let mut from = (0, i64::MIN);
+        let mut from = Cursor::default();
         // Calls in order, overlapping calls, a step back, a jump far ahead and back.
         let asks = [
             (0, 3),
@@ -619,6 +609,6 @@ mod tests {
                 "[{a}, {b})"
             );
         }
-        assert_eq!(cut_overlap(&[], &mut (0, 0), 0, 100), 0);
+        assert_eq!(cut_overlap(&[], &mut Cursor::default(), 0, 100), 0);
     }
 }

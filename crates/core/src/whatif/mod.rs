@@ -23,6 +23,7 @@ pub mod report;
 
 use crate::analysis::gaps::{Gap, sync_call_names, sync_calls_by_thread};
 use crate::analysis::nccl_wait::{Collectives, collectives};
+use crate::sorted::Cursor;
 use crate::trace::launches::{Launched, launched_by_thread};
 use crate::trace::{NONE, Trace};
 
@@ -54,18 +55,12 @@ impl Prepared {
         self.sync_calls[ti].binary_search(&(k as u32)).ok()
     }
 
-    /// [`Prepared::sync_slot`] looked up first at `hint` and just before it (a replay meets
-    /// a thread's syncs in order, and a search each was a large share of a replay of a run
-    /// that synchronises after every collective: docs/benchmarks.md, "Figures behind the code"); `hint` moves past the slot found.
-    fn sync_slot_from(&self, ti: usize, k: usize, hint: &mut usize) -> Option<usize> {
-        let calls = &self.sync_calls[ti];
-        let k = k as u32;
-        let found = [*hint, hint.wrapping_sub(1)]
-            .into_iter()
-            .find(|&n| calls.get(n) == Some(&k))
-            .or_else(|| self.sync_slot(ti, k as usize))?;
-        *hint = found + 1;
-        Some(found)
+    /// [`Prepared::sync_slot`] found from where `cursor` stands (a replay meets a thread's
+    /// syncs in order, and a search each was a large share of a replay of a run that
+    /// synchronises after every collective: docs/benchmarks.md, "Figures behind the
+    /// code").
+    fn sync_slot_from(&self, ti: usize, k: usize, cursor: &mut Cursor) -> Option<usize> {
+        cursor.find(&self.sync_calls[ti], &(k as u32))
     }
 
     pub fn new(trace: &Trace) -> Self {

@@ -25,7 +25,7 @@ pub(super) struct ThreadCalls {
     from: Vec<u32>,
     shift: Vec<i64>,
     /// Where the last lookup found its shift: launches look their calls up nearly in order.
-    at: std::cell::Cell<usize>,
+    at: std::cell::Cell<crate::sorted::Cursor>,
 }
 
 impl ThreadCalls {
@@ -36,7 +36,7 @@ impl ThreadCalls {
             ended_early: Vec::new(),
             from: Vec::new(),
             shift: Vec::new(),
-            at: std::cell::Cell::new(0),
+            at: std::cell::Cell::new(crate::sorted::Cursor::default()),
         }
     }
 
@@ -55,8 +55,9 @@ impl ThreadCalls {
     pub(super) fn shift_of(&self, k: u32) -> i64 {
         let from = &self.from;
         // The first shift holds from call 0: the one found is at 1 or later.
-        let i = crate::sorted::partition_near(self.at.get() + 1, from.len(), |j| from[j] <= k) - 1;
-        self.at.set(i);
+        let mut at = self.at.get();
+        let i = at.seek(from.len(), |j| from[j] <= k) - 1;
+        self.at.set(at);
         self.shift[i]
     }
 }
