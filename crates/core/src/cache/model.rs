@@ -252,7 +252,7 @@ pub fn read_head<R: std::io::Read>(r: &mut Reader<R>) -> Result<(Trace, LoadRepo
     parts.extend(meta.thread_parts.iter().map(|&(a, b)| Part::Threads(a, b)));
     let trace = Trace {
         info: meta.info,
-        strings,
+        strings: strings.into(),
         devices: Vec::new(),
         threads: Vec::new(),
         processes: meta.processes,

@@ -52,7 +52,7 @@ pub fn gpu_only_trace(parts: &Parts, gpu: &GpuParts) -> Trace {
     strings.freeze();
     Trace {
         info: parts.info.clone(),
-        strings,
+        strings: strings.into(),
         devices: devices_of(gpu.streams, gpu.mem_info, &parts.gpu_names),
         threads: Vec::new(),
         processes: parts.processes.clone(),
@@ -246,7 +246,7 @@ pub fn build_trace(
 
     Ok(Trace {
         info: parts.info,
-        strings,
+        strings: strings.into(),
         devices: devices_of(streams, mem_info, &parts.gpu_names),
         threads,
         processes: parts.processes,

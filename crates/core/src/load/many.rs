@@ -397,7 +397,7 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         };
     }
     strings.freeze();
-    out.strings = strings;
+    out.strings = strings.into();
     out.call_stacks = crate::trace::StacksSlot::ready(crate::trace::CallStacks {
         stacks: stacks.stacks,
         samples,

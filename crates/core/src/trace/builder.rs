@@ -27,7 +27,7 @@ pub struct CallRef {
 impl TraceBuilder {
     pub fn new() -> Self {
         let mut b = Self::default();
-        b.trace.strings = super::StringTable::new();
+        b.trace.strings = super::StringTable::new().into();
         b
     }
 
@@ -45,7 +45,7 @@ impl TraceBuilder {
 
     /// An API call on `thread`, after the ones before it.
     pub fn call(&mut self, thread: usize, name: &str, start: i64, end: i64) -> CallRef {
-        let name = self.trace.strings.intern(name);
+        let name = std::sync::Arc::make_mut(&mut self.trace.strings).intern(name);
         let api = &mut self.trace.threads[thread].api;
         debug_assert!(
             api.start.last().is_none_or(|&s| s <= start),
@@ -64,7 +64,7 @@ impl TraceBuilder {
 
     /// A push/pop NVTX range on `thread` (any order: nested when built).
     pub fn range(&mut self, thread: usize, text: &str, start: i64, end: i64) {
-        let text = self.trace.strings.intern(text);
+        let text = std::sync::Arc::make_mut(&mut self.trace.strings).intern(text);
         let nvtx = &mut self.trace.threads[thread].nvtx;
         nvtx.start.push(start);
         nvtx.end.push(end);
@@ -111,7 +111,7 @@ impl TraceBuilder {
         } else {
             OpKind::Compute
         };
-        let name = self.trace.strings.intern(name);
+        let name = std::sync::Arc::make_mut(&mut self.trace.strings).intern(name);
         let (ops, _) = self.stream_ops(device, stream);
         push_op(ops, kind, name, start, end, launch, 0);
     }
@@ -131,7 +131,8 @@ impl TraceBuilder {
         pageable: bool,
         launch: Option<CallRef>,
     ) {
-        let name = self.trace.strings.intern(&format!("Memcpy {kind}"));
+        let name =
+            std::sync::Arc::make_mut(&mut self.trace.strings).intern(&format!("Memcpy {kind}"));
         let (ops, mem_info) = self.stream_ops(device, stream);
         mem_info.push(MemInfo {
             bytes,

@@ -261,7 +261,9 @@ pub struct Process {
 #[derive(Debug, Default, Clone)]
 pub struct Trace {
     pub info: ExportInfo,
-    pub strings: StringTable,
+    /// Shared, not copied, by a what-if's replayed trace: the names do not change, and a
+    /// trace's distinct NVTX texts run to millions.
+    pub strings: std::sync::Arc<StringTable>,
     /// Devices that ran at least one op, sorted by id.
     pub devices: Vec<Device>,
     /// Threads that made API calls or NVTX events, sorted by (pid, tid).
