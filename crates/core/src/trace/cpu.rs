@@ -3,7 +3,8 @@
 //! Invariants: every list is sorted by start; `end >= start`. Push/pop ranges carry their
 //! nesting (`depth`, `parent`), computed once at load.
 
-use super::ops::{NONE, permute};
+use super::columns::columns;
+use super::ops::NONE;
 use super::strings::StrId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -13,53 +14,45 @@ pub enum ApiClass {
     Driver = 1,
 }
 
-/// CUDA runtime and driver calls of one thread.
-#[derive(Debug, Default, Clone)]
-pub struct ApiCalls {
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub name: Vec<StrId>,
-    pub correlation_id: Vec<u32>,
-    pub class: Vec<ApiClass>,
+columns! {
+    /// CUDA runtime and driver calls of one thread.
+    #[derive(Debug, Default, Clone)]
+    pub struct ApiCalls {
+        pub start: Vec<i64>,
+        pub end: Vec<i64>,
+        pub name: Vec<StrId>,
+        pub correlation_id: Vec<u32>,
+        pub class: Vec<ApiClass>,
+    }
 }
 
 impl ApiCalls {
-    pub const BYTES_PER_CALL: usize = 8 + 8 + 4 + 4 + 1;
-
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
 
+    /// Reorders every column by `start` (stable, so equal starts keep file order).
     pub fn sort_by_start(&mut self) {
-        if self.start.is_sorted() {
-            return;
+        if let Some(order) = super::start_order(&self.start) {
+            self.permute_rows(&order);
         }
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| self.start[i as usize]);
-        permute(&mut self.start, &order);
-        permute(&mut self.end, &order);
-        permute(&mut self.name, &order);
-        permute(&mut self.correlation_id, &order);
-        permute(&mut self.class, &order);
     }
 }
 
-/// OS runtime calls of one thread (`OSRT_API`: `read`, `pthread_cond_wait`, `futex`,
-/// `poll`, …), traced by `nsys profile -t osrt`: where a launching thread sat when it did
-/// not launch.
-#[derive(Debug, Default, Clone)]
-pub struct OsCalls {
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub name: Vec<StrId>,
-    pub return_value: Vec<i64>,
-    /// Each call's backtrace (its innermost frame's node in [`crate::trace::Stacks`]), or
-    /// `NONE`; empty when the export has no backtraces.
-    pub stack: Vec<u32>,
+columns! {
+    /// OS runtime calls of one thread (`OSRT_API`: `read`, `pthread_cond_wait`, `futex`,
+    /// `poll`, …), traced by `nsys profile -t osrt`: where a launching thread sat when it did
+    /// not launch.
+    #[derive(Debug, Default, Clone)]
+    pub struct OsCalls {
+        pub start: Vec<i64>,
+        pub end: Vec<i64>,
+        pub name: Vec<StrId>,
+        pub return_value: Vec<i64>,
+        /// Each call's backtrace (its innermost frame's node in [`crate::trace::Stacks`]), or
+        /// `NONE`; empty when the export has no backtraces.
+        pub stack: Vec<u32>,
+    }
 }
 
 /// A thread's time on a CPU: scheduled in at `start`, out at `end`, on core `cpu`; sorted,
@@ -137,28 +130,14 @@ pub fn is_blocking_os_call(name: &str) -> bool {
 }
 
 impl OsCalls {
-    pub const BYTES_PER_CALL: usize = 8 + 8 + 4 + 8;
-
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
 
+    /// Reorders every column by `start` (stable, so equal starts keep file order).
     pub fn sort_by_start(&mut self) {
-        if self.start.is_sorted() {
-            return;
-        }
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| self.start[i as usize]);
-        permute(&mut self.start, &order);
-        permute(&mut self.end, &order);
-        permute(&mut self.name, &order);
-        permute(&mut self.return_value, &order);
-        if !self.stack.is_empty() {
-            permute(&mut self.stack, &order);
+        if let Some(order) = super::start_order(&self.start) {
+            self.permute_rows(&order);
         }
     }
 
@@ -177,31 +156,33 @@ pub enum RangeKind {
     StartEnd = 1,
 }
 
-/// NVTX ranges of one thread (the thread that opened them).
-#[derive(Debug, Default, Clone)]
-pub struct NvtxRanges {
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub text: Vec<StrId>,
-    pub kind: Vec<RangeKind>,
-    /// Nesting depth (0 = outermost) for push/pop; a free lane for start/end ranges.
-    pub depth: Vec<u16>,
-    /// Index of the enclosing push/pop range, or [`NONE`].
-    pub parent: Vec<u32>,
-    /// The colour given, as an index into `palette` (0: none): a byte a range, not the
-    /// ARGB's four, over tens of millions of ranges (docs/benchmarks.md, "Figures behind the code").
-    pub color: Vec<u8>,
-    /// The ARGB colours the ranges use, `palette[0]` = 0 (none) once any is given; at most
-    /// 256 (a further colour takes the nearest one kept: colours only tell ranges apart).
-    pub palette: Vec<u32>,
-    // A range's NVTX domain is not kept (4 bytes a range that nothing read, over tens of
-    // millions of ranges); the loader reads it to find NCCL's payloads, and
-    // `Trace::nvtx_domains` names the domains.
+columns! {
+    /// NVTX ranges of one thread (the thread that opened them).
+    #[derive(Debug, Default, Clone)]
+    pub struct NvtxRanges {
+        pub start: Vec<i64>,
+        pub end: Vec<i64>,
+        pub text: Vec<StrId>,
+        pub kind: Vec<RangeKind>,
+        /// Nesting depth (0 = outermost) for push/pop; a free lane for start/end ranges.
+        pub depth: Vec<u16>,
+        /// Index of the enclosing push/pop range, or [`NONE`].
+        pub parent: Vec<u32>,
+        /// The colour given, as an index into `palette` (0: none): a byte a range, not the
+        /// ARGB's four, over tens of millions of ranges (docs/benchmarks.md, "Figures behind the code").
+        pub color: Vec<u8>,
+        // A range's NVTX domain is not kept (4 bytes a range that nothing read, over tens of
+        // millions of ranges); the loader reads it to find NCCL's payloads, and
+        // `Trace::nvtx_domains` names the domains.
+    }
+    others {
+        /// The ARGB colours the ranges use, `palette[0]` = 0 (none) once any is given; at most
+        /// 256 (a further colour takes the nearest one kept: colours only tell ranges apart).
+        pub palette: Vec<u32>,
+    }
 }
 
 impl NvtxRanges {
-    pub const BYTES_PER_RANGE: usize = 8 + 8 + 4 + 1 + 2 + 4 + 1;
-
     /// Range `i`'s ARGB colour, 0 when none was given.
     pub fn argb(&self, i: usize) -> u32 {
         self.palette
@@ -255,10 +236,6 @@ impl NvtxRanges {
             .unwrap_or(0) as u8
     }
 
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
@@ -270,6 +247,9 @@ impl NvtxRanges {
         // export that lists a range when it ends has millions out of order, and a comparison
         // that reads two columns at random misses the cache every time. (The shared real
         // exports list them by start: no sort.)
+        // Worked out again below: not reordered with the rows.
+        self.depth.clear();
+        self.parent.clear();
         let in_order = (1..self.len())
             .all(|i| (self.start[i - 1], -self.end[i - 1]) <= (self.start[i], -self.end[i]));
         if !in_order {
@@ -278,11 +258,7 @@ impl NvtxRanges {
                 .collect();
             keys.sort_unstable();
             let order: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
-            permute(&mut self.start, &order);
-            permute(&mut self.end, &order);
-            permute(&mut self.text, &order);
-            permute(&mut self.kind, &order);
-            permute(&mut self.color, &order);
+            self.permute_rows(&order);
         }
         self.depth = vec![0; self.len()];
         self.parent = vec![NONE; self.len()];

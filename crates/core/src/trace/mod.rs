@@ -5,6 +5,7 @@
 //! and NVTX ranges. Times are `i64` nanoseconds on the capture's clock.
 
 pub mod builder;
+mod columns;
 mod cpu;
 mod device_id;
 mod gpu_metrics;
@@ -16,6 +17,7 @@ mod reach;
 pub mod stacks;
 mod strings;
 
+pub use columns::start_order;
 pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
 };
@@ -423,14 +425,14 @@ impl Trace {
 
     /// Approximate heap bytes of the model, for the bytes-per-event figure.
     pub fn heap_bytes(&self) -> usize {
-        let ops = self.gpu_op_count() * GpuOps::BYTES_PER_OP;
-        let api = self.api_call_count() * ApiCalls::BYTES_PER_CALL;
-        let nvtx = self.nvtx_range_count() * NvtxRanges::BYTES_PER_RANGE;
+        let ops = self.gpu_op_count() * GpuOps::ROW_BYTES;
+        let api = self.api_call_count() * ApiCalls::ROW_BYTES;
+        let nvtx = self.nvtx_range_count() * NvtxRanges::ROW_BYTES;
         let marks: usize = self.threads.iter().map(|t| t.marks.time.len() * 12).sum();
         let osrt: usize = self
             .threads
             .iter()
-            .map(|t| t.osrt.len() * OsCalls::BYTES_PER_CALL + t.osrt.stack.len() * 4)
+            .map(|t| t.osrt.len() * OsCalls::ROW_BYTES)
             .sum();
         let stacks = self.call_stacks.get().map_or(0, CallStacks::bytes);
         let nccl: usize = self.threads.iter().map(|t| t.nccl.heap_bytes()).sum();

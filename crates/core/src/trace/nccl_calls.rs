@@ -8,30 +8,35 @@
 //! a list of their own: a realistic export holds millions of NCCL ranges, and a wide call
 //! made them a large share of the model (figures: docs/benchmarks.md, "Figures behind the code").
 
-use super::ops::{NONE, permute};
+use super::columns::columns;
+use super::ops::NONE;
 use super::strings::StrId;
 
 /// A `u64` field the payload did not carry.
 pub const NO_VALUE: u64 = u64::MAX;
 
-/// The calls that carry a message size, sorted by start.
-#[derive(Debug, Default, Clone)]
-pub struct NcclCalls {
-    pub start: Vec<i64>,
-    /// The range's text: `ncclAllReduce`, `ncclSend`, …
-    pub name: Vec<StrId>,
-    /// The communicator, as an index into `comms`: a thread uses a few, so 2 bytes a call
-    /// instead of the id's 8, over millions of calls (docs/benchmarks.md, "Figures behind the code").
-    pub comm: Vec<u16>,
-    /// The ids (NCCL's `commHash`, or [`NO_VALUE`]) of the communicators the calls use. A
-    /// thread past 65,536 of them (none seen) reads its further ones as [`NO_VALUE`].
-    pub comms: Vec<u64>,
-    /// "Message size [bytes]".
-    pub bytes: Vec<u64>,
-    /// Send/receive peer rank, or [`NONE`].
-    pub peer: Vec<u32>,
-    /// Communicators created on this thread, in start order.
-    pub creations: Vec<CommCreation>,
+columns! {
+    /// The calls that carry a message size, sorted by start.
+    #[derive(Debug, Default, Clone)]
+    pub struct NcclCalls {
+        pub start: Vec<i64>,
+        /// The range's text: `ncclAllReduce`, `ncclSend`, …
+        pub name: Vec<StrId>,
+        /// The communicator, as an index into `comms`: a thread uses a few, so 2 bytes a call
+        /// instead of the id's 8, over millions of calls (docs/benchmarks.md, "Figures behind the code").
+        pub comm: Vec<u16>,
+        /// "Message size [bytes]".
+        pub bytes: Vec<u64>,
+        /// Send/receive peer rank, or [`NONE`].
+        pub peer: Vec<u32>,
+    }
+    others {
+        /// The ids (NCCL's `commHash`, or [`NO_VALUE`]) of the communicators the calls use. A
+        /// thread past 65,536 of them (none seen) reads its further ones as [`NO_VALUE`].
+        pub comms: Vec<u64>,
+        /// Communicators created on this thread, in start order.
+        pub creations: Vec<CommCreation>,
+    }
 }
 
 /// A communicator's creation (`ncclCommInitRank`, …): its size and this thread's place in it.
@@ -87,9 +92,6 @@ impl PayloadStats {
 }
 
 impl NcclCalls {
-    /// Bytes a kept call takes (creations aside).
-    pub const BYTES_PER_CALL: usize = 8 + 4 + 2 + 8 + 4;
-
     /// Call `i`'s communicator id (NCCL's `commHash`), or [`NO_VALUE`].
     pub fn comm_of(&self, i: usize) -> u64 {
         self.comms[self.comm[i] as usize]
@@ -110,17 +112,12 @@ impl NcclCalls {
         u16::MAX
     }
 
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty() && self.creations.is_empty()
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.len() * Self::BYTES_PER_CALL
-            + self.creations.len() * std::mem::size_of::<CommCreation>()
+        self.len() * Self::ROW_BYTES + self.creations.len() * std::mem::size_of::<CommCreation>()
     }
 
     /// Keeps what the call says that the attribution reads (see the module's comment).
@@ -187,16 +184,9 @@ impl NcclCalls {
 
     pub fn sort_by_start(&mut self) {
         self.creations.sort_by_key(|c| c.start);
-        if self.start.is_sorted() {
-            return;
+        if let Some(order) = super::start_order(&self.start) {
+            self.permute_rows(&order);
         }
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| self.start[i as usize]);
-        permute(&mut self.start, &order);
-        permute(&mut self.name, &order);
-        permute(&mut self.comm, &order);
-        permute(&mut self.bytes, &order);
-        permute(&mut self.peer, &order);
     }
 }
 

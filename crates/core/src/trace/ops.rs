@@ -3,6 +3,7 @@
 //! Invariant: sorted by `start`; `end >= start` for every op (the loader drops the rest
 //! and counts them in the load report).
 
+use super::columns::columns;
 use super::strings::StrId;
 
 /// Marks "no such thing" in `u32` index columns.
@@ -74,29 +75,27 @@ pub struct MemInfo {
     pub pageable: bool,
 }
 
-#[derive(Debug, Default, Clone)]
-pub struct GpuOps {
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub kind: Vec<OpKind>,
-    /// Short name for kernels; "Memcpy HtoD" style names for memory ops.
-    pub name: Vec<StrId>,
-    pub correlation_id: Vec<u32>,
-    /// Index of the launching thread in `Trace::threads`, or [`NONE`].
-    pub launch_thread: Vec<u32>,
-    /// Index of the launching API call in that thread's `api`, or [`NONE`].
-    pub launch_call: Vec<u32>,
-    /// Kernels: the row's rowid in its export's kernel table (`Trace::sources`), where the
-    /// launch configuration is read when shown; memory ops: index into `Device::mem_info`;
-    /// graph executions: the executable graph's id (`graphExecId`).
-    pub detail: Vec<u32>,
+columns! {
+    #[derive(Debug, Default, Clone)]
+    pub struct GpuOps {
+        pub start: Vec<i64>,
+        pub end: Vec<i64>,
+        pub kind: Vec<OpKind>,
+        /// Short name for kernels; "Memcpy HtoD" style names for memory ops.
+        pub name: Vec<StrId>,
+        pub correlation_id: Vec<u32>,
+        /// Index of the launching thread in `Trace::threads`, or [`NONE`].
+        pub launch_thread: Vec<u32>,
+        /// Index of the launching API call in that thread's `api`, or [`NONE`].
+        pub launch_call: Vec<u32>,
+        /// Kernels: the row's rowid in its export's kernel table (`Trace::sources`), where the
+        /// launch configuration is read when shown; memory ops: index into `Device::mem_info`;
+        /// graph executions: the executable graph's id (`graphExecId`).
+        pub detail: Vec<u32>,
+    }
 }
 
 impl GpuOps {
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
@@ -105,39 +104,16 @@ impl GpuOps {
         self.end[i] - self.start[i]
     }
 
-    /// Bytes per op of the columns above.
-    pub const BYTES_PER_OP: usize = 8 + 8 + 1 + 4 + 4 + 4 + 4 + 4;
-
     /// Reorders every column by `start` (stable, so equal starts keep file order).
     pub fn sort_by_start(&mut self) {
-        if self.start.is_sorted() {
-            return;
+        if let Some(order) = super::start_order(&self.start) {
+            self.permute_rows(&order);
         }
-        let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| self.start[i as usize]);
-        permute(&mut self.start, &order);
-        permute(&mut self.end, &order);
-        permute(&mut self.kind, &order);
-        permute(&mut self.name, &order);
-        permute(&mut self.correlation_id, &order);
-        permute(&mut self.launch_thread, &order);
-        permute(&mut self.launch_call, &order);
-        permute(&mut self.detail, &order);
     }
 
     /// The ops at `indices`, in that order, every column.
     pub fn select(&self, indices: &[usize]) -> GpuOps {
-        let pick = |c: &Vec<_>| indices.iter().map(|&i| c[i]).collect();
-        GpuOps {
-            start: indices.iter().map(|&i| self.start[i]).collect(),
-            end: indices.iter().map(|&i| self.end[i]).collect(),
-            kind: indices.iter().map(|&i| self.kind[i]).collect(),
-            name: pick(&self.name),
-            correlation_id: pick(&self.correlation_id),
-            launch_thread: pick(&self.launch_thread),
-            launch_call: pick(&self.launch_call),
-            detail: pick(&self.detail),
-        }
+        self.select_rows(indices)
     }
 
     /// Index of the first op whose start is >= `t`.
