@@ -84,11 +84,12 @@ pub fn memory_by_kind(trace: &Trace, window: Option<super::intervals::Window>) -
                 let whole = ops.duration(i);
                 stat.count += 1;
                 stat.cut += usize::from(cut);
-                stat.bytes += if cut && whole > 0 {
+                // Saturating: a file's byte counts are not trusted to add up in a u64.
+                stat.bytes = stat.bytes.saturating_add(if cut && whole > 0 {
                     (info.bytes as f64 * inside as f64 / whole as f64).round() as u64
                 } else {
                     info.bytes
-                };
+                });
                 stat.total_ns += inside;
                 stat.pageable += info.pageable as usize;
             }

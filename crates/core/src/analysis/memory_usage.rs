@@ -156,7 +156,7 @@ fn grouped<'a>(
     if out.len() > LIVE_SITES {
         let rest = out.split_off(LIVE_SITES - 1);
         out.push(LiveAllocations {
-            bytes: rest.iter().map(|r| r.bytes).sum(),
+            bytes: rest.iter().fold(0, |sum, r| sum.saturating_add(r.bytes)),
             blocks: rest.iter().map(|r| r.blocks).sum(),
             call: None,
             nvtx: Some(format!("{} other places", rest.len())),

@@ -336,7 +336,7 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
     let mut comm_size: HashMap<u64, u32> = HashMap::default();
     let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::default();
     let mut comm_bytes: HashMap<u64, u64> = HashMap::default();
-    let mut total_message_bytes = 0;
+    let mut total_message_bytes: u64 = 0;
     for t in &trace.threads {
         let c = &t.nccl;
         for k in &c.creations {
@@ -348,10 +348,12 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
         // Summed per run of one communicator (a thread's calls come in such runs).
         let mut run: Option<(u64, u64)> = None;
         for i in 0..c.len() {
-            total_message_bytes += c.bytes[i];
+            total_message_bytes = total_message_bytes.saturating_add(c.bytes[i]);
             let comm = c.comm_of(i);
             match &mut run {
-                Some((current, bytes)) if *current == comm => *bytes += c.bytes[i],
+                Some((current, bytes)) if *current == comm => {
+                    *bytes = bytes.saturating_add(c.bytes[i])
+                }
                 _ => {
                     if let Some((comm, bytes)) = run {
                         *comm_bytes.entry(comm).or_default() += bytes;
@@ -469,7 +471,7 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
             .copied()
             .unwrap_or_else(|| comm_devices.get(&comm).map_or(1, |v| v.len() as u32));
         let mut collective = None;
-        let mut collective_bytes = 0;
+        let mut collective_bytes: u64 = 0;
         sends.clear();
         for j in k.calls.start as usize..k.calls.end as usize {
             let kind = kind_of(c.name[j]);
@@ -482,7 +484,7 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
             match kind {
                 CallKind::Collective(k) if collective.is_none_or(|first| first == k) => {
                     collective = Some(k);
-                    collective_bytes += c.bytes[j];
+                    collective_bytes = collective_bytes.saturating_add(c.bytes[j]);
                 }
                 CallKind::Send => sends.push((c.peer[j], c.bytes[j])),
                 _ => {}

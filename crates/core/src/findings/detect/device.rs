@@ -191,7 +191,7 @@ pub(super) fn copies(trace: &Trace, worth: &dyn Fn(i64) -> bool, out: &mut Vec<F
                     .copied()
                     .unwrap_or_default();
                 g.count += 1;
-                g.bytes += info.bytes;
+                g.bytes = g.bytes.saturating_add(info.bytes);
                 g.pageable += info.pageable as usize;
                 *g.per_device.entry(device.id).or_default() +=
                     ops.end[i].min(hi) - ops.start[i].max(lo);
