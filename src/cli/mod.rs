@@ -159,78 +159,16 @@ pub fn main() -> ExitCode {
 
 /// `synth`: writes a generated trace (or one file a rank) and its truth, and says what.
 fn synth_command(args: SynthArgs) -> Result<(), String> {
-    let SynthArgs {
-        preset,
-        out,
-        flavour,
-        nccl_stream,
-        seed,
-        clean,
-        scale_kernel,
-        no_step_sync,
-        no_straggler,
-        no_nccl_blobs,
-        no_nccl_nvtx,
-        split_ranks,
-        ranks,
-        straggler_stall,
-        straggler_rank,
-        straggler_pause,
-        steps,
-        blocks,
-        sync_after_collective,
-        no_checkpoint,
-        cuda_graphs,
-        host_per_op,
-        cpu_samples,
-        memory_usage,
-        gpu_metrics,
-        same_pids,
-        dlprof_markers,
-        graph_attention,
-        small_ops,
-        no_collective_sync,
-        gradient_all_reduce,
-    } = args;
     let t = Instant::now();
-    let out = match (out, &split_ranks) {
+    let out = match (args.out.clone(), &args.split_ranks) {
         (Some(out), _) => out,
         (None, Some(dir)) => dir.join("truth.json"),
         (None, None) => unreachable!("clap requires --out or --split-ranks"),
     };
-    parse_kernel_scale(scale_kernel.as_deref())
+    parse_kernel_scale(args.scale_kernel.as_deref())
         .and_then(|scale_kernel| {
-            let options = SynthOptions {
-                preset,
-                flavour,
-                nccl_stream,
-                seed,
-                clean,
-                scale_kernel,
-                no_step_sync,
-                ranks,
-                no_straggler,
-                nccl_calls: (!no_nccl_nvtx).then_some(!no_nccl_blobs),
-                straggler_stall,
-                straggler_rank,
-                straggler_pause_ns: straggler_pause,
-                steps,
-                blocks,
-                sync_after_collective,
-                checkpoint: !no_checkpoint,
-                cuda_graphs,
-                host_per_op_ns: host_per_op,
-                cpu_samples,
-                memory_usage,
-                gpu_metrics,
-                same_pids,
-                dlprof_markers,
-                graph_attention,
-                small_ops,
-                sync_removed: no_collective_sync,
-                gradient_all_reduce,
-            };
-            match &split_ranks {
+            let options = synth_options(&args, scale_kernel);
+            match &args.split_ranks {
                 Some(dir) => synth::generate_split(dir, options).map(|t| {
                     for f in &t.files {
                         println!(
@@ -246,14 +184,14 @@ fn synth_command(args: SynthArgs) -> Result<(), String> {
             }
         })
         .map(|truth| {
-            let written = match &split_ranks {
+            let written = match &args.split_ranks {
                 Some(dir) => format!("{} files in {}", truth.devices.len(), dir.display()),
                 None => {
                     let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
                     format!("{} ({:.1} MB)", out.display(), size as f64 / 1e6)
                 }
             };
-            let truth_file = match &split_ranks {
+            let truth_file = match &args.split_ranks {
                 Some(dir) => dir.join("truth.json"),
                 None => synth::truth_path(&out),
             };
@@ -266,6 +204,40 @@ fn synth_command(args: SynthArgs) -> Result<(), String> {
                 t.elapsed().as_secs_f64()
             );
         })
+}
+
+/// The generator's options from `synth`'s arguments.
+fn synth_options(a: &SynthArgs, scale_kernel: Option<(usize, f64)>) -> SynthOptions {
+    SynthOptions {
+        preset: a.preset,
+        flavour: a.flavour,
+        nccl_stream: a.nccl_stream,
+        seed: a.seed,
+        clean: a.clean,
+        scale_kernel,
+        no_step_sync: a.no_step_sync,
+        ranks: a.ranks,
+        no_straggler: a.no_straggler,
+        nccl_calls: (!a.no_nccl_nvtx).then_some(!a.no_nccl_blobs),
+        straggler_stall: a.straggler_stall,
+        straggler_rank: a.straggler_rank,
+        straggler_pause_ns: a.straggler_pause,
+        steps: a.steps,
+        blocks: a.blocks,
+        sync_after_collective: a.sync_after_collective,
+        checkpoint: !a.no_checkpoint,
+        cuda_graphs: a.cuda_graphs,
+        host_per_op_ns: a.host_per_op,
+        cpu_samples: a.cpu_samples,
+        memory_usage: a.memory_usage,
+        gpu_metrics: a.gpu_metrics,
+        same_pids: a.same_pids,
+        dlprof_markers: a.dlprof_markers,
+        graph_attention: a.graph_attention,
+        small_ops: a.small_ops,
+        sync_removed: a.no_collective_sync,
+        gradient_all_reduce: a.gradient_all_reduce,
+    }
 }
 
 fn figures(
