@@ -125,7 +125,7 @@ pub const WARNING_PCT: f64 = 3.0;
 pub const MAX_FINDINGS: usize = 15;
 
 /// Where a finding happens: a device and a time span (the export's clock).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Where {
     /// The device's id (its index in the trace is looked up where needed).
     #[serde(skip)]
@@ -134,7 +134,9 @@ pub struct Where {
     pub end_ns: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Serialized as the report shows it (the skipped fields are the window's and the replay's;
+/// the cache keeps them beside: `kept.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     pub kind: Kind,
     /// Fault, opportunity or fact (from the kind): the report lists them in that order.
@@ -370,7 +372,8 @@ pub fn findings_staged(
 
 fn ranked_entry(overview: &Overview) -> String {
     // Findings read the ranked lists' first entries only: `top` changes none of them.
-    format!("ranked findings {:?}", overview.options.kept_key())
+    // "v2": the findings kept as the report writes them, the rest beside (kept.rs).
+    format!("ranked findings v2 {:?}", overview.options.kept_key())
 }
 
 /// The ranked findings an earlier run kept for an overview with these options (detection
