@@ -336,6 +336,41 @@ fn put_int(out: &mut Vec<u8>, v: i64) {
     put_uint(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
+/// A column of the file after `start`, and how it is written.
+enum Column<'c> {
+    /// A time, as its step from the collective's start.
+    FromStart(&'c mut Vec<i64>),
+    /// A string index + 1 (0 for none).
+    Name(&'c mut Vec<u32>),
+    Count(&'c mut Vec<u32>),
+    Bytes(&'c mut Vec<u64>),
+    /// A length of time or a signed value.
+    Ns(&'c mut Vec<i64>),
+}
+
+/// `start`, then every other column in the file's order: the one list that writing and
+/// reading follow (a new column is a line here).
+fn columns(c: &mut CollectiveColumns) -> (&[i64], [Column<'_>; 12]) {
+    use Column::*;
+    (
+        &c.start,
+        [
+            FromStart(&mut c.end),
+            Name(&mut c.name),
+            Name(&mut c.comm),
+            Count(&mut c.seq),
+            Bytes(&mut c.bytes),
+            Name(&mut c.call),
+            FromStart(&mut c.call_start),
+            Ns(&mut c.call_ns),
+            FromStart(&mut c.cpu_start),
+            Ns(&mut c.cpu_ns),
+            Name(&mut c.nvtx),
+            Ns(&mut c.since_ns),
+        ],
+    )
+}
+
 /// Columns: the count, then each column; times as steps (start from the previous start,
 /// the rest from the collective's start), names as indices + 1 (0 for none).
 fn put_collectives(out: &mut Vec<u8>, c: &CollectiveColumns) {
@@ -345,37 +380,25 @@ fn put_collectives(out: &mut Vec<u8>, c: &CollectiveColumns) {
         put_int(out, s.wrapping_sub(previous));
         previous = s;
     }
-    let from_start = |out: &mut Vec<u8>, column: &[i64]| {
-        for (v, s) in column.iter().zip(&c.start) {
-            put_int(out, v.wrapping_sub(*s));
+    // A copy, as `columns` lends them to be read or written alike (a summary is small).
+    let mut c = c.clone();
+    let (start, columns) = columns(&mut c);
+    for column in columns {
+        match column {
+            Column::FromStart(v) => {
+                for (v, s) in v.iter().zip(start) {
+                    put_int(out, v.wrapping_sub(*s));
+                }
+            }
+            Column::Name(v) => {
+                for &v in v.iter() {
+                    put_uint(out, u64::from(v.wrapping_add(1)));
+                }
+            }
+            Column::Count(v) => v.iter().for_each(|&v| put_uint(out, u64::from(v))),
+            Column::Bytes(v) => v.iter().for_each(|&v| put_uint(out, v)),
+            Column::Ns(v) => v.iter().for_each(|&v| put_int(out, v)),
         }
-    };
-    from_start(out, &c.end);
-    let names = |out: &mut Vec<u8>, column: &[u32]| {
-        for &v in column {
-            put_uint(out, u64::from(v.wrapping_add(1)));
-        }
-    };
-    names(out, &c.name);
-    names(out, &c.comm);
-    for &v in &c.seq {
-        put_uint(out, u64::from(v));
-    }
-    for &v in &c.bytes {
-        put_uint(out, v);
-    }
-    names(out, &c.call);
-    from_start(out, &c.call_start);
-    for &v in &c.call_ns {
-        put_int(out, v);
-    }
-    from_start(out, &c.cpu_start);
-    for &v in &c.cpu_ns {
-        put_int(out, v);
-    }
-    names(out, &c.nvtx);
-    for &v in &c.since_ns {
-        put_int(out, v);
     }
 }
 
@@ -434,41 +457,30 @@ fn get_collectives(r: &mut Cursor) -> Option<CollectiveColumns> {
             Some(previous)
         })
         .collect::<Option<_>>()?;
-    let from_start = |r: &mut Cursor, start: &[i64]| -> Option<Vec<i64>> {
-        start
-            .iter()
-            .map(|s| Some(s.wrapping_add(r.int()?)))
-            .collect()
-    };
-    let end = from_start(r, &start)?;
-    let name = r.names(n)?;
-    let comm = r.names(n)?;
-    let seq = (0..n)
-        .map(|_| Some(r.uint()? as u32))
-        .collect::<Option<_>>()?;
-    let bytes = (0..n).map(|_| r.uint()).collect::<Option<_>>()?;
-    let call = r.names(n)?;
-    let call_start = from_start(r, &start)?;
-    let call_ns = r.ints(n)?;
-    let cpu_start = from_start(r, &start)?;
-    let cpu_ns = r.ints(n)?;
-    let nvtx = r.names(n)?;
-    let since_ns = r.ints(n)?;
-    Some(CollectiveColumns {
+    let mut c = CollectiveColumns {
         start,
-        end,
-        name,
-        comm,
-        seq,
-        bytes,
-        call,
-        call_start,
-        call_ns,
-        cpu_start,
-        cpu_ns,
-        nvtx,
-        since_ns,
-    })
+        ..Default::default()
+    };
+    let (start, columns) = columns(&mut c);
+    for column in columns {
+        match column {
+            Column::FromStart(v) => {
+                *v = start
+                    .iter()
+                    .map(|s| Some(s.wrapping_add(r.int()?)))
+                    .collect::<Option<_>>()?;
+            }
+            Column::Name(v) => *v = r.names(n)?,
+            Column::Count(v) => {
+                *v = (0..n)
+                    .map(|_| Some(r.uint()? as u32))
+                    .collect::<Option<_>>()?;
+            }
+            Column::Bytes(v) => *v = (0..n).map(|_| r.uint()).collect::<Option<_>>()?,
+            Column::Ns(v) => *v = r.ints(n)?,
+        }
+    }
+    Some(c)
 }
 
 #[cfg(test)]

@@ -70,39 +70,37 @@ pub struct GapSummary {
     pub nvtx: Option<String>,
 }
 
-/// A GPU's NCCL kernels as columns, one entry a kernel, in start order. Names are indices
-/// into the summary's strings ([`NO_TEXT`] for none); the activity is the launching
-/// thread's, from the previous collective's launch to this one's.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CollectiveColumns {
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    /// The kernel's name (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`).
-    pub name: Vec<u32>,
-    /// The communicator (NCCL's `commHash`), when the payloads give it.
-    pub comm: Vec<u32>,
-    /// Its place among this GPU's collectives on its communicator (from 0).
-    pub seq: Vec<u32>,
-    /// Bytes as nccl-tests counts them; 0 when unknown.
-    pub bytes: Vec<u64>,
-    /// The longest call (not a launch, not a sync) the launching thread made before it.
-    pub call: Vec<u32>,
-    pub call_start: Vec<i64>,
-    pub call_ns: Vec<i64>,
-    /// The longest stretch of the thread's own CPU time with no call (Python computing).
-    pub cpu_start: Vec<i64>,
-    pub cpu_ns: Vec<i64>,
-    /// The NVTX range the thread was in at the longer of the two.
-    pub nvtx: Vec<u32>,
-    /// From the previous collective's launch to this one's.
-    pub since_ns: Vec<i64>,
+crate::trace::columns! {
+    /// A GPU's NCCL kernels as columns, one entry a kernel, in start order. Names are indices
+    /// into the summary's strings ([`NO_TEXT`] for none); the activity is the launching
+    /// thread's, from the previous collective's launch to this one's.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct CollectiveColumns {
+        pub start: Vec<i64>,
+        pub end: Vec<i64>,
+        /// The kernel's name (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`).
+        pub name: Vec<u32>,
+        /// The communicator (NCCL's `commHash`), when the payloads give it.
+        pub comm: Vec<u32>,
+        /// Its place among this GPU's collectives on its communicator (from 0).
+        pub seq: Vec<u32>,
+        /// Bytes as nccl-tests counts them; 0 when unknown.
+        pub bytes: Vec<u64>,
+        /// The longest call (not a launch, not a sync) the launching thread made before it.
+        pub call: Vec<u32>,
+        pub call_start: Vec<i64>,
+        pub call_ns: Vec<i64>,
+        /// The longest stretch of the thread's own CPU time with no call (Python computing).
+        pub cpu_start: Vec<i64>,
+        pub cpu_ns: Vec<i64>,
+        /// The NVTX range the thread was in at the longer of the two.
+        pub nvtx: Vec<u32>,
+        /// From the previous collective's launch to this one's.
+        pub since_ns: Vec<i64>,
+    }
 }
 
 impl CollectiveColumns {
-    pub fn len(&self) -> usize {
-        self.start.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }

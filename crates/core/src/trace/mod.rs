@@ -17,6 +17,7 @@ mod reach;
 pub mod stacks;
 mod strings;
 
+pub(crate) use columns::columns;
 pub use columns::start_order;
 pub use cpu::{
     ApiCalls, ApiClass, NvtxMarks, NvtxRanges, OsCalls, RangeKind, Scheduling, is_blocking_os_call,
