@@ -290,7 +290,7 @@ pub fn banner(
                     format_ns(b - a),
                     format_ns(a - origin)
                 ),
-                cpu_removed(trace, (a, b)),
+                crate::whatif::Change::cpu_time_removed(trace, a, b),
             ));
         }
         if ui
@@ -316,18 +316,4 @@ fn path_words(p: &PathSummary) -> String {
         .map(|(k, ns)| format!("{} {}", k.label(), format_ns(**ns)))
         .collect();
     format!("{} — {}", format_ns(wall), parts.join(", "))
-}
-
-/// The change that removes `[a, b)` from every thread that launched GPU work.
-fn cpu_removed(trace: &Trace, (a, b): (i64, i64)) -> crate::whatif::Change {
-    let remove_stalls = trace
-        .threads
-        .iter()
-        .filter(|t| !t.api.is_empty())
-        .map(|t| crate::whatif::HostSpan::of(trace, t, a, b))
-        .collect();
-    crate::whatif::Change {
-        remove_stalls,
-        ..Default::default()
-    }
 }

@@ -202,14 +202,12 @@ impl MetricIndex {
             .map(|d| {
                 let m = trace.memory_usage.iter().find(|m| m.device == d.id)?;
                 // From what was allocated before the capture, as the report counts it.
-                let (_, balance) = nsys_explorer_core::analysis::memory_usage::balances(m);
+                use nsys_explorer_core::analysis::memory_usage::{balances, peak};
+                let (before, balance) = balances(m);
                 let value = MetricValues::Float(balance.iter().map(|&b| b as f32 / MIB).collect());
                 let index = SeriesIndex::new(&value, false);
-                let peak_at = balance
-                    .iter()
-                    .enumerate()
-                    .max_by_key(|&(i, &b)| (b, std::cmp::Reverse(i)))
-                    .map(|(i, _)| m.time[i]);
+                // Marked where the report puts the peak.
+                let peak_at = peak(m, before, &balance).map(|p| p.1);
                 Some(OwnedSeries {
                     time: m.time.clone(),
                     value,

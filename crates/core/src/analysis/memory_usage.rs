@@ -220,10 +220,12 @@ pub fn balances(m: &MemoryEvents) -> (i64, Vec<i64>) {
     let mut before = 0i64;
     for i in 0..m.len() {
         let b = m.bytes[i];
+        // Saturating: a file's sizes are not trusted to add up in an i64.
         if b >= 0 {
-            *live.entry(m.address[i]).or_default() += b;
+            let block = live.entry(m.address[i]).or_default();
+            *block = block.saturating_add(b);
         } else if live.remove(&m.address[i]).is_none() {
-            before -= b;
+            before = before.saturating_sub(b);
         }
     }
     let mut sum = before;
@@ -232,11 +234,24 @@ pub fn balances(m: &MemoryEvents) -> (i64, Vec<i64>) {
         m.bytes
             .iter()
             .map(|&b| {
-                sum += b;
+                sum = sum.saturating_add(b);
                 sum
             })
             .collect(),
     )
+}
+
+/// The most allocated at once (from [`balances`]), when, and after which event (`None`:
+/// before the first — what was allocated before the capture); `None` without events. The
+/// report's peak and the memory row's mark both.
+pub fn peak(m: &MemoryEvents, before: i64, balance: &[i64]) -> Option<(i64, i64, Option<usize>)> {
+    let (mut peak, mut peak_at, mut peak_event) = (before, *m.time.first()?, None);
+    for (i, &b) in balance.iter().enumerate() {
+        if b > peak {
+            (peak, peak_at, peak_event) = (b, m.time[i], Some(i));
+        }
+    }
+    Some((peak, peak_at, peak_event))
 }
 
 pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryUsage> {
@@ -246,12 +261,8 @@ pub fn memory_usage(trace: &Trace, iterations: &Iterations) -> Vec<DeviceMemoryU
         .filter(|m| !m.is_empty())
         .map(|m| {
             let (before, balance) = balances(m);
-            let (mut peak, mut peak_at, mut peak_event) = (before, m.time[0], None);
-            for (i, &b) in balance.iter().enumerate() {
-                if b > peak {
-                    (peak, peak_at, peak_event) = (b, m.time[i], Some(i));
-                }
-            }
+            let (peak, peak_at, peak_event) =
+                peak(m, before, &balance).unwrap_or((before, 0, None));
             let windows: &[crate::analysis::intervals::Window] = iterations
                 .per_device
                 .iter()

@@ -179,6 +179,21 @@ pub fn parse_scale_kernel(arg: &str) -> Result<(Regex, f64), String> {
 }
 
 impl Change {
+    /// The CPU time in `[a, b)` gone from every thread that launched GPU work (the
+    /// window's "What if the CPU had not spent it" on a selection).
+    pub fn cpu_time_removed(trace: &Trace, a: i64, b: i64) -> Change {
+        let remove_stalls = trace
+            .threads
+            .iter()
+            .filter(|t| !t.api.is_empty())
+            .map(|t| HostSpan::of(trace, t, a, b))
+            .collect();
+        Change {
+            remove_stalls,
+            ..Default::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.remove_sync.is_empty()
             && self.scale_kernels.is_empty()
