@@ -354,28 +354,9 @@ pub fn profile(trace: &Trace, scope: &Scope) -> Profile {
 /// The samples whose stack holds `frame`, one mark a sampling period long each, on the
 /// API row of each thread the timeline shows.
 fn samples_marks(trace: &Trace, p: &Profile, frame: u32) -> Vec<RowMatches> {
+    use nsys_explorer_core::analysis::cpu_samples::{sample_period, samples_holding};
     let period = sample_period(trace);
-    let mut by_thread: std::collections::BTreeMap<usize, Vec<i64>> = Default::default();
-    for t in &trace.stacks().samples.threads {
-        let Some(thread) = trace.thread_index(t.global_tid) else {
-            continue;
-        };
-        let range = t.first..t.first + t.count;
-        for &i in p.samples.iter().filter(|i| range.contains(i)) {
-            if trace
-                .stacks()
-                .stacks
-                .frames(trace.stacks().samples.node[i])
-                .any(|f| f == frame)
-            {
-                by_thread
-                    .entry(thread)
-                    .or_default()
-                    .push(trace.stacks().samples.time[i]);
-            }
-        }
-    }
-    by_thread
+    samples_holding(trace, &p.samples, frame)
         .into_iter()
         .map(|(thread, starts)| {
             let ends = starts.iter().map(|&s| s + period).collect();
@@ -387,16 +368,6 @@ fn samples_marks(trace: &Trace, p: &Profile, frame: u32) -> Vec<RowMatches> {
             }
         })
         .collect()
-}
-
-/// The sampling period: the median step between a thread's samples (nsys's default 1 ms).
-fn sample_period(trace: &Trace) -> i64 {
-    let s = &trace.stacks().samples;
-    let Some(t) = s.threads.iter().max_by_key(|t| t.count) else {
-        return 1_000_000;
-    };
-    nsys_explorer_core::sorted::sample_period(&s.time[t.first..t.first + t.count])
-        .unwrap_or(1_000_000)
 }
 
 /// `text` cut to `width` px of 11 px monospace, with "…" where it was cut.

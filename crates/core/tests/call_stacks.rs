@@ -238,3 +238,55 @@ fn the_flame_graph_and_bottom_up_table_add_up_to_the_samples() {
     let some = samples_of(&trace, &[t.global_tid], i64::MIN, mid);
     assert!(!some.is_empty() && some.len() < t.count);
 }
+
+/// Where a frame ran, by thread, as a walk of every thread's samples finds it: what
+/// `samples_holding` must give with its search by sample.
+#[test]
+fn samples_holding_a_frame_are_those_whose_stack_holds_it_on_every_real_export() {
+    use nsys_explorer_core::analysis::cpu_samples::{samples_holding, samples_of};
+    let mut checked = 0;
+    for path in common::real_fixtures() {
+        let trace = load(&path);
+        let s = &trace.stacks().samples;
+        let stacks = &trace.stacks().stacks;
+        if s.time.is_empty() {
+            continue;
+        }
+        let all = samples_of(&trace, &[], i64::MIN, i64::MAX);
+        // A few frames: the innermost and outermost of samples spread over the run.
+        let frames: Vec<u32> = (0..all.len())
+            .step_by(all.len().div_ceil(4).max(1))
+            .flat_map(|k| {
+                let f: Vec<u32> = stacks.frames(s.node[all[k]]).collect();
+                [f.first().copied(), f.last().copied()]
+            })
+            .flatten()
+            .collect();
+        for frame in frames {
+            let mut want: std::collections::BTreeMap<usize, Vec<i64>> = Default::default();
+            for t in &s.threads {
+                let Some(thread) = trace.thread_index(t.global_tid) else {
+                    continue;
+                };
+                for &i in all
+                    .iter()
+                    .filter(|&&i| (t.first..t.first + t.count).contains(&i))
+                {
+                    if stacks.frames(s.node[i]).any(|f| f == frame) {
+                        want.entry(thread).or_default().push(s.time[i]);
+                    }
+                }
+            }
+            let got = samples_holding(&trace, &all, frame);
+            assert!(!got.is_empty(), "{}: frame {frame} seen", path.display());
+            assert_eq!(
+                got,
+                want.into_iter().collect::<Vec<_>>(),
+                "{}",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no real export with CPU samples");
+}

@@ -453,3 +453,39 @@ pub fn samples_of(trace: &Trace, threads: &[i64], a: i64, b: i64) -> Vec<usize> 
         .flat_map(|t| s.of_thread_in(t.global_tid, a, b))
         .collect()
 }
+
+/// The times of the samples among `samples` (indices into the samples' columns) whose call
+/// stack holds `frame`, by thread (its index in `Trace::threads`, in that order): where a
+/// frame chosen in a flame graph ran, to mark on the threads' rows.
+pub fn samples_holding(trace: &Trace, samples: &[usize], frame: u32) -> Vec<(usize, Vec<i64>)> {
+    let s = &trace.stacks().samples;
+    let stacks = &trace.stacks().stacks;
+    // The sampled threads by their first sample, to find a sample's thread by a search.
+    let mut threads: Vec<(usize, usize, Option<usize>)> = s
+        .threads
+        .iter()
+        .map(|t| (t.first, t.first + t.count, trace.thread_index(t.global_tid)))
+        .collect();
+    threads.sort_unstable();
+    let mut by_thread: std::collections::BTreeMap<usize, Vec<i64>> = Default::default();
+    for &i in samples {
+        let k = threads.partition_point(|t| t.0 <= i);
+        let Some(&(_, end, Some(thread))) = k.checked_sub(1).map(|k| &threads[k]) else {
+            continue;
+        };
+        if i < end && stacks.frames(s.node[i]).any(|f| f == frame) {
+            by_thread.entry(thread).or_default().push(s.time[i]);
+        }
+    }
+    by_thread.into_iter().collect()
+}
+
+/// The sampling period: the median step between the most sampled thread's samples
+/// (nsys's default, 1 ms, when there are none).
+pub fn sample_period(trace: &Trace) -> i64 {
+    let s = &trace.stacks().samples;
+    let Some(t) = s.threads.iter().max_by_key(|t| t.count) else {
+        return 1_000_000;
+    };
+    crate::sorted::sample_period(&s.time[t.first..t.first + t.count]).unwrap_or(1_000_000)
+}
