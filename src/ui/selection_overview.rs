@@ -125,44 +125,6 @@ impl SelectionOverview {
     }
 }
 
-/// The selection in words, for an issue or a chat: its span, each GPU's breakdown and
-/// the kernels that took the most of it.
-pub fn summary_text(trace: &Trace, o: &Overview, (a, b): (i64, i64), origin: i64) -> String {
-    use crate::analysis::breakdown::pct;
-    use std::fmt::Write;
-    let mut s = format!(
-        "Selection: {} from {}\n",
-        format_ns(b - a),
-        format_ns(a - origin)
-    );
-    for d in &o.devices {
-        let br = &d.breakdown;
-        let t = br.total();
-        let _ = writeln!(
-            s,
-            "{}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} % ({} gaps)",
-            trace.gpu_name(d.device),
-            pct(br.compute_only, t),
-            pct(br.nccl_only, t),
-            pct(br.overlap, t),
-            pct(br.memory_only, t),
-            pct(br.idle, t),
-            o.gaps.iter().filter(|g| g.device_id() == d.device).count()
-        );
-    }
-    for k in o.kernels.iter().take(5) {
-        let _ = writeln!(
-            s,
-            "  {} × {}: {} ({:.1} % of kernel time)",
-            k.count,
-            k.name,
-            format_ns(k.total_ns),
-            k.share_pct
-        );
-    }
-    s
-}
-
 /// "Selection: 12.3 ms from 1.2 s — this tab is of the selection" (or, over a tab of the
 /// whole run's — findings, iterations, what-if, ranks — says so), with a button that copies
 /// its summary and one back to the whole trace; nothing without a selection.
@@ -228,7 +190,7 @@ pub fn banner(
                     .clicked()
                     || asked == Some(Ask::CopySummary)
                 {
-                    let text = summary_text(trace, o, (a, b), origin);
+                    let text = crate::report::selection_text(trace, o, (a, b), origin);
                     ui.ctx().copy_text(text.clone());
                     state.copied = Some(text);
                 }

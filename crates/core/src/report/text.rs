@@ -627,3 +627,41 @@ fn call_stacks_text(s: &mut String, trace: &Trace) {
         );
     }
 }
+
+/// A selected range in words (the window's "copy summary"), for an issue or a chat: its span, each GPU's breakdown and
+/// the kernels that took the most of it.
+pub fn selection_text(trace: &Trace, o: &Overview, (a, b): (i64, i64), origin: i64) -> String {
+    use crate::analysis::breakdown::pct;
+    use std::fmt::Write;
+    let mut s = format!(
+        "Selection: {} from {}\n",
+        format_ns(b - a),
+        format_ns(a - origin)
+    );
+    for d in &o.devices {
+        let br = &d.breakdown;
+        let t = br.total();
+        let _ = writeln!(
+            s,
+            "{}: compute only {:.1} %, NCCL only {:.1} %, overlap {:.1} %, memory only {:.1} %, idle {:.1} % ({} gaps)",
+            trace.gpu_name(d.device),
+            pct(br.compute_only, t),
+            pct(br.nccl_only, t),
+            pct(br.overlap, t),
+            pct(br.memory_only, t),
+            pct(br.idle, t),
+            o.gaps.iter().filter(|g| g.device_id() == d.device).count()
+        );
+    }
+    for k in o.kernels.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "  {} × {}: {} ({:.1} % of kernel time)",
+            k.count,
+            k.name,
+            format_ns(k.total_ns),
+            k.share_pct
+        );
+    }
+    s
+}
