@@ -277,125 +277,7 @@ impl App {
         if !dropped.is_empty() {
             self.open_paths(dropped, &ctx);
         }
-        egui::Panel::top("menu").show(ui, |ui| {
-            egui::MenuBar::new().ui(ui, |ui| {
-                ui.menu_button("File", |ui| {
-                    if ui.button("Open…").clicked() {
-                        self.pick_file(&ctx);
-                    }
-                    if ui
-                        .button("Open several…")
-                        .on_hover_text("One job's per-rank exports, opened as one trace and aligned by their collectives")
-                        .clicked()
-                        && let Some(paths) = pick_exports()
-                    {
-                        self.open_paths(paths, &ctx);
-                    }
-                    if ui.button("Open sample trace").clicked() {
-                        self.open_sample(&ctx);
-                    }
-                    ui.menu_button("Open Recent", |ui| {
-                        for path in self.recent.clone() {
-                            if ui.button(path.display().to_string()).clicked() {
-                                self.open(path, &ctx);
-                            }
-                        }
-                    });
-                    let loaded = matches!(self.state, State::Loaded(_));
-                    if ui
-                        .add_enabled(loaded, egui::Button::new("Compare with…"))
-                        .on_hover_text("Another run of the same job (before / after a change): its timeline under this one, aligned by iteration, and a Diff tab")
-                        .clicked()
-                        && let Some(path) = pick_export()
-                    {
-                        self.compare_with(path);
-                    }
-                    let analysed =
-                        matches!(&self.state, State::Loaded(l) if l.overview.is_some());
-                    if ui
-                        .add_enabled(analysed, egui::Button::new("Export figures…"))
-                        .on_hover_text("The five figures people draw to discuss a trace, as PNG and SVG, and their numbers (also: right-click a plot)")
-                        .clicked()
-                        && let State::Loaded(l) = &mut self.state
-                    {
-                        l.figures.open_for(&l.path.clone(), None);
-                    }
-                    if ui.button("Close").clicked() {
-                        self.state = State::Start;
-                    }
-                    ui.separator();
-                    if ui.button("Quit").clicked() {
-                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-                    }
-                });
-                if let State::Loaded(l) = &mut self.state
-                    && (!l.trace.gpu_metrics.is_empty() || !l.trace.memory_usage.is_empty())
-                {
-                    ui.menu_button("View", |ui| {
-                        timeline::metric_rows::choice_menu(
-                            ui,
-                            &l.trace,
-                            &mut l.timeline.settings.metric_choice,
-                        );
-                    });
-                }
-                ui.menu_button("Help", |ui| {
-                    if ui.button("Keys and mouse (F1)").clicked() {
-                        self.help_open = true;
-                    }
-                    ui.separator();
-                    ui.label(format!("nsys-explorer {}", env!("CARGO_PKG_VERSION")));
-                    ui.label(
-                        "The manual: docs/guide.md (the window), docs/cli.md (the commands) and CHANGELOG.md beside the source; `man nsys-explorer` once install-desktop ran",
-                    );
-                    ui.label(match crate::cache::folder() {
-                        Some(dir) => format!("Cache: {} (never beside a trace)", dir.display()),
-                        None => "Cache: none (no cache folder)".to_string(),
-                    });
-                    ui.separator();
-                    // What developers time the app with, out of the way of everyone else.
-                    ui.menu_button("Developer", |ui| {
-                        if ui.button("Profile").clicked() {
-                            self.profile_open = true;
-                        }
-                    });
-                });
-                if let State::Loaded(l) = &mut self.state {
-                    ui.separator();
-                    if is_sample(&self.sample, &l.path) {
-                        ui.label(
-                            egui::RichText::new("SAMPLE TRACE")
-                                .strong()
-                                .color(ui.visuals().warn_fg_color),
-                        )
-                        .on_hover_text("A generated Wan2.1-like 4-GPU run, built into the app. File > Open… to open your own export.");
-                        ui.separator();
-                    }
-                    if ui.button("Fit (F)").clicked() {
-                        l.timeline.apply(&l.trace, Nav::Fit);
-                    }
-                    if ui.button("Find (Ctrl+F)").clicked() {
-                        l.timeline.apply(&l.trace, Nav::OpenSearch);
-                    }
-                    ui.label(l.counts_text());
-                    if let Some(job) = l.stage.job() {
-                        ui.separator();
-                        if l.complete() {
-                            busy(ui);
-                            ui.label("Analysing…");
-                            if ui.button("Cancel").clicked() {
-                                job.cancel();
-                            }
-                        } else {
-                            progress_bar(ui, job, 220.0);
-                            if ui.button("Cancel").clicked() {
-                                job.cancel();
-                            }
-                        }
-                    }
-                }
-            });
-        });
+        self.menu_bar(ui, &ctx);
         let typing = ctx.egui_wants_keyboard_input();
         if !typing
             && ctx.input(|i| i.key_pressed(egui::Key::F1) || i.key_pressed(egui::Key::Questionmark))
@@ -416,34 +298,12 @@ impl App {
                 } else {
                     file_name(path)
                 };
-                egui::CentralPanel::default().show(ui, |ui| {
-                    ui.add_space(ui.available_height() / 3.0);
-                    ui.vertical_centered(|ui| {
-                        ui.heading(format!("Loading {what}"));
-                        progress_bar(ui, job, 420.0);
-                        if ui.button("Cancel").clicked() {
-                            job.cancel();
-                        }
-                    });
-                });
+                loading_page(ui, &what, job);
             }
             State::Failed { path, message } => {
-                let message = message.clone();
-                let path = path.clone();
-                egui::CentralPanel::default().show(ui, |ui| {
-                    ui.add_space(40.0);
-                    ui.heading(format!("Could not open {}", file_name(&path)));
-                    ui.add_space(8.0);
-                    ui.label(
-                        egui::RichText::new(message)
-                            .color(ui.visuals().warn_fg_color)
-                            .size(15.0),
-                    );
-                    ui.add_space(16.0);
-                    if ui.button("Back to the start page").clicked() {
-                        self.state = State::Start;
-                    }
-                });
+                if failed_page(ui, path, message) {
+                    self.state = State::Start;
+                }
             }
             State::Loaded(l) => {
                 if let Some(manual) = loaded_ui(ui, l, &mut self.split) {
@@ -471,6 +331,177 @@ impl App {
             }
         }
     }
+
+    /// The menus (File, View, Help) and, with a trace open, the toolbar beside them.
+    fn menu_bar(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
+        egui::Panel::top("menu").show(ui, |ui| {
+            egui::MenuBar::new().ui(ui, |ui| {
+                ui.menu_button("File", |ui| {
+                    self.file_menu(ui, ctx);
+                });
+                if let State::Loaded(l) = &mut self.state
+                    && (!l.trace.gpu_metrics.is_empty() || !l.trace.memory_usage.is_empty())
+                {
+                    ui.menu_button("View", |ui| {
+                        timeline::metric_rows::choice_menu(
+                            ui,
+                            &l.trace,
+                            &mut l.timeline.settings.metric_choice,
+                        );
+                    });
+                }
+                ui.menu_button("Help", |ui| {
+                    self.help_menu(ui);
+                });
+                self.toolbar(ui);
+            });
+        });
+    }
+
+    /// File: open, open several, the sample, recent files, compare, export figures, close.
+    fn file_menu(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
+        if ui.button("Open…").clicked() {
+            self.pick_file(ctx);
+        }
+        if ui
+            .button("Open several…")
+            .on_hover_text(
+                "One job's per-rank exports, opened as one trace and aligned by their collectives",
+            )
+            .clicked()
+            && let Some(paths) = pick_exports()
+        {
+            self.open_paths(paths, ctx);
+        }
+        if ui.button("Open sample trace").clicked() {
+            self.open_sample(ctx);
+        }
+        ui.menu_button("Open Recent", |ui| {
+            for path in self.recent.clone() {
+                if ui.button(path.display().to_string()).clicked() {
+                    self.open(path, ctx);
+                }
+            }
+        });
+        let loaded = matches!(self.state, State::Loaded(_));
+        if ui
+        .add_enabled(loaded, egui::Button::new("Compare with…"))
+        .on_hover_text("Another run of the same job (before / after a change): its timeline under this one, aligned by iteration, and a Diff tab")
+        .clicked()
+        && let Some(path) = pick_export()
+    {
+        self.compare_with(path);
+    }
+        let analysed = matches!(&self.state, State::Loaded(l) if l.overview.is_some());
+        if ui
+        .add_enabled(analysed, egui::Button::new("Export figures…"))
+        .on_hover_text("The five figures people draw to discuss a trace, as PNG and SVG, and their numbers (also: right-click a plot)")
+        .clicked()
+        && let State::Loaded(l) = &mut self.state
+    {
+        l.figures.open_for(&l.path.clone(), None);
+    }
+        if ui.button("Close").clicked() {
+            self.state = State::Start;
+        }
+        ui.separator();
+        if ui.button("Quit").clicked() {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+
+    /// Help: the keys, the version, where the manual and the cache are, the profiler.
+    fn help_menu(&mut self, ui: &mut egui::Ui) {
+        if ui.button("Keys and mouse (F1)").clicked() {
+            self.help_open = true;
+        }
+        ui.separator();
+        ui.label(format!("nsys-explorer {}", env!("CARGO_PKG_VERSION")));
+        ui.label(
+        "The manual: docs/guide.md (the window), docs/cli.md (the commands) and CHANGELOG.md beside the source; `man nsys-explorer` once install-desktop ran",
+    );
+        ui.label(match crate::cache::folder() {
+            Some(dir) => format!("Cache: {} (never beside a trace)", dir.display()),
+            None => "Cache: none (no cache folder)".to_string(),
+        });
+        ui.separator();
+        // What developers time the app with, out of the way of everyone else.
+        ui.menu_button("Developer", |ui| {
+            if ui.button("Profile").clicked() {
+                self.profile_open = true;
+            }
+        });
+    }
+
+    /// With a trace open: the sample's mark, Fit, Find, the counts and the analysis' progress.
+    fn toolbar(&mut self, ui: &mut egui::Ui) {
+        if let State::Loaded(l) = &mut self.state {
+            ui.separator();
+            if is_sample(&self.sample, &l.path) {
+                ui.label(
+                egui::RichText::new("SAMPLE TRACE")
+                    .strong()
+                    .color(ui.visuals().warn_fg_color),
+            )
+            .on_hover_text("A generated Wan2.1-like 4-GPU run, built into the app. File > Open… to open your own export.");
+                ui.separator();
+            }
+            if ui.button("Fit (F)").clicked() {
+                l.timeline.apply(&l.trace, Nav::Fit);
+            }
+            if ui.button("Find (Ctrl+F)").clicked() {
+                l.timeline.apply(&l.trace, Nav::OpenSearch);
+            }
+            ui.label(l.counts_text());
+            if let Some(job) = l.stage.job() {
+                ui.separator();
+                if l.complete() {
+                    busy(ui);
+                    ui.label("Analysing…");
+                    if ui.button("Cancel").clicked() {
+                        job.cancel();
+                    }
+                } else {
+                    progress_bar(ui, job, 220.0);
+                    if ui.button("Cancel").clicked() {
+                        job.cancel();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A file being opened: what, its progress and Cancel.
+fn loading_page(ui: &mut egui::Ui, what: &str, job: &LoadJob) {
+    egui::CentralPanel::default().show(ui, |ui| {
+        ui.add_space(ui.available_height() / 3.0);
+        ui.vertical_centered(|ui| {
+            ui.heading(format!("Loading {what}"));
+            progress_bar(ui, job, 420.0);
+            if ui.button("Cancel").clicked() {
+                job.cancel();
+            }
+        });
+    });
+}
+
+/// A file that could not be opened, and why; whether the user asked to go back.
+fn failed_page(ui: &mut egui::Ui, path: &std::path::Path, message: &str) -> bool {
+    let mut back = false;
+    egui::CentralPanel::default().show(ui, |ui| {
+        ui.add_space(40.0);
+        ui.heading(format!("Could not open {}", file_name(path)));
+        ui.add_space(8.0);
+        ui.label(
+            egui::RichText::new(message)
+                .color(ui.visuals().warn_fg_color)
+                .size(15.0),
+        );
+        ui.add_space(16.0);
+        back = ui.button("Back to the start page").clicked();
+    });
+    back
 }
 
 fn file_name(path: &std::path::Path) -> String {
