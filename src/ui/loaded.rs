@@ -292,28 +292,7 @@ pub(super) fn loaded_ui(
     if let Some(c) = &mut l.compare {
         c.poll(&trace, l.overview.as_ref(), ui.ctx());
     }
-    // What to fix first is worked out as soon as the analyses are in, whatever tab is open.
-    if let Some(o) = &l.overview {
-        l.findings
-            .start(&trace, o, l.cache_key.as_ref(), Some(ui.ctx()));
-        l.findings.poll();
-        l.findings.select_first_if_asked(&trace, &mut nav);
-        l.iterations.poll(ui.ctx(), &mut nav);
-        // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
-        // first, the first thing shown, unless the gap table is wanted now.
-        if !l.findings.busy() || l.tab == Tab::Gaps {
-            l.gaps.prepare(&trace, o);
-        }
-        // So do the NCCL table's per-kernel figures (a pass over every NCCL call), and they
-        // wait for those orders, unless the NCCL tab is open: the temporaries of the
-        // replays, the sorts and theirs do not add up at a peak of memory.
-        if (!l.findings.busy() && !l.gaps.sorting()) || l.tab == Tab::Nccl {
-            l.nccl_bytes.start(&trace, Some(ui.ctx()));
-        }
-        l.nccl_bytes.poll();
-        l.figures.take_request(ui.ctx(), &l.path);
-        l.figures.show(ui.ctx(), &trace, o);
-    }
+    poll_background(ui.ctx(), l, &trace, &mut nav);
     let sizes = l.nccl_bytes.ready(&trace).cloned();
     let transfers = sizes.as_ref().map(|s| &s.transfers);
     if l.compare.is_none() && l.tab == Tab::Diff {
@@ -329,191 +308,115 @@ pub(super) fn loaded_ui(
         .exact_size(split.summary_width_in(ui.available_width()))
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                if !l.files.is_empty() {
-                    reload = files_panel(ui, &l.files, &mut l.nudges);
-                    ui.separator();
-                }
-                // A report opened directly: which export is on screen.
-                if let Some(export) = l.report.as_ref().and_then(|r| r.export.as_deref()) {
-                    ui.add(
-                        egui::Label::new(
-                            egui::RichText::new(format!("Read as SQLite: {export}"))
-                                .weak()
-                                .small(),
-                        )
-                        .wrap(),
-                    );
-                    ui.separator();
-                }
-                if l.stage.cancelled() {
-                    ui.heading("Where time goes");
-                    ui.label(if matches!(l.stage, Stage::LoadCancelled) {
-                        "Not analysed: the load was cancelled."
-                    } else {
-                        "Not analysed: the analyses were cancelled."
-                    });
-                } else {
-                    let no_kernel_table = l
-                        .report
-                        .as_ref()
-                        .is_some_and(|r| r.missing_tables.iter().any(|t| t == load::KERNEL));
-                    l.summary.show(
-                        ui,
-                        &trace,
-                        l.overview.as_deref(),
-                        selected.as_deref(),
-                        &l.timeline,
-                        &mut nav,
-                        no_kernel_table,
-                    )
-                }
+                reload = summary_contents(ui, l, &trace, selected.as_deref(), &mut nav);
             });
         });
     // The timeline keeps at least 40 % of the height, whatever size was chosen.
     let tabs = egui::Panel::bottom("tabs")
         .exact_size(split.tabs_height_in(ui.available_height()))
-        .show(ui, |ui| fill_exactly(ui, |ui| {
-            ui.horizontal(|ui| {
-                for (tab, name) in [
-                    (Tab::Findings, "Findings"),
-                    (Tab::Gaps, "Gaps"),
-                    (Tab::Iterations, "Iterations"),
-                    (Tab::Kernels, "Kernels"),
-                    (Tab::Nccl, "NCCL"),
-                    (Tab::Memory, "Memory"),
-                    (Tab::Nvtx, "NVTX"),
-                    (Tab::Details, "Details"),
-                    (Tab::Diff, "Diff"),
-                    (Tab::Ranks, "Ranks"),
-                    (Tab::WhatIf, "What if"),
-                    (Tab::Graphs, "Graphs"),
-                    (Tab::Cpu, "CPU"),
-                ] {
-                    let shown = match tab {
-                        Tab::Diff => l.compare.is_some(),
-                        Tab::Graphs => l.graphs.is_some(),
-                        // Shown while the stacks are read (they come after the load).
-                        Tab::Cpu => trace
-                            .call_stacks
-                            .get()
-                            .is_none_or(|s| !s.samples.is_empty()),
-                        Tab::Ranks => trace.devices.len() >= 2,
-                        _ => true,
-                    };
-                    if shown {
-                        ui.selectable_value(&mut l.tab, tab, name);
+        .show(ui, |ui| {
+            fill_exactly(ui, |ui| {
+                tab_bar(ui, l, &trace);
+                ui.separator();
+                let try_selection = super::selection_overview::banner(
+                    ui,
+                    &mut l.selection,
+                    &trace,
+                    window,
+                    l.timeline.full.0,
+                    matches!(
+                        l.tab,
+                        Tab::Findings | Tab::Iterations | Tab::WhatIf | Tab::Ranks
+                    ),
+                    &mut nav,
+                );
+                if let (Some((title, change)), Some(o)) = (try_selection, &l.overview) {
+                    l.what_if.try_change(title, change, &trace, o, ui.ctx());
+                    l.tab = Tab::WhatIf;
+                }
+                let waiting = waiting_note(l);
+                match (l.tab, waiting, l.overview.as_ref()) {
+                    (Tab::Diff, _, _) => {
+                        if let Some(c) = &mut l.compare {
+                            c.diff_tab(ui, &trace, l.overview.as_ref(), &mut nav);
+                        }
+                    }
+                    (Tab::Graphs, _, _) => {
+                        if let Some(g) = &l.graphs {
+                            super::graphs_panel::show(ui, &trace, g);
+                        }
+                    }
+                    (Tab::Cpu, _, _) => l.cpu.show(ui, &trace, &l.timeline, &mut nav),
+                    (Tab::Details, _, _) => {
+                        egui::ScrollArea::vertical()
+                            .show(ui, |ui| details::show(ui, &trace, &l.timeline, transfers));
+                    }
+                    (_, Some(note), _) => {
+                        ui.label(note);
+                    }
+                    (_, None, None) => {}
+                    (Tab::Findings, None, Some(o)) => {
+                        if let Some(Action::TryIt(title, change)) =
+                            l.findings.show(ui, &trace, o, &mut nav)
+                        {
+                            let title = format!("From a finding: {title}");
+                            l.what_if.try_change(title, change, &trace, o, ui.ctx());
+                            l.tab = Tab::WhatIf;
+                        }
+                    }
+                    (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &l.timeline, &mut nav),
+                    (Tab::Iterations, None, Some(o)) => {
+                        let other = l
+                            .compare
+                            .as_ref()
+                            .and_then(Compare::ready)
+                            .map(|c| &c.overview.iterations);
+                        l.iterations
+                            .show(ui, &trace, o, &l.timeline, &mut nav, other)
+                    }
+                    (Tab::Kernels, None, Some(o)) => {
+                        l.tables
+                            .kernels(ui, &trace, selected.as_deref().unwrap_or(o), &mut nav)
+                    }
+                    (Tab::Nccl, None, Some(o)) => {
+                        // A selection's rows are its own: the payload groups clipped to it once
+                        // worked out, its overview's meanwhile — never the whole run's.
+                        let groups = match window {
+                            Some(_) => selected_nccl.as_deref().map(Vec::as_slice),
+                            None => sizes.as_ref().map(|s| s.groups.as_slice()),
+                        };
+                        l.tables.nccl(
+                            ui,
+                            &trace,
+                            selected.as_deref().unwrap_or(o),
+                            super::tables::NcclInput {
+                                groups,
+                                payloads_read: sizes.is_some(),
+                                has_bytes: sizes.as_ref().is_some_and(|s| !s.transfers.is_empty()),
+                            },
+                            &mut nav,
+                        )
+                    }
+                    (Tab::Memory, None, Some(o)) => {
+                        l.tables
+                            .memory(ui, &trace, selected.as_deref().unwrap_or(o))
+                    }
+                    (Tab::Nvtx, None, Some(o)) => {
+                        l.tables
+                            .nvtx(ui, selected.as_deref().unwrap_or(o), &mut nav)
+                    }
+                    (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
+                    (Tab::Ranks, None, Some(o)) => {
+                        let its = l.iterations.iterations(o);
+                        if let Some((k, device)) = heatmap::show(ui, &trace, its) {
+                            l.iterations.open(k, &trace, o, &mut nav);
+                            nav.push(Nav::RevealDevice(device));
+                            l.tab = Tab::Iterations;
+                        }
                     }
                 }
-                if l.compare.is_some() && ui.small_button("Stop comparing").clicked() {
-                    l.compare = None;
-                }
-            });
-            ui.separator();
-            let try_selection = super::selection_overview::banner(
-                ui,
-                &mut l.selection,
-                &trace,
-                window,
-                l.timeline.full.0,
-                matches!(
-                    l.tab,
-                    Tab::Findings | Tab::Iterations | Tab::WhatIf | Tab::Ranks
-                ),
-                &mut nav,
-            );
-            if let (Some((title, change)), Some(o)) = (try_selection, &l.overview) {
-                l.what_if.try_change(title, change, &trace, o, ui.ctx());
-                l.tab = Tab::WhatIf;
-            }
-            let waiting = if matches!(l.stage, Stage::LoadCancelled) {
-                Some("The load was cancelled: only the GPU side is shown. Open the file again for the rest.")
-            } else if !l.complete() {
-                Some("Waiting for the CPU side (API calls, NVTX) to load…")
-            } else if matches!(l.stage, Stage::AnalysesCancelled) {
-                Some("The analyses were cancelled: the timeline shows the whole trace. Open the file again to analyse it.")
-            } else if l.overview.is_none() {
-                Some("Analysing…")
-            } else {
-                None
-            };
-            match (l.tab, waiting, l.overview.as_ref()) {
-                (Tab::Diff, _, _) => {
-                    if let Some(c) = &mut l.compare {
-                        c.diff_tab(ui, &trace, l.overview.as_ref(), &mut nav);
-                    }
-                }
-                (Tab::Graphs, _, _) => {
-                    if let Some(g) = &l.graphs {
-                        super::graphs_panel::show(ui, &trace, g);
-                    }
-                }
-                (Tab::Cpu, _, _) => l.cpu.show(ui, &trace, &l.timeline, &mut nav),
-                (Tab::Details, _, _) => {
-                    egui::ScrollArea::vertical()
-                        .show(ui, |ui| details::show(ui, &trace, &l.timeline, transfers));
-                }
-                (_, Some(note), _) => {
-                    ui.label(note);
-                }
-                (_, None, None) => {}
-                (Tab::Findings, None, Some(o)) => {
-                    if let Some(Action::TryIt(title, change)) =
-                        l.findings.show(ui, &trace, o, &mut nav)
-                    {
-                        let title = format!("From a finding: {title}");
-                        l.what_if.try_change(title, change, &trace, o, ui.ctx());
-                        l.tab = Tab::WhatIf;
-                    }
-                }
-                (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &l.timeline, &mut nav),
-                (Tab::Iterations, None, Some(o)) => {
-                    let other = l
-                        .compare
-                        .as_ref()
-                        .and_then(Compare::ready)
-                        .map(|c| &c.overview.iterations);
-                    l.iterations.show(ui, &trace, o, &l.timeline, &mut nav, other)
-                }
-                (Tab::Kernels, None, Some(o)) => {
-                    l.tables
-                        .kernels(ui, &trace, selected.as_deref().unwrap_or(o), &mut nav)
-                }
-                (Tab::Nccl, None, Some(o)) => {
-                    // A selection's rows are its own: the payload groups clipped to it once
-                    // worked out, its overview's meanwhile — never the whole run's.
-                    let groups = match window {
-                        Some(_) => selected_nccl.as_deref().map(Vec::as_slice),
-                        None => sizes.as_ref().map(|s| s.groups.as_slice()),
-                    };
-                    l.tables.nccl(
-                        ui,
-                        &trace,
-                        selected.as_deref().unwrap_or(o),
-                        super::tables::NcclInput {
-                            groups,
-                            payloads_read: sizes.is_some(),
-                            has_bytes: sizes.as_ref().is_some_and(|s| !s.transfers.is_empty()),
-                        },
-                        &mut nav,
-                    )
-                }
-                (Tab::Memory, None, Some(o)) => {
-                    l.tables.memory(ui, &trace, selected.as_deref().unwrap_or(o))
-                }
-                (Tab::Nvtx, None, Some(o)) => {
-                    l.tables.nvtx(ui, selected.as_deref().unwrap_or(o), &mut nav)
-                }
-                (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
-                (Tab::Ranks, None, Some(o)) => {
-                    let its = l.iterations.iterations(o);
-                    if let Some((k, device)) = heatmap::show(ui, &trace, its) {
-                        l.iterations.open(k, &trace, o, &mut nav);
-                        nav.push(Nav::RevealDevice(device));
-                        l.tab = Tab::Iterations;
-                    }
-                }
-            }
-        }));
+            })
+        });
     if let Some(c) = &mut l.compare {
         c.follow_iteration(l.iterations.selected, &trace, l.overview.as_ref());
     }
@@ -531,6 +434,141 @@ pub(super) fn loaded_ui(
         l.tab = Tab::Details;
     }
     reload
+}
+
+/// The summary panel: the rank files and their nudges (a re-open asked for comes back),
+/// the export read, then where the time goes.
+fn summary_contents(
+    ui: &mut egui::Ui,
+    l: &mut Loaded,
+    trace: &Arc<Trace>,
+    selected: Option<&Overview>,
+    nav: &mut Vec<Nav>,
+) -> Option<Vec<Option<i64>>> {
+    let mut reload = None;
+    if !l.files.is_empty() {
+        reload = files_panel(ui, &l.files, &mut l.nudges);
+        ui.separator();
+    }
+    // A report opened directly: which export is on screen.
+    if let Some(export) = l.report.as_ref().and_then(|r| r.export.as_deref()) {
+        ui.add(
+            egui::Label::new(
+                egui::RichText::new(format!("Read as SQLite: {export}"))
+                    .weak()
+                    .small(),
+            )
+            .wrap(),
+        );
+        ui.separator();
+    }
+    if l.stage.cancelled() {
+        ui.heading("Where time goes");
+        ui.label(if matches!(l.stage, Stage::LoadCancelled) {
+            "Not analysed: the load was cancelled."
+        } else {
+            "Not analysed: the analyses were cancelled."
+        });
+    } else {
+        let no_kernel_table = l
+            .report
+            .as_ref()
+            .is_some_and(|r| r.missing_tables.iter().any(|t| t == load::KERNEL));
+        l.summary.show(
+            ui,
+            trace,
+            l.overview.as_deref(),
+            selected,
+            &l.timeline,
+            nav,
+            no_kernel_table,
+        )
+    }
+    reload
+}
+
+/// The work the panels start in the background as soon as the analyses are in, whatever
+/// tab is open, in an order that keeps memory's peak low; and their answers taken.
+fn poll_background(ctx: &egui::Context, l: &mut Loaded, trace: &Arc<Trace>, nav: &mut Vec<Nav>) {
+    if let Some(o) = &l.overview {
+        l.findings.start(trace, o, l.cache_key.as_ref(), Some(ctx));
+        l.findings.poll();
+        l.findings.select_first_if_asked(trace, nav);
+        l.iterations.poll(ctx, nav);
+        // The gap table's orders (seconds of sorting on a large trace) wait for what to fix
+        // first, the first thing shown, unless the gap table is wanted now.
+        if !l.findings.busy() || l.tab == Tab::Gaps {
+            l.gaps.prepare(trace, o);
+        }
+        // So do the NCCL table's per-kernel figures (a pass over every NCCL call), and they
+        // wait for those orders, unless the NCCL tab is open: the temporaries of the
+        // replays, the sorts and theirs do not add up at a peak of memory.
+        if (!l.findings.busy() && !l.gaps.sorting()) || l.tab == Tab::Nccl {
+            l.nccl_bytes.start(trace, Some(ctx));
+        }
+        l.nccl_bytes.poll();
+        l.figures.take_request(ctx, &l.path);
+        l.figures.show(ctx, trace, o);
+    }
+}
+
+/// The tabs a trace has (Diff when comparing, Graphs with graphs, CPU with samples, Ranks
+/// with two GPUs or more) and "Stop comparing".
+fn tab_bar(ui: &mut egui::Ui, l: &mut Loaded, trace: &Trace) {
+    ui.horizontal(|ui| {
+        for (tab, name) in [
+            (Tab::Findings, "Findings"),
+            (Tab::Gaps, "Gaps"),
+            (Tab::Iterations, "Iterations"),
+            (Tab::Kernels, "Kernels"),
+            (Tab::Nccl, "NCCL"),
+            (Tab::Memory, "Memory"),
+            (Tab::Nvtx, "NVTX"),
+            (Tab::Details, "Details"),
+            (Tab::Diff, "Diff"),
+            (Tab::Ranks, "Ranks"),
+            (Tab::WhatIf, "What if"),
+            (Tab::Graphs, "Graphs"),
+            (Tab::Cpu, "CPU"),
+        ] {
+            let shown = match tab {
+                Tab::Diff => l.compare.is_some(),
+                Tab::Graphs => l.graphs.is_some(),
+                // Shown while the stacks are read (they come after the load).
+                Tab::Cpu => trace
+                    .call_stacks
+                    .get()
+                    .is_none_or(|s| !s.samples.is_empty()),
+                Tab::Ranks => trace.devices.len() >= 2,
+                _ => true,
+            };
+            if shown {
+                ui.selectable_value(&mut l.tab, tab, name);
+            }
+        }
+        if l.compare.is_some() && ui.small_button("Stop comparing").clicked() {
+            l.compare = None;
+        }
+    });
+}
+
+/// Why the tables are not shown yet, if they are not.
+fn waiting_note(l: &Loaded) -> Option<&'static str> {
+    if matches!(l.stage, Stage::LoadCancelled) {
+        Some(
+            "The load was cancelled: only the GPU side is shown. Open the file again for the rest.",
+        )
+    } else if !l.complete() {
+        Some("Waiting for the CPU side (API calls, NVTX) to load…")
+    } else if matches!(l.stage, Stage::AnalysesCancelled) {
+        Some(
+            "The analyses were cancelled: the timeline shows the whole trace. Open the file again to analyse it.",
+        )
+    } else if l.overview.is_none() {
+        Some("Analysing…")
+    } else {
+        None
+    }
 }
 
 /// The files of a trace opened from several: how each was put on the first's clock, and
