@@ -124,256 +124,357 @@ impl Timeline {
         hover_t: Option<f64>,
         out: &mut Drawn,
     ) -> Option<(Selection, String)> {
-        let inner = r.shrink2(Vec2::new(0.0, 2.0));
-        let slack = |t: f64| t_of(x_of(t) + MIN_PX) - t;
+        let place = RowPlace {
+            inner: r.shrink2(Vec2::new(0.0, 2.0)),
+            x_of,
+            t_of,
+            hover_t,
+        };
         match row {
             RowKind::GpuHeader(_) | RowKind::ThreadHeader(_) => None,
             RowKind::Metric { device, metric } => {
-                let (name, series) = self.index.metrics.metric(trace, device, metric)?;
-                let unit = if metric_rows::is_percent(name) {
-                    " %"
-                } else {
-                    ""
-                };
-                let chart = Chart {
-                    key: (device, false),
-                    step: false,
-                    colors: (metric_rows::AREA, metric_rows::MEAN),
-                    label: name,
-                    unit,
-                };
-                self.draw_chart(series, &chart, inner, hover_t, out);
-                None
+                self.draw_metric_row(trace, device, metric, &place, out)
             }
-            RowKind::Memory { device } => {
-                let owned = self.index.metrics.memory.get(device)?.as_ref()?;
-                let series = owned.series();
-                let chart = Chart {
-                    key: (device, true),
-                    step: true,
-                    colors: (metric_rows::MEMORY_AREA, metric_rows::MEMORY_LINE),
-                    label: "device memory allocated",
-                    unit: " MiB",
-                };
-                self.draw_chart(series, &chart, inner, hover_t, out);
-                // The peak: a mark across the row where it was reached.
-                if let Some(t) = owned.peak_at {
-                    let x = x_of(t as f64);
-                    if x >= inner.left() && x <= inner.right() {
-                        out.rows.mesh.add_colored_rect(
-                            Rect::from_min_max(
-                                Pos2::new(x - 1.0, inner.top()),
-                                Pos2::new(x + 1.0, inner.bottom()),
-                            ),
-                            metric_rows::PEAK,
-                        );
-                    }
-                }
-                None
-            }
+            RowKind::Memory { device } => self.draw_memory_row(device, &place, out),
             RowKind::Stream { device, stream } => {
-                let ops = &trace.devices[device].streams[stream].ops;
-                let prefix = &self.index.prefixes[device][stream];
-                let items = RowItems {
-                    n: ops.len(),
-                    start: &|i| ops.start[i],
-                    end: &|i| ops.end[i],
-                    longest: trace.devices[device].streams[stream].longest_op_ns,
-                    color: &|i| kind_color(ops.kind[i]),
-                    name: &|i| trace.strings.get(ops.name[i]),
-                    folded: &|a, b, span| {
-                        let [busy, nccl, memory] = prefix.sums(ops, a, b);
-                        stacked_fill(busy, span, nccl, memory)
-                    },
-                    style: FoldStyle::ByKind,
-                };
-                self.draw_items(
-                    row,
-                    &items,
-                    &self.index.stream_lods[device][stream],
-                    inner,
-                    out,
-                );
-                let t = hover_t?;
-                let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
-                Some((
-                    Selection::Op {
-                        device: DeviceIndex(device),
-                        op: OpRef {
-                            stream: stream as u32,
-                            op: i as u32,
-                        },
-                    },
-                    // A pixel's span of time: the tooltip's precision.
-                    op_tooltip(trace, device, stream, i, self.full.0, t_of(1.0) - t_of(0.0)),
-                ))
+                self.draw_stream_row(trace, row, device, stream, &place, out)
             }
             RowKind::Nvtx { thread, depth } => {
-                let t = &trace.threads[thread];
-                let idx = &self.index.nvtx_by_depth[thread][depth as usize];
-                let range_of = |k: usize| idx[k] as usize;
-                let items = RowItems {
-                    n: idx.len(),
-                    start: &|k| t.nvtx.start[range_of(k)],
-                    end: &|k| t.nvtx.end[range_of(k)],
-                    longest: self.index.longest_range[thread][depth as usize],
-                    color: &|k| nvtx_color(t.nvtx.argb(range_of(k)), t.nvtx.kind[range_of(k)]),
-                    name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
-                    folded: &|a, b, span| {
-                        let busy = (b - a <= 32).then(|| {
-                            (a..b)
-                                .map(|k| t.nvtx.end[range_of(k)] - t.nvtx.start[range_of(k)])
-                                .sum()
-                        });
-                        coverage_fill(FOLDED_NVTX, busy, span)
-                    },
-                    style: FoldStyle::Coverage(FOLDED_NVTX),
-                };
-                let lod = &self.index.nvtx_lods[thread][depth as usize];
-                self.draw_items(row, &items, lod, inner, out);
-                let time = hover_t?;
-                let k = item_at_by(
-                    items.n,
-                    items.start,
-                    items.end,
-                    items.longest,
-                    time,
-                    slack(time),
-                )?;
-                let range = range_of(k);
-                Some((
-                    Selection::Range { thread, range },
-                    format!(
-                        "{}\nstart {}  duration {}\nthread {}",
-                        trace.strings.get(t.nvtx.text[range]),
-                        format_ns(t.nvtx.start[range] - self.full.0),
-                        format_ns(t.nvtx.end[range] - t.nvtx.start[range]),
-                        t.tid
-                    ),
-                ))
+                self.draw_nvtx_row(trace, row, thread, depth, &place, out)
             }
-            RowKind::Api { thread } => {
-                let t = &trace.threads[thread];
-                let items = RowItems {
-                    n: t.api.len(),
-                    start: &|i| t.api.start[i],
-                    end: &|i| t.api.end[i],
-                    longest: t.longest_call_ns,
-                    color: &|i| {
-                        if self.is_sync(t.api.name[i]) {
-                            theme::SYNC_CALL
-                        } else {
-                            theme::API_CALL
-                        }
-                    },
-                    name: &|i| trace.strings.get(t.api.name[i]),
-                    folded: &|a, b, span| {
-                        // A run too long to sum (rare: the level of detail draws views
-                        // this dense) is drawn covered.
-                        if b - a > 512 {
-                            return coverage_fill(FOLDED_API, None, span);
-                        }
-                        let (mut busy, mut sync) = (0, 0);
-                        for i in a..b {
-                            let d = t.api.end[i] - t.api.start[i];
-                            busy += d;
-                            if self.is_sync(t.api.name[i]) {
-                                sync += d;
-                            }
-                        }
-                        calls_fill(busy, sync, span)
-                    },
-                    style: FoldStyle::Calls,
-                };
-                self.draw_items(row, &items, &self.index.api_lods[thread], inner, out);
-                let time = hover_t?;
-                let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
-                Some((
-                    Selection::Call { thread, call: i },
-                    format!(
-                        "{}\nstart {}  duration {}",
-                        trace.strings.get(t.api.name[i]),
-                        format_ns(t.api.start[i] - self.full.0),
-                        format_ns(t.api.end[i] - t.api.start[i])
+            RowKind::Api { thread } => self.draw_api_row(trace, row, thread, &place, out),
+            RowKind::Sched { thread } => self.draw_sched_row(trace, row, thread, &place, out),
+            RowKind::Osrt { thread } => self.draw_osrt_row(trace, row, thread, &place, out),
+        }
+    }
+
+    /// One of a GPU's sampled metrics, as a chart.
+    fn draw_metric_row(
+        &self,
+        trace: &Trace,
+        device: usize,
+        metric: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let inner = place.inner;
+        let (name, series) = self.index.metrics.metric(trace, device, metric)?;
+        let unit = if metric_rows::is_percent(name) {
+            " %"
+        } else {
+            ""
+        };
+        let chart = Chart {
+            key: (device, false),
+            step: false,
+            colors: (metric_rows::AREA, metric_rows::MEAN),
+            label: name,
+            unit,
+        };
+        self.draw_chart(series, &chart, inner, hover_t, out);
+        None
+    }
+
+    /// A GPU's device memory over time, as a chart, its peak marked.
+    fn draw_memory_row(
+        &self,
+        device: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let x_of = place.x_of;
+        let inner = place.inner;
+        let owned = self.index.metrics.memory.get(device)?.as_ref()?;
+        let series = owned.series();
+        let chart = Chart {
+            key: (device, true),
+            step: true,
+            colors: (metric_rows::MEMORY_AREA, metric_rows::MEMORY_LINE),
+            label: "device memory allocated",
+            unit: " MiB",
+        };
+        self.draw_chart(series, &chart, inner, hover_t, out);
+        // The peak: a mark across the row where it was reached.
+        if let Some(t) = owned.peak_at {
+            let x = x_of(t as f64);
+            if x >= inner.left() && x <= inner.right() {
+                out.rows.mesh.add_colored_rect(
+                    Rect::from_min_max(
+                        Pos2::new(x - 1.0, inner.top()),
+                        Pos2::new(x + 1.0, inner.bottom()),
                     ),
-                ))
-            }
-            RowKind::Sched { thread } => {
-                let t = &trace.threads[thread];
-                let sc = &t.scheduling;
-                let items = RowItems {
-                    n: sc.len(),
-                    start: &|i| sc.start[i],
-                    end: &|i| sc.end[i],
-                    longest: sc.longest_ns(),
-                    color: &|_| theme::OS_CALL,
-                    name: &|i| format!("CPU {}", sc.cpu[i]).into(),
-                    folded: &|a, b, span| {
-                        let busy: i64 = (a..b).map(|i| sc.end[i] - sc.start[i]).sum();
-                        calls_fill(busy, 0, span)
-                    },
-                    style: FoldStyle::Calls,
-                };
-                self.draw_items(row, &items, &self.index.sched_lods[thread], inner, out);
-                let time = hover_t?;
-                let i = item_at(&sc.start, &sc.end, items.longest, time, slack(time))?;
-                Some((
-                    Selection::Running { thread, slice: i },
-                    format!(
-                        "running on CPU {}\nstart {}  duration {}",
-                        sc.cpu[i],
-                        format_ns(sc.start[i] - self.full.0),
-                        format_ns(sc.end[i] - sc.start[i])
-                    ),
-                ))
-            }
-            RowKind::Osrt { thread } => {
-                let t = &trace.threads[thread];
-                let os = &t.osrt;
-                let items = RowItems {
-                    n: os.len(),
-                    start: &|i| os.start[i],
-                    end: &|i| os.end[i],
-                    longest: t.longest_osrt_ns,
-                    color: &|i| {
-                        if self.is_blocking_os(os.name[i]) {
-                            theme::OS_BLOCKING_CALL
-                        } else {
-                            theme::OS_CALL
-                        }
-                    },
-                    name: &|i| trace.strings.get(os.name[i]),
-                    folded: &|a, b, span| {
-                        if b - a > 512 {
-                            return coverage_fill(FOLDED_API, None, span);
-                        }
-                        let (mut busy, mut blocking) = (0, 0);
-                        for i in a..b {
-                            let d = os.end[i] - os.start[i];
-                            busy += d;
-                            if self.is_blocking_os(os.name[i]) {
-                                blocking += d;
-                            }
-                        }
-                        calls_fill(busy, blocking, span)
-                    },
-                    style: FoldStyle::Calls,
-                };
-                self.draw_items(row, &items, &self.index.osrt_lods[thread], inner, out);
-                let time = hover_t?;
-                let i = item_at(&os.start, &os.end, items.longest, time, slack(time))?;
-                Some((
-                    Selection::OsCall { thread, call: i },
-                    format!(
-                        "{}() (OS runtime)\nstart {}  duration {}\nreturned {}",
-                        trace.strings.get(os.name[i]),
-                        format_ns(os.start[i] - self.full.0),
-                        format_ns(os.end[i] - os.start[i]),
-                        os.return_value[i]
-                    ),
-                ))
+                    metric_rows::PEAK,
+                );
             }
         }
+        None
+    }
+
+    /// A stream's ops, and the one under the pointer.
+    fn draw_stream_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        device: usize,
+        stream: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let t_of = place.t_of;
+        let inner = place.inner;
+        let slack = |t: f64| place.slack(t);
+        let ops = &trace.devices[device].streams[stream].ops;
+        let prefix = &self.index.prefixes[device][stream];
+        let items = RowItems {
+            n: ops.len(),
+            start: &|i| ops.start[i],
+            end: &|i| ops.end[i],
+            longest: trace.devices[device].streams[stream].longest_op_ns,
+            color: &|i| kind_color(ops.kind[i]),
+            name: &|i| trace.strings.get(ops.name[i]),
+            folded: &|a, b, span| {
+                let [busy, nccl, memory] = prefix.sums(ops, a, b);
+                stacked_fill(busy, span, nccl, memory)
+            },
+            style: FoldStyle::ByKind,
+        };
+        self.draw_items(
+            row,
+            &items,
+            &self.index.stream_lods[device][stream],
+            inner,
+            out,
+        );
+        let t = hover_t?;
+        let i = item_at(&ops.start, &ops.end, items.longest, t, slack(t))?;
+        Some((
+            Selection::Op {
+                device: DeviceIndex(device),
+                op: OpRef {
+                    stream: stream as u32,
+                    op: i as u32,
+                },
+            },
+            // A pixel's span of time: the tooltip's precision.
+            op_tooltip(trace, device, stream, i, self.full.0, t_of(1.0) - t_of(0.0)),
+        ))
+    }
+
+    /// A thread's NVTX ranges at one depth, and the one under the pointer.
+    fn draw_nvtx_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        thread: usize,
+        depth: u16,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let inner = place.inner;
+        let slack = |t: f64| place.slack(t);
+        let t = &trace.threads[thread];
+        let idx = &self.index.nvtx_by_depth[thread][depth as usize];
+        let range_of = |k: usize| idx[k] as usize;
+        let items = RowItems {
+            n: idx.len(),
+            start: &|k| t.nvtx.start[range_of(k)],
+            end: &|k| t.nvtx.end[range_of(k)],
+            longest: self.index.longest_range[thread][depth as usize],
+            color: &|k| nvtx_color(t.nvtx.argb(range_of(k)), t.nvtx.kind[range_of(k)]),
+            name: &|k| trace.strings.get(t.nvtx.text[range_of(k)]),
+            folded: &|a, b, span| {
+                let busy = (b - a <= 32).then(|| {
+                    (a..b)
+                        .map(|k| t.nvtx.end[range_of(k)] - t.nvtx.start[range_of(k)])
+                        .sum()
+                });
+                coverage_fill(FOLDED_NVTX, busy, span)
+            },
+            style: FoldStyle::Coverage(FOLDED_NVTX),
+        };
+        let lod = &self.index.nvtx_lods[thread][depth as usize];
+        self.draw_items(row, &items, lod, inner, out);
+        let time = hover_t?;
+        let k = item_at_by(
+            items.n,
+            items.start,
+            items.end,
+            items.longest,
+            time,
+            slack(time),
+        )?;
+        let range = range_of(k);
+        Some((
+            Selection::Range { thread, range },
+            format!(
+                "{}\nstart {}  duration {}\nthread {}",
+                trace.strings.get(t.nvtx.text[range]),
+                format_ns(t.nvtx.start[range] - self.full.0),
+                format_ns(t.nvtx.end[range] - t.nvtx.start[range]),
+                t.tid
+            ),
+        ))
+    }
+
+    /// A thread's CUDA API calls, and the one under the pointer.
+    fn draw_api_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        thread: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let inner = place.inner;
+        let slack = |t: f64| place.slack(t);
+        let t = &trace.threads[thread];
+        let items = RowItems {
+            n: t.api.len(),
+            start: &|i| t.api.start[i],
+            end: &|i| t.api.end[i],
+            longest: t.longest_call_ns,
+            color: &|i| {
+                if self.is_sync(t.api.name[i]) {
+                    theme::SYNC_CALL
+                } else {
+                    theme::API_CALL
+                }
+            },
+            name: &|i| trace.strings.get(t.api.name[i]),
+            folded: &|a, b, span| {
+                // A run too long to sum (rare: the level of detail draws views
+                // this dense) is drawn covered.
+                if b - a > 512 {
+                    return coverage_fill(FOLDED_API, None, span);
+                }
+                let (mut busy, mut sync) = (0, 0);
+                for i in a..b {
+                    let d = t.api.end[i] - t.api.start[i];
+                    busy += d;
+                    if self.is_sync(t.api.name[i]) {
+                        sync += d;
+                    }
+                }
+                calls_fill(busy, sync, span)
+            },
+            style: FoldStyle::Calls,
+        };
+        self.draw_items(row, &items, &self.index.api_lods[thread], inner, out);
+        let time = hover_t?;
+        let i = item_at(&t.api.start, &t.api.end, items.longest, time, slack(time))?;
+        Some((
+            Selection::Call { thread, call: i },
+            format!(
+                "{}\nstart {}  duration {}",
+                trace.strings.get(t.api.name[i]),
+                format_ns(t.api.start[i] - self.full.0),
+                format_ns(t.api.end[i] - t.api.start[i])
+            ),
+        ))
+    }
+
+    /// When a thread ran on a CPU, and the slice under the pointer.
+    fn draw_sched_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        thread: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let inner = place.inner;
+        let slack = |t: f64| place.slack(t);
+        let t = &trace.threads[thread];
+        let sc = &t.scheduling;
+        let items = RowItems {
+            n: sc.len(),
+            start: &|i| sc.start[i],
+            end: &|i| sc.end[i],
+            longest: sc.longest_ns(),
+            color: &|_| theme::OS_CALL,
+            name: &|i| format!("CPU {}", sc.cpu[i]).into(),
+            folded: &|a, b, span| {
+                let busy: i64 = (a..b).map(|i| sc.end[i] - sc.start[i]).sum();
+                calls_fill(busy, 0, span)
+            },
+            style: FoldStyle::Calls,
+        };
+        self.draw_items(row, &items, &self.index.sched_lods[thread], inner, out);
+        let time = hover_t?;
+        let i = item_at(&sc.start, &sc.end, items.longest, time, slack(time))?;
+        Some((
+            Selection::Running { thread, slice: i },
+            format!(
+                "running on CPU {}\nstart {}  duration {}",
+                sc.cpu[i],
+                format_ns(sc.start[i] - self.full.0),
+                format_ns(sc.end[i] - sc.start[i])
+            ),
+        ))
+    }
+
+    /// A thread's OS runtime calls, and the one under the pointer.
+    fn draw_osrt_row(
+        &self,
+        trace: &Trace,
+        row: RowKind,
+        thread: usize,
+        place: &RowPlace,
+        out: &mut Drawn,
+    ) -> Option<(Selection, String)> {
+        let hover_t = place.hover_t;
+        let inner = place.inner;
+        let slack = |t: f64| place.slack(t);
+        let t = &trace.threads[thread];
+        let os = &t.osrt;
+        let items = RowItems {
+            n: os.len(),
+            start: &|i| os.start[i],
+            end: &|i| os.end[i],
+            longest: t.longest_osrt_ns,
+            color: &|i| {
+                if self.is_blocking_os(os.name[i]) {
+                    theme::OS_BLOCKING_CALL
+                } else {
+                    theme::OS_CALL
+                }
+            },
+            name: &|i| trace.strings.get(os.name[i]),
+            folded: &|a, b, span| {
+                if b - a > 512 {
+                    return coverage_fill(FOLDED_API, None, span);
+                }
+                let (mut busy, mut blocking) = (0, 0);
+                for i in a..b {
+                    let d = os.end[i] - os.start[i];
+                    busy += d;
+                    if self.is_blocking_os(os.name[i]) {
+                        blocking += d;
+                    }
+                }
+                calls_fill(busy, blocking, span)
+            },
+            style: FoldStyle::Calls,
+        };
+        self.draw_items(row, &items, &self.index.osrt_lods[thread], inner, out);
+        let time = hover_t?;
+        let i = item_at(&os.start, &os.end, items.longest, time, slack(time))?;
+        Some((
+            Selection::OsCall { thread, call: i },
+            format!(
+                "{}() (OS runtime)\nstart {}  duration {}\nreturned {}",
+                trace.strings.get(os.name[i]),
+                format_ns(os.start[i] - self.full.0),
+                format_ns(os.end[i] - os.start[i]),
+                os.return_value[i]
+            ),
+        ))
     }
 
     /// Draws a row's items: from its level of detail when zoomed out far enough, else the
@@ -738,5 +839,21 @@ impl Timeline {
                 }
             }
         }
+    }
+}
+
+/// Where a row is drawn: its rectangle inside its margins, the mapping between time and x,
+/// and the time under the pointer.
+struct RowPlace<'a> {
+    inner: Rect,
+    x_of: &'a dyn Fn(f64) -> f32,
+    t_of: &'a dyn Fn(f32) -> f64,
+    hover_t: Option<f64>,
+}
+
+impl RowPlace<'_> {
+    /// The time `MIN_PX` pixels span at `t`: how near the pointer an item counts as under it.
+    fn slack(&self, t: f64) -> f64 {
+        (self.t_of)((self.x_of)(t) + MIN_PX) - t
     }
 }
