@@ -111,11 +111,6 @@ impl GpuOps {
         }
     }
 
-    /// The ops at `indices`, in that order, every column.
-    pub fn select(&self, indices: &[usize]) -> GpuOps {
-        self.select_rows(indices)
-    }
-
     /// Index of the first op whose start is >= `t`.
     pub fn first_starting_at_or_after(&self, t: i64) -> usize {
         self.start.partition_point(|&s| s < t)

@@ -25,8 +25,8 @@ pub(super) fn rebuild(trace: &Trace, prep: &Prepared, t: &Times, change: &Change
                 let (nccl, other): (Vec<usize>, Vec<usize>) = order
                     .into_iter()
                     .partition(|&i| s.ops.kind[i] == OpKind::Nccl);
-                let nccl_ops = s.ops.select(&nccl);
-                s.ops = s.ops.select(&other);
+                let nccl_ops = s.ops.select_rows(&nccl);
+                s.ops = s.ops.select_rows(&other);
                 extra.push(Stream::new(
                     s.id + NCCL_STREAM_ID_OFFSET,
                     s.pid,
