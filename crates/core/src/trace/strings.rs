@@ -65,6 +65,9 @@ pub(crate) struct StringColumns<'a> {
 pub struct StringTable {
     templates: Arena,
     template_index: HashTable<TemplateId>,
+    /// Per template: the hash of its bytes, which a string's hash starts from, so that a
+    /// string hashes the same in every table (a chunk's and the trace's).
+    template_hashes: Vec<u64>,
     /// Per string: its template.
     template: Vec<TemplateId>,
     /// Per string: its numbers (varints), in `numbers`.
@@ -73,6 +76,9 @@ pub struct StringTable {
     /// drops it once a trace is built (a fifth of the table), and `intern` builds it again
     /// if ever needed.
     index: HashTable<StrId>,
+    /// Per string, while indexed: its hash. Growing the index and absorbing a chunk's
+    /// table (millions of distinct NVTX texts) then hash no string again.
+    hashes: Vec<u64>,
     indexed: bool,
 }
 
@@ -85,8 +91,9 @@ fn hash_bytes(parts: &[&[u8]]) -> u64 {
     h.finish()
 }
 
-fn hash_entry(template: TemplateId, numbers: &[u8]) -> u64 {
-    hash_bytes(&[&template.to_le_bytes(), numbers])
+/// A string's hash, from its template's and its numbers.
+fn hash_entry(template_hash: u64, numbers: &[u8]) -> u64 {
+    hash_bytes(&[&template_hash.to_le_bytes(), numbers])
 }
 
 /// Splits `text` into its template and its numbers' encoding.
@@ -292,47 +299,73 @@ impl StringTable {
 
     fn intern_template(&mut self, template: &[u8]) -> TemplateId {
         let hash = hash_bytes(&[template]);
-        let arena = &self.templates;
-        if let Some(&t) = self
-            .template_index
-            .find(hash, |&t| arena.get(t as usize) == template)
-        {
-            return t;
+        let (arena, hashes) = (&self.templates, &self.template_hashes);
+        match self.template_index.entry(
+            hash,
+            |&t| arena.get(t as usize) == template,
+            |&t| hashes[t as usize],
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let t = self.templates.len() as TemplateId;
+                e.insert(t);
+                self.templates.push(template);
+                self.template_hashes.push(hash);
+                t
+            }
         }
-        let t = self.templates.push(template) as TemplateId;
-        let arena = &self.templates;
-        self.template_index
-            .insert_unique(hash, t, |&t| hash_bytes(&[arena.get(t as usize)]));
-        t
     }
 
     fn intern_parts(&mut self, template: TemplateId, numbers: &[u8]) -> StrId {
+        let hash = hash_entry(self.template_hashes[template as usize], numbers);
+        self.intern_hashed(template, numbers, hash)
+    }
+
+    /// [`StringTable::intern_parts`] with the string's hash known: one probe of the index.
+    fn intern_hashed(&mut self, template: TemplateId, numbers: &[u8], hash: u64) -> StrId {
         if !self.indexed {
             self.rebuild_index();
         }
-        let hash = hash_entry(template, numbers);
-        let (templates, arena) = (&self.template, &self.numbers);
-        if let Some(&id) = self.index.find(hash, |&id| {
-            templates[id as usize] == template && arena.get(id as usize) == numbers
-        }) {
-            return id;
+        let Self {
+            index,
+            template: templates,
+            numbers: arena,
+            hashes,
+            ..
+        } = self;
+        match index.entry(
+            hash,
+            |&id| {
+                let i = id as usize;
+                hashes[i] == hash && templates[i] == template && arena.get(i) == numbers
+            },
+            |&id| hashes[id as usize],
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let id = templates.len() as StrId;
+                e.insert(id);
+                templates.push(template);
+                arena.push(numbers);
+                hashes.push(hash);
+                id
+            }
         }
-        let id = self.template.len() as StrId;
-        self.template.push(template);
-        self.numbers.push(numbers);
-        let (templates, arena) = (&self.template, &self.numbers);
-        self.index.insert_unique(hash, id, |&id| {
-            hash_entry(templates[id as usize], arena.get(id as usize))
-        });
-        id
+    }
+
+    fn string_hash(&self, id: usize) -> u64 {
+        hash_entry(
+            self.template_hashes[self.template[id] as usize],
+            self.numbers.get(id),
+        )
     }
 
     fn rebuild_index(&mut self) {
-        let (templates, arena) = (&self.template, &self.numbers);
-        let hash = |id: &StrId| hash_entry(templates[*id as usize], arena.get(*id as usize));
+        self.hashes = (0..self.len()).map(|id| self.string_hash(id)).collect();
+        let hashes = &self.hashes;
         let mut index = HashTable::with_capacity(self.template.len());
         for id in 0..self.template.len() as StrId {
-            index.insert_unique(hash(&id), id, hash);
+            index.insert_unique(hashes[id as usize], id, |&id| hashes[id as usize]);
         }
         self.index = index;
         self.indexed = true;
@@ -342,6 +375,7 @@ impl StringTable {
     /// built trace is only read.
     pub fn freeze(&mut self) {
         self.index = HashTable::new();
+        self.hashes = Vec::new();
         self.indexed = false;
         self.template.shrink_to_fit();
         for arena in [&mut self.templates, &mut self.numbers] {
@@ -356,10 +390,9 @@ impl StringTable {
         if !self.indexed {
             self.rebuild_index();
         }
-        let (templates, arena) = (&self.template, &self.numbers);
-        self.index.reserve(more, |&id| {
-            hash_entry(templates[id as usize], arena.get(id as usize))
-        });
+        let hashes = &self.hashes;
+        self.index.reserve(more, |&id| hashes[id as usize]);
+        self.hashes.reserve(more);
         self.template.reserve(more);
         self.numbers.ends.reserve(more);
         self.numbers.bytes.reserve(bytes);
@@ -379,7 +412,12 @@ impl StringTable {
         (0..other.len())
             .map(|id| {
                 let t = templates[other.template[id] as usize];
-                self.intern_parts(t, other.numbers.get(id))
+                // Hashed alike in both tables (see `template_hashes`).
+                let hash = match other.hashes.get(id) {
+                    Some(&hash) if other.indexed => hash,
+                    _ => other.string_hash(id),
+                };
+                self.intern_hashed(t, other.numbers.get(id), hash)
             })
             .collect()
     }
@@ -423,7 +461,10 @@ impl StringTable {
             return (0..self.len() as StrId).find(|&id| same(id));
         }
         self.index
-            .find(hash_entry(t, &numbers), |&id| same(id))
+            .find(
+                hash_entry(self.template_hashes[t as usize], &numbers),
+                |&id| same(id),
+            )
             .copied()
     }
 
@@ -575,10 +616,13 @@ impl StringTable {
             ..Default::default()
         };
         let arena = &table.templates;
-        let hash = |t: &TemplateId| hash_bytes(&[arena.get(*t as usize)]);
+        table.template_hashes = (0..arena.len())
+            .map(|t| hash_bytes(&[arena.get(t)]))
+            .collect();
+        let hashes = &table.template_hashes;
         let mut index = HashTable::with_capacity(arena.len());
         for t in 0..arena.len() as TemplateId {
-            index.insert_unique(hash(&t), t, hash);
+            index.insert_unique(hashes[t as usize], t, |&t| hashes[t as usize]);
         }
         table.template_index = index;
         Some(table)
@@ -599,7 +643,9 @@ impl StringTable {
     /// Heap bytes held, for the bytes-per-event figure.
     pub fn heap_bytes(&self) -> usize {
         let index = (self.index.capacity() + self.template_index.capacity()) * 5;
+        let hashes = (self.hashes.capacity() + self.template_hashes.capacity()) * 8;
         self.templates.heap_bytes()
+            + hashes
             + self.numbers.heap_bytes()
             + self.template.capacity() * 4
             + index
