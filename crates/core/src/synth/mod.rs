@@ -141,129 +141,34 @@ fn generate_into(
     options: SynthOptions,
 ) -> Result<GroundTruth, String> {
     let shape = shape_of(&options);
-    let separate = options.nccl_stream == NcclStream::Separate;
-    let split = outs.len() > 1;
-    // Ranks in files of their own may all have the same pid (containers: pid 1 on every
-    // node); in one file each process has its own.
-    let pid_of = |r: u32| {
-        if split && options.same_pids {
-            pid_of_rank(0)
-        } else {
-            pid_of_rank(r)
-        }
+    let place = Placement {
+        split: outs.len() > 1,
+        same_pids: options.same_pids,
     };
-    let mut writers = outs
-        .iter()
-        .map(|out| {
-            writer::Writer::create(out, options.flavour, outs.len())
-                .map_err(|e| format!("{}: {e}", out.display()))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    let out = &outs[0];
-    let sql = |e: rusqlite::Error| format!("{}: {e}", out.display());
-    let (nsys_version, schema_version) = match options.flavour {
-        Flavour::Nsys2024 => ("2024.6.2.225", "3.16.1"),
-        Flavour::Nsys2023 => ("2023.1.2.43", "3.1.2"),
-    };
-    for w in &mut writers {
-        w.metadata(nsys_version, schema_version).map_err(sql)?;
-        if let Some(mode) = options.cuda_graphs {
-            w.graph_trace_mode(mode).map_err(sql)?;
-        }
-    }
-    // Rank r's file, the shift of its clock, and its GPU's id there.
-    let file_of = |r: usize| if split { r } else { 0 };
-    let device_of = |r: usize| if split { 0 } else { r as u32 };
-
+    let mut files = Files::create(outs, shifts, place, &options)?;
     let nccl_calls = options
         .nccl_calls
         .filter(|_| options.flavour == Flavour::Nsys2024 && !options.gradient_all_reduce);
+    let mut ranks = new_ranks(&shape, &options, nccl_calls);
+    files.write_processes(&mut ranks, shape.ranks, nccl_calls)?;
     let collective = if options.gradient_all_reduce {
         ALL_REDUCE
     } else {
         SEND_RECV
     };
-    let mut ranks: Vec<RankSim> = (0..shape.ranks)
-        .map(|r| {
-            RankSim::new(
-                r,
-                options.seed,
-                TRACE_START_NS + r as i64 * 37_000,
-                separate,
-                !options.clean,
-            )
-            .with_kernel_factor(options.scale_kernel)
-            .with_op_host_ns(options.host_per_op_ns)
-            .with_dlprof_markers(options.dlprof_markers)
-            .with_late_nccl_consumers(options.gradient_all_reduce)
-            .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
-        })
-        .collect();
-    for (r, rank) in ranks.iter_mut().enumerate() {
-        let pid = pid_of(r as u32);
-        let w = &mut writers[file_of(r)];
-        w.process(pid, "python3", "pt_main_thread").map_err(sql)?;
-        w.thread_name(pid, pid + 2, "cuda-EvtHandlr").map_err(sql)?;
-        w.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500 - shifts[file_of(r)])
-            .map_err(sql)?;
-        if let Some(blobs) = nccl_calls {
-            w.nccl_domain(
-                pid,
-                rank.cpu + 200 - shifts[file_of(r)],
-                r as u32,
-                shape.ranks,
-                blobs,
-            )
-            .map_err(sql)?;
-        }
-        rank.warm_up_copies(4);
-    }
     // Each all-to-all's message per peer and transfer time: the payload truth.
     let mut transfers: Vec<(u64, i64)> = Vec::new();
     // With --memory-usage, each rank's device-memory events so far (for the truth).
     let mut memory_events: Vec<Vec<memory::Event>> = vec![Vec::new(); ranks.len()];
-
-    let nominal_step_ns: i64 = 2
-        * shape.blocks as i64
-        * [0usize, 1, 2, 3, 2, 4, 0, 5, 6, 7, 8]
-            .iter()
-            .map(|&k| KERNELS[k].duration_ns)
-            .sum::<i64>();
     let straggler_pause_ns = options
         .straggler_pause_ns
-        .unwrap_or(nominal_step_ns * 2 / 5);
+        .unwrap_or(nominal_step_ns(shape.blocks) * 2 / 5);
     let mut collective_rng = fastrand::Rng::with_seed(options.seed.wrapping_add(7));
-
     for step in 0..shape.steps {
         let programs: Vec<Vec<program::Instr>> = (0..shape.ranks)
             .map(|r| {
-                program::step_program(
-                    step,
-                    &StepShape {
-                        realistic: !options.clean,
-                        step_sync: !options.no_step_sync,
-                        jit_ns: (!options.clean && step == 0).then_some(JIT_COMPILE_NS),
-                        checkpoint_ns: (!options.clean
-                            && options.checkpoint
-                            && step == shape.checkpoint_step)
-                            .then_some(CHECKPOINT_COPY_NS),
-                        blocks: shape.blocks,
-                        scheduler_ns: SCHEDULER_HOST_NS,
-                        time_embedding_host_ns: TIME_EMBEDDING_HOST_NS,
-                        cross_device_wait_ns: CROSS_DEVICE_WAIT_NS,
-                        straggler_pause_ns: (step == shape.slow_step
-                            && r == shape.straggler
-                            && !options.no_straggler)
-                            .then_some(straggler_pause_ns),
-                        straggler_stall: options.straggler_stall,
-                        sync_after_collective: options.sync_after_collective,
-                        cuda_graphs: options.cuda_graphs.is_some(),
-                        graph_attention: options.graph_attention,
-                        small_ops: options.small_ops,
-                        sync_removed: options.sync_removed,
-                        gradient_all_reduce: options.gradient_all_reduce,
-                    },
-                )
+                let shape = step_shape(&options, &shape, step, r, straggler_pause_ns);
+                program::step_program(step, &shape)
             })
             .collect();
         for rank in ranks.iter_mut() {
@@ -274,115 +179,359 @@ fn generate_into(
                 1.0
             });
         }
-        let mut pcs = vec![0usize; ranks.len()];
-        loop {
-            let stops: Vec<Stop> = ranks
-                .iter_mut()
-                .zip(&programs)
-                .zip(pcs.iter_mut())
-                .map(|((rank, p), pc)| rank.run(p, pc))
-                .collect();
-            let starts: Vec<i64> = stops
-                .iter()
-                .filter_map(|s| match s {
-                    Stop::AtCollective { start } => Some(*start),
-                    Stop::Finished => None,
-                })
-                .collect();
-            if starts.is_empty() {
-                break;
-            }
-            assert_eq!(
-                starts.len(),
-                ranks.len(),
-                "every rank joins every collective"
-            );
-            let transfer =
-                KERNELS[collective].duration_ns as f64 * (0.97 + 0.06 * collective_rng.f64());
-            let end = starts.iter().max().unwrap() + transfer as i64;
-            let k = ranks[0].collectives_launched.saturating_sub(1);
-            transfers.push((sim::MESSAGE_BYTES[(k % 2) as usize], transfer as i64));
-            for rank in ranks.iter_mut() {
-                rank.finish_collective(collective, end);
-            }
-        }
+        run_step(
+            &mut ranks,
+            &programs,
+            collective,
+            &mut collective_rng,
+            &mut transfers,
+        );
         for (r, rank) in ranks.iter_mut().enumerate() {
-            let f = file_of(r);
-            let (pid, device) = (pid_of(r as u32), device_of(r));
-            flush_rows(
-                &mut writers[f],
-                pid,
-                device,
-                shifts[f],
-                rank,
-                options.cuda_graphs,
-                options.cpu_samples,
-            )
-            .map_err(sql)?;
-            if options.memory_usage
-                && let Some(&span) = rank.step_cpu.get(step as usize)
-            {
-                for (k, e) in memory::step_events(r as u32, step, span)
-                    .into_iter()
-                    .enumerate()
-                {
-                    // Each event's call (cudaMalloc, cudaFree, …), linked by correlation id
-                    // as nsys links them; ids above the simulation's own.
-                    let correlation_id =
-                        memory::CORRELATION_BASE + ((r as u32) << 20) + step * 16 + k as u32;
-                    // A free the GPU makes after the step's CPU time (stream-ordered) was
-                    // asked for by a `cudaFreeAsync` inside it.
-                    let (call_at, name) = if e.0 > span.1 {
-                        (span.1 - 1_500, "cudaFreeAsync")
-                    } else {
-                        (e.0, memory::call_name(e))
-                    };
-                    let call = sim::ApiRow {
-                        start: call_at - shifts[f] - memory::CALL_NS / 2,
-                        end: call_at - shifts[f] + memory::CALL_NS / 2,
-                        correlation_id,
-                        name,
-                    };
-                    writers[f].api(pid, &call).map_err(sql)?;
-                    writers[f]
-                        .memory_event(
-                            pid,
-                            device,
-                            (e.0 - shifts[f], e.1, e.2, e.3),
-                            correlation_id,
-                        )
-                        .map_err(sql)?;
-                    memory_events[r].push(e);
-                }
+            files.flush_rank(r, rank, &options)?;
+            if options.memory_usage {
+                files.write_memory_events(r, rank, step, &mut memory_events[r])?;
             }
         }
+    }
+    files.write_polling_threads(&mut ranks, options.cpu_samples)?;
+    let gpu_metrics = if options.gpu_metrics {
+        Some(files.write_gpu_metrics(&ranks)?)
+    } else {
+        None
+    };
+    let tables = files.finish(&ranks, shape.ranks, utc)?;
+    Ok(ground_truth(Written {
+        options: &options,
+        shape: &shape,
+        place,
+        ranks: &ranks,
+        tables,
+        transfers: &transfers,
+        memory_events,
+        gpu_metrics,
+        nccl_calls,
+        straggler_pause_ns,
+    }))
+}
+
+/// The ranks' simulations, before their first step.
+fn new_ranks(
+    shape: &options::Shape,
+    options: &SynthOptions,
+    nccl_calls: Option<bool>,
+) -> Vec<RankSim> {
+    (0..shape.ranks)
+        .map(|r| {
+            RankSim::new(
+                r,
+                options.seed,
+                TRACE_START_NS + r as i64 * 37_000,
+                options.nccl_stream == NcclStream::Separate,
+                !options.clean,
+            )
+            .with_kernel_factor(options.scale_kernel)
+            .with_op_host_ns(options.host_per_op_ns)
+            .with_dlprof_markers(options.dlprof_markers)
+            .with_late_nccl_consumers(options.gradient_all_reduce)
+            .with_nccl_calls(nccl_calls.map(|blobs| (r, shape.ranks, blobs)))
+        })
+        .collect()
+}
+
+/// A step's GPU time as planned, before noise: the base of the straggler's pause.
+fn nominal_step_ns(blocks: u32) -> i64 {
+    2 * blocks as i64
+        * [0usize, 1, 2, 3, 2, 4, 0, 5, 6, 7, 8]
+            .iter()
+            .map(|&k| KERNELS[k].duration_ns)
+            .sum::<i64>()
+}
+
+/// What rank `r` runs in `step`, as the options ask.
+fn step_shape(
+    options: &SynthOptions,
+    shape: &options::Shape,
+    step: u32,
+    r: u32,
+    straggler_pause_ns: i64,
+) -> StepShape {
+    StepShape {
+        realistic: !options.clean,
+        step_sync: !options.no_step_sync,
+        jit_ns: (!options.clean && step == 0).then_some(JIT_COMPILE_NS),
+        checkpoint_ns: (!options.clean && options.checkpoint && step == shape.checkpoint_step)
+            .then_some(CHECKPOINT_COPY_NS),
+        blocks: shape.blocks,
+        scheduler_ns: SCHEDULER_HOST_NS,
+        time_embedding_host_ns: TIME_EMBEDDING_HOST_NS,
+        cross_device_wait_ns: CROSS_DEVICE_WAIT_NS,
+        straggler_pause_ns: (step == shape.slow_step
+            && r == shape.straggler
+            && !options.no_straggler)
+            .then_some(straggler_pause_ns),
+        straggler_stall: options.straggler_stall,
+        sync_after_collective: options.sync_after_collective,
+        cuda_graphs: options.cuda_graphs.is_some(),
+        graph_attention: options.graph_attention,
+        small_ops: options.small_ops,
+        sync_removed: options.sync_removed,
+        gradient_all_reduce: options.gradient_all_reduce,
+    }
+}
+
+/// Runs every rank through its step's program, collective by collective: each collective
+/// ends a transfer after its last rank arrives.
+fn run_step(
+    ranks: &mut [RankSim],
+    programs: &[Vec<program::Instr>],
+    collective: usize,
+    rng: &mut fastrand::Rng,
+    transfers: &mut Vec<(u64, i64)>,
+) {
+    let mut pcs = vec![0usize; ranks.len()];
+    loop {
+        let stops: Vec<Stop> = ranks
+            .iter_mut()
+            .zip(programs)
+            .zip(pcs.iter_mut())
+            .map(|((rank, p), pc)| rank.run(p, pc))
+            .collect();
+        let starts: Vec<i64> = stops
+            .iter()
+            .filter_map(|s| match s {
+                Stop::AtCollective { start } => Some(*start),
+                Stop::Finished => None,
+            })
+            .collect();
+        if starts.is_empty() {
+            return;
+        }
+        assert_eq!(
+            starts.len(),
+            ranks.len(),
+            "every rank joins every collective"
+        );
+        let transfer = KERNELS[collective].duration_ns as f64 * (0.97 + 0.06 * rng.f64());
+        let end = starts.iter().max().unwrap() + transfer as i64;
+        let k = ranks[0].collectives_launched.saturating_sub(1);
+        transfers.push((sim::MESSAGE_BYTES[(k % 2) as usize], transfer as i64));
+        for rank in ranks.iter_mut() {
+            rank.finish_collective(collective, end);
+        }
+    }
+}
+
+/// Where each rank goes: its file, its GPU's id there, its pid.
+#[derive(Clone, Copy)]
+struct Placement {
+    /// A file a rank (else all in one).
+    split: bool,
+    /// Ranks in files of their own may all have the same pid (containers: pid 1 on every
+    /// node); in one file each process has its own.
+    same_pids: bool,
+}
+
+impl Placement {
+    fn file(self, r: usize) -> usize {
+        if self.split { r } else { 0 }
     }
 
-    // Each rank's CUDA event handler thread, in `poll` the whole run.
-    for (r, rank) in ranks.iter_mut().enumerate() {
-        let end = rank.cpu;
-        rank.polling_thread(TRACE_START_NS, end);
-        let f = file_of(r);
-        let rows = std::mem::take(&mut rank.rows.osrt);
-        for mut row in rows {
-            row.start -= shifts[f];
-            row.end -= shifts[f];
-            let backtrace = if options.cpu_samples {
-                let mut frames = samples::os_call_frames(row.name);
-                frames.extend([("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6")]);
-                frames
-            } else {
-                Vec::new()
-            };
-            writers[f]
-                .osrt(pid_of(r as u32), &row, &backtrace)
-                .map_err(sql)?;
+    fn device(self, r: usize) -> u32 {
+        if self.split { 0 } else { r as u32 }
+    }
+
+    fn pid(self, r: u32) -> u32 {
+        if self.split && self.same_pids {
+            pid_of_rank(0)
+        } else {
+            pid_of_rank(r)
         }
     }
-    let gpu_metrics = if options.gpu_metrics {
+}
+
+/// The error of a write, naming the (first) file.
+fn sql(out: &Path) -> impl Fn(rusqlite::Error) -> String + '_ {
+    move |e| format!("{}: {e}", out.display())
+}
+
+/// The files being written, with each file's clock shift.
+struct Files<'a> {
+    writers: Vec<writer::Writer>,
+    shifts: &'a [i64],
+    place: Placement,
+    first: &'a Path,
+}
+
+impl<'a> Files<'a> {
+    fn create(
+        outs: &'a [PathBuf],
+        shifts: &'a [i64],
+        place: Placement,
+        options: &SynthOptions,
+    ) -> Result<Self, String> {
+        let mut writers = outs
+            .iter()
+            .map(|out| {
+                writer::Writer::create(out, options.flavour, outs.len())
+                    .map_err(|e| format!("{}: {e}", out.display()))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let first = outs[0].as_path();
+        let (nsys_version, schema_version) = match options.flavour {
+            Flavour::Nsys2024 => ("2024.6.2.225", "3.16.1"),
+            Flavour::Nsys2023 => ("2023.1.2.43", "3.1.2"),
+        };
+        for w in &mut writers {
+            w.metadata(nsys_version, schema_version)
+                .map_err(sql(first))?;
+            if let Some(mode) = options.cuda_graphs {
+                w.graph_trace_mode(mode).map_err(sql(first))?;
+            }
+        }
+        Ok(Self {
+            writers,
+            shifts,
+            place,
+            first,
+        })
+    }
+
+    /// Rank `r`'s file and the shift of its clock.
+    fn of(&mut self, r: usize) -> (&mut writer::Writer, i64) {
+        let f = self.place.file(r);
+        (&mut self.writers[f], self.shifts[f])
+    }
+
+    /// Each rank's process, event-handler thread, NVTX domains and warm-up copies.
+    fn write_processes(
+        &mut self,
+        ranks: &mut [RankSim],
+        rank_count: u32,
+        nccl_calls: Option<bool>,
+    ) -> Result<(), String> {
+        let sql = sql(self.first);
+        for (r, rank) in ranks.iter_mut().enumerate() {
+            let pid = self.place.pid(r as u32);
+            let (w, shift) = self.of(r);
+            w.process(pid, "python3", "pt_main_thread").map_err(&sql)?;
+            w.thread_name(pid, pid + 2, "cuda-EvtHandlr")
+                .map_err(&sql)?;
+            w.nvtx_domain_and_mark(pid, 1, "wan2.1", rank.cpu + 500 - shift)
+                .map_err(&sql)?;
+            if let Some(blobs) = nccl_calls {
+                w.nccl_domain(pid, rank.cpu + 200 - shift, r as u32, rank_count, blobs)
+                    .map_err(&sql)?;
+            }
+            rank.warm_up_copies(4);
+        }
+        Ok(())
+    }
+
+    /// Writes rank `r`'s rows of the step just run.
+    fn flush_rank(
+        &mut self,
+        r: usize,
+        rank: &mut RankSim,
+        options: &SynthOptions,
+    ) -> Result<(), String> {
+        let sql = sql(self.first);
+        let (pid, device) = (self.place.pid(r as u32), self.place.device(r));
+        let (w, shift) = self.of(r);
+        flush_rows(
+            w,
+            pid,
+            device,
+            shift,
+            rank,
+            options.cuda_graphs,
+            options.cpu_samples,
+        )
+        .map_err(sql)
+    }
+
+    /// Rank `r`'s device-memory events of `step`, each with the call that made it.
+    fn write_memory_events(
+        &mut self,
+        r: usize,
+        rank: &RankSim,
+        step: u32,
+        events: &mut Vec<memory::Event>,
+    ) -> Result<(), String> {
+        let Some(&span) = rank.step_cpu.get(step as usize) else {
+            return Ok(());
+        };
+        let sql = sql(self.first);
+        let (pid, device) = (self.place.pid(r as u32), self.place.device(r));
+        let (w, shift) = self.of(r);
+        for (k, e) in memory::step_events(r as u32, step, span)
+            .into_iter()
+            .enumerate()
+        {
+            // Each event's call (cudaMalloc, cudaFree, …), linked by correlation id as nsys
+            // links them; ids above the simulation's own.
+            let correlation_id =
+                memory::CORRELATION_BASE + ((r as u32) << 20) + step * 16 + k as u32;
+            // A free the GPU makes after the step's CPU time (stream-ordered) was asked for
+            // by a `cudaFreeAsync` inside it.
+            let (call_at, name) = if e.0 > span.1 {
+                (span.1 - 1_500, "cudaFreeAsync")
+            } else {
+                (e.0, memory::call_name(e))
+            };
+            let call = sim::ApiRow {
+                start: call_at - shift - memory::CALL_NS / 2,
+                end: call_at - shift + memory::CALL_NS / 2,
+                correlation_id,
+                name,
+            };
+            w.api(pid, &call).map_err(&sql)?;
+            w.memory_event(pid, device, (e.0 - shift, e.1, e.2, e.3), correlation_id)
+                .map_err(&sql)?;
+            events.push(e);
+        }
+        Ok(())
+    }
+
+    /// Each rank's CUDA event handler thread, in `poll` the whole run.
+    fn write_polling_threads(
+        &mut self,
+        ranks: &mut [RankSim],
+        cpu_samples: bool,
+    ) -> Result<(), String> {
+        let sql = sql(self.first);
+        for (r, rank) in ranks.iter_mut().enumerate() {
+            let end = rank.cpu;
+            rank.polling_thread(TRACE_START_NS, end);
+            let pid = self.place.pid(r as u32);
+            let (w, shift) = self.of(r);
+            let rows = std::mem::take(&mut rank.rows.osrt);
+            for mut row in rows {
+                row.start -= shift;
+                row.end -= shift;
+                let backtrace = if cpu_samples {
+                    let mut frames = samples::os_call_frames(row.name);
+                    frames.extend([("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6")]);
+                    frames
+                } else {
+                    Vec::new()
+                };
+                w.osrt(pid, &row, &backtrace).map_err(&sql)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each GPU's metrics sampled over the run, with their means over its kernels' span
+    /// (the truth).
+    fn write_gpu_metrics(
+        &mut self,
+        ranks: &[RankSim],
+    ) -> Result<Vec<metrics::MetricsTruth>, String> {
+        let sql = sql(self.first);
         let mut out = Vec::new();
         for (r, rank) in ranks.iter().enumerate() {
-            let (f, gpu) = (file_of(r), device_of(r));
+            let gpu = self.place.device(r);
+            let (w, shift) = self.of(r);
             let mut ops = rank.truth.clone();
             ops.sort_by_key(|o| o.start);
             let names: Vec<(i64, &str)> = metrics::METRICS
@@ -390,9 +539,8 @@ fn generate_into(
                 .enumerate()
                 .map(|(k, n)| (metrics::metric_id(gpu, k), *n))
                 .collect();
-            writers[f]
-                .gpu_metric_names(metrics::type_id(gpu), &names)
-                .map_err(sql)?;
+            w.gpu_metric_names(metrics::type_id(gpu), &names)
+                .map_err(&sql)?;
             let kernels = || ops.iter().filter(|o| (o.op as usize) < KERNELS.len());
             let (first, last) = (
                 kernels().map(|o| o.start).min().unwrap_or(0),
@@ -408,14 +556,13 @@ fn generate_into(
             while t <= to {
                 let v = metrics::values_at(gpu, &ops, t);
                 for (k, &value) in v.iter().enumerate() {
-                    writers[f]
-                        .gpu_metric(
-                            t - shifts[f],
-                            metrics::type_id(gpu),
-                            metrics::metric_id(gpu, k),
-                            metrics::raw(gpu, k, value),
-                        )
-                        .map_err(sql)?;
+                    w.gpu_metric(
+                        t - shift,
+                        metrics::type_id(gpu),
+                        metrics::metric_id(gpu, k),
+                        metrics::raw(gpu, k, value),
+                    )
+                    .map_err(&sql)?;
                 }
                 if t >= first && t < last {
                     for (sum, value) in sums.iter_mut().zip(v) {
@@ -435,33 +582,76 @@ fn generate_into(
                     .collect(),
             });
         }
-        Some(out)
-    } else {
-        None
-    };
-    let last_end = ranks
-        .iter()
-        .flat_map(|r| r.truth.iter().map(|o| o.end))
-        .max()
-        .unwrap_or(TRACE_START_NS);
-    let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
-    let capture = (0, last_end.max(last_cpu) + 1_000_000);
-    let gpus = if split { 1 } else { shape.ranks.max(8) };
-    let mut tables: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for (f, mut w) in writers.into_iter().enumerate() {
-        let shifted = (capture.0 - shifts[f], capture.1 - shifts[f]);
-        w.machine(gpus, "NVIDIA H100 80GB HBM3", shifted, utc[f])
-            .map_err(sql)?;
-        for (table, n) in w.finish().map_err(sql)? {
-            *tables.entry(table).or_default() += n;
-        }
+        Ok(out)
     }
 
+    /// Writes each file's machine and capture window and closes it; the rows written, a
+    /// table.
+    fn finish(
+        self,
+        ranks: &[RankSim],
+        rank_count: u32,
+        utc: &[i64],
+    ) -> Result<BTreeMap<&'static str, u64>, String> {
+        let sql = sql(self.first);
+        let last_end = ranks
+            .iter()
+            .flat_map(|r| r.truth.iter().map(|o| o.end))
+            .max()
+            .unwrap_or(TRACE_START_NS);
+        let last_cpu = ranks.iter().map(|r| r.cpu).max().unwrap_or(0);
+        let capture = (0, last_end.max(last_cpu) + 1_000_000);
+        let gpus = if self.place.split {
+            1
+        } else {
+            rank_count.max(8)
+        };
+        let mut tables: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for (f, mut w) in self.writers.into_iter().enumerate() {
+            let shifted = (capture.0 - self.shifts[f], capture.1 - self.shifts[f]);
+            w.machine(gpus, "NVIDIA H100 80GB HBM3", shifted, utc[f])
+                .map_err(&sql)?;
+            for (table, n) in w.finish().map_err(&sql)? {
+                *tables.entry(table).or_default() += n;
+            }
+        }
+        Ok(tables)
+    }
+}
+
+/// What a run wrote, for its ground truth.
+struct Written<'a> {
+    options: &'a SynthOptions,
+    shape: &'a options::Shape,
+    place: Placement,
+    ranks: &'a [RankSim],
+    tables: BTreeMap<&'static str, u64>,
+    transfers: &'a [(u64, i64)],
+    memory_events: Vec<Vec<memory::Event>>,
+    gpu_metrics: Option<Vec<metrics::MetricsTruth>>,
+    nccl_calls: Option<bool>,
+    straggler_pause_ns: i64,
+}
+
+/// The numbers the run was made to have: what the analyses are checked against.
+fn ground_truth(run: Written) -> GroundTruth {
+    let Written {
+        options,
+        shape,
+        place,
+        ranks,
+        tables,
+        transfers,
+        mut memory_events,
+        gpu_metrics,
+        nccl_calls,
+        straggler_pause_ns,
+    } = run;
     let mut devices = Vec::new();
     let mut raw_gaps = Vec::new();
     let mut per_device = Vec::new();
     for (r, rank) in ranks.iter().enumerate() {
-        let (device, device_gaps) = truth::device_truth(rank, r as u32, pid_of(r as u32));
+        let (device, device_gaps) = truth::device_truth(rank, r as u32, place.pid(r as u32));
         devices.push(device);
         raw_gaps.push(device_gaps);
         let durations_ns = truth::step_spans(rank, shape.steps);
@@ -520,11 +710,11 @@ fn generate_into(
             .map(|(r, (rank, events))| {
                 events.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1 > 0)));
                 let ends: Vec<i64> = rank.step_cpu.iter().map(|s| s.1).collect();
-                memory::truth(device_of(r), events, &ends)
+                memory::truth(place.device(r), events, &ends)
             })
             .collect()
     });
-    let truth = GroundTruth {
+    GroundTruth {
         gpu_metrics,
         memory_usage,
         cuda_graphs,
@@ -539,10 +729,10 @@ fn generate_into(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         nvtx_ranges,
-        kernels: truth::kernel_totals(&ranks),
-        nccl_wait: truth::nccl_wait_truth(&ranks),
+        kernels: truth::kernel_totals(ranks),
+        nccl_wait: truth::nccl_wait_truth(ranks),
         nccl_payload: (nccl_calls == Some(true))
-            .then(|| truth::nccl_payload_truth(&transfers, shape.ranks)),
+            .then(|| truth::nccl_payload_truth(transfers, shape.ranks)),
         devices,
         gap_summary,
         gaps_listed_from_ns,
@@ -560,8 +750,7 @@ fn generate_into(
                 StragglerStall::Cpu => "attention".into(),
             },
         },
-    };
-    Ok(truth)
+    }
 }
 
 fn flush_rows(
