@@ -457,51 +457,8 @@ fn window(start: Option<i64>, end: Option<i64>) -> Result<Option<(i64, i64)>, St
 /// Answers tool `name` (its arguments checked already) from `traces`.
 pub fn call(traces: &Traces, name: &str, args: &Value, hooks: &Hooks) -> Result<Answer, String> {
     match name {
-        "open_trace" => {
-            let a: OpenTraceArgs = parse(args)?;
-            if a.paths.is_empty() {
-                return Err("paths is empty: give an export's path".into());
-            }
-            let paths: Vec<PathBuf> = a.paths.iter().map(PathBuf::from).collect();
-            let options = Options {
-                iteration_marker: a.iteration_marker,
-                ..Options::default()
-            };
-            let opened = OpenTrace::open(
-                &paths,
-                options,
-                Until::Findings,
-                !traces.no_cache,
-                &Progress::new(hooks.progress),
-                hooks.cancel,
-            )?;
-            let id = format!("t{}", traces.next.fetch_add(1, Ordering::Relaxed) + 1);
-            let answer = answers::opened(&id, &opened);
-            let held = Arc::new(Held::new(opened));
-            traces
-                .open
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, held.clone());
-            // The gap table's order worked out while the agent reads the answer.
-            std::thread::spawn(move || {
-                held.longest_first();
-            });
-            Ok(answer)
-        }
-        "close_trace" => {
-            let a: TraceArgs = parse(args)?;
-            traces.get(&a.trace_id)?;
-            traces
-                .open
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&a.trace_id);
-            Ok(Answer::new(
-                serde_json::json!({ "closed": a.trace_id }),
-                format!("{} closed", a.trace_id),
-            ))
-        }
+        "open_trace" => open_trace(traces, parse(args)?, hooks),
+        "close_trace" => close_trace(traces, parse(args)?),
         "findings" => {
             let a: LimitArgs = parse(args)?;
             Ok(answers::findings(
@@ -625,6 +582,53 @@ pub fn call(traces: &Traces, name: &str, args: &Value, hooks: &Hooks) -> Result<
         }
         _ => Err(format!("no tool {name:?}")),
     }
+}
+
+/// Opens the exports named (one trace, however many files) and holds it under a new id.
+fn open_trace(traces: &Traces, a: OpenTraceArgs, hooks: &Hooks) -> Result<Answer, String> {
+    if a.paths.is_empty() {
+        return Err("paths is empty: give an export's path".into());
+    }
+    let paths: Vec<PathBuf> = a.paths.iter().map(PathBuf::from).collect();
+    let options = Options {
+        iteration_marker: a.iteration_marker,
+        ..Options::default()
+    };
+    let opened = OpenTrace::open(
+        &paths,
+        options,
+        Until::Findings,
+        !traces.no_cache,
+        &Progress::new(hooks.progress),
+        hooks.cancel,
+    )?;
+    let id = format!("t{}", traces.next.fetch_add(1, Ordering::Relaxed) + 1);
+    let answer = answers::opened(&id, &opened);
+    let held = Arc::new(Held::new(opened));
+    traces
+        .open
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, held.clone());
+    // The gap table's order worked out while the agent reads the answer.
+    std::thread::spawn(move || {
+        held.longest_first();
+    });
+    Ok(answer)
+}
+
+/// Lets go of a trace held.
+fn close_trace(traces: &Traces, a: TraceArgs) -> Result<Answer, String> {
+    traces.get(&a.trace_id)?;
+    traces
+        .open
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&a.trace_id);
+    Ok(Answer::new(
+        serde_json::json!({ "closed": a.trace_id }),
+        format!("{} closed", a.trace_id),
+    ))
 }
 
 /// The replay's change from `what_if`'s arguments, as `what-if`'s flags make it.

@@ -329,58 +329,78 @@ struct KernelCalls {
     comm: u64,
 }
 
-/// `with_messages`: whether to count the calls' message sizes per device (the report's
-/// percentiles; not wanted for the kernels' transfers alone).
-fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> Attributed {
-    // Communicators' sizes and ranks from their creation calls; message sizes of all calls.
-    let mut comm_size: HashMap<u64, u32> = HashMap::default();
-    let mut comm_ranks: HashMap<u64, Vec<u32>> = HashMap::default();
-    let mut comm_bytes: HashMap<u64, u64> = HashMap::default();
-    let mut total_message_bytes: u64 = 0;
-    for t in &trace.threads {
-        let c = &t.nccl;
-        for k in &c.creations {
-            comm_size.insert(k.comm, k.nranks);
-            if k.rank != NONE {
-                comm_ranks.entry(k.comm).or_default().push(k.rank);
-            }
-        }
-        // Summed per run of one communicator (a thread's calls come in such runs).
-        let mut run: Option<(u64, u64)> = None;
-        for i in 0..c.len() {
-            total_message_bytes = total_message_bytes.saturating_add(c.bytes[i]);
-            let comm = c.comm_of(i);
-            match &mut run {
-                Some((current, bytes)) if *current == comm => {
-                    *bytes = bytes.saturating_add(c.bytes[i])
+/// Communicators' sizes and ranks from their creation calls; message sizes of all calls.
+#[derive(Default)]
+struct Communicators {
+    size: HashMap<u64, u32>,
+    ranks: HashMap<u64, Vec<u32>>,
+    bytes: HashMap<u64, u64>,
+    total_message_bytes: u64,
+}
+
+impl Communicators {
+    fn of(trace: &Trace) -> Self {
+        let mut comms = Self::default();
+        for t in &trace.threads {
+            let c = &t.nccl;
+            for k in &c.creations {
+                comms.size.insert(k.comm, k.nranks);
+                if k.rank != NONE {
+                    comms.ranks.entry(k.comm).or_default().push(k.rank);
                 }
-                _ => {
-                    if let Some((comm, bytes)) = run {
-                        *comm_bytes.entry(comm).or_default() += bytes;
+            }
+            // Summed per run of one communicator (a thread's calls come in such runs).
+            let mut run: Option<(u64, u64)> = None;
+            for i in 0..c.len() {
+                comms.total_message_bytes = comms.total_message_bytes.saturating_add(c.bytes[i]);
+                let comm = c.comm_of(i);
+                match &mut run {
+                    Some((current, bytes)) if *current == comm => {
+                        *bytes = bytes.saturating_add(c.bytes[i])
                     }
-                    run = Some((comm, c.bytes[i]));
+                    _ => {
+                        if let Some((comm, bytes)) = run {
+                            *comms.bytes.entry(comm).or_default() += bytes;
+                        }
+                        run = Some((comm, c.bytes[i]));
+                    }
                 }
             }
+            if let Some((comm, bytes)) = run {
+                *comms.bytes.entry(comm).or_default() += bytes;
+            }
         }
-        if let Some((comm, bytes)) = run {
-            *comm_bytes.entry(comm).or_default() += bytes;
+        comms
+    }
+}
+
+/// What each call's name says, worked out once a name (a text is put together to read).
+#[derive(Default)]
+struct CallKinds {
+    kinds: HashMap<crate::trace::StrId, CallKind>,
+    last: Option<(crate::trace::StrId, CallKind)>,
+}
+
+impl CallKinds {
+    fn of(&mut self, trace: &Trace, name: crate::trace::StrId) -> CallKind {
+        match self.last {
+            // Calls come in runs of one name.
+            Some((n, kind)) if n == name => kind,
+            _ => {
+                let kind = *self
+                    .kinds
+                    .entry(name)
+                    .or_insert_with(|| call_kind(&trace.strings.get(name)));
+                self.last = Some((name, kind));
+                kind
+            }
         }
     }
-    // What each call's name says, worked out once a name (a text is put together to read).
-    let mut kinds: HashMap<crate::trace::StrId, CallKind> = HashMap::default();
-    let mut last: Option<(crate::trace::StrId, CallKind)> = None;
-    let mut kind_of = |name| match last {
-        // Calls come in runs of one name.
-        Some((n, kind)) if n == name => kind,
-        _ => {
-            let kind = *kinds
-                .entry(name)
-                .or_insert_with(|| call_kind(&trace.strings.get(name)));
-            last = Some((name, kind));
-            kind
-        }
-    };
+}
 
+/// Each NCCL kernel with its calls (those its thread began after the previous kernel's
+/// launch), by place.
+fn kernel_calls(trace: &Trace, kinds: &mut CallKinds) -> Vec<KernelCalls> {
     // Each NCCL kernel by its launching thread, in launch order.
     let mut launches: Vec<Vec<(i64, u32, u32, u32)>> = vec![Vec::new(); trace.threads.len()];
     for (d, device) in trace.devices.iter().enumerate() {
@@ -400,7 +420,6 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
             }
         }
     }
-    // A kernel's calls: those its thread began after the previous kernel's launch.
     let mut kernel_calls: Vec<KernelCalls> =
         Vec::with_capacity(launches.iter().map(Vec::len).sum());
     for (t, mut list) in launches.into_iter().enumerate() {
@@ -411,7 +430,7 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
             let first = j;
             let mut comm = None;
             while j < c.len() && c.start[j] < at {
-                if comm.is_none() && kind_of(c.name[j]) != CallKind::Other {
+                if comm.is_none() && kinds.of(trace, c.name[j]) != CallKind::Other {
                     comm = Some(c.comm_of(j));
                 }
                 j += 1;
@@ -427,18 +446,24 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
         }
     }
     kernel_calls.sort_unstable_by_key(|k| k.at);
+    kernel_calls
+}
 
-    // Devices that used each communicator: its size when no creation call says.
+/// Devices that used each communicator: its size when no creation call says.
+fn comm_devices(trace: &Trace, kernel_calls: &[KernelCalls]) -> BTreeMap<u64, Vec<DeviceId>> {
     let mut comm_devices: BTreeMap<u64, Vec<DeviceId>> = BTreeMap::new();
-    for k in &kernel_calls {
+    for k in kernel_calls {
         let list = comm_devices.entry(k.comm).or_default();
         let id = trace.devices[k.at.0 as usize].id;
         if !list.contains(&id) {
             list.push(id);
         }
     }
+    comm_devices
+}
 
-    // The last rank's start of each collective found on every GPU, by place.
+/// The last rank's start of each collective found on every GPU, by place.
+fn last_starts(trace: &Trace, collectives: &Collectives) -> Vec<((u32, u32, u32), i64)> {
     let mut last_start: Vec<((u32, u32, u32), i64)> =
         Vec::with_capacity(collectives.iter().map(|g| g.len()).sum());
     for group in collectives.iter() {
@@ -454,62 +479,93 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
         );
     }
     last_start.sort_unstable_by_key(|l| l.0);
+    last_start
+}
 
+/// A kernel's collective and the bytes it moved, from its calls: the collective's calls'
+/// bytes (times the ranks where a call gives one part), or its sends (an all-to-all where
+/// they reach every rank).
+fn kind_and_bytes(
+    trace: &Trace,
+    k: &KernelCalls,
+    ranks: u32,
+    kinds: &mut CallKinds,
+    mut message: impl FnMut(u64),
+) -> (CollectiveKind, u64, Vec<u32>) {
+    let c = &trace.threads[k.thread as usize].nccl;
+    let mut collective = None;
+    let mut collective_bytes: u64 = 0;
+    let mut sends: Vec<(u32, u64)> = Vec::new();
+    for j in k.calls.start as usize..k.calls.end as usize {
+        let kind = kinds.of(trace, c.name[j]);
+        if kind == CallKind::Other {
+            continue;
+        }
+        message(c.bytes[j]);
+        match kind {
+            CallKind::Collective(k) if collective.is_none_or(|first| first == k) => {
+                collective = Some(k);
+                collective_bytes = collective_bytes.saturating_add(c.bytes[j]);
+            }
+            CallKind::Send => sends.push((c.peer[j], c.bytes[j])),
+            _ => {}
+        }
+    }
+    let mut peers: Vec<u32> = sends.iter().map(|s| s.0).collect();
+    peers.sort_unstable();
+    peers.dedup();
+    let (kind, bytes) = match collective {
+        Some(k) => {
+            let parts = if k.message_is_one_part() {
+                ranks as u64
+            } else {
+                1
+            };
+            (k, collective_bytes * parts)
+        }
+        None => {
+            // Sends to every rank (itself included, as PyTorch's all_to_all does, or every
+            // other rank) make an all-to-all.
+            let every =
+                peers.len() as u32 >= ranks || (ranks > 2 && peers.len() as u32 == ranks - 1);
+            let kind = if every && ranks > 1 {
+                CollectiveKind::AllToAll
+            } else {
+                CollectiveKind::SendRecv
+            };
+            (kind, sends.iter().map(|s| s.1).sum())
+        }
+    };
+    (kind, bytes, peers)
+}
+
+/// `with_messages`: whether to count the calls' message sizes per device (the report's
+/// percentiles; not wanted for the kernels' transfers alone).
+fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> Attributed {
+    let comms = Communicators::of(trace);
+    let mut kinds = CallKinds::default();
+    let kernel_calls = kernel_calls(trace, &mut kinds);
+    let comm_devices = comm_devices(trace, &kernel_calls);
+    let last_start = last_starts(trace, collectives);
     let mut messages: Vec<SizeCounts> = (0..trace.devices.len())
         .map(|_| SizeCounts::default())
         .collect();
     let mut kernels = Vec::with_capacity(kernel_calls.len());
-    let mut sends: Vec<(u32, u64)> = Vec::new();
     let mut last_starts = last_start.iter().peekable();
     for k in kernel_calls {
         let (d, s, i) = (k.at.0 as usize, k.at.1 as usize, k.at.2 as usize);
         let ops = &trace.devices[d].streams[s].ops;
-        let c = &trace.threads[k.thread as usize].nccl;
         let comm = k.comm;
-        let n = comm_size
+        let n = comms
+            .size
             .get(&comm)
             .copied()
             .unwrap_or_else(|| comm_devices.get(&comm).map_or(1, |v| v.len() as u32));
-        let mut collective = None;
-        let mut collective_bytes: u64 = 0;
-        sends.clear();
-        for j in k.calls.start as usize..k.calls.end as usize {
-            let kind = kind_of(c.name[j]);
-            if kind == CallKind::Other {
-                continue;
-            }
+        let (kind, bytes, peers) = kind_and_bytes(trace, &k, n, &mut kinds, |bytes| {
             if with_messages {
-                messages[d].add(c.bytes[j]);
+                messages[d].add(bytes);
             }
-            match kind {
-                CallKind::Collective(k) if collective.is_none_or(|first| first == k) => {
-                    collective = Some(k);
-                    collective_bytes = collective_bytes.saturating_add(c.bytes[j]);
-                }
-                CallKind::Send => sends.push((c.peer[j], c.bytes[j])),
-                _ => {}
-            }
-        }
-        let mut peers: Vec<u32> = sends.iter().map(|s| s.0).collect();
-        peers.sort_unstable();
-        peers.dedup();
-        let (kind, bytes) = match collective {
-            Some(k) => {
-                let parts = if k.message_is_one_part() { n as u64 } else { 1 };
-                (k, collective_bytes * parts)
-            }
-            None => {
-                // Sends to every rank (itself included, as PyTorch's all_to_all does, or
-                // every other rank) make an all-to-all.
-                let every = peers.len() as u32 >= n || (n > 2 && peers.len() as u32 == n - 1);
-                let kind = if every && n > 1 {
-                    CollectiveKind::AllToAll
-                } else {
-                    CollectiveKind::SendRecv
-                };
-                (kind, sends.iter().map(|s| s.1).sum())
-            }
-        };
+        });
         let (start, end) = (ops.start[i], ops.end[i]);
         // Both lists are sorted by place: one walk along `last_start`.
         while last_starts.peek().is_some_and(|l| l.0 < k.at) {
@@ -536,11 +592,11 @@ fn attribute(trace: &Trace, collectives: &Collectives, with_messages: bool) -> A
     Attributed {
         kernels,
         messages,
-        comm_size,
-        comm_ranks,
-        comm_bytes,
+        comm_size: comms.size,
+        comm_ranks: comms.ranks,
+        comm_bytes: comms.bytes,
         comm_devices,
-        total_message_bytes,
+        total_message_bytes: comms.total_message_bytes,
     }
 }
 

@@ -22,7 +22,17 @@ fn names(ids: impl Iterator<Item = u32>, texts: &Arc<Vec<String>>) -> Column {
 
 /// The table `name` of `summary` (see [`NAMES`]).
 pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
-    let s = summary;
+    Some(match name {
+        "collectives" => collectives(summary),
+        "iterations" => iterations(summary),
+        "gpus" => gpus(summary),
+        "gaps" => gaps(summary),
+        _ => return None,
+    })
+}
+
+/// Every GPU's collectives, a row each.
+fn collectives(s: &RankSummary) -> Table {
     let device_of = |f: &dyn Fn(&super::summary::GpuSummary) -> usize| -> Column {
         Column::I32(
             s.gpus
@@ -31,165 +41,165 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
                 .collect(),
         )
     };
+    let texts = Arc::new(s.strings.clone());
+    let all = || s.gpus.iter().map(|g| &g.collectives);
+    let i64s = |f: &dyn Fn(&super::summary::CollectiveColumns) -> &Vec<i64>| {
+        Column::I64(all().flat_map(|c| f(c).iter().copied()).collect())
+    };
+    Table {
+        columns: vec![
+            ("device", device_of(&|g| g.collectives.len())),
+            ("start_ns", i64s(&|c| &c.start)),
+            ("end_ns", i64s(&|c| &c.end)),
+            (
+                "name",
+                names(all().flat_map(|c| c.name.iter().copied()), &texts),
+            ),
+            (
+                "comm",
+                names(all().flat_map(|c| c.comm.iter().copied()), &texts),
+            ),
+            (
+                "seq",
+                Column::I64(
+                    all()
+                        .flat_map(|c| c.seq.iter().map(|&v| v as i64))
+                        .collect(),
+                ),
+            ),
+            (
+                "bytes",
+                Column::I64(
+                    all()
+                        .flat_map(|c| c.bytes.iter().map(|&v| v as i64))
+                        .collect(),
+                ),
+            ),
+            (
+                "call",
+                names(all().flat_map(|c| c.call.iter().copied()), &texts),
+            ),
+            ("call_start_ns", i64s(&|c| &c.call_start)),
+            ("call_ns", i64s(&|c| &c.call_ns)),
+            ("cpu_start_ns", i64s(&|c| &c.cpu_start)),
+            ("cpu_ns", i64s(&|c| &c.cpu_ns)),
+            (
+                "nvtx",
+                names(all().flat_map(|c| c.nvtx.iter().copied()), &texts),
+            ),
+            ("since_previous_ns", i64s(&|c| &c.since_ns)),
+        ],
+    }
+}
+
+/// Every GPU's iterations, a row each (-1 where a time is not known).
+fn iterations(s: &RankSummary) -> Table {
+    let rows = || {
+        s.gpus.iter().flat_map(|g| {
+            g.iteration_durations_ns
+                .iter()
+                .enumerate()
+                .map(move |(k, &d)| (g, k, d))
+        })
+    };
+    let span =
+        |k: usize, g: &super::summary::GpuSummary| g.iteration_spans.get(k).copied().flatten();
+    Table {
+        columns: vec![
+            (
+                "device",
+                Column::I32(rows().map(|r| r.0.device as i32).collect()),
+            ),
+            (
+                "iteration",
+                Column::I64(rows().map(|r| r.1 as i64).collect()),
+            ),
+            (
+                "start_ns",
+                Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.0)).collect()),
+            ),
+            (
+                "end_ns",
+                Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.1)).collect()),
+            ),
+            ("duration_ns", Column::I64(rows().map(|r| r.2).collect())),
+            (
+                "warmup",
+                Column::Bool(rows().map(|r| r.1 < r.0.iteration_warmup).collect()),
+            ),
+        ],
+    }
+}
+
+/// A row a GPU: its window and where its time went.
+fn gpus(s: &RankSummary) -> Table {
     let utc = s.utc_start_ns.unwrap_or(-1);
-    Some(match name {
-        "collectives" => {
-            let texts = Arc::new(s.strings.clone());
-            let all = || s.gpus.iter().map(|g| &g.collectives);
-            let i64s = |f: &dyn Fn(&super::summary::CollectiveColumns) -> &Vec<i64>| {
-                Column::I64(all().flat_map(|c| f(c).iter().copied()).collect())
-            };
-            Table {
-                columns: vec![
-                    ("device", device_of(&|g| g.collectives.len())),
-                    ("start_ns", i64s(&|c| &c.start)),
-                    ("end_ns", i64s(&|c| &c.end)),
-                    (
-                        "name",
-                        names(all().flat_map(|c| c.name.iter().copied()), &texts),
-                    ),
-                    (
-                        "comm",
-                        names(all().flat_map(|c| c.comm.iter().copied()), &texts),
-                    ),
-                    (
-                        "seq",
-                        Column::I64(
-                            all()
-                                .flat_map(|c| c.seq.iter().map(|&v| v as i64))
-                                .collect(),
-                        ),
-                    ),
-                    (
-                        "bytes",
-                        Column::I64(
-                            all()
-                                .flat_map(|c| c.bytes.iter().map(|&v| v as i64))
-                                .collect(),
-                        ),
-                    ),
-                    (
-                        "call",
-                        names(all().flat_map(|c| c.call.iter().copied()), &texts),
-                    ),
-                    ("call_start_ns", i64s(&|c| &c.call_start)),
-                    ("call_ns", i64s(&|c| &c.call_ns)),
-                    ("cpu_start_ns", i64s(&|c| &c.cpu_start)),
-                    ("cpu_ns", i64s(&|c| &c.cpu_ns)),
-                    (
-                        "nvtx",
-                        names(all().flat_map(|c| c.nvtx.iter().copied()), &texts),
-                    ),
-                    ("since_previous_ns", i64s(&|c| &c.since_ns)),
-                ],
-            }
-        }
-        "iterations" => {
-            let rows = || {
-                s.gpus.iter().flat_map(|g| {
-                    g.iteration_durations_ns
-                        .iter()
-                        .enumerate()
-                        .map(move |(k, &d)| (g, k, d))
-                })
-            };
-            let span = |k: usize, g: &super::summary::GpuSummary| {
-                g.iteration_spans.get(k).copied().flatten()
-            };
-            Table {
-                columns: vec![
-                    (
-                        "device",
-                        Column::I32(rows().map(|r| r.0.device as i32).collect()),
-                    ),
-                    (
-                        "iteration",
-                        Column::I64(rows().map(|r| r.1 as i64).collect()),
-                    ),
-                    (
-                        "start_ns",
-                        Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.0)).collect()),
-                    ),
-                    (
-                        "end_ns",
-                        Column::I64(rows().map(|r| span(r.1, r.0).map_or(-1, |w| w.1)).collect()),
-                    ),
-                    ("duration_ns", Column::I64(rows().map(|r| r.2).collect())),
-                    (
-                        "warmup",
-                        Column::Bool(rows().map(|r| r.1 < r.0.iteration_warmup).collect()),
-                    ),
-                ],
-            }
-        }
-        "gpus" => {
-            let b = |f: &dyn Fn(&crate::analysis::breakdown::Breakdown) -> i64| {
-                Column::I64(s.gpus.iter().map(|g| f(&g.breakdown_ns)).collect())
-            };
-            Table {
-                columns: vec![
-                    (
-                        "device",
-                        Column::I32(s.gpus.iter().map(|g| g.device as i32).collect()),
-                    ),
-                    (
-                        "model",
-                        Column::of_texts(s.gpus.iter().map(|g| g.model.clone())),
-                    ),
-                    ("utc_start_ns", Column::I64(vec![utc; s.gpus.len()])),
-                    (
-                        "window_start_ns",
-                        Column::I64(s.gpus.iter().map(|g| g.window_ns.0).collect()),
-                    ),
-                    (
-                        "window_end_ns",
-                        Column::I64(s.gpus.iter().map(|g| g.window_ns.1).collect()),
-                    ),
-                    ("compute_only_ns", b(&|b| b.compute_only)),
-                    ("nccl_only_ns", b(&|b| b.nccl_only)),
-                    ("overlap_ns", b(&|b| b.overlap)),
-                    ("memory_only_ns", b(&|b| b.memory_only)),
-                    ("idle_ns", b(&|b| b.idle)),
-                    (
-                        "iteration_median_ns",
-                        Column::I64(s.gpus.iter().map(|g| g.iteration_median_ns).collect()),
-                    ),
-                ],
-            }
-        }
-        "gaps" => {
-            let rows = || {
-                s.gpus
-                    .iter()
-                    .flat_map(|g| g.top_gaps.iter().map(move |x| (g.device, x)))
-            };
-            Table {
-                columns: vec![
-                    ("device", Column::I32(rows().map(|r| r.0 as i32).collect())),
-                    (
-                        "start_ns",
-                        Column::I64(rows().map(|r| r.1.start_ns).collect()),
-                    ),
-                    (
-                        "duration_ns",
-                        Column::I64(rows().map(|r| r.1.duration_ns).collect()),
-                    ),
-                    (
-                        "cause",
-                        Column::of_texts(rows().map(|r| Some(r.1.cause.clone()))),
-                    ),
-                    (
-                        "before",
-                        Column::of_texts(rows().map(|r| Some(r.1.before.clone()))),
-                    ),
-                    (
-                        "after",
-                        Column::of_texts(rows().map(|r| Some(r.1.after.clone()))),
-                    ),
-                    ("nvtx", Column::of_texts(rows().map(|r| r.1.nvtx.clone()))),
-                ],
-            }
-        }
-        _ => return None,
-    })
+    let b = |f: &dyn Fn(&crate::analysis::breakdown::Breakdown) -> i64| {
+        Column::I64(s.gpus.iter().map(|g| f(&g.breakdown_ns)).collect())
+    };
+    Table {
+        columns: vec![
+            (
+                "device",
+                Column::I32(s.gpus.iter().map(|g| g.device as i32).collect()),
+            ),
+            (
+                "model",
+                Column::of_texts(s.gpus.iter().map(|g| g.model.clone())),
+            ),
+            ("utc_start_ns", Column::I64(vec![utc; s.gpus.len()])),
+            (
+                "window_start_ns",
+                Column::I64(s.gpus.iter().map(|g| g.window_ns.0).collect()),
+            ),
+            (
+                "window_end_ns",
+                Column::I64(s.gpus.iter().map(|g| g.window_ns.1).collect()),
+            ),
+            ("compute_only_ns", b(&|b| b.compute_only)),
+            ("nccl_only_ns", b(&|b| b.nccl_only)),
+            ("overlap_ns", b(&|b| b.overlap)),
+            ("memory_only_ns", b(&|b| b.memory_only)),
+            ("idle_ns", b(&|b| b.idle)),
+            (
+                "iteration_median_ns",
+                Column::I64(s.gpus.iter().map(|g| g.iteration_median_ns).collect()),
+            ),
+        ],
+    }
+}
+
+/// Every GPU's longest gaps, a row each.
+fn gaps(s: &RankSummary) -> Table {
+    let rows = || {
+        s.gpus
+            .iter()
+            .flat_map(|g| g.top_gaps.iter().map(move |x| (g.device, x)))
+    };
+    Table {
+        columns: vec![
+            ("device", Column::I32(rows().map(|r| r.0 as i32).collect())),
+            (
+                "start_ns",
+                Column::I64(rows().map(|r| r.1.start_ns).collect()),
+            ),
+            (
+                "duration_ns",
+                Column::I64(rows().map(|r| r.1.duration_ns).collect()),
+            ),
+            (
+                "cause",
+                Column::of_texts(rows().map(|r| Some(r.1.cause.clone()))),
+            ),
+            (
+                "before",
+                Column::of_texts(rows().map(|r| Some(r.1.before.clone()))),
+            ),
+            (
+                "after",
+                Column::of_texts(rows().map(|r| Some(r.1.after.clone()))),
+            ),
+            ("nvtx", Column::of_texts(rows().map(|r| r.1.nvtx.clone()))),
+        ],
+    }
 }

@@ -410,15 +410,7 @@ impl RankSim {
             *pc += 1;
             match instr {
                 Instr::Push(text) => self.push_range(text.clone(), false),
-                Instr::PushOp { op, sizes } => {
-                    self.op_id += 1;
-                    let id = self.op_id;
-                    let text = format!(
-                        "{op}, seq = {id}, op_id = {id}, sizes = {sizes}, input_op_ids = [({}, 0)]",
-                        id - 1
-                    );
-                    self.push_range(text, true);
-                }
+                Instr::PushOp { op, sizes } => self.push_op(op, sizes),
                 Instr::Pop => self.pop_range(),
                 Instr::GraphLaunch { graph, nodes } => {
                     if let Some(stop) = self.graph_launch(*graph, nodes) {
@@ -446,141 +438,167 @@ impl RankSim {
                         return_value: 1 << 20,
                     });
                 }
-                Instr::HostWorkIn { ns, os_call } => {
-                    let ns = self.jitter(*ns, 0.05);
-                    // The wait fills the middle two thirds of the host time.
-                    self.rows.osrt.push(OsrtRow {
-                        start: self.cpu + ns / 6,
-                        end: self.cpu + ns * 5 / 6,
-                        name: os_call,
-                        tid_offset: 0,
-                        return_value: 0,
-                    });
-                    self.cpu += ns;
-                }
+                Instr::HostWorkIn { ns, os_call } => self.host_work_in(*ns, os_call),
                 Instr::CrossDeviceWait { extra_ns } => {
                     let corr = self.next_corr();
                     self.api("cudaStreamWaitEvent_v3020", 2_000, corr);
                     self.pending_extra_wait = *extra_ns;
                 }
                 Instr::Launch { kernel } => {
-                    if KERNELS[*kernel].nccl {
-                        self.nccl_group();
+                    if let Some(stop) = self.launch(*kernel) {
+                        return stop;
                     }
-                    let corr = self.next_corr();
-                    let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
-                    let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
-                    let ready = call_end + self.launch_latency();
-                    let stream = self.stream_of(*kernel);
-                    let slot = Self::stream_slot(stream);
-                    let mut dependency = 0;
-                    if self.nccl_separate {
-                        if KERNELS[*kernel].nccl {
-                            // NCCL consumes what the compute stream produced.
-                            dependency = self.stream_free[0];
-                        } else {
-                            // Compute reads the collective's result (`whatif::
-                            // NcclDependencies`): the latest's, or with late consumers the
-                            // one before.
-                            dependency = self.needed_collective_end();
-                        }
-                    }
-                    if self.pending_extra_wait > 0 && slot == 0 {
-                        dependency = dependency.max(self.stream_free[0] + self.pending_extra_wait);
-                        self.pending_extra_wait = 0;
-                    }
-                    let (start, wait) = self.schedule(slot, ready, dependency);
-                    self.synced_since_launch = false;
-                    let path = self.current_path();
-                    if KERNELS[*kernel].nccl {
-                        self.pending_nccl = Some((start, corr, wait, path));
-                        return Stop::AtCollective { start };
-                    }
-                    let factor = match self.kernel_factor {
-                        Some((k, f)) if k == *kernel => f,
-                        _ => 1.0,
-                    };
-                    let dur = self.jitter(
-                        (KERNELS[*kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
-                        0.03,
-                    );
-                    self.finish_kernel(*kernel, stream, start, start + dur, corr, wait, path);
                 }
-                Instr::CopyToHost { bytes } => {
-                    let corr = self.next_corr();
-                    let (_, call_end) = self.api("cudaMemcpyAsync_v3020", 4_000, corr);
-                    let (start, wait) = self.schedule(0, call_end + LAUNCH_LATENCY_NS, 0);
-                    self.synced_since_launch = false;
-                    let end = start + 2_500;
-                    let path = self.current_path();
-                    self.stream_free[0] = end;
-                    self.rows.memcpys.push(MemRow {
-                        start,
-                        end,
-                        stream: COMPUTE_STREAM,
-                        correlation_id: corr,
-                        bytes: *bytes,
-                        kind: 2,
-                    });
-                    self.record(TruthOp {
-                        start,
-                        end,
-                        op: OP_MEMCPY_DTOH,
-                        stream: COMPUTE_STREAM,
-                        wait,
-                        path,
-                        step: self.step,
-                    });
-                }
-                Instr::BlockingCopyToHost { bytes, ns } => {
-                    let corr = self.next_corr();
-                    let call_start = self.cpu;
-                    let latency = self.launch_latency();
-                    let (start, wait) = self.schedule(0, call_start + latency, 0);
-                    let end = start + ns;
-                    let path = self.current_path();
-                    self.stream_free[0] = end;
-                    // The call returns once the copy is done.
-                    self.api("cudaMemcpy_v3020", end + 4_000 - call_start, corr);
-                    self.mark_synced();
-                    self.rows.memcpys.push(MemRow {
-                        start,
-                        end,
-                        stream: COMPUTE_STREAM,
-                        correlation_id: corr,
-                        bytes: *bytes,
-                        kind: 2,
-                    });
-                    self.record(TruthOp {
-                        start,
-                        end,
-                        op: OP_MEMCPY_DTOH,
-                        stream: COMPUTE_STREAM,
-                        wait,
-                        path,
-                        step: self.step,
-                    });
-                }
-                Instr::Synchronize { device_wide } => {
-                    let drained = if *device_wide {
-                        self.stream_free.iter().copied().max().unwrap()
-                    } else {
-                        self.stream_free[0]
-                    };
-                    let start = self.cpu;
-                    let end = (drained + 3_000).max(start + 2_000);
-                    let corr = self.next_corr();
-                    let name = if *device_wide {
-                        "cudaDeviceSynchronize_v3020"
-                    } else {
-                        "cudaStreamSynchronize_v3020"
-                    };
-                    self.api(name, end - start, corr);
-                    self.mark_synced();
-                }
+                Instr::CopyToHost { bytes } => self.copy_to_host(*bytes),
+                Instr::BlockingCopyToHost { bytes, ns } => self.blocking_copy_to_host(*bytes, *ns),
+                Instr::Synchronize { device_wide } => self.synchronize(*device_wide),
             }
         }
         Stop::Finished
+    }
+
+    /// Opens an op's NVTX range, its text as `emit_nvtx(record_shapes=True)` writes it.
+    fn push_op(&mut self, op: &str, sizes: &str) {
+        self.op_id += 1;
+        let id = self.op_id;
+        let text = format!(
+            "{op}, seq = {id}, op_id = {id}, sizes = {sizes}, input_op_ids = [({}, 0)]",
+            id - 1
+        );
+        self.push_range(text, true);
+    }
+
+    /// Host work of about `ns`, its middle two thirds waiting in `os_call`.
+    fn host_work_in(&mut self, ns: i64, os_call: &'static str) {
+        let ns = self.jitter(ns, 0.05);
+        self.rows.osrt.push(OsrtRow {
+            start: self.cpu + ns / 6,
+            end: self.cpu + ns * 5 / 6,
+            name: os_call,
+            tid_offset: 0,
+            return_value: 0,
+        });
+        self.cpu += ns;
+    }
+
+    /// Launches `kernel`; an NCCL kernel stops the run at its collective.
+    fn launch(&mut self, kernel: usize) -> Option<Stop> {
+        if KERNELS[kernel].nccl {
+            self.nccl_group();
+        }
+        let corr = self.next_corr();
+        let call_ns = self.jitter(LAUNCH_CALL_NS, 0.2);
+        let (_, call_end) = self.api("cudaLaunchKernel_v7000", call_ns, corr);
+        let ready = call_end + self.launch_latency();
+        let stream = self.stream_of(kernel);
+        let slot = Self::stream_slot(stream);
+        let mut dependency = 0;
+        if self.nccl_separate {
+            if KERNELS[kernel].nccl {
+                // NCCL consumes what the compute stream produced.
+                dependency = self.stream_free[0];
+            } else {
+                // Compute reads the collective's result (`whatif::NcclDependencies`): the
+                // latest's, or with late consumers the one before.
+                dependency = self.needed_collective_end();
+            }
+        }
+        if self.pending_extra_wait > 0 && slot == 0 {
+            dependency = dependency.max(self.stream_free[0] + self.pending_extra_wait);
+            self.pending_extra_wait = 0;
+        }
+        let (start, wait) = self.schedule(slot, ready, dependency);
+        self.synced_since_launch = false;
+        let path = self.current_path();
+        if KERNELS[kernel].nccl {
+            self.pending_nccl = Some((start, corr, wait, path));
+            return Some(Stop::AtCollective { start });
+        }
+        let factor = match self.kernel_factor {
+            Some((k, f)) if k == kernel => f,
+            _ => 1.0,
+        };
+        let dur = self.jitter(
+            (KERNELS[kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
+            0.03,
+        );
+        self.finish_kernel(kernel, stream, start, start + dur, corr, wait, path);
+        None
+    }
+
+    /// An asynchronous device-to-host copy on the compute stream.
+    fn copy_to_host(&mut self, bytes: u64) {
+        let corr = self.next_corr();
+        let (_, call_end) = self.api("cudaMemcpyAsync_v3020", 4_000, corr);
+        let (start, wait) = self.schedule(0, call_end + LAUNCH_LATENCY_NS, 0);
+        self.synced_since_launch = false;
+        let end = start + 2_500;
+        let path = self.current_path();
+        self.stream_free[0] = end;
+        self.record_copy(start, end, corr, bytes, wait, path);
+    }
+
+    /// A device-to-host copy the CPU waits for (`cudaMemcpy`): it synchronises.
+    fn blocking_copy_to_host(&mut self, bytes: u64, ns: i64) {
+        let corr = self.next_corr();
+        let call_start = self.cpu;
+        let latency = self.launch_latency();
+        let (start, wait) = self.schedule(0, call_start + latency, 0);
+        let end = start + ns;
+        let path = self.current_path();
+        self.stream_free[0] = end;
+        // The call returns once the copy is done.
+        self.api("cudaMemcpy_v3020", end + 4_000 - call_start, corr);
+        self.mark_synced();
+        self.record_copy(start, end, corr, bytes, wait, path);
+    }
+
+    /// A copy's row and its truth.
+    fn record_copy(
+        &mut self,
+        start: i64,
+        end: i64,
+        corr: u32,
+        bytes: u64,
+        wait: Wait,
+        path: (u32, u8),
+    ) {
+        self.rows.memcpys.push(MemRow {
+            start,
+            end,
+            stream: COMPUTE_STREAM,
+            correlation_id: corr,
+            bytes,
+            kind: 2,
+        });
+        self.record(TruthOp {
+            start,
+            end,
+            op: OP_MEMCPY_DTOH,
+            stream: COMPUTE_STREAM,
+            wait,
+            path,
+            step: self.step,
+        });
+    }
+
+    /// `cudaStreamSynchronize` on the compute stream, or `cudaDeviceSynchronize`.
+    fn synchronize(&mut self, device_wide: bool) {
+        let drained = if device_wide {
+            self.stream_free.iter().copied().max().unwrap()
+        } else {
+            self.stream_free[0]
+        };
+        let start = self.cpu;
+        let end = (drained + 3_000).max(start + 2_000);
+        let corr = self.next_corr();
+        let name = if device_wide {
+            "cudaDeviceSynchronize_v3020"
+        } else {
+            "cudaStreamSynchronize_v3020"
+        };
+        self.api(name, end - start, corr);
+        self.mark_synced();
     }
 
     /// Closes the innermost NVTX range.
