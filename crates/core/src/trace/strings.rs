@@ -277,6 +277,29 @@ fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
+/// The strings of `hashes` in the order of their places in an index of `capacity`
+/// (its slot is the hash's low bits): by the top bits of that place, counted out.
+fn index_order(hashes: &[u64], capacity: usize) -> Vec<u32> {
+    let buckets = (capacity.max(1) * 8 / 7).next_power_of_two() as u64;
+    const GROUPS_BITS: u32 = 12;
+    let shift = buckets.trailing_zeros().saturating_sub(GROUPS_BITS);
+    let group = |h: u64| ((h & (buckets - 1)) >> shift) as usize;
+    let mut starts = vec![0u32; (1 << GROUPS_BITS) + 1];
+    for &h in hashes {
+        starts[group(h) + 1] += 1;
+    }
+    for k in 1..starts.len() {
+        starts[k] += starts[k - 1];
+    }
+    let mut order = vec![0u32; hashes.len()];
+    for (i, &h) in hashes.iter().enumerate() {
+        let slot = &mut starts[group(h)];
+        order[*slot as usize] = i as u32;
+        *slot += 1;
+    }
+    order
+}
+
 impl StringTable {
     pub fn new() -> Self {
         let mut table = Self::default();
@@ -405,21 +428,53 @@ impl StringTable {
 
     /// Adds every string of `other`; returns, per id of `other`, its id here. Templates
     /// are matched once each and numbers copied as they are: no text is put together.
+    /// The index is walked in its own order, not the strings': absorbing a chunk of
+    /// millions of distinct NVTX texts into an index of millions jumped through memory.
     pub fn absorb(&mut self, other: &StringTable) -> Vec<StrId> {
         let templates: Vec<TemplateId> = (0..other.templates.len())
             .map(|t| self.intern_template(other.templates.get(t)))
             .collect();
-        (0..other.len())
-            .map(|id| {
-                let t = templates[other.template[id] as usize];
-                // Hashed alike in both tables (see `template_hashes`).
-                let hash = match other.hashes.get(id) {
-                    Some(&hash) if other.indexed => hash,
-                    _ => other.string_hash(id),
-                };
-                self.intern_hashed(t, other.numbers.get(id), hash)
-            })
-            .collect()
+        let n = other.len();
+        // Hashed alike in both tables (see `template_hashes`).
+        let hashes: Cow<'_, [u64]> = if other.indexed && other.hashes.len() == n {
+            Cow::Borrowed(&other.hashes)
+        } else {
+            Cow::Owned((0..n).map(|id| other.string_hash(id)).collect())
+        };
+        // Room for all first: the index does not grow while it is walked.
+        self.reserve(n, other.numbers.bytes.len());
+        let order = index_order(&hashes, self.index.capacity());
+        let same = |table: &Self, id: StrId, i: usize| {
+            let at = id as usize;
+            table.hashes[at] == hashes[i]
+                && table.template[at] == templates[other.template[i] as usize]
+                && table.numbers.get(at) == other.numbers.get(i)
+        };
+        const NEW: StrId = StrId::MAX;
+        let mut ids = vec![NEW; n];
+        for &i in &order {
+            let i = i as usize;
+            if let Some(&id) = self.index.find(hashes[i], |&id| same(self, id, i)) {
+                ids[i] = id;
+            }
+        }
+        // The new strings take ids in their order (a table holds each text once).
+        let first_new = self.len() as StrId;
+        for (i, id) in ids.iter_mut().enumerate().filter(|(_, id)| **id == NEW) {
+            *id = self.template.len() as StrId;
+            self.template.push(templates[other.template[i] as usize]);
+            self.numbers.push(other.numbers.get(i));
+            self.hashes.push(hashes[i]);
+        }
+        let table_hashes = &self.hashes;
+        for &i in &order {
+            let (hash, id) = (hashes[i as usize], ids[i as usize]);
+            if id >= first_new {
+                self.index
+                    .insert_unique(hash, id, |&id| table_hashes[id as usize]);
+            }
+        }
+        ids
     }
 
     /// The text of `id` (empty for an unknown id). Borrowed when it holds no number.

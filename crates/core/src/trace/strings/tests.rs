@@ -144,6 +144,37 @@ fn absorbing_a_table_maps_its_ids_to_the_same_texts() {
     assert_eq!(global.len(), 4, "'', two op texts, ffn");
 }
 
+/// Chunks absorbed one after another give every text the id that interning the texts in
+/// their order would: ids do not depend on the order the index is walked in.
+#[test]
+fn absorbing_chunks_gives_the_ids_interning_in_order_gives() {
+    let text = |k: u64| match k % 5 {
+        0 => format!("aten::mm, op_id = {k}"),
+        1 => format!("step_{}", k % 97),
+        2 => "ffn".to_string(),
+        3 => format!("x{k}y, seq = {}", k / 3),
+        _ => format!("aten::add, sizes = [[{k}, 0{k}]]"),
+    };
+    let mut in_order = StringTable::new();
+    let mut absorbed = StringTable::new();
+    // A frozen table absorbs too (its index is built again).
+    absorbed.freeze();
+    for chunk_start in (0..60_000u64).step_by(7_000) {
+        let mut chunk = StringTable::new();
+        let texts: Vec<String> = (chunk_start..chunk_start + 7_000).map(text).collect();
+        let local: Vec<StrId> = texts.iter().map(|t| chunk.intern(t)).collect();
+        let remap = absorbed.absorb(&chunk);
+        for (t, id) in texts.iter().zip(local) {
+            assert_eq!(remap[id as usize], in_order.intern(t), "{t}");
+        }
+    }
+    assert_eq!(absorbed.len(), in_order.len());
+    for id in 0..absorbed.len() as StrId {
+        assert_eq!(absorbed.get(id), in_order.get(id));
+        assert_eq!(absorbed.find(&absorbed.get(id)), Some(id));
+    }
+}
+
 fn local_id(table: &StringTable, text: &str) -> usize {
     table.find(text).unwrap() as usize
 }
