@@ -334,87 +334,13 @@ pub(super) fn loaded_ui(
                     l.what_if.try_change(title, change, &trace, o, ui.ctx());
                     l.tab = Tab::WhatIf;
                 }
-                let waiting = waiting_note(l);
-                match (l.tab, waiting, l.overview.as_ref()) {
-                    (Tab::Diff, _, _) => {
-                        if let Some(c) = &mut l.compare {
-                            c.diff_tab(ui, &trace, l.overview.as_ref(), &mut nav);
-                        }
-                    }
-                    (Tab::Graphs, _, _) => {
-                        if let Some(g) = &l.graphs {
-                            super::graphs_panel::show(ui, &trace, g);
-                        }
-                    }
-                    (Tab::Cpu, _, _) => l.cpu.show(ui, &trace, &l.timeline, &mut nav),
-                    (Tab::Details, _, _) => {
-                        egui::ScrollArea::vertical()
-                            .show(ui, |ui| details::show(ui, &trace, &l.timeline, transfers));
-                    }
-                    (_, Some(note), _) => {
-                        ui.label(note);
-                    }
-                    (_, None, None) => {}
-                    (Tab::Findings, None, Some(o)) => {
-                        if let Some(Action::TryIt(title, change)) =
-                            l.findings.show(ui, &trace, o, &mut nav)
-                        {
-                            let title = format!("From a finding: {title}");
-                            l.what_if.try_change(title, change, &trace, o, ui.ctx());
-                            l.tab = Tab::WhatIf;
-                        }
-                    }
-                    (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, &trace, o, &l.timeline, &mut nav),
-                    (Tab::Iterations, None, Some(o)) => {
-                        let other = l
-                            .compare
-                            .as_ref()
-                            .and_then(Compare::ready)
-                            .map(|c| &c.overview.iterations);
-                        l.iterations
-                            .show(ui, &trace, o, &l.timeline, &mut nav, other)
-                    }
-                    (Tab::Kernels, None, Some(o)) => {
-                        l.tables
-                            .kernels(ui, &trace, selected.as_deref().unwrap_or(o), &mut nav)
-                    }
-                    (Tab::Nccl, None, Some(o)) => {
-                        // A selection's rows are its own: the payload groups clipped to it once
-                        // worked out, its overview's meanwhile — never the whole run's.
-                        let groups = match window {
-                            Some(_) => selected_nccl.as_deref().map(Vec::as_slice),
-                            None => sizes.as_ref().map(|s| s.groups.as_slice()),
-                        };
-                        l.tables.nccl(
-                            ui,
-                            &trace,
-                            selected.as_deref().unwrap_or(o),
-                            super::tables::NcclInput {
-                                groups,
-                                payloads_read: sizes.is_some(),
-                                has_bytes: sizes.as_ref().is_some_and(|s| !s.transfers.is_empty()),
-                            },
-                            &mut nav,
-                        )
-                    }
-                    (Tab::Memory, None, Some(o)) => {
-                        l.tables
-                            .memory(ui, &trace, selected.as_deref().unwrap_or(o))
-                    }
-                    (Tab::Nvtx, None, Some(o)) => {
-                        l.tables
-                            .nvtx(ui, selected.as_deref().unwrap_or(o), &mut nav)
-                    }
-                    (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, &trace, o, &mut nav),
-                    (Tab::Ranks, None, Some(o)) => {
-                        let its = l.iterations.iterations(o);
-                        if let Some((k, device)) = heatmap::show(ui, &trace, its) {
-                            l.iterations.open(k, &trace, o, &mut nav);
-                            nav.push(Nav::RevealDevice(device));
-                            l.tab = Tab::Iterations;
-                        }
-                    }
-                }
+                let input = TabInput {
+                    window,
+                    selected: selected.as_deref(),
+                    selected_nccl: selected_nccl.as_deref().map(Vec::as_slice),
+                    sizes: sizes.as_deref(),
+                };
+                tab_contents(ui, l, &trace, input, &mut nav);
             })
         });
     if let Some(c) = &mut l.compare {
@@ -434,6 +360,99 @@ pub(super) fn loaded_ui(
         l.tab = Tab::Details;
     }
     reload
+}
+
+/// What the tabs show beside the trace and its overview: a selected range's answers, and
+/// NCCL's message sizes once read.
+struct TabInput<'a> {
+    window: Option<(i64, i64)>,
+    selected: Option<&'a Overview>,
+    selected_nccl: Option<&'a [crate::analysis::nccl_sizes::SizeGroup]>,
+    sizes: Option<&'a super::nccl_bytes::NcclSizes>,
+}
+
+/// The chosen tab's contents, or why it waits.
+fn tab_contents(
+    ui: &mut egui::Ui,
+    l: &mut Loaded,
+    trace: &Arc<Trace>,
+    input: TabInput,
+    nav: &mut Vec<Nav>,
+) {
+    let sizes = input.sizes;
+    let transfers = sizes.map(|s| &s.transfers);
+    let waiting = waiting_note(l);
+    match (l.tab, waiting, l.overview.as_ref()) {
+        (Tab::Diff, _, _) => {
+            if let Some(c) = &mut l.compare {
+                c.diff_tab(ui, trace, l.overview.as_ref(), nav);
+            }
+        }
+        (Tab::Graphs, _, _) => {
+            if let Some(g) = &l.graphs {
+                super::graphs_panel::show(ui, trace, g);
+            }
+        }
+        (Tab::Cpu, _, _) => l.cpu.show(ui, trace, &l.timeline, nav),
+        (Tab::Details, _, _) => {
+            egui::ScrollArea::vertical()
+                .show(ui, |ui| details::show(ui, trace, &l.timeline, transfers));
+        }
+        (_, Some(note), _) => {
+            ui.label(note);
+        }
+        (_, None, None) => {}
+        (Tab::Findings, None, Some(o)) => {
+            if let Some(Action::TryIt(title, change)) = l.findings.show(ui, trace, o, nav) {
+                let title = format!("From a finding: {title}");
+                l.what_if.try_change(title, change, trace, o, ui.ctx());
+                l.tab = Tab::WhatIf;
+            }
+        }
+        (Tab::Gaps, None, Some(o)) => l.gaps.show(ui, trace, o, &l.timeline, nav),
+        (Tab::Iterations, None, Some(o)) => {
+            let other = l
+                .compare
+                .as_ref()
+                .and_then(Compare::ready)
+                .map(|c| &c.overview.iterations);
+            l.iterations.show(ui, trace, o, &l.timeline, nav, other)
+        }
+        (Tab::Kernels, None, Some(o)) => {
+            l.tables
+                .kernels(ui, trace, input.selected.unwrap_or(o), nav)
+        }
+        (Tab::Nccl, None, Some(o)) => {
+            // A selection's rows are its own: the payload groups clipped to it once
+            // worked out, its overview's meanwhile — never the whole run's.
+            let groups = match input.window {
+                Some(_) => input.selected_nccl,
+                None => sizes.map(|s| s.groups.as_slice()),
+            };
+            l.tables.nccl(
+                ui,
+                trace,
+                input.selected.unwrap_or(o),
+                super::tables::NcclInput {
+                    groups,
+                    payloads_read: sizes.is_some(),
+                    has_bytes: sizes.as_ref().is_some_and(|s| !s.transfers.is_empty()),
+                },
+                nav,
+            )
+        }
+        (Tab::Memory, None, Some(o)) => l.tables.memory(ui, trace, input.selected.unwrap_or(o)),
+        (Tab::Nvtx, None, Some(o)) => l.tables.nvtx(ui, input.selected.unwrap_or(o), nav),
+        (Tab::WhatIf, None, Some(o)) => l.what_if.show(ui, trace, o, nav),
+        (Tab::Ranks, None, Some(o)) => {
+            let its = l.iterations.iterations(o);
+            if let Some((k, device)) = heatmap::show(ui, trace, its) {
+                l.iterations.open(k, trace, o, nav);
+                nav.push(Nav::RevealDevice(device));
+                l.tab = Tab::Iterations;
+            }
+        }
+    }
 }
 
 /// The summary panel: the rank files and their nudges (a re-open asked for comes back),
