@@ -390,16 +390,13 @@ pub fn events(
             ));
         }
         let n = &th.nvtx;
-        // The ranges open at `a` (the innermost and every one around it), then those
-        // starting in the window: no walk of the thread's millions.
-        let open = n.ancestors(n.enclosing(a, a)).map(|r| r as usize);
+        // The ranges open at `a` (start/end ones opened long before included), then those
+        // starting in the window.
         let (from, to) = (
             n.start.partition_point(|&x| x < a),
             n.start.partition_point(|&x| x < b),
         );
-        let mut open: Vec<usize> = open.filter(|&i| n.start[i] < a && n.end[i] > a).collect();
-        open.reverse();
-        for i in open.into_iter().chain(from..to) {
+        for i in n.open_at(a).into_iter().chain(from..to) {
             counts[2] += 1;
             found.push((
                 n.start[i],

@@ -349,6 +349,24 @@ impl NvtxRanges {
         r
     }
 
+    /// The ranges open at `t` (started before it, ending after), by start: the push/pop
+    /// ones around it through their nesting, the start/end ones (not nested: they may
+    /// overlap anything) by a pass over the ranges started before `t`, a byte each.
+    pub fn open_at(&self, t: i64) -> Vec<usize> {
+        let before = self.start.partition_point(|&x| x < t);
+        let mut open: Vec<usize> = self
+            .ancestors(self.enclosing(t, t))
+            .map(|r| r as usize)
+            .filter(|&i| self.start[i] < t && self.end[i] > t)
+            .collect();
+        open.extend(
+            (0..before).filter(|&i| self.kind[i] == RangeKind::StartEnd && self.end[i] > t),
+        );
+        open.sort_unstable();
+        open.dedup();
+        open
+    }
+
     /// `r` and every push/pop range around it, innermost first.
     pub fn ancestors(&self, r: u32) -> impl Iterator<Item = u32> + '_ {
         std::iter::successors((r != NONE).then_some(r), |&r| {
@@ -399,6 +417,27 @@ mod tests {
             r.push_color(0);
         }
         r
+    }
+
+    #[test]
+    fn the_ranges_open_at_a_time_include_start_end_ones_opened_long_before() {
+        let mut r = ranges(&[(10, 20), (30, 40), (0, 100), (120, 150), (110, 200)]);
+        // A start/end range opened first and ended last, and one over by then.
+        for (s, e) in [(5, 300), (6, 8)] {
+            r.start.push(s);
+            r.end.push(e);
+            r.text.push(0);
+            r.kind.push(RangeKind::StartEnd);
+            r.push_color(0);
+        }
+        r.sort_and_nest();
+        let spans = |open: Vec<usize>| -> Vec<(i64, i64)> {
+            open.into_iter().map(|i| (r.start[i], r.end[i])).collect()
+        };
+        assert_eq!(spans(r.open_at(35)), [(0, 100), (5, 300), (30, 40)]);
+        assert_eq!(spans(r.open_at(130)), [(5, 300), (110, 200), (120, 150)]);
+        assert_eq!(spans(r.open_at(250)), [(5, 300)]);
+        assert_eq!(spans(r.open_at(0)), []);
     }
 
     #[test]
