@@ -49,11 +49,17 @@ pub fn gaps(
             causes.join(", ")
         ));
     }
-    // Kernel names holding the text, found once among the strings (not once a gap).
+    // Whether a name holds the text, worked out once a name (not once a gap: millions of
+    // gaps share a few thousand names).
     let named = q.text.as_ref().map(|text| {
         let needle = text.to_lowercase();
+        let seen = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
         move |id: crate::trace::StrId| {
-            id != NONE && trace.strings.get(id).to_lowercase().contains(&needle)
+            id != NONE
+                && *seen
+                    .borrow_mut()
+                    .entry(id)
+                    .or_insert_with(|| trace.strings.get(id).to_lowercase().contains(&needle))
         }
     });
     let passes = |g: &Gap| {
