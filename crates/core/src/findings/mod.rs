@@ -233,10 +233,11 @@ pub fn replay_savings_with(
             change.into_iter().chain(upper.map(|c| (i, true, c)))
         })
         .collect();
-    let per_walk = changes
-        .len()
-        .div_ceil(rayon::current_num_threads().max(1))
-        .clamp(1, CHANGES_PER_WALK);
+    let per_walk = changes_per_walk(
+        changes.len(),
+        rayon::current_num_threads(),
+        trace.gpu_op_count(),
+    );
     let saving_of = |spans: &[i64]| -> i64 {
         measured
             .iter()
@@ -283,10 +284,32 @@ pub fn replay_savings_with(
     )
 }
 
-/// At most this many changes replayed in one walk of the trace: each holds every op's
-/// replayed end while it walks (8 bytes an op), and the walks run
-/// side by side.
+/// At most this many changes replayed in one walk of the trace, unless
+/// [`WIDER_WALKS_BYTES`] allows more: each holds every op's replayed end while it walks
+/// (8 bytes an op), and the walks run side by side.
 pub const CHANGES_PER_WALK: usize = 2;
+
+/// What the walks side by side may hold beyond [`CHANGES_PER_WALK`] changes each, so that
+/// the changes take one walk a thread instead of a further walk after them (a walk reads
+/// every event of the trace). Its figures: docs/benchmarks.md, "Figures behind the code".
+pub const WIDER_WALKS_BYTES: usize = 96 << 20;
+
+/// How many changes a walk replays: the changes spread evenly over the threads, when the
+/// ops' replayed ends that asks for beyond [`CHANGES_PER_WALK`] a walk fit
+/// [`WIDER_WALKS_BYTES`]; else [`CHANGES_PER_WALK`].
+pub fn changes_per_walk(changes: usize, threads: usize, ops: usize) -> usize {
+    let threads = threads.max(1);
+    let even = changes.div_ceil(threads).max(1);
+    if even <= CHANGES_PER_WALK {
+        return even;
+    }
+    let beyond = threads.min(changes.div_ceil(even)) * (even - CHANGES_PER_WALK);
+    if beyond.saturating_mul(ops).saturating_mul(8) <= WIDER_WALKS_BYTES {
+        even
+    } else {
+        CHANGES_PER_WALK
+    }
+}
 
 /// Sets a finding's saving and the severity it earns.
 pub fn apply_saving(finding: &mut Finding, saving: Saving, span: i64) {
@@ -498,6 +521,19 @@ fn drop_idle_advice(found: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_take_one_walk_a_thread_while_their_ends_fit_the_budget() {
+        // Four changes on two threads: two walks of two, whatever the size.
+        assert_eq!(changes_per_walk(4, 2, 100_000_000), 2);
+        // Five: walks of three and two when one more change a walk fits…
+        assert_eq!(changes_per_walk(5, 2, 4_000_000), 3);
+        // …and of two (three walks) when it would not.
+        assert_eq!(changes_per_walk(5, 2, 7_000_000), 2);
+        assert_eq!(changes_per_walk(1, 2, 7_000_000), 1);
+        assert_eq!(changes_per_walk(0, 2, 7_000_000), 1);
+        assert_eq!(changes_per_walk(3, 1, 1_000), 3);
+    }
     use crate::overview::{Options, overview};
     use crate::trace::builder::TraceBuilder;
 
