@@ -521,6 +521,8 @@ fn drop_idle_advice(found: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::overview::{Options, overview};
+    use crate::trace::builder::TraceBuilder;
 
     #[test]
     fn changes_take_one_walk_a_thread_while_their_ends_fit_the_budget() {
@@ -534,8 +536,6 @@ mod tests {
         assert_eq!(changes_per_walk(0, 2, 7_000_000), 1);
         assert_eq!(changes_per_walk(3, 1, 1_000), 3);
     }
-    use crate::overview::{Options, overview};
-    use crate::trace::builder::TraceBuilder;
 
     /// A healthy run: 20 steps of 100 kernels of 100 µs, launched well ahead, 1 µs apart
     /// (dispatch), and once a step a 40 µs host-bound gap: about 1 % idle, no NCCL.

@@ -84,14 +84,7 @@ impl RankSim {
                 self.graph_in_flight = Some(g);
                 return Some(Stop::AtCollective { start });
             }
-            let factor = match self.kernel_factor {
-                Some((k, f)) if k == kernel => f,
-                _ => 1.0,
-            };
-            let dur = self.jitter(
-                (KERNELS[kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
-                0.03,
-            );
+            let dur = self.kernel_ns(kernel);
             self.finish_kernel(
                 kernel,
                 COMPUTE_STREAM,

@@ -514,16 +514,22 @@ impl RankSim {
             self.pending_nccl = Some((start, corr, wait, path));
             return Some(Stop::AtCollective { start });
         }
+        let dur = self.kernel_ns(kernel);
+        self.finish_kernel(kernel, stream, start, start + dur, corr, wait, path);
+        None
+    }
+
+    /// How long `kernel` runs this time: its nominal length, scaled (warm-up, a kernel made
+    /// faster) and jittered.
+    pub(super) fn kernel_ns(&mut self, kernel: usize) -> i64 {
         let factor = match self.kernel_factor {
             Some((k, f)) if k == kernel => f,
             _ => 1.0,
         };
-        let dur = self.jitter(
+        self.jitter(
             (KERNELS[kernel].duration_ns as f64 * self.kernel_scale * factor) as i64,
             0.03,
-        );
-        self.finish_kernel(kernel, stream, start, start + dur, corr, wait, path);
-        None
+        )
     }
 
     /// An asynchronous device-to-host copy on the compute stream.
