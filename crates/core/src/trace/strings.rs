@@ -98,23 +98,44 @@ fn hash_entry(template_hash: u64, numbers: &[u8]) -> u64 {
 
 /// Splits `text` into its template and its numbers' encoding.
 fn split(text: &str, template: &mut Vec<u8>, numbers: &mut Vec<u8>) {
-    template.clear();
     numbers.clear();
     let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        // The text up to the next digit, in one copy.
-        let plain = bytes[i..]
-            .iter()
-            .position(u8::is_ascii_digit)
-            .unwrap_or(bytes.len() - i);
-        template.extend_from_slice(&bytes[i..i + plain]);
-        i += plain;
-        if i == bytes.len() {
+    let len = bytes.len();
+    // Written in place, never longer than the text (a run of digits takes one byte or
+    // stays as it is), and cut to its length at the end.
+    template.clear();
+    template.resize(len, 0);
+    let out = &mut template[..];
+    let (mut i, mut w) = (0, 0);
+    while i < len {
+        // The text up to the next digit, eight bytes at a time (a split reads every byte
+        // of millions of NVTX texts). A word's bytes past the digit are copied too, then
+        // overwritten or cut.
+        while i + 8 <= len {
+            let word: [u8; 8] = bytes[i..i + 8].try_into().expect("eight bytes");
+            out[w..w + 8].copy_from_slice(&word);
+            let digits = digit_mask(u64::from_le_bytes(word));
+            let plain = (digits.trailing_zeros() / 8) as usize;
+            i += plain;
+            w += plain;
+            if digits != 0 {
+                break;
+            }
+        }
+        while i < len && !bytes[i].is_ascii_digit() {
+            out[w] = bytes[i];
+            i += 1;
+            w += 1;
+        }
+        if i == len {
             break;
         }
         let run_start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
+        let mut value = 0u64;
+        while i < len && bytes[i].is_ascii_digit() {
+            value = value
+                .wrapping_mul(10)
+                .wrapping_add((bytes[i] - b'0') as u64);
             i += 1;
         }
         let run = &bytes[run_start..i];
@@ -122,20 +143,33 @@ fn split(text: &str, template: &mut Vec<u8>, numbers: &mut Vec<u8>) {
         // that varies: kept in the template (whose text then shows them, not `#`).
         let letter = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_alphabetic);
         if run_start > 0 && letter(run_start - 1) && letter(i) {
-            template.extend_from_slice(run);
+            out[w..w + run.len()].copy_from_slice(run);
+            w += run.len();
             continue;
         }
-        template.push(NUMBER);
+        out[w] = NUMBER;
+        w += 1;
         // A value (shifted, low bit 0), or the digits themselves (length, low bit 1) where
-        // the value would not give them back.
+        // the value would not give them back (it wraps past 18 digits: not used then).
         if run.len() <= 18 && (run.len() == 1 || run[0] != b'0') {
-            let value = run.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64);
             put_varint(numbers, value << 1);
         } else {
             put_varint(numbers, ((run.len() as u64) << 1) | 1);
             numbers.extend_from_slice(run);
         }
     }
+    template.truncate(w);
+}
+
+/// Per byte of `word`, its high bit set where the byte is an ASCII digit (no carry crosses
+/// a byte: each sum stays under 0x100).
+fn digit_mask(word: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low = word & LOW7;
+    let at_least_0 = low + 0x5050_5050_5050_5050; // 0x80 - b'0'
+    let past_9 = low + 0x4646_4646_4646_4646; // 0x80 - (b'9' + 1)
+    at_least_0 & !past_9 & !word & HIGH
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {

@@ -225,3 +225,48 @@ fn digits_inside_a_word_stay_in_its_template_and_numbers_are_masked() {
     assert_ne!(table.template_of(c), table.template_of(d));
     assert_eq!(table.get(c), "AllToAll4D");
 }
+
+#[test]
+fn the_digit_mask_marks_exactly_the_ascii_digits_at_every_place_of_a_word() {
+    for byte in 0..=255u8 {
+        for place in 0..8 {
+            // The byte among neighbours of every kind, so that no carry hides.
+            for filler in [0u8, b'0' - 1, b'9' + 1, 0x7f, 0xff, b'5'] {
+                let mut word = [filler; 8];
+                word[place] = byte;
+                let mask = digit_mask(u64::from_le_bytes(word));
+                let marked = mask.to_le_bytes()[place] == 0x80;
+                assert_eq!(marked, byte.is_ascii_digit(), "byte {byte:#x} at {place}");
+            }
+        }
+    }
+}
+
+#[test]
+fn texts_with_numbers_at_every_offset_of_a_word_come_back() {
+    // Numbers and digits inside words starting at each of the eight offsets, across word
+    // boundaries, at the text's end, long runs, and multi-byte letters.
+    let mut table = StringTable::new();
+    let mut texts = Vec::new();
+    for pad in 0..17 {
+        let p = "é,_ab".repeat(pad).chars().take(pad).collect::<String>();
+        for tail in [
+            "7",
+            "x9y",
+            " 0012",
+            "12345678901234567890",
+            "c10d 3",
+            "ü4ü 8",
+        ] {
+            texts.push(format!("{p}{tail}"));
+            texts.push(format!("{p}{tail}{p}"));
+        }
+    }
+    let ids: Vec<StrId> = texts.iter().map(|t| table.intern(t)).collect();
+    for (t, &id) in texts.iter().zip(&ids) {
+        assert_eq!(table.get(id), t.as_str());
+    }
+    // A number one word in keeps a template shared with its neighbours'.
+    let (a, b) = (table.intern("abcdefgh 1 x"), table.intern("abcdefgh 2 x"));
+    assert_eq!(table.template_of(a), table.template_of(b));
+}
