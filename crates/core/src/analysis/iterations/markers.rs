@@ -60,8 +60,7 @@ pub(super) const MIN_LAUNCH_SHARE: f64 = 0.2;
 /// op-level annotation, and whose iterations' GPU spans cover most of the GPU time between
 /// the first and the last; the outermost such group, then the one launching most.
 pub(super) fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
-    let launches = launches_per_call(trace);
-    let kernel_time = kernel_time_per_call(trace);
+    let (launches, kernel_time) = launches_and_time_per_call(trace);
     let per_thread: Vec<HashMap<TemplateId, Group>> = (0..trace.threads.len())
         .into_par_iter()
         .map(|ti| thread_groups(trace, &launches[ti], &kernel_time[ti], ti))
@@ -200,37 +199,24 @@ pub(super) fn coverage(trace: &Trace, per_device: &[DeviceIterations]) -> f64 {
     }
 }
 
-/// Per thread, per API call: the GPU time of the kernels it launched.
-pub(super) fn kernel_time_per_call(trace: &Trace) -> Vec<Vec<i64>> {
-    let mut out: Vec<Vec<i64>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
-    for device in &trace.devices {
-        for stream in &device.streams {
-            let ops = &stream.ops;
-            for i in 0..ops.len() {
-                if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
-                    out[ops.launch_thread[i] as usize][ops.launch_call[i] as usize] +=
-                        ops.duration(i);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Per thread, per API call: the kernels it launched.
-pub(super) fn launches_per_call(trace: &Trace) -> Vec<Vec<u32>> {
+/// Per thread, per API call: the kernels it launched and their GPU time, in one pass over
+/// the ops (each is read once for both).
+pub(super) fn launches_and_time_per_call(trace: &Trace) -> (Vec<Vec<u32>>, Vec<Vec<i64>>) {
     let mut counts: Vec<Vec<u32>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
+    let mut times: Vec<Vec<i64>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
     for device in &trace.devices {
         for stream in &device.streams {
             let ops = &stream.ops;
             for i in 0..ops.len() {
                 if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
-                    counts[ops.launch_thread[i] as usize][ops.launch_call[i] as usize] += 1;
+                    let (t, c) = (ops.launch_thread[i] as usize, ops.launch_call[i] as usize);
+                    counts[t][c] += 1;
+                    times[t][c] += ops.duration(i);
                 }
             }
         }
     }
-    counts
+    (counts, times)
 }
 
 /// The groups of one thread's push/pop ranges, by template. Ranges come in start order and
