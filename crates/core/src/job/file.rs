@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::summary::{CollectiveColumns, RankSummary};
+use super::summary::{CollectiveColumn as Column, CollectiveColumns, RankSummary};
 
 /// A summary's first bytes (the loader knows them too, to name a summary given where an
 /// export is wanted).
@@ -336,41 +336,6 @@ fn put_int(out: &mut Vec<u8>, v: i64) {
     put_uint(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
-/// A column of the file after `start`, and how it is written.
-enum Column<'c> {
-    /// A time, as its step from the collective's start.
-    FromStart(&'c mut Vec<i64>),
-    /// A string index + 1 (0 for none).
-    Name(&'c mut Vec<u32>),
-    Count(&'c mut Vec<u32>),
-    Bytes(&'c mut Vec<u64>),
-    /// A length of time or a signed value.
-    Ns(&'c mut Vec<i64>),
-}
-
-/// `start`, then every other column in the file's order: the one list that writing and
-/// reading follow (a new column is a line here).
-fn columns(c: &mut CollectiveColumns) -> (&[i64], [Column<'_>; 12]) {
-    use Column::*;
-    (
-        &c.start,
-        [
-            FromStart(&mut c.end),
-            Name(&mut c.name),
-            Name(&mut c.comm),
-            Count(&mut c.seq),
-            Bytes(&mut c.bytes),
-            Name(&mut c.call),
-            FromStart(&mut c.call_start),
-            Ns(&mut c.call_ns),
-            FromStart(&mut c.cpu_start),
-            Ns(&mut c.cpu_ns),
-            Name(&mut c.nvtx),
-            Ns(&mut c.since_ns),
-        ],
-    )
-}
-
 /// Columns: the count, then each column; times as steps (start from the previous start,
 /// the rest from the collective's start), names as indices + 1 (0 for none).
 fn put_collectives(out: &mut Vec<u8>, c: &CollectiveColumns) {
@@ -382,8 +347,8 @@ fn put_collectives(out: &mut Vec<u8>, c: &CollectiveColumns) {
     }
     // A copy, as `columns` lends them to be read or written alike (a summary is small).
     let mut c = c.clone();
-    let (start, columns) = columns(&mut c);
-    for column in columns {
+    let (start, columns) = c.columns();
+    for (_, column) in columns {
         match column {
             Column::FromStart(v) => {
                 for (v, s) in v.iter().zip(start) {
@@ -461,8 +426,8 @@ fn get_collectives(r: &mut Cursor) -> Option<CollectiveColumns> {
         start,
         ..Default::default()
     };
-    let (start, columns) = columns(&mut c);
-    for column in columns {
+    let (start, columns) = c.columns();
+    for (_, column) in columns {
         match column {
             Column::FromStart(v) => {
                 *v = start

@@ -104,6 +104,63 @@ impl CollectiveColumns {
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
+
+    /// `start`, then every other column with its name in the `collectives` table, in the
+    /// summary file's order: the one list the file's writing and reading and the table
+    /// follow (a new column is a line here).
+    pub fn columns(&mut self) -> (&[i64], [(&'static str, CollectiveColumn<'_>); 12]) {
+        use CollectiveColumn::*;
+        (
+            &self.start,
+            [
+                ("end_ns", FromStart(&mut self.end)),
+                ("name", Name(&mut self.name)),
+                ("comm", Name(&mut self.comm)),
+                ("seq", Count(&mut self.seq)),
+                ("bytes", Bytes(&mut self.bytes)),
+                ("call", Name(&mut self.call)),
+                ("call_start_ns", FromStart(&mut self.call_start)),
+                ("call_ns", Ns(&mut self.call_ns)),
+                ("cpu_start_ns", FromStart(&mut self.cpu_start)),
+                ("cpu_ns", Ns(&mut self.cpu_ns)),
+                ("nvtx", Name(&mut self.nvtx)),
+                ("since_previous_ns", Ns(&mut self.since_ns)),
+            ],
+        )
+    }
+}
+
+/// A collective column after `start`, by what it holds: how the summary file writes it
+/// and how its table shows it.
+pub enum CollectiveColumn<'c> {
+    /// A time (the file: its step from the collective's start).
+    FromStart(&'c mut Vec<i64>),
+    /// A string index, [`NO_TEXT`] for none (the file: index + 1, 0 for none).
+    Name(&'c mut Vec<u32>),
+    Count(&'c mut Vec<u32>),
+    Bytes(&'c mut Vec<u64>),
+    /// A length of time or a signed value.
+    Ns(&'c mut Vec<i64>),
+}
+
+impl CollectiveColumn<'_> {
+    /// A column of numbers, as signed values (empty for names).
+    pub fn values(&self) -> Vec<i64> {
+        match self {
+            Self::FromStart(v) | Self::Ns(v) => v.to_vec(),
+            Self::Count(v) => v.iter().map(|&v| i64::from(v)).collect(),
+            Self::Bytes(v) => v.iter().map(|&v| v as i64).collect(),
+            Self::Name(_) => Vec::new(),
+        }
+    }
+
+    /// A column of names, as string indices (empty for numbers).
+    pub fn ids(&self) -> &[u32] {
+        match self {
+            Self::Name(v) => v,
+            _ => &[],
+        }
+    }
 }
 
 impl RankSummary {

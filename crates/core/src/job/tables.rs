@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::summary::{NO_TEXT, RankSummary};
+use super::summary::{CollectiveColumn, CollectiveColumns, NO_TEXT, RankSummary};
 use crate::tables::{Column, Table};
 
 /// The tables' names, as the files are named (`STEM.NAME.parquet`).
@@ -31,65 +31,37 @@ pub fn table(summary: &RankSummary, name: &str) -> Option<Table> {
     })
 }
 
-/// Every GPU's collectives, a row each.
+/// Every GPU's collectives, a row each: the device, `start_ns`, then the columns as
+/// [`CollectiveColumns::columns`] lists them.
 fn collectives(s: &RankSummary) -> Table {
-    let device_of = |f: &dyn Fn(&super::summary::GpuSummary) -> usize| -> Column {
-        Column::I32(
-            s.gpus
-                .iter()
-                .flat_map(|g| std::iter::repeat_n(g.device as i32, f(g)))
-                .collect(),
-        )
-    };
     let texts = Arc::new(s.strings.clone());
-    let all = || s.gpus.iter().map(|g| &g.collectives);
-    let i64s = |f: &dyn Fn(&super::summary::CollectiveColumns) -> &Vec<i64>| {
-        Column::I64(all().flat_map(|c| f(c).iter().copied()).collect())
-    };
-    Table {
-        columns: vec![
-            ("device", device_of(&|g| g.collectives.len())),
-            ("start_ns", i64s(&|c| &c.start)),
-            ("end_ns", i64s(&|c| &c.end)),
-            (
-                "name",
-                names(all().flat_map(|c| c.name.iter().copied()), &texts),
-            ),
-            (
-                "comm",
-                names(all().flat_map(|c| c.comm.iter().copied()), &texts),
-            ),
-            (
-                "seq",
-                Column::I64(
-                    all()
-                        .flat_map(|c| c.seq.iter().map(|&v| v as i64))
-                        .collect(),
-                ),
-            ),
-            (
-                "bytes",
-                Column::I64(
-                    all()
-                        .flat_map(|c| c.bytes.iter().map(|&v| v as i64))
-                        .collect(),
-                ),
-            ),
-            (
-                "call",
-                names(all().flat_map(|c| c.call.iter().copied()), &texts),
-            ),
-            ("call_start_ns", i64s(&|c| &c.call_start)),
-            ("call_ns", i64s(&|c| &c.call_ns)),
-            ("cpu_start_ns", i64s(&|c| &c.cpu_start)),
-            ("cpu_ns", i64s(&|c| &c.cpu_ns)),
-            (
-                "nvtx",
-                names(all().flat_map(|c| c.nvtx.iter().copied()), &texts),
-            ),
-            ("since_previous_ns", i64s(&|c| &c.since_ns)),
-        ],
+    let device = s
+        .gpus
+        .iter()
+        .flat_map(|g| std::iter::repeat_n(g.device as i32, g.collectives.len()))
+        .collect();
+    // Copies, as `columns` lends them to be read or written alike (a summary is small);
+    // the list's names and kinds from an empty one, so that a rank without NCCL has them.
+    let mut gpus: Vec<CollectiveColumns> = s.gpus.iter().map(|g| g.collectives.clone()).collect();
+    let start = gpus.iter().flat_map(|c| c.start.iter().copied()).collect();
+    let mut listed = CollectiveColumns::default();
+    let (_, list) = listed.columns();
+    let per_gpu: Vec<_> = gpus.iter_mut().map(|c| c.columns().1).collect();
+    let mut columns = vec![
+        ("device", Column::I32(device)),
+        ("start_ns", Column::I64(start)),
+    ];
+    for (k, (name, kind)) in list.iter().enumerate() {
+        let parts = || per_gpu.iter().map(move |gpu| &gpu[k].1);
+        let column = match kind {
+            CollectiveColumn::Name(_) => {
+                names(parts().flat_map(|p| p.ids().iter().copied()), &texts)
+            }
+            _ => Column::I64(parts().flat_map(CollectiveColumn::values).collect()),
+        };
+        columns.push((*name, column));
     }
+    Table { columns }
 }
 
 /// Every GPU's iterations, a row each (-1 where a time is not known).
