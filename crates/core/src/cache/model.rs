@@ -377,17 +377,7 @@ fn read_device<R: std::io::Read>(r: &mut Reader<R>) -> Result<Device> {
                 launch_call: r.column()?,
                 detail: r.column()?,
             };
-            let n = ops.len();
-            let lens = [
-                ops.end.len(),
-                ops.kind.len(),
-                ops.name.len(),
-                ops.correlation_id.len(),
-                ops.launch_thread.len(),
-                ops.launch_call.len(),
-                ops.detail.len(),
-            ];
-            if lens.iter().any(|&l| l != n) {
+            if !ops.columns_agree(&[]) {
                 return Err(Bad::Damaged("a stream's columns differ in length"));
             }
             Ok(Stream {
@@ -546,28 +536,10 @@ fn read_thread<R: std::io::Read>(r: &mut Reader<R>) -> Result<Thread> {
         return Err(Bad::Damaged("a thread's NCCL calls differ in length"));
     }
     let same = |lens: &[usize]| lens.windows(2).all(|w| w[0] == w[1]);
-    let ok = same(&[
-        api.len(),
-        api.end.len(),
-        api.name.len(),
-        api.correlation_id.len(),
-        api.class.len(),
-    ]) && same(&[
-        nvtx.len(),
-        nvtx.end.len(),
-        nvtx.text.len(),
-        nvtx.kind.len(),
-        nvtx.depth.len(),
-        nvtx.parent.len(),
-        nvtx.color.len(),
-    ]) && same(&[marks.time.len(), marks.text.len()])
-        && same(&[
-            osrt.len(),
-            osrt.end.len(),
-            osrt.name.len(),
-            osrt.return_value.len(),
-        ])
-        && (osrt.stack.is_empty() || osrt.stack.len() == osrt.len())
+    let ok = api.columns_agree(&[])
+        && nvtx.columns_agree(&[])
+        && same(&[marks.time.len(), marks.text.len()])
+        && osrt.columns_agree(&["stack"])
         && same(&[scheduling.len(), scheduling.end.len(), scheduling.cpu.len()]);
     if !ok {
         return Err(Bad::Damaged("a thread's columns differ in length"));

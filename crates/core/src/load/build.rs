@@ -234,7 +234,7 @@ pub fn build_trace(
         t.osrt.sort_by_start();
         t.index_calls();
         t.nvtx.sort_and_nest();
-        t.nccl.sort_by_start();
+        t.nccl.sort();
         sort_marks(t);
     });
     check_cancel(cancel)?;

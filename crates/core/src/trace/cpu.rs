@@ -30,13 +30,6 @@ impl ApiCalls {
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }
-
-    /// Reorders every column by `start` (stable, so equal starts keep file order).
-    pub fn sort_by_start(&mut self) {
-        if let Some(order) = super::start_order(&self.start) {
-            self.permute_rows(&order);
-        }
-    }
 }
 
 columns! {
@@ -132,13 +125,6 @@ pub fn is_blocking_os_call(name: &str) -> bool {
 impl OsCalls {
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
-    }
-
-    /// Reorders every column by `start` (stable, so equal starts keep file order).
-    pub fn sort_by_start(&mut self) {
-        if let Some(order) = super::start_order(&self.start) {
-            self.permute_rows(&order);
-        }
     }
 
     /// Call `i`'s backtrace, if it has one.

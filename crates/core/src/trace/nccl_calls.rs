@@ -164,16 +164,7 @@ impl NcclCalls {
 
     /// Every column the same length (a cache file read back).
     pub fn consistent(&self) -> bool {
-        let n = self.len();
-        [
-            self.name.len(),
-            self.comm.len(),
-            self.bytes.len(),
-            self.peer.len(),
-        ]
-        .iter()
-        .all(|&l| l == n)
-            && self.comm.iter().all(|&k| (k as usize) < self.comms.len())
+        self.columns_agree(&[]) && self.comm.iter().all(|&k| (k as usize) < self.comms.len())
     }
 
     /// Moves every time by `dt` (a file of a merged job put on the job's clock).
@@ -182,11 +173,10 @@ impl NcclCalls {
         self.creations.iter_mut().for_each(|c| c.start += dt);
     }
 
-    pub fn sort_by_start(&mut self) {
+    /// The calls and the communicators' creations, each by start.
+    pub fn sort(&mut self) {
         self.creations.sort_by_key(|c| c.start);
-        if let Some(order) = super::start_order(&self.start) {
-            self.permute_rows(&order);
-        }
+        self.sort_by_start();
     }
 }
 
@@ -214,7 +204,7 @@ mod tests {
         calls.push(10, 2, creation);
         calls.push(20, 3, NcclFields::default()); // ncclGroupStart: nothing to keep
         calls.push(5, 4, sized);
-        calls.sort_by_start();
+        calls.sort();
         assert_eq!(calls.start, vec![5, 30]);
         assert_eq!(calls.name, vec![4, 1]);
         assert_eq!((calls.comm_of(0), calls.comm_of(1)), (7, 7));

@@ -104,13 +104,6 @@ impl GpuOps {
         self.end[i] - self.start[i]
     }
 
-    /// Reorders every column by `start` (stable, so equal starts keep file order).
-    pub fn sort_by_start(&mut self) {
-        if let Some(order) = super::start_order(&self.start) {
-            self.permute_rows(&order);
-        }
-    }
-
     /// Index of the first op whose start is >= `t`.
     pub fn first_starting_at_or_after(&self, t: i64) -> usize {
         self.start.partition_point(|&s| s < t)
