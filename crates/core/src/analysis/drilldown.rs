@@ -345,54 +345,95 @@ pub fn drilldown(
     top: usize,
 ) -> Drilldown {
     crate::profile_scope!("analysis: drill-down");
-    let mut devices = Vec::new();
-    let mut nccl_per_rank: Vec<(DeviceId, &Device, &DeviceIterations, Vec<Kernel>)> = Vec::new();
-    for it in &iterations.per_device {
-        let Some(device) = trace.device(it.device) else {
-            continue;
-        };
-        let (Some(Some(span)), Some(reference_index)) = (it.spans.get(k).copied(), it.median_index)
-        else {
-            continue;
-        };
-        let reference_span = it.spans[reference_index].unwrap_or(span);
-        let slow = iteration_kernels(trace, device, it, k);
-        let reference = iteration_kernels(trace, device, it, reference_index);
-        let mut iteration_gaps = gaps(trace, cpu, device, span, min_gap_ns);
-        let reference_gaps = gaps(trace, cpu, device, reference_span, min_gap_ns);
-        let mut contributors = gap_contributors(trace, device.id, &iteration_gaps, &reference_gaps);
-        contributors.extend(op_contributors(trace, device, span, reference_span));
-        iteration_gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
-        iteration_gaps.truncate(top);
-        let iteration_gaps = iteration_gaps
-            .iter()
-            .map(|g| describe(trace, g, 3))
-            .collect();
-        devices.push(DeviceDrilldown {
-            device: it.device,
-            span,
-            reference_index,
-            reference_span,
-            duration_ns: span.len(),
-            reference_ns: reference_span.len(),
-            breakdown_ns: breakdown(device, span),
-            reference_breakdown_ns: breakdown(device, reference_span),
-            kernels_grown: kernel_growth(trace, device, &slow, &reference, top),
-            gaps: iteration_gaps,
-            contributors,
-            metrics: super::gpu_metrics::iteration_metrics(
-                trace,
-                it.device,
-                (span.start, span.end),
-                (reference_span.start, reference_span.end),
-            ),
-        });
-        let nccl: Vec<Kernel> = slow
-            .into_iter()
-            .filter(|&(s, i)| device.streams[s].ops.kind[i] == OpKind::Nccl)
-            .collect();
-        nccl_per_rank.push((it.device, device, it, nccl));
+    let (mut devices, nccl_per_rank): (Vec<DeviceDrilldown>, Vec<RankNccl>) = iterations
+        .per_device
+        .iter()
+        .filter_map(|it| device_drilldown(trace, cpu, it, k, min_gap_ns, top))
+        .unzip();
+    let collectives = collectives_by_lateness(trace, &nccl_per_rank);
+    let straggler = collectives.first().filter(|c| c.lateness_ns > 0);
+    add_nccl_contributors(trace, iterations, k, top, &mut devices);
+    let mut contributors: Vec<Contributor> = devices
+        .iter()
+        .flat_map(|d| d.contributors.iter().cloned())
+        .collect();
+    contributors.sort_by(|a, b| {
+        b.delta_ns
+            .abs()
+            .cmp(&a.delta_ns.abs())
+            .then(a.device.cmp(&b.device))
+    });
+    Drilldown {
+        iteration: k,
+        straggler_device: straggler.map(|c| c.straggler_device),
+        straggler_activity: straggler.map(|c| c.activity.clone()),
+        devices,
+        collectives,
+        contributors,
     }
+}
+
+/// A rank's NCCL kernels in the iteration: its device's id, the device, its iterations and
+/// the kernels in start order.
+type RankNccl<'t> = (DeviceId, &'t Device, &'t DeviceIterations, Vec<Kernel>);
+
+/// One device's drill-down of iteration `k` against its median one, and its NCCL kernels
+/// in it; `None` when the device lacks either iteration.
+fn device_drilldown<'t>(
+    trace: &'t Trace,
+    cpu: &CpuIndex,
+    it: &'t DeviceIterations,
+    k: usize,
+    min_gap_ns: i64,
+    top: usize,
+) -> Option<(DeviceDrilldown, RankNccl<'t>)> {
+    let device = trace.device(it.device)?;
+    let (Some(Some(span)), Some(reference_index)) = (it.spans.get(k).copied(), it.median_index)
+    else {
+        return None;
+    };
+    let reference_span = it.spans[reference_index].unwrap_or(span);
+    let slow = iteration_kernels(trace, device, it, k);
+    let reference = iteration_kernels(trace, device, it, reference_index);
+    let mut iteration_gaps = gaps(trace, cpu, device, span, min_gap_ns);
+    let reference_gaps = gaps(trace, cpu, device, reference_span, min_gap_ns);
+    let mut contributors = gap_contributors(trace, device.id, &iteration_gaps, &reference_gaps);
+    contributors.extend(op_contributors(trace, device, span, reference_span));
+    iteration_gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
+    iteration_gaps.truncate(top);
+    let iteration_gaps = iteration_gaps
+        .iter()
+        .map(|g| describe(trace, g, 3))
+        .collect();
+    let drilldown = DeviceDrilldown {
+        device: it.device,
+        span,
+        reference_index,
+        reference_span,
+        duration_ns: span.len(),
+        reference_ns: reference_span.len(),
+        breakdown_ns: breakdown(device, span),
+        reference_breakdown_ns: breakdown(device, reference_span),
+        kernels_grown: kernel_growth(trace, device, &slow, &reference, top),
+        gaps: iteration_gaps,
+        contributors,
+        metrics: super::gpu_metrics::iteration_metrics(
+            trace,
+            it.device,
+            (span.start, span.end),
+            (reference_span.start, reference_span.end),
+        ),
+    };
+    let nccl: Vec<Kernel> = slow
+        .into_iter()
+        .filter(|&(s, i)| device.streams[s].ops.kind[i] == OpKind::Nccl)
+        .collect();
+    Some((drilldown, (it.device, device, it, nccl)))
+}
+
+/// The iteration's collectives matched by their place on each rank, the latest-arriving
+/// first (of equal lateness the earlier).
+fn collectives_by_lateness(trace: &Trace, nccl_per_rank: &[RankNccl]) -> Vec<Collective> {
     let count = nccl_per_rank.iter().map(|r| r.3.len()).min().unwrap_or(0);
     let mut collectives: Vec<Collective> = (0..count)
         .map(|j| {
@@ -423,10 +464,22 @@ pub fn drilldown(
             .cmp(&a.lateness_ns)
             .then_with(|| a.index.cmp(&b.index))
     });
-    let straggler = collectives.first().filter(|c| c.lateness_ns > 0);
+    collectives
+}
+
+/// Each device's NCCL time in the iteration against its median one, split into waiting for
+/// the last rank and transfer, as contributors; each device's contributors then ranked and
+/// cut to `top`.
+fn add_nccl_contributors(
+    trace: &Trace,
+    iterations: &Iterations,
+    k: usize,
+    top: usize,
+    devices: &mut [DeviceDrilldown],
+) {
     // NCCL time spent waiting for the last rank, against each device's median iteration.
     let waits = nccl_waits(trace, iterations, k);
-    for dev in &mut devices {
+    for dev in devices.iter_mut() {
         let this = waits.get(&dev.device).copied().unwrap_or_default();
         let reference = nccl_waits(trace, iterations, dev.reference_index)
             .get(&dev.device)
@@ -472,24 +525,6 @@ pub fn drilldown(
                 .then(a.kind.cmp(b.kind))
         });
         dev.contributors.truncate(top);
-    }
-    let mut contributors: Vec<Contributor> = devices
-        .iter()
-        .flat_map(|d| d.contributors.iter().cloned())
-        .collect();
-    contributors.sort_by(|a, b| {
-        b.delta_ns
-            .abs()
-            .cmp(&a.delta_ns.abs())
-            .then(a.device.cmp(&b.device))
-    });
-    Drilldown {
-        iteration: k,
-        straggler_device: straggler.map(|c| c.straggler_device),
-        straggler_activity: straggler.map(|c| c.activity.clone()),
-        devices,
-        collectives,
-        contributors,
     }
 }
 

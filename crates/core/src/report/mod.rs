@@ -27,72 +27,8 @@ pub fn report_json(
     options: &Options,
 ) -> Value {
     crate::profile_scope!("report: JSON");
-    // In parallel: each device's counts read all its ops.
-    let devices: Vec<Value> = selected_devices(trace, options)
-        .par_iter()
-        .map(|d| {
-            let summary = overview.devices.iter().find(|s| s.device == d.id);
-            json!({
-                "id": d.id,
-                "name": d.name,
-                "kernels": d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl),
-                "nccl_kernels": d.count_of(OpKind::Nccl),
-                "graph_executions": d.count_of(OpKind::Graph),
-                "memcpys": d.count_of(OpKind::Memcpy),
-                "memsets": d.count_of(OpKind::Memset),
-                "streams": d.streams.len(),
-                "window_ns": d.kernel_window().map(|(s, e)| [s, e]),
-                "analysed_window_ns": summary.map(|s| [s.window.start, s.window.end]),
-                "breakdown_ns": summary.map(|s| s.breakdown),
-                "idle_no_kernel_ns": summary.map(|s| s.breakdown.idle + s.breakdown.memory_only),
-                "same_stream": summary.and_then(|s| s.same_stream).map(|ss| json!({
-                    "stream": ss.stream,
-                    "nccl_pct": ss.nccl_pct,
-                    "compute_pct": ss.compute_pct,
-                    "nccl_hidden_pct": ss.hidden_pct,
-                    "diagnosis": ss.sentence(),
-                })),
-            })
-        })
-        .collect();
-    let gap_json = |i: usize| gap_json(trace, &overview.gaps[i]);
-    crate::profile_scope!("report: JSON gaps");
-    // Beside each other: the longest gaps are picked among all gaps, and a pattern's
-    // longest among all its members (millions each).
-    let (top_gaps, recurring): (Vec<Value>, Vec<Value>) = rayon::join(
-        || {
-            overview
-                .longest_gaps(options.top)
-                .into_iter()
-                .map(gap_json)
-                .collect()
-        },
-        || {
-            overview.recurring[..overview.recurring.len().min(options.top)]
-                .par_iter()
-                .map(|r| {
-                    let longest = r
-                        .members
-                        .iter()
-                        .copied()
-                        .max_by_key(|&i| overview.gaps[i as usize].duration_ns);
-                    json!({
-                        "signature": r.signature,
-                        "count": r.count,
-                        "total_ns": r.total_ns,
-                        "median_ns": r.median_ns,
-                        "longest": longest.map(|i| gap_json(i as usize)),
-                    })
-                })
-                .collect()
-        },
-    );
-    let single: Vec<Value> = overview
-        .single_gaps
-        .iter()
-        .take(options.top)
-        .map(|&i| gap_json(i as usize))
-        .collect();
+    let devices = devices_json(trace, overview, options);
+    let (top_gaps, recurring, single) = gap_lists_json(trace, overview, options);
     let mut out = json!({
         "file": report.file,
         "time_origin_ns": trace.time_origin(),
@@ -140,6 +76,93 @@ pub fn report_json(
         },
         "nccl_payload": nccl_payload_json(trace, &overview.nccl_payload, options.top),
     });
+    add_optional_sections(&mut out, trace, overview, options);
+    out
+}
+
+/// Each selected device: its counts, windows, breakdown and same-stream diagnosis.
+fn devices_json(trace: &Trace, overview: &Overview, options: &Options) -> Vec<Value> {
+    // In parallel: each device's counts read all its ops.
+    selected_devices(trace, options)
+        .par_iter()
+        .map(|d| {
+            let summary = overview.devices.iter().find(|s| s.device == d.id);
+            json!({
+                "id": d.id,
+                "name": d.name,
+                "kernels": d.count_of(OpKind::Compute) + d.count_of(OpKind::Nccl),
+                "nccl_kernels": d.count_of(OpKind::Nccl),
+                "graph_executions": d.count_of(OpKind::Graph),
+                "memcpys": d.count_of(OpKind::Memcpy),
+                "memsets": d.count_of(OpKind::Memset),
+                "streams": d.streams.len(),
+                "window_ns": d.kernel_window().map(|(s, e)| [s, e]),
+                "analysed_window_ns": summary.map(|s| [s.window.start, s.window.end]),
+                "breakdown_ns": summary.map(|s| s.breakdown),
+                "idle_no_kernel_ns": summary.map(|s| s.breakdown.idle + s.breakdown.memory_only),
+                "same_stream": summary.and_then(|s| s.same_stream).map(|ss| json!({
+                    "stream": ss.stream,
+                    "nccl_pct": ss.nccl_pct,
+                    "compute_pct": ss.compute_pct,
+                    "nccl_hidden_pct": ss.hidden_pct,
+                    "diagnosis": ss.sentence(),
+                })),
+            })
+        })
+        .collect()
+}
+
+/// The longest gaps, the recurring patterns (each with its longest gap) and the single
+/// gaps, `options.top` of each.
+fn gap_lists_json(
+    trace: &Trace,
+    overview: &Overview,
+    options: &Options,
+) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+    let gap_json = |i: usize| gap_json(trace, &overview.gaps[i]);
+    crate::profile_scope!("report: JSON gaps");
+    // Beside each other: the longest gaps are picked among all gaps, and a pattern's
+    // longest among all its members (millions each).
+    let (top_gaps, recurring): (Vec<Value>, Vec<Value>) = rayon::join(
+        || {
+            overview
+                .longest_gaps(options.top)
+                .into_iter()
+                .map(gap_json)
+                .collect()
+        },
+        || {
+            overview.recurring[..overview.recurring.len().min(options.top)]
+                .par_iter()
+                .map(|r| {
+                    let longest = r
+                        .members
+                        .iter()
+                        .copied()
+                        .max_by_key(|&i| overview.gaps[i as usize].duration_ns);
+                    json!({
+                        "signature": r.signature,
+                        "count": r.count,
+                        "total_ns": r.total_ns,
+                        "median_ns": r.median_ns,
+                        "longest": longest.map(|i| gap_json(i as usize)),
+                    })
+                })
+                .collect()
+        },
+    );
+    let single: Vec<Value> = overview
+        .single_gaps
+        .iter()
+        .take(options.top)
+        .map(|&i| gap_json(i as usize))
+        .collect();
+    (top_gaps, recurring, single)
+}
+
+/// The sections a report has only when the trace holds what they need: graph capture use
+/// and CUDA graphs, GPU metrics, device memory, CPU samples, OS runtime calls.
+fn add_optional_sections(out: &mut Value, trace: &Trace, overview: &Overview, options: &Options) {
     crate::profile_scope!("report: JSON tail");
     // Each reads every op: the two side by side.
     let (capture_use, cuda_graphs) = rayon::join(
@@ -169,7 +192,6 @@ pub fn report_json(
     if let Some(g) = cuda_graphs {
         out["cuda_graphs"] = cuda_graphs_json(trace, &g, options.top);
     }
-    out
 }
 
 /// A gap as `report --json` lists it: the ops either side with their streams and NVTX
