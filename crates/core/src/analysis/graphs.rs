@@ -91,6 +91,51 @@ struct Launch {
 /// The trace's CUDA graph launches, `None` when it has none.
 pub fn cuda_graphs(trace: &Trace) -> Option<CudaGraphs> {
     crate::profile_scope!("analysis: CUDA graphs");
+    let (whole, nodes, busy) = graph_launches(trace);
+    if whole.is_empty() && nodes.is_empty() {
+        return None;
+    }
+    let trace_level = match (whole.is_empty(), nodes.is_empty()) {
+        (false, true) => "graph",
+        (true, false) => "node",
+        _ => "mixed",
+    };
+    let node_ops: u64 = nodes.values().map(|l| l.ops).sum();
+    let mut launches: Vec<Launch> = whole;
+    // Node-level launches of one graph: the same first kernel and as many ops.
+    launches.extend(nodes.into_values());
+    let graph_ns: i64 = launches.iter().map(|l| l.end - l.start).sum();
+    let (per_device, graphs) = graph_stats(trace, &launches);
+    let mut per_device: Vec<DeviceGraphs> = per_device
+        .into_iter()
+        .map(|(device, (launches, gpu_ns))| DeviceGraphs {
+            device,
+            launches,
+            gpu_ns,
+        })
+        .collect();
+    per_device.sort_by_key(|d| d.device);
+    let count = launches.len() as u64;
+    let gpu_pct = crate::analysis::breakdown::pct(graph_ns, busy);
+    let note = (trace_level != "node").then(|| {
+        format!(
+            "{count} graph launches hold {gpu_pct:.1} % of GPU time; their kernels were not recorded — profile with `nsys profile --cuda-graph-trace=node` to see them"
+        )
+    });
+    Some(CudaGraphs {
+        trace_level,
+        launches: count,
+        kernels: node_ops,
+        gpu_pct,
+        note,
+        per_device,
+        graphs,
+    })
+}
+
+/// Every graph launch: those recorded whole (graph level), those put together from their
+/// kernels by launch call (node level), and every op's GPU time in all.
+fn graph_launches(trace: &Trace) -> (Vec<Launch>, FxHashMap<(u32, u32), Launch>, i64) {
     let is_graph_launch: Vec<bool> = { crate::load::graphs::graph_launch_names(trace) };
     let (mut whole, mut nodes) = (
         Vec::<Launch>::new(),
@@ -148,22 +193,18 @@ pub fn cuda_graphs(trace: &Trace) -> Option<CudaGraphs> {
             }
         }
     }
-    if whole.is_empty() && nodes.is_empty() {
-        return None;
-    }
-    let trace_level = match (whole.is_empty(), nodes.is_empty()) {
-        (false, true) => "graph",
-        (true, false) => "node",
-        _ => "mixed",
-    };
-    let node_ops: u64 = nodes.values().map(|l| l.ops).sum();
-    let mut launches: Vec<Launch> = whole;
-    // Node-level launches of one graph: the same first kernel and as many ops.
-    launches.extend(nodes.into_values());
-    let graph_ns: i64 = launches.iter().map(|l| l.end - l.start).sum();
+    (whole, nodes, busy)
+}
+
+/// Each device's launches and their GPU time, and each graph's figures (launches with the
+/// same ids, first kernel, op count and first node), the most GPU time first.
+fn graph_stats(
+    trace: &Trace,
+    launches: &[Launch],
+) -> (FxHashMap<DeviceId, (u64, i64)>, Vec<GraphStat>) {
     let mut per_device: FxHashMap<DeviceId, (u64, i64)> = FxHashMap::default();
     let mut groups: FxHashMap<GraphKey, Vec<&Launch>> = FxHashMap::default();
-    for l in &launches {
+    for l in launches {
         let d = per_device.entry(l.device).or_default();
         d.0 += 1;
         d.1 += l.end - l.start;
@@ -202,31 +243,7 @@ pub fn cuda_graphs(trace: &Trace) -> Option<CudaGraphs> {
         })
         .collect();
     graphs.sort_by_key(|g| (std::cmp::Reverse(g.gpu_ns), g.graph_id, g.exec_id));
-    let mut per_device: Vec<DeviceGraphs> = per_device
-        .into_iter()
-        .map(|(device, (launches, gpu_ns))| DeviceGraphs {
-            device,
-            launches,
-            gpu_ns,
-        })
-        .collect();
-    per_device.sort_by_key(|d| d.device);
-    let count = launches.len() as u64;
-    let gpu_pct = crate::analysis::breakdown::pct(graph_ns, busy);
-    let note = (trace_level != "node").then(|| {
-        format!(
-            "{count} graph launches hold {gpu_pct:.1} % of GPU time; their kernels were not recorded — profile with `nsys profile --cuda-graph-trace=node` to see them"
-        )
-    });
-    Some(CudaGraphs {
-        trace_level,
-        launches: count,
-        kernels: node_ops,
-        gpu_pct,
-        note,
-        per_device,
-        graphs,
-    })
+    (per_device, graphs)
 }
 
 /// The innermost NVTX range around a launch call.

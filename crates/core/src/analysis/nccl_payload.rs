@@ -651,8 +651,16 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
     }
     let a = attribute(trace, collectives, true);
     out.total_message_bytes = a.total_message_bytes;
-    let kernels = &a.kernels;
+    out.per_device = per_device(trace, &a);
+    out.communicators = communicators(&a);
+    out.slowest = slowest(trace, &a.kernels, top);
+    out
+}
 
+/// Each device's messages and collectives: sizes, bandwidths, by kind of collective.
+fn per_device(trace: &Trace, a: &Attributed) -> Vec<DevicePayload> {
+    let kernels = &a.kernels;
+    let mut out = Vec::new();
     // Per device: its kernels are one stretch of the list, which is sorted by place.
     for (d, device) in trace.devices.iter().enumerate() {
         let from = kernels.partition_point(|k| (k.at.0 as usize) < d);
@@ -666,7 +674,7 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
         for k in mine {
             by.entry(k.kind).or_default().push(k);
         }
-        out.per_device.push(DevicePayload {
+        out.push(DevicePayload {
             device: device.id,
             calls: messages.iter().map(|&(_, n)| n).sum::<u64>() as usize,
             message_bytes_total: messages.iter().map(|&(size, n)| size * n).sum(),
@@ -693,6 +701,13 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
         });
     }
 
+    out
+}
+
+/// Each communicator: its size and ranks, its collectives, bytes and bus bandwidths.
+fn communicators(a: &Attributed) -> Vec<Communicator> {
+    let kernels = &a.kernels;
+    let mut out = Vec::new();
     // Per communicator: the bus bandwidths of its kernels, and how many each device ran.
     let mut comm_bw: HashMap<u64, Vec<f64>> = HashMap::default();
     let mut comm_device_count: HashMap<(u64, u32), usize> = HashMap::default();
@@ -715,7 +730,7 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
         ranks.dedup();
         let mut devices = devices.clone();
         devices.sort_unstable();
-        out.communicators.push(Communicator {
+        out.push(Communicator {
             size: a
                 .comm_size
                 .get(&comm)
@@ -732,6 +747,11 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
         });
     }
 
+    out
+}
+
+/// At most `top` transfers clearly slower than the best of their kind, the slowest first.
+fn slowest(trace: &Trace, kernels: &[KernelTransfer], top: usize) -> Vec<Transfer> {
     // The slowest against the best of their kind: the same communicator, collective and
     // size (to a power of two; bandwidth grows with size). Only the clearly slow.
     let key = |k: &KernelTransfer| (k.comm, k.kind, k.bytes.next_power_of_two());
@@ -748,14 +768,12 @@ pub fn nccl_payload_with(trace: &Trace, collectives: &Collectives, top: usize) -
         .collect();
     slow.sort_by(|a, b| a.1.total_cmp(&b.1));
     slow.truncate(top);
-    out.slowest = slow
-        .into_iter()
+    slow.into_iter()
         .map(|(k, of_best)| Transfer {
             of_best,
             ..k.transfer(trace)
         })
-        .collect();
-    out
+        .collect()
 }
 
 #[cfg(test)]

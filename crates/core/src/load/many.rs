@@ -305,73 +305,17 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
         // Devices index their file among all the files read.
         let source = out.sources.len() as u32;
         out.sources.extend(std::mem::take(&mut t.sources));
-        let mut renamed: Vec<(DeviceId, DeviceId)> = Vec::new();
-        for mut d in std::mem::take(&mut t.devices) {
-            d.key = Some(format!("{}:{}", file.name, d.id));
-            renamed.push((d.id, DeviceId(next_device)));
-            d.id = DeviceId(next_device);
-            d.source += source;
-            file.devices.push(DeviceId(next_device));
-            next_device += 1;
-            for s in &mut d.streams {
-                let ops = &mut s.ops;
-                for i in 0..ops.len() {
-                    ops.start[i] += dt;
-                    ops.end[i] += dt;
-                    ops.name[i] = id(ops.name[i]);
-                    if ops.launch_thread[i] != NONE {
-                        ops.launch_thread[i] += thread_base;
-                    }
-                }
-            }
-            out.devices.push(d);
-        }
-        // GPU metrics and device memory on the renamed GPUs, on the first file's clock.
-        for mut m in std::mem::take(&mut t.gpu_metrics) {
-            let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
-                continue;
-            };
-            m.device = id;
-            m.time.iter_mut().for_each(|x| *x += dt);
-            out.gpu_metrics.push(m);
-        }
-        for mut m in std::mem::take(&mut t.memory_usage) {
-            let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
-                continue;
-            };
-            m.device = id;
-            m.time.iter_mut().for_each(|x| *x += dt);
-            out.memory_usage.push(m);
-        }
+        append_devices(
+            &mut out,
+            &mut t,
+            file,
+            source,
+            thread_base,
+            &mut next_device,
+            &id,
+        );
         for mut th in std::mem::take(&mut t.threads) {
-            for i in 0..th.api.len() {
-                th.api.start[i] += dt;
-                th.api.end[i] += dt;
-                th.api.name[i] = id(th.api.name[i]);
-            }
-            for i in 0..th.nvtx.len() {
-                th.nvtx.start[i] += dt;
-                th.nvtx.end[i] += dt;
-                th.nvtx.text[i] = id(th.nvtx.text[i]);
-            }
-            for i in 0..th.marks.time.len() {
-                th.marks.time[i] += dt;
-                th.marks.text[i] = id(th.marks.text[i]);
-            }
-            th.nccl.shift(dt);
-            for name in &mut th.nccl.name {
-                *name = id(*name);
-            }
-            for i in 0..th.osrt.len() {
-                th.osrt.start[i] += dt;
-                th.osrt.end[i] += dt;
-                th.osrt.name[i] = id(th.osrt.name[i]);
-            }
-            for s in &mut th.osrt.stack {
-                if *s != NONE {
-                    *s = nodes[*s as usize];
-                }
-            }
+            on_job_clock(&mut th, dt, &id, &nodes);
             // Files' pids and tids may repeat (ranks on different nodes): the file's index
             // above the bits nsys uses keeps every thread apart.
             th.global_tid += (k as i64) << 48;
@@ -408,6 +352,93 @@ fn merge(traces: Vec<Trace>, files: &mut [FileInfo]) -> Trace {
     });
     sort_threads(&mut out);
     out
+}
+
+/// File `t`'s devices added to `out` under new ids (after those of the files before), on
+/// the first file's clock (`file.offset_ns`), their names through `id` and their launching
+/// threads after `thread_base`; the GPU metrics and device memory of those devices with
+/// them.
+fn append_devices(
+    out: &mut Trace,
+    t: &mut Trace,
+    file: &mut FileInfo,
+    source: u32,
+    thread_base: u32,
+    next_device: &mut u32,
+    id: &impl Fn(u32) -> u32,
+) {
+    let dt = file.offset_ns;
+    let mut renamed: Vec<(DeviceId, DeviceId)> = Vec::new();
+    for mut d in std::mem::take(&mut t.devices) {
+        d.key = Some(format!("{}:{}", file.name, d.id));
+        renamed.push((d.id, DeviceId(*next_device)));
+        d.id = DeviceId(*next_device);
+        d.source += source;
+        file.devices.push(DeviceId(*next_device));
+        *next_device += 1;
+        for s in &mut d.streams {
+            let ops = &mut s.ops;
+            for i in 0..ops.len() {
+                ops.start[i] += dt;
+                ops.end[i] += dt;
+                ops.name[i] = id(ops.name[i]);
+                if ops.launch_thread[i] != NONE {
+                    ops.launch_thread[i] += thread_base;
+                }
+            }
+        }
+        out.devices.push(d);
+    }
+    // GPU metrics and device memory on the renamed GPUs, on the first file's clock.
+    for mut m in std::mem::take(&mut t.gpu_metrics) {
+        let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
+            continue;
+        };
+        m.device = id;
+        m.time.iter_mut().for_each(|x| *x += dt);
+        out.gpu_metrics.push(m);
+    }
+    for mut m in std::mem::take(&mut t.memory_usage) {
+        let Some(&(_, id)) = renamed.iter().find(|r| r.0 == m.device) else {
+            continue;
+        };
+        m.device = id;
+        m.time.iter_mut().for_each(|x| *x += dt);
+        out.memory_usage.push(m);
+    }
+}
+
+/// A thread's calls, ranges, marks and NCCL calls moved by `dt` onto the first file's
+/// clock, its names through `id` and its OS calls' stacks through `nodes`.
+fn on_job_clock(th: &mut crate::trace::Thread, dt: i64, id: &impl Fn(u32) -> u32, nodes: &[u32]) {
+    for i in 0..th.api.len() {
+        th.api.start[i] += dt;
+        th.api.end[i] += dt;
+        th.api.name[i] = id(th.api.name[i]);
+    }
+    for i in 0..th.nvtx.len() {
+        th.nvtx.start[i] += dt;
+        th.nvtx.end[i] += dt;
+        th.nvtx.text[i] = id(th.nvtx.text[i]);
+    }
+    for i in 0..th.marks.time.len() {
+        th.marks.time[i] += dt;
+        th.marks.text[i] = id(th.marks.text[i]);
+    }
+    th.nccl.shift(dt);
+    for name in &mut th.nccl.name {
+        *name = id(*name);
+    }
+    for i in 0..th.osrt.len() {
+        th.osrt.start[i] += dt;
+        th.osrt.end[i] += dt;
+        th.osrt.name[i] = id(th.osrt.name[i]);
+    }
+    for s in &mut th.osrt.stack {
+        if *s != NONE {
+            *s = nodes[*s as usize];
+        }
+    }
 }
 
 /// File `k`'s call stacks and CPU samples added to `samples` and `stacks` (its strings

@@ -15,6 +15,43 @@ pub(super) fn host_syncs(
     out: &mut Vec<Finding>,
 ) {
     crate::profile_scope!("detect: host_syncs");
+    let groups = gaps_by_sync(trace, overview);
+    let idle = |members: &[u32]| -> i64 {
+        members
+            .iter()
+            .map(|&i| overview.gaps[i as usize].duration_ns)
+            .sum()
+    };
+    // (call, range), its gaps, the after-sync gaps after them, their idle in all.
+    type Group = ((StrId, StrId), Vec<u32>, Vec<u32>, i64);
+    let mut groups: Vec<Group> = groups
+        .into_iter()
+        .filter(|(_, (m, _))| m.len() >= 2)
+        .map(|(k, (m, after))| {
+            let total = idle(&m) + idle(&after);
+            (k, m, after, total)
+        })
+        .filter(|g| worth(g.3))
+        .collect();
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.3), g.0));
+    for ((call, range), members, after, total) in groups.into_iter().take(PER_KIND) {
+        out.push(sync_finding(
+            trace,
+            overview,
+            (call, range),
+            &members,
+            &after,
+            total,
+        ));
+    }
+}
+
+/// The host-sync gaps grouped by (sync call's name, steady range around it), each group
+/// with the after-sync gaps that followed its gaps on their device.
+fn gaps_by_sync(
+    trace: &Trace,
+    overview: &Overview,
+) -> FxHashMap<(StrId, StrId), (Vec<u32>, Vec<u32>)> {
     // (call name, steady range around it) → (its gaps, the after-sync gaps after them).
     let mut groups: FxHashMap<(StrId, StrId), (Vec<u32>, Vec<u32>)> = FxHashMap::default();
     let mut sync_calls = SyncCalls::new(trace);
@@ -51,87 +88,80 @@ pub(super) fn host_syncs(
         groups.entry(key).or_default().0.push(i as u32);
         run_of = Some((g.device, key));
     }
-    let idle = |members: &[u32]| -> i64 {
-        members
-            .iter()
-            .map(|&i| overview.gaps[i as usize].duration_ns)
-            .sum()
-    };
-    // (call, range), its gaps, the after-sync gaps after them, their idle in all.
-    type Group = ((StrId, StrId), Vec<u32>, Vec<u32>, i64);
-    let mut groups: Vec<Group> = groups
-        .into_iter()
-        .filter(|(_, (m, _))| m.len() >= 2)
-        .map(|(k, (m, after))| {
-            let total = idle(&m) + idle(&after);
-            (k, m, after, total)
-        })
-        .filter(|g| worth(g.3))
+    groups
+}
+
+/// The finding of one sync: its gaps (`members`), the after-sync gaps that follow them
+/// (`after`; none: it starves the GPU, some: it empties the launch queue), their idle in
+/// all, and the change that removes it.
+fn sync_finding(
+    trace: &Trace,
+    overview: &Overview,
+    (call, range): (StrId, StrId),
+    members: &[u32],
+    after: &[u32],
+    total: i64,
+) -> Finding {
+    let call_name = trace.strings.get(call).into_owned();
+    let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
+    let durations: Vec<i64> = members
+        .iter()
+        .map(|&i| overview.gaps[i as usize].duration_ns)
         .collect();
-    groups.sort_by_key(|g| (std::cmp::Reverse(g.3), g.0));
-    for ((call, range), members, after, total) in groups.into_iter().take(PER_KIND) {
-        let call_name = trace.strings.get(call).into_owned();
-        let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
-        let durations: Vec<i64> = members
+    let every: Vec<u32> = members.iter().chain(after).copied().collect();
+    let mut f = gap_finding(Kind::HostSync, overview, &every);
+    // A sync that waits for each collective, on GPUs whose NCCL shares the compute
+    // stream, is named by the collective (its range when it has one).
+    let after_collectives = after_collectives_on_one_stream(trace, overview, members).is_some();
+    let place = match (&range_text, after_collectives) {
+        (Some(r), true) => format!(" after each {r}"),
+        (None, true) => " after each collective".to_string(),
+        (Some(r), false) => format!(" in {r}"),
+        (None, false) => String::new(),
+    };
+    let first = f.first.map_or(0, |w| w.start_ns);
+    let evidence = format!(
+        "median gap {}, first at {} on {}",
+        format_ns(median(&durations)),
+        format_ns(first - trace.time_origin().unwrap_or(0)),
+        f.first
+            .and_then(|w| w.device)
+            .map_or(String::new(), |d| trace.gpu_name(d)),
+    );
+    if after.is_empty() {
+        f.title = format!(
+            "{call_name}{place} starves the GPU: {} idle in {} on {}",
+            format_ns(total),
+            plural(members.len(), "gap"),
+            on_gpus(trace, &f.devices)
+        );
+        f.detail = format!(
+            "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
+        );
+    } else {
+        let gaps_after: Vec<i64> = after
             .iter()
             .map(|&i| overview.gaps[i as usize].duration_ns)
             .collect();
-        let every: Vec<u32> = members.iter().chain(&after).copied().collect();
-        let mut f = gap_finding(Kind::HostSync, overview, &every);
-        // A sync that waits for each collective, on GPUs whose NCCL shares the compute
-        // stream, is named by the collective (its range when it has one).
-        let after_collectives =
-            after_collectives_on_one_stream(trace, overview, &members).is_some();
-        let place = match (&range_text, after_collectives) {
-            (Some(r), true) => format!(" after each {r}"),
-            (None, true) => " after each collective".to_string(),
-            (Some(r), false) => format!(" in {r}"),
-            (None, false) => String::new(),
-        };
-        let first = f.first.map_or(0, |w| w.start_ns);
-        let evidence = format!(
-            "median gap {}, first at {} on {}",
-            format_ns(median(&durations)),
-            format_ns(first - trace.time_origin().unwrap_or(0)),
-            f.first
-                .and_then(|w| w.device)
-                .map_or(String::new(), |d| trace.gpu_name(d)),
+        f.title = format!(
+            "{call_name}{place} empties the launch queue: {} launch gaps follow it ({} idle in all on {}) — remove it",
+            after.len(),
+            format_ns(total),
+            on_gpus(trace, &f.devices)
         );
-        if after.is_empty() {
-            f.title = format!(
-                "{call_name}{place} starves the GPU: {} idle in {} on {}",
-                format_ns(total),
-                plural(members.len(), "gap"),
-                on_gpus(trace, &f.devices)
-            );
-            f.detail = format!(
-                "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
-            );
-        } else {
-            let gaps_after: Vec<i64> = after
-                .iter()
-                .map(|&i| overview.gaps[i as usize].duration_ns)
-                .collect();
-            f.title = format!(
-                "{call_name}{place} empties the launch queue: {} launch gaps follow it ({} idle in all on {}) — remove it",
-                after.len(),
-                format_ns(total),
-                on_gpus(trace, &f.devices)
-            );
-            f.detail = format!(
-                "Each time, the launching thread waits in {call_name}{place} for the GPU to drain ({evidence}); from then on it launches every kernel just in time, and the GPU waits at {} boundaries (median {}) until a long kernel lets the CPU get ahead again. The host is no slower without the sync: it would queue work while the long kernels run, and the kernels after them would run back to back. Removing that sync (or deferring the value it reads) is the fix; the replay keeps every CPU time as recorded.",
-                after.len(),
-                format_ns(median(&gaps_after))
-            );
-        }
-        out.push(with_change(
-            f,
-            Change {
-                remove_sync: vec![range_text.unwrap_or(call_name)],
-                ..Default::default()
-            },
-        ));
+        f.detail = format!(
+            "Each time, the launching thread waits in {call_name}{place} for the GPU to drain ({evidence}); from then on it launches every kernel just in time, and the GPU waits at {} boundaries (median {}) until a long kernel lets the CPU get ahead again. The host is no slower without the sync: it would queue work while the long kernels run, and the kernels after them would run back to back. Removing that sync (or deferring the value it reads) is the fix; the replay keeps every CPU time as recorded.",
+            after.len(),
+            format_ns(median(&gaps_after))
+        );
     }
+    with_change(
+        f,
+        Change {
+            remove_sync: vec![range_text.unwrap_or(call_name)],
+            ..Default::default()
+        },
+    )
 }
 
 /// The compute stream that NCCL shares, when most of the gaps `members` follow an NCCL
