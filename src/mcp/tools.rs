@@ -657,3 +657,79 @@ fn change_of(a: WhatIfArgs) -> Result<crate::whatif::Change, String> {
     }
     .parse()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{self, Preset, SynthOptions};
+
+    /// Each NVTX event `events` lists over windows across the run: (name, start, length).
+    fn nvtx_events(traces: &Traces, id: &str, (a, b): (i64, i64)) -> Vec<(String, i64, i64)> {
+        let never = AtomicBool::new(false);
+        let hooks = Hooks {
+            progress: &|_, _| {},
+            cancel: &never,
+        };
+        let mut out = Vec::new();
+        // A window at the start, two inside (ranges open across their start included) and
+        // the whole run.
+        let len = b - a;
+        for (from, to) in [
+            (a, a + len / 7),
+            (a + len / 3, a + len / 2),
+            (a + 2 * len / 3, b),
+            (a, b),
+        ] {
+            let args = serde_json::json!({
+                "trace_id": id, "start_ns": from, "end_ns": to, "limit": 100_000,
+            });
+            let answer = call(traces, "events", &args, &hooks).expect("events");
+            let events = answer.json["events"].as_array().expect("a list").clone();
+            out.extend(events.iter().filter(|e| e["kind"] == "nvtx").map(|e| {
+                (
+                    e["name"].as_str().unwrap_or_default().to_string(),
+                    e["start_ns"].as_i64().unwrap_or_default(),
+                    e["duration_ns"].as_i64().unwrap_or_default(),
+                )
+            }));
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn events_list_the_same_nvtx_ranges_whether_pushed_and_popped_or_started_and_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let push_pop = dir.path().join("push_pop.sqlite");
+        synth::generate(&push_pop, SynthOptions::new(Preset::Tiny)).unwrap();
+        let start_end = dir.path().join("start_end.sqlite");
+        std::fs::copy(&push_pop, &start_end).unwrap();
+        let conn = rusqlite::Connection::open(&start_end).unwrap();
+        // nvtxRangeStart/End (60) in place of nvtxRangePush/Pop (59).
+        let changed = conn
+            .execute(
+                "UPDATE NVTX_EVENTS SET eventType = 60 WHERE eventType = 59",
+                [],
+            )
+            .unwrap();
+        assert!(changed > 0, "the run has push/pop ranges");
+        drop(conn);
+        let never = AtomicBool::new(false);
+        let hooks = Hooks {
+            progress: &|_, _| {},
+            cancel: &never,
+        };
+        let traces = Traces::new(true);
+        let mut lists = Vec::new();
+        for path in [&push_pop, &start_end] {
+            let args = serde_json::json!({ "paths": [path.display().to_string()] });
+            let opened = call(&traces, "open_trace", &args, &hooks).expect("opened");
+            let id = opened.json["trace_id"].as_str().expect("an id").to_string();
+            let span = &opened.json["span_ns"];
+            let span = (span[0].as_i64().unwrap(), span[1].as_i64().unwrap());
+            lists.push(nvtx_events(&traces, &id, span));
+        }
+        assert!(!lists[0].is_empty(), "NVTX events listed");
+        assert_eq!(lists[0], lists[1]);
+    }
+}

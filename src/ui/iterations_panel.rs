@@ -520,8 +520,26 @@ fn show_drilldown(
     timeline: &Timeline,
     nav: &mut Vec<Nav>,
 ) {
-    let origin = timeline.full.0;
     ui.heading(format!("Iteration {}", d.iteration));
+    show_straggler(ui, trace, d);
+    if let Some(p) = path {
+        show_critical_path(ui, trace, p, nav);
+    }
+    ui.add_space(4.0);
+    show_contributors(ui, trace, d);
+    ui.add_space(4.0);
+    show_breakdowns(ui, trace, d);
+    show_metrics(ui, trace, d);
+    ui.add_space(4.0);
+    show_kernels_grown(ui, trace, d);
+    ui.add_space(4.0);
+    show_longest_gaps(ui, trace, d, timeline.full.0, nav);
+    ui.add_space(4.0);
+    show_collectives(ui, trace, d);
+}
+
+/// Who started the collectives last, and what its thread did before.
+fn show_straggler(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     if let Some(rank) = d.straggler_device {
         let mut text = format!("Straggler: {}", trace.gpu_name(rank));
         if let Some(a) = &d.straggler_activity {
@@ -535,10 +553,9 @@ fn show_drilldown(
         }
         ui.label(RichText::new(text).strong().color(theme::STRAGGLER));
     }
-    if let Some(p) = path {
-        show_critical_path(ui, trace, p, nav);
-    }
-    ui.add_space(4.0);
+}
+
+fn show_contributors(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     ui.strong("What made it differ from the median iteration, largest first");
     egui::Grid::new("drill contributors")
         .striped(true)
@@ -558,7 +575,9 @@ fn show_drilldown(
                 }
             }
         });
-    ui.add_space(4.0);
+}
+
+fn show_breakdowns(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     ui.strong("Breakdown vs the median iteration");
     egui::Grid::new("drill breakdown")
         .striped(true)
@@ -588,6 +607,9 @@ fn show_drilldown(
                 ui.end_row();
             }
         });
+}
+
+fn show_metrics(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     // With GPU metrics: how busy each GPU was, against its median iteration.
     if d.devices.iter().any(|dev| !dev.metrics.is_empty()) {
         ui.add_space(4.0);
@@ -611,7 +633,9 @@ fn show_drilldown(
                 }
             });
     }
-    ui.add_space(4.0);
+}
+
+fn show_kernels_grown(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     ui.strong("Kernels that grew most");
     egui::Grid::new("drill kernels")
         .striped(true)
@@ -632,7 +656,16 @@ fn show_drilldown(
                 }
             }
         });
-    ui.add_space(4.0);
+}
+
+/// Each GPU's longest gaps in the iteration, a click going to one (times from `origin`).
+fn show_longest_gaps(
+    ui: &mut egui::Ui,
+    trace: &Trace,
+    d: &Drilldown,
+    origin: i64,
+    nav: &mut Vec<Nav>,
+) {
     ui.strong("Its longest gaps");
     let mut go = None;
     for dev in &d.devices {
@@ -653,7 +686,9 @@ fn show_drilldown(
     if let Some(g) = go {
         super::gap_finder::show_gap(&g, nav);
     }
-    ui.add_space(4.0);
+}
+
+fn show_collectives(ui: &mut egui::Ui, trace: &Trace, d: &Drilldown) {
     ui.strong("NCCL collectives: who started last");
     egui::Grid::new("drill collectives")
         .striped(true)

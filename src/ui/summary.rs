@@ -144,58 +144,8 @@ impl SummaryPanel {
                     .color(super::theme::STRAGGLER),
             );
         }
-        let rows: Vec<Option<DeviceRow>> = match timeline.window {
-            Some(w) => {
-                let ready = self.window_ready(trace, w, ui.ctx());
-                ui.horizontal(|ui| {
-                    ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
-                    if ui.small_button("whole trace").clicked() {
-                        nav.push(Nav::Window(None));
-                    }
-                });
-                if !ready {
-                    ui.horizontal(|ui| {
-                        crate::ui::busy(ui);
-                        ui.label("Analysing the window…");
-                    });
-                    return;
-                }
-                self.window_rows
-                    .as_ref()
-                    .unwrap()
-                    .1
-                    .iter()
-                    .cloned()
-                    .map(Some)
-                    .collect()
-            }
-            None => {
-                let Some(overview) = overview else {
-                    ui.label("Analysing…");
-                    return;
-                };
-                ui.label("Whole trace (Shift+drag on the timeline to pick a window).");
-                let activity = self.whole_activity(trace, overview, ui.ctx());
-                trace
-                    .devices
-                    .iter()
-                    .map(|d| {
-                        overview
-                            .devices
-                            .iter()
-                            .find(|s| s.device == d.id)
-                            .map(|s| DeviceRow {
-                                window: s.window,
-                                breakdown: s.breakdown,
-                                same_stream: s.same_stream,
-                                activity: activity
-                                    .as_ref()
-                                    .and_then(|a| a.get(&d.id).copied())
-                                    .unwrap_or_default(),
-                            })
-                    })
-                    .collect()
-            }
+        let Some(rows) = self.rows(ui, trace, overview, timeline, nav) else {
+            return;
         };
         if trace.devices.is_empty() {
             ui.add_space(8.0);
@@ -214,58 +164,7 @@ impl SummaryPanel {
                 ui.label("no GPU activity");
                 continue;
             };
-            stacked_bar(ui, &row.breakdown);
-            let total = row.breakdown.total();
-            for state in State::ALL {
-                let ns = state.of(&row.breakdown);
-                let active = timeline
-                    .marks
-                    .overlay
-                    .as_ref()
-                    .is_some_and(|o| o.device == index && o.state == state && !o.predicted);
-                ui.horizontal(|ui| {
-                    let (r, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), Sense::hover());
-                    ui.painter().rect_filled(r, 2.0, state_color(state));
-                    let text = format!(
-                        "{}  {:.1} %  {}",
-                        state.label(),
-                        pct(ns, total),
-                        format_ns(ns)
-                    );
-                    if ui
-                        .selectable_label(active, text)
-                        .on_hover_text("Show these intervals on the timeline")
-                        .clicked()
-                    {
-                        let overlay =
-                            (!active).then(|| overlay_of(device, index, row.window, state));
-                        nav.push(Nav::Overlay(overlay));
-                    }
-                });
-            }
-            if let Some(s) = &row.same_stream {
-                ui.label(egui::RichText::new(s.sentence()).small());
-            }
-            if let [Some(sm), tensor] = row.activity {
-                let tensor = tensor.map_or(String::new(), |t| format!(", Tensor active {t:.0} %"));
-                ui.label(egui::RichText::new(format!("GPU metrics: SMs active {sm:.0} %{tensor}")).small())
-                    .on_hover_text("Means of the sampled GPU metrics over the window (device-wide): busy is not useful work");
-            }
-            // The clicked category's intervals, right under it: longest first.
-            if let Some(o) = timeline
-                .marks
-                .overlay
-                .as_ref()
-                .filter(|o| o.device == index && !o.predicted)
-                && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
-            {
-                nav.push(Nav::ZoomTo {
-                    start: a,
-                    end: b,
-                    margin: Margin::Context,
-                });
-                nav.push(Nav::RevealDevice(index));
-            }
+            device_rows(ui, device, index, &row, timeline, nav);
         }
         // The selected range's when there is one (and it is worked out), else the run's.
         match (timeline.window, selected) {
@@ -277,6 +176,137 @@ impl SummaryPanel {
                 }
             }
         }
+    }
+
+    /// Each device's row for the picked window or the whole trace; `None`, with a line
+    /// saying so, while it is worked out.
+    fn rows(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Arc<Trace>,
+        overview: Option<&Overview>,
+        timeline: &Timeline,
+        nav: &mut Vec<Nav>,
+    ) -> Option<Vec<Option<DeviceRow>>> {
+        match timeline.window {
+            Some(w) => {
+                let ready = self.window_ready(trace, w, ui.ctx());
+                ui.horizontal(|ui| {
+                    ui.label(format!("Current window: {}", format_ns(w.1 - w.0)));
+                    if ui.small_button("whole trace").clicked() {
+                        nav.push(Nav::Window(None));
+                    }
+                });
+                if !ready {
+                    ui.horizontal(|ui| {
+                        crate::ui::busy(ui);
+                        ui.label("Analysing the window…");
+                    });
+                    return None;
+                }
+                Some(
+                    self.window_rows
+                        .as_ref()
+                        .unwrap()
+                        .1
+                        .iter()
+                        .cloned()
+                        .map(Some)
+                        .collect(),
+                )
+            }
+            None => {
+                let Some(overview) = overview else {
+                    ui.label("Analysing…");
+                    return None;
+                };
+                ui.label("Whole trace (Shift+drag on the timeline to pick a window).");
+                let activity = self.whole_activity(trace, overview, ui.ctx());
+                let rows = trace
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        overview
+                            .devices
+                            .iter()
+                            .find(|s| s.device == d.id)
+                            .map(|s| DeviceRow {
+                                window: s.window,
+                                breakdown: s.breakdown,
+                                same_stream: s.same_stream,
+                                activity: activity
+                                    .as_ref()
+                                    .and_then(|a| a.get(&d.id).copied())
+                                    .unwrap_or_default(),
+                            })
+                    })
+                    .collect();
+                Some(rows)
+            }
+        }
+    }
+}
+
+/// A device's states (a click shows a state's intervals on the timeline and lists them),
+/// its same-stream sentence and its GPU metrics.
+fn device_rows(
+    ui: &mut egui::Ui,
+    device: &Device,
+    index: DeviceIndex,
+    row: &DeviceRow,
+    timeline: &Timeline,
+    nav: &mut Vec<Nav>,
+) {
+    stacked_bar(ui, &row.breakdown);
+    let total = row.breakdown.total();
+    for state in State::ALL {
+        let ns = state.of(&row.breakdown);
+        let active = timeline
+            .marks
+            .overlay
+            .as_ref()
+            .is_some_and(|o| o.device == index && o.state == state && !o.predicted);
+        ui.horizontal(|ui| {
+            let (r, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), Sense::hover());
+            ui.painter().rect_filled(r, 2.0, state_color(state));
+            let text = format!(
+                "{}  {:.1} %  {}",
+                state.label(),
+                pct(ns, total),
+                format_ns(ns)
+            );
+            if ui
+                .selectable_label(active, text)
+                .on_hover_text("Show these intervals on the timeline")
+                .clicked()
+            {
+                let overlay = (!active).then(|| overlay_of(device, index, row.window, state));
+                nav.push(Nav::Overlay(overlay));
+            }
+        });
+    }
+    if let Some(s) = &row.same_stream {
+        ui.label(egui::RichText::new(s.sentence()).small());
+    }
+    if let [Some(sm), tensor] = row.activity {
+        let tensor = tensor.map_or(String::new(), |t| format!(", Tensor active {t:.0} %"));
+        ui.label(egui::RichText::new(format!("GPU metrics: SMs active {sm:.0} %{tensor}")).small())
+            .on_hover_text("Means of the sampled GPU metrics over the window (device-wide): busy is not useful work");
+    }
+    // The clicked category's intervals, right under it: longest first.
+    if let Some(o) = timeline
+        .marks
+        .overlay
+        .as_ref()
+        .filter(|o| o.device == index && !o.predicted)
+        && let Some((a, b)) = interval_list(ui, o, timeline.full.0)
+    {
+        nav.push(Nav::ZoomTo {
+            start: a,
+            end: b,
+            margin: Margin::Context,
+        });
+        nav.push(Nav::RevealDevice(index));
     }
 }
 

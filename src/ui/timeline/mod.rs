@@ -88,6 +88,142 @@ struct TimelineIndex {
     metrics: metric_rows::MetricIndex,
 }
 
+impl TimelineIndex {
+    /// Every row's index over `full`: the streams' prefix sums and levels of detail, the
+    /// NVTX ranges by depth, the API, OS runtime and scheduling rows.
+    fn new(trace: &Trace, full: (i64, i64)) -> Self {
+        let prefixes = trace
+            .devices
+            .iter()
+            .map(|d| {
+                d.streams
+                    .iter()
+                    .map(|s| StreamPrefix::new(&s.ops))
+                    .collect()
+            })
+            .collect();
+        let mut nvtx_by_depth = Vec::new();
+        let mut longest_range = Vec::new();
+        for t in &trace.threads {
+            let max_depth = t
+                .nvtx
+                .depth
+                .iter()
+                .copied()
+                .max()
+                .map_or(0, |d| d as usize + 1);
+            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); max_depth];
+            let mut longest = vec![0i64; max_depth];
+            for r in 0..t.nvtx.len() {
+                let d = t.nvtx.depth[r] as usize;
+                rows[d].push(r as u32);
+                longest[d] = longest[d].max(t.nvtx.end[r] - t.nvtx.start[r]);
+            }
+            nvtx_by_depth.push(rows);
+            longest_range.push(longest);
+        }
+        let stream_lods = trace
+            .devices
+            .par_iter()
+            .map(|d| {
+                d.streams
+                    .iter()
+                    .map(|s| {
+                        let ops = &s.ops;
+                        RowLod::new(
+                            ops.len(),
+                            |i| ops.start[i],
+                            |i| ops.end[i],
+                            |i| (ops.kind[i] == OpKind::Nccl, !ops.kind[i].is_kernel()),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let nvtx_lods = trace
+            .threads
+            .par_iter()
+            .zip(&nvtx_by_depth)
+            .map(|(t, depths)| {
+                depths
+                    .iter()
+                    .map(|idx| {
+                        RowLod::new(
+                            idx.len(),
+                            |k| t.nvtx.start[idx[k] as usize],
+                            |k| t.nvtx.end[idx[k] as usize],
+                            |_| (false, false),
+                            full,
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let sync_names = crate::analysis::gaps::sync_call_names(trace);
+        let api_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                RowLod::new(
+                    t.api.len(),
+                    |i| t.api.start[i],
+                    |i| t.api.end[i],
+                    // Synchronising time is summed where NCCL time is for GPU rows.
+                    |i| (sync_names[t.api.name[i] as usize], false),
+                    full,
+                )
+            })
+            .collect();
+        let mut blocking_os = vec![false; trace.strings.len()];
+        for t in &trace.threads {
+            for &n in &t.osrt.name {
+                blocking_os[n as usize] = crate::trace::is_blocking_os_call(&trace.strings.get(n));
+            }
+        }
+        let osrt_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                RowLod::new(
+                    t.osrt.len(),
+                    |i| t.osrt.start[i],
+                    |i| t.osrt.end[i],
+                    |i| (blocking_os[t.osrt.name[i] as usize], false),
+                    full,
+                )
+            })
+            .collect();
+        let sched_lods = trace
+            .threads
+            .par_iter()
+            .map(|t| {
+                let s = &t.scheduling;
+                RowLod::new(
+                    s.len(),
+                    |i| s.start[i],
+                    |i| s.end[i],
+                    |_| (false, false),
+                    full,
+                )
+            })
+            .collect();
+        Self {
+            prefixes,
+            nvtx_by_depth,
+            longest_range,
+            stream_lods,
+            nvtx_lods,
+            api_lods,
+            osrt_lods,
+            sched_lods,
+            sync_names,
+            blocking_os,
+            metrics: metric_rows::MetricIndex::new(trace),
+        }
+    }
+}
+
 /// Which GPU and thread groups are folded to their header.
 #[derive(Default)]
 pub struct Folds {
@@ -203,137 +339,9 @@ impl Default for FrameCaches {
 
 impl Timeline {
     pub fn new(trace: &Trace) -> Self {
-        let prefixes = trace
-            .devices
-            .iter()
-            .map(|d| {
-                d.streams
-                    .iter()
-                    .map(|s| StreamPrefix::new(&s.ops))
-                    .collect()
-            })
-            .collect();
-        let mut nvtx_by_depth = Vec::new();
-        let mut longest_range = Vec::new();
-        for t in &trace.threads {
-            let max_depth = t
-                .nvtx
-                .depth
-                .iter()
-                .copied()
-                .max()
-                .map_or(0, |d| d as usize + 1);
-            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); max_depth];
-            let mut longest = vec![0i64; max_depth];
-            for r in 0..t.nvtx.len() {
-                let d = t.nvtx.depth[r] as usize;
-                rows[d].push(r as u32);
-                longest[d] = longest[d].max(t.nvtx.end[r] - t.nvtx.start[r]);
-            }
-            nvtx_by_depth.push(rows);
-            longest_range.push(longest);
-        }
         let full = full_range(trace);
-        let stream_lods = trace
-            .devices
-            .par_iter()
-            .map(|d| {
-                d.streams
-                    .iter()
-                    .map(|s| {
-                        let ops = &s.ops;
-                        RowLod::new(
-                            ops.len(),
-                            |i| ops.start[i],
-                            |i| ops.end[i],
-                            |i| (ops.kind[i] == OpKind::Nccl, !ops.kind[i].is_kernel()),
-                            full,
-                        )
-                    })
-                    .collect()
-            })
-            .collect();
-        let nvtx_lods = trace
-            .threads
-            .par_iter()
-            .zip(&nvtx_by_depth)
-            .map(|(t, depths)| {
-                depths
-                    .iter()
-                    .map(|idx| {
-                        RowLod::new(
-                            idx.len(),
-                            |k| t.nvtx.start[idx[k] as usize],
-                            |k| t.nvtx.end[idx[k] as usize],
-                            |_| (false, false),
-                            full,
-                        )
-                    })
-                    .collect()
-            })
-            .collect();
-        let sync_names = crate::analysis::gaps::sync_call_names(trace);
-        let api_lods = trace
-            .threads
-            .par_iter()
-            .map(|t| {
-                RowLod::new(
-                    t.api.len(),
-                    |i| t.api.start[i],
-                    |i| t.api.end[i],
-                    // Synchronising time is summed where NCCL time is for GPU rows.
-                    |i| (sync_names[t.api.name[i] as usize], false),
-                    full,
-                )
-            })
-            .collect();
-        let mut blocking_os = vec![false; trace.strings.len()];
-        for t in &trace.threads {
-            for &n in &t.osrt.name {
-                blocking_os[n as usize] = crate::trace::is_blocking_os_call(&trace.strings.get(n));
-            }
-        }
-        let osrt_lods = trace
-            .threads
-            .par_iter()
-            .map(|t| {
-                RowLod::new(
-                    t.osrt.len(),
-                    |i| t.osrt.start[i],
-                    |i| t.osrt.end[i],
-                    |i| (blocking_os[t.osrt.name[i] as usize], false),
-                    full,
-                )
-            })
-            .collect();
-        let sched_lods = trace
-            .threads
-            .par_iter()
-            .map(|t| {
-                let s = &t.scheduling;
-                RowLod::new(
-                    s.len(),
-                    |i| s.start[i],
-                    |i| s.end[i],
-                    |_| (false, false),
-                    full,
-                )
-            })
-            .collect();
         Self {
-            index: TimelineIndex {
-                prefixes,
-                nvtx_by_depth,
-                longest_range,
-                stream_lods,
-                nvtx_lods,
-                api_lods,
-                osrt_lods,
-                sched_lods,
-                sync_names,
-                blocking_os,
-                metrics: metric_rows::MetricIndex::new(trace),
-            },
+            index: TimelineIndex::new(trace, full),
             folds: Folds {
                 gpus: vec![false; trace.devices.len()],
                 // Threads with OS runtime calls only (an event handler in `poll`, a data
