@@ -318,7 +318,7 @@ impl GapFinder {
                 }
             }
         });
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             if !ready {
                 crate::ui::busy(ui);
                 ui.label("sorting…");
