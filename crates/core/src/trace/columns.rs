@@ -5,7 +5,7 @@
 /// Declares a struct whose `pub NAME: Vec<T>` fields are columns of one table, `start`
 /// (`Vec<i64>`) first (every column as long as it, or left empty where a column is
 /// optional), and, in an `others { … }` block after it, fields that are not rows. Gives
-/// `ROW_BYTES`, `len`, `columns_agree`, `permute_rows` (an empty column stays empty),
+/// `ROW_BYTES`, `len`, `column_bytes`, `columns_agree`, `permute_rows` (an empty column stays empty),
 /// `select_rows` (the others copied) and `sort_by_start` ([`start_order`]).
 macro_rules! columns {
     (
@@ -33,6 +33,12 @@ macro_rules! columns {
             /// How many rows: the length of `start`.
             pub fn len(&self) -> usize {
                 self.start.len()
+            }
+
+            /// Bytes the rows take in the columns, an empty optional column taking none.
+            pub fn column_bytes(&self) -> usize {
+                self.start.len() * std::mem::size_of::<i64>()
+                    $( + self.$column.len() * std::mem::size_of::<$ty>() )+
             }
 
             /// Whether every column is as long as `start`, or empty where `may_be_empty`
@@ -144,7 +150,13 @@ mod tests {
             names: Vec::new(),
         };
         assert!(t.columns_agree(&[]));
+        assert_eq!(t.column_bytes(), 2 * Table::ROW_BYTES);
         t.optional.clear();
+        assert_eq!(
+            t.column_bytes(),
+            2 * (8 + 1),
+            "an empty column takes nothing"
+        );
         assert!(!t.columns_agree(&[]), "an empty column not named optional");
         assert!(t.columns_agree(&["optional"]));
         t.optional = vec![5];

@@ -430,11 +430,7 @@ impl Trace {
         let api = self.api_call_count() * ApiCalls::ROW_BYTES;
         let nvtx = self.nvtx_range_count() * NvtxRanges::ROW_BYTES;
         let marks: usize = self.threads.iter().map(|t| t.marks.time.len() * 12).sum();
-        let osrt: usize = self
-            .threads
-            .iter()
-            .map(|t| t.osrt.len() * OsCalls::ROW_BYTES)
-            .sum();
+        let osrt: usize = self.threads.iter().map(|t| t.osrt.column_bytes()).sum();
         let stacks = self.call_stacks.get().map_or(0, CallStacks::bytes);
         let nccl: usize = self.threads.iter().map(|t| t.nccl.heap_bytes()).sum();
         let mem: usize = self.devices.iter().map(|d| d.mem_info.len() * 16).sum();
