@@ -2,7 +2,9 @@
 //! collective's kernels start as each rank launches it and end together once every rank
 //! is in: a kernel's time before the last rank's kernel starts is waiting, the rest
 //! transfer. Computed once here over [`Members`], the view both sources give: a loaded
-//! trace (`nccl_wait`) and a job's rank summaries (`job::reduce`).
+//! trace (`nccl_wait`) and a job's rank summaries (`job::reduce`). The straggler's choice,
+//! what its thread did (`stall`) and its title are shared here too: the drill-down and the
+//! job match an iteration's collectives each their own way, then choose alike.
 
 use crate::format::format_ns;
 
@@ -107,6 +109,18 @@ pub fn most_held_back(arrivals: &[Arrival], top: usize) -> Vec<usize> {
     order.sort_by_key(|&c| std::cmp::Reverse(arrivals[c].held_back_ns()));
     order.truncate(top);
     order
+}
+
+/// The straggler's collective among `candidates` (its place, how long after the first
+/// rank its last one started): the latest-arriving, of equal ones the earliest; `None` when
+/// none came late. The slowest iteration's straggler, for a trace and a job alike.
+pub fn straggler_collective(
+    candidates: impl IntoIterator<Item = (usize, i64)>,
+) -> Option<(usize, i64)> {
+    candidates
+        .into_iter()
+        .max_by_key(|&(place, late)| (late, std::cmp::Reverse(place)))
+        .filter(|&(_, late)| late > 0)
 }
 
 /// "ncclDevKernel_SendRecv at 53.796 s, 1.200 s after the median rank, by GPU 2 (its
@@ -237,5 +251,20 @@ mod tests {
             )
         );
         assert!(stall(ThreadActivity::default()).is_none());
+    }
+
+    #[test]
+    fn the_straggler_is_the_latest_arrival_of_equal_ones_the_earliest_and_none_when_none_late() {
+        assert_eq!(
+            straggler_collective([(0, 5), (1, 9), (2, 9), (3, 1)]),
+            Some((1, 9))
+        );
+        assert_eq!(
+            straggler_collective([(4, 9), (2, 9)]),
+            Some((2, 9)),
+            "by place"
+        );
+        assert_eq!(straggler_collective([(0, 0), (1, -3)]), None);
+        assert_eq!(straggler_collective(std::iter::empty()), None);
     }
 }

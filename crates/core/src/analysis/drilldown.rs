@@ -351,7 +351,9 @@ pub fn drilldown(
         .filter_map(|it| device_drilldown(trace, cpu, it, k, min_gap_ns, top))
         .unzip();
     let collectives = collectives_by_lateness(trace, &nccl_per_rank);
-    let straggler = collectives.first().filter(|c| c.lateness_ns > 0);
+    let straggler =
+        super::arrivals::straggler_collective(collectives.iter().map(|c| (c.index, c.lateness_ns)))
+            .and_then(|(index, _)| collectives.iter().find(|c| c.index == index));
     add_nccl_contributors(trace, iterations, k, top, &mut devices);
     let mut contributors: Vec<Contributor> = devices
         .iter()

@@ -703,16 +703,12 @@ fn straggler(
     span: (i64, i64),
 ) -> Option<JobFinding> {
     let k = its.slowest_index?;
-    let (c, g, i, start, lateness) = collectives_in(gpus, arrivals, k)
-        .into_iter()
-        .map(|c| {
-            let a = arrivals[c];
-            (c, a.gpu, a.i, a.at.last, a.at.lateness_ns())
-        })
-        .max_by_key(|x| (x.4, std::cmp::Reverse(x.0)))?;
-    if lateness <= 0 {
-        return None;
-    }
+    let (c, lateness) = arrivals::straggler_collective(
+        collectives_in(gpus, arrivals, k)
+            .into_iter()
+            .map(|c| (c, arrivals[c].at.lateness_ns())),
+    )?;
+    let (g, i, start) = (arrivals[c].gpu, arrivals[c].i, arrivals[c].at.last);
     let (what, stall_start, stall_ns) = doing(gpus, g, i);
     // Only the part of the stall between the rank's previous collective and this one.
     let c_i = gpus[g].collectives();
