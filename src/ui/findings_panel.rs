@@ -196,28 +196,7 @@ impl FindingsPanel {
     ) -> Option<Action> {
         let _ = overview;
         let mut action = None;
-        ui.horizontal(|ui| {
-            ui.strong("What to fix first");
-            if self.busy() {
-                crate::ui::busy(ui);
-                // Before the first findings arrive there is nothing to replay yet.
-                ui.label(if self.findings.is_empty() {
-                    "looking for what to fix…".to_string()
-                } else {
-                    format!(
-                        "replaying each change: {} of {} done",
-                        self.progress.0, self.progress.1
-                    )
-                });
-            } else if self.ranked {
-                ui.label(
-                    RichText::new(
-                        "ranked by what the replay predicts each fix saves of the run's span",
-                    )
-                    .weak(),
-                );
-            }
-        });
+        self.header(ui);
         if self.ranked && self.findings.is_empty() {
             ui.label(
                 "Nothing to fix: no detector found a change that the replay says would save time.",
@@ -245,87 +224,121 @@ impl FindingsPanel {
                                 ui.label(RichText::new(f.group.label()).strong());
                                 ui.end_row();
                             }
-                            ui.horizontal(|ui| {
-                                let colour = severity_colour(f.severity);
-                                let (dot, _) = ui.allocate_exact_size(
-                                    egui::vec2(10.0, 10.0),
-                                    egui::Sense::hover(),
-                                );
-                                ui.painter().rect_filled(dot, 2.0, colour);
-                                ui.label(RichText::new(f.severity.label()).color(colour));
-                            });
-                            match (f.saving_ns, f.saving_pct) {
-                                (Some(ns), Some(pct)) => {
-                                    let upper = f
-                                        .upper_bound_ns
-                                        .filter(|&u| Some(u) != f.saving_ns)
-                                        .map_or(String::new(), |u| {
-                                            format!(", up to {}", format_ns(u))
-                                        });
-                                    ui.strong(format!(
-                                        "saves {} ({pct:.1} %){upper}",
-                                        format_ns(ns)
-                                    ));
-                                }
-                                _ if f.change.is_some() => {
-                                    ui.horizontal(|ui| {
-                                        crate::ui::busy(ui);
-                                        ui.label("replaying");
-                                    });
-                                }
-                                _ => {
-                                    ui.label("fact");
-                                }
-                            }
-                            if let Some(change) = &f.change {
-                                if ui
-                                    .button("Try it")
-                                    .on_hover_text(findings::text::what_if_command(&f.what_if))
-                                    .clicked()
-                                {
-                                    action = Some(Action::TryIt(f.title.clone(), change.clone()));
-                                }
-                            } else {
-                                ui.label("");
-                            }
                             let selected = self.selected == Some(i);
-                            let mut title = RichText::new(&f.title);
-                            if selected {
-                                title = title.strong().color(super::theme::SELECTION);
-                            }
-                            // A long title wraps at the panel's edge: read whole at any size.
-                            let row = ui
-                                .add(egui::Label::new(title).wrap().sense(egui::Sense::click()))
-                                .on_hover_text(format!("{}\n\n{}", f.title, f.detail));
-                            if row.clicked() {
+                            let (row_clicked, tried) = finding_row(ui, f, selected);
+                            if row_clicked {
                                 clicked = Some(i);
+                            }
+                            if tried.is_some() {
+                                action = tried;
                             }
                             ui.end_row();
                         }
                     });
-                if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
-                    ui.separator();
-                    ui.add(egui::Label::new(&f.detail).wrap());
-                    if !f.what_if.is_empty() {
-                        // The command as the command line prints it, quoted for a shell.
-                        let command = findings::text::what_if_command(&f.what_if);
-                        ui.horizontal_wrapped(|ui| {
-                            if ui
-                                .button("Copy")
-                                .on_hover_text("Copy the command to the clipboard")
-                                .clicked()
-                            {
-                                ui.ctx().copy_text(command.clone());
-                                self.copied = Some(command.clone());
-                            }
-                            ui.add(egui::Label::new(RichText::new(&command).monospace()).wrap());
-                        });
-                    }
-                }
+                self.selected_detail(ui);
             });
         if let Some(i) = clicked {
             self.select(i, trace, nav);
         }
         action
     }
+
+    /// The panel's heading, with the progress of the detection and the replays.
+    fn header(&self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.strong("What to fix first");
+            if self.busy() {
+                crate::ui::busy(ui);
+                // Before the first findings arrive there is nothing to replay yet.
+                ui.label(if self.findings.is_empty() {
+                    "looking for what to fix…".to_string()
+                } else {
+                    format!(
+                        "replaying each change: {} of {} done",
+                        self.progress.0, self.progress.1
+                    )
+                });
+            } else if self.ranked {
+                ui.label(
+                    RichText::new(
+                        "ranked by what the replay predicts each fix saves of the run's span",
+                    )
+                    .weak(),
+                );
+            }
+        });
+    }
+
+    /// The selected finding's evidence and its `what-if` command, with a Copy button.
+    fn selected_detail(&mut self, ui: &mut egui::Ui) {
+        if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
+            ui.separator();
+            ui.add(egui::Label::new(&f.detail).wrap());
+            if !f.what_if.is_empty() {
+                // The command as the command line prints it, quoted for a shell.
+                let command = findings::text::what_if_command(&f.what_if);
+                ui.horizontal_wrapped(|ui| {
+                    if ui
+                        .button("Copy")
+                        .on_hover_text("Copy the command to the clipboard")
+                        .clicked()
+                    {
+                        ui.ctx().copy_text(command.clone());
+                        self.copied = Some(command.clone());
+                    }
+                    ui.add(egui::Label::new(RichText::new(&command).monospace()).wrap());
+                });
+            }
+        }
+    }
+}
+
+/// One finding's row: its severity, its saving (or that it is replaying, or a fact), its
+/// Try it button and its title; (the title clicked, Try it clicked).
+fn finding_row(ui: &mut egui::Ui, f: &findings::Finding, selected: bool) -> (bool, Option<Action>) {
+    let mut action = None;
+    ui.horizontal(|ui| {
+        let colour = severity_colour(f.severity);
+        let (dot, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_filled(dot, 2.0, colour);
+        ui.label(RichText::new(f.severity.label()).color(colour));
+    });
+    match (f.saving_ns, f.saving_pct) {
+        (Some(ns), Some(pct)) => {
+            let upper = f
+                .upper_bound_ns
+                .filter(|&u| Some(u) != f.saving_ns)
+                .map_or(String::new(), |u| format!(", up to {}", format_ns(u)));
+            ui.strong(format!("saves {} ({pct:.1} %){upper}", format_ns(ns)));
+        }
+        _ if f.change.is_some() => {
+            ui.horizontal(|ui| {
+                crate::ui::busy(ui);
+                ui.label("replaying");
+            });
+        }
+        _ => {
+            ui.label("fact");
+        }
+    }
+    if let Some(change) = &f.change {
+        if ui
+            .button("Try it")
+            .on_hover_text(findings::text::what_if_command(&f.what_if))
+            .clicked()
+        {
+            action = Some(Action::TryIt(f.title.clone(), change.clone()));
+        }
+    } else {
+        ui.label("");
+    }
+    let mut title = RichText::new(&f.title);
+    if selected {
+        title = title.strong().color(super::theme::SELECTION);
+    }
+    // A long title wraps at the panel's edge: read whole at any size.
+    let row = ui
+        .add(egui::Label::new(title).wrap().sense(egui::Sense::click()))
+        .on_hover_text(format!("{}\n\n{}", f.title, f.detail));
+    (row.clicked(), action)
 }

@@ -25,6 +25,17 @@ impl Timeline {
         plot: Rect,
         ruler: Rect,
     ) {
+        self.on_escape(ui);
+        // Times under the pointer from the view as the frame began: every input of a frame
+        // reads it alike, whatever an earlier one changed.
+        let (v0, v1) = self.view;
+        let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
+        self.on_wheel(ui, response, plot, &t_of);
+        self.on_keys(ui, response, (v0, v1));
+        self.on_drag(ui, response, plot, ruler, &t_of);
+    }
+
+    fn on_escape(&mut self, ui: &egui::Ui) {
         // Escape closes Find first, then drops a measured span, then the selected range,
         // then clears every mark at once: what the panels marked (idle overlay, gap,
         // iteration, finding, critical path, samples), Find's matches and the selected item
@@ -42,8 +53,17 @@ impl Timeline {
                 self.selection = None;
             }
         }
+    }
+
+    /// The wheel (or a pinch) over the plot: zoom about the pointer, pan, scroll the rows.
+    fn on_wheel(
+        &mut self,
+        ui: &egui::Ui,
+        response: &egui::Response,
+        plot: Rect,
+        t_of: &dyn Fn(f32) -> f64,
+    ) {
         let (v0, v1) = self.view;
-        let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
         if response.hovered() {
             let (scroll, zoom, mods) =
                 ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers));
@@ -59,6 +79,9 @@ impl Timeline {
                 self.scroll_y = (self.scroll_y - scroll.y).max(0.0);
             }
         }
+    }
+
+    fn on_keys(&mut self, ui: &egui::Ui, response: &egui::Response, (v0, v1): (f64, f64)) {
         // Keys move the view wherever the pointer is, unless a widget has the keyboard (a
         // text field, a focused button); the second timeline of a comparison only under
         // the pointer, so that one press does not move both.
@@ -106,6 +129,16 @@ impl Timeline {
                 }
             }
         }
+    }
+
+    fn on_drag(
+        &mut self,
+        ui: &egui::Ui,
+        response: &egui::Response,
+        plot: Rect,
+        ruler: Rect,
+        t_of: &dyn Fn(f32) -> f64,
+    ) {
         // Drag: on the ruler, zoom to the dragged range; with Shift, set the current window;
         // with Ctrl, measure; otherwise pan.
         // Where the button went down: a drag is known only once the pointer has moved.
