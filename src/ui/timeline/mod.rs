@@ -102,26 +102,7 @@ impl TimelineIndex {
                     .collect()
             })
             .collect();
-        let mut nvtx_by_depth = Vec::new();
-        let mut longest_range = Vec::new();
-        for t in &trace.threads {
-            let max_depth = t
-                .nvtx
-                .depth
-                .iter()
-                .copied()
-                .max()
-                .map_or(0, |d| d as usize + 1);
-            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); max_depth];
-            let mut longest = vec![0i64; max_depth];
-            for r in 0..t.nvtx.len() {
-                let d = t.nvtx.depth[r] as usize;
-                rows[d].push(r as u32);
-                longest[d] = longest[d].max(t.nvtx.end[r] - t.nvtx.start[r]);
-            }
-            nvtx_by_depth.push(rows);
-            longest_range.push(longest);
-        }
+        let (nvtx_by_depth, longest_range) = nvtx_rows(trace);
         let stream_lods = trace
             .devices
             .par_iter()
@@ -588,6 +569,32 @@ pub struct TimelineResponse {
 }
 
 /// First and last time of anything in the trace, CPU side included: "fit" shows it all.
+/// Per thread, per NVTX depth: its ranges (by start), and the longest one's length (how far
+/// back a row's search for what overlaps a time must look).
+fn nvtx_rows(trace: &Trace) -> (Vec<Vec<Vec<u32>>>, Vec<Vec<i64>>) {
+    let mut nvtx_by_depth = Vec::new();
+    let mut longest_range = Vec::new();
+    for t in &trace.threads {
+        let max_depth = t
+            .nvtx
+            .depth
+            .iter()
+            .copied()
+            .max()
+            .map_or(0, |d| d as usize + 1);
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); max_depth];
+        let mut longest = vec![0i64; max_depth];
+        for r in 0..t.nvtx.len() {
+            let d = t.nvtx.depth[r] as usize;
+            rows[d].push(r as u32);
+            longest[d] = longest[d].max(t.nvtx.end[r] - t.nvtx.start[r]);
+        }
+        nvtx_by_depth.push(rows);
+        longest_range.push(longest);
+    }
+    (nvtx_by_depth, longest_range)
+}
+
 fn full_range(trace: &Trace) -> (i64, i64) {
     trace.time_span().unwrap_or((0, 1_000_000))
 }
