@@ -156,7 +156,24 @@ fn job_ui(
     cells: &mut CellValue,
     all_gpus: &mut bool,
 ) -> Option<PathBuf> {
-    let mut open = None;
+    job_heading(ui, job);
+    ui.add_space(6.0);
+    ui.horizontal(|ui| {
+        ui.strong("Ranks × iterations");
+        ui.selectable_value(cells, CellValue::HeldBack, "held the others back");
+        ui.selectable_value(cells, CellValue::Wait, "waited in NCCL");
+        ui.selectable_value(cells, CellValue::Duration, "iteration time");
+    });
+    if let Some((_, rows)) = layout.heat.iter().find(|h| h.0 == *cells) {
+        heatmap(ui, job, *cells, rows);
+    }
+    let open = gpu_table(ui, job, layout, all_gpus);
+    late_collectives(ui, job);
+    open
+}
+
+/// The job's size and span, how its clocks were aligned, and its straggler finding.
+fn job_heading(ui: &mut egui::Ui, job: &Job) {
     ui.heading(format!(
         "Job of {} ranks ({} GPUs), {} long",
         job.files.len(),
@@ -186,16 +203,17 @@ fn job_ui(
             ));
         });
     }
-    ui.add_space(6.0);
-    ui.horizontal(|ui| {
-        ui.strong("Ranks × iterations");
-        ui.selectable_value(cells, CellValue::HeldBack, "held the others back");
-        ui.selectable_value(cells, CellValue::Wait, "waited in NCCL");
-        ui.selectable_value(cells, CellValue::Duration, "iteration time");
-    });
-    if let Some((_, rows)) = layout.heat.iter().find(|h| h.0 == *cells) {
-        heatmap(ui, job, *cells, rows);
-    }
+}
+
+/// The GPUs, most NCCL waiting first (the first few unless all are asked for), each with
+/// an Open button for its rank's export; the export to open when one is clicked.
+fn gpu_table(
+    ui: &mut egui::Ui,
+    job: &Job,
+    layout: &Layout,
+    all_gpus: &mut bool,
+) -> Option<PathBuf> {
+    let mut open = None;
     ui.add_space(8.0);
     ui.strong("GPUs, most NCCL waiting first");
     let gpu_rows = &layout.gpu_rows;
@@ -260,6 +278,11 @@ fn job_ui(
             *all_gpus = !*all_gpus;
         }
     }
+    open
+}
+
+/// The collectives held back longest, and the slowest iteration's path by collective.
+fn late_collectives(ui: &mut egui::Ui, job: &Job) {
     ui.add_space(8.0);
     ui.strong("Collectives held back longest");
     for l in &job.nccl_wait.late {
@@ -283,7 +306,6 @@ fn job_ui(
             ));
         }
     }
-    open
 }
 
 /// The rows of the page's heatmap and GPU table, worked out once a job (not every frame:

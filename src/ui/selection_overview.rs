@@ -196,39 +196,7 @@ pub fn banner(
                 }
             }
         }
-        let path = state.path.as_ref().filter(|(k, _)| *k == (a, b));
-        match (path, &state.path_job) {
-            (Some((_, p)), _) => match p.as_ref() {
-                Some(p) => {
-                    ui.label(format!("critical path: {}", path_words(p)))
-                        .on_hover_text("the chain of work back from the last kernel to end in the selection, each piece waiting for the one before (the yellow line)");
-                }
-                None => {
-                    ui.label("no kernel ends in the selection: no critical path");
-                }
-            },
-            (None, Some(_)) => {
-                crate::ui::busy(ui);
-            }
-            (None, None) => {
-                if ui
-                    .small_button("critical path")
-                    .on_hover_text("the chain of work that set the selection's end, drawn on the timeline")
-                    .clicked()
-                    || asked == Some(Ask::CriticalPath)
-                {
-                    let trace = trace.clone();
-                    state.path_job = Some(Task::compute((a, b), Some(ui.ctx()), move |_| {
-                        let graph = Graph::new(&trace);
-                        Arc::new(
-                            graph
-                                .window_path((a, b))
-                                .map(|p| summarise_path(&graph, p)),
-                        )
-                    }));
-                }
-            }
-        }
+        critical_path_item(ui, state, trace, (a, b), asked);
         if ui
             .small_button("save as figure")
             .on_hover_text("the timeline over the selection, a row per GPU stream, as PNG or SVG with its spans (also: right-click the timeline)")
@@ -264,6 +232,48 @@ pub fn banner(
         }
     });
     try_it
+}
+
+/// The selection's critical path: its words once worked out, a spinner meanwhile, else the
+/// button that asks for it.
+fn critical_path_item(
+    ui: &mut egui::Ui,
+    state: &mut SelectionOverview,
+    trace: &Arc<Trace>,
+    (a, b): (i64, i64),
+    asked: Option<Ask>,
+) {
+    let path = state.path.as_ref().filter(|(k, _)| *k == (a, b));
+    match (path, &state.path_job) {
+        (Some((_, p)), _) => match p.as_ref() {
+            Some(p) => {
+                ui.label(format!("critical path: {}", path_words(p)))
+                    .on_hover_text("the chain of work back from the last kernel to end in the selection, each piece waiting for the one before (the yellow line)");
+            }
+            None => {
+                ui.label("no kernel ends in the selection: no critical path");
+            }
+        },
+        (None, Some(_)) => {
+            crate::ui::busy(ui);
+        }
+        (None, None) => {
+            if ui
+                .small_button("critical path")
+                .on_hover_text(
+                    "the chain of work that set the selection's end, drawn on the timeline",
+                )
+                .clicked()
+                || asked == Some(Ask::CriticalPath)
+            {
+                let trace = trace.clone();
+                state.path_job = Some(Task::compute((a, b), Some(ui.ctx()), move |_| {
+                    let graph = Graph::new(&trace);
+                    Arc::new(graph.window_path((a, b)).map(|p| summarise_path(&graph, p)))
+                }));
+            }
+        }
+    }
 }
 
 /// "12.3 ms — compute 8.1 ms, CPU 2.2 ms, NCCL 1.0 ms": the path's length and the kinds
