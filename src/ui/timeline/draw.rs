@@ -711,8 +711,13 @@ impl Timeline {
         plot: Rect,
         x_of: &dyn Fn(f64) -> f32,
     ) {
-        // The current window (or the one being dragged), a zoom being dragged on the ruler,
-        // a measured span: each a band with its length.
+        self.draw_bands(painter, plot, x_of);
+        self.draw_selected(painter, trace, rows, plot, x_of);
+    }
+
+    /// The current window (or the one being dragged), a zoom being dragged on the ruler, a
+    /// measured span: each a band with its length.
+    fn draw_bands(&self, painter: &egui::Painter, plot: Rect, x_of: &dyn Fn(f64) -> f32) {
         let window = self
             .input
             .pending_window
@@ -751,6 +756,17 @@ impl Timeline {
             painter.rect_filled(back, 3.0, Color32::from_black_alpha(190));
             painter.galley(at, galley, Color32::WHITE);
         }
+    }
+
+    /// The selected item outlined on its row; a kernel's with an arrow from its launch.
+    fn draw_selected(
+        &self,
+        painter: &egui::Painter,
+        trace: &Trace,
+        rows: &[RowKind],
+        plot: Rect,
+        x_of: &dyn Fn(f64) -> f32,
+    ) {
         let Some(sel) = self.selection else { return };
         let row_y = |target: RowKind| row_top(rows, target, plot.top() - self.scroll_y);
         let stroke = Stroke::new(2.0, theme::SELECTION);
@@ -801,45 +817,44 @@ impl Timeline {
                     thread,
                     depth: n.depth[range],
                 }) {
-                    let r = Rect::from_min_max(
-                        Pos2::new(x_of(n.start[range] as f64), y + 1.0),
-                        Pos2::new(x_of(n.end[range] as f64), y + ROW_H - 1.0),
-                    );
-                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                    outline(painter, x_of, y, (n.start[range], n.end[range]), stroke);
                 }
             }
             Selection::Running { thread, slice } => {
                 let sc = &trace.threads[thread].scheduling;
                 if let Some(y) = row_y(RowKind::Sched { thread }) {
-                    let r = Rect::from_min_max(
-                        Pos2::new(x_of(sc.start[slice] as f64), y + 1.0),
-                        Pos2::new(x_of(sc.end[slice] as f64), y + ROW_H - 1.0),
-                    );
-                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                    outline(painter, x_of, y, (sc.start[slice], sc.end[slice]), stroke);
                 }
             }
             Selection::OsCall { thread, call } => {
                 let o = &trace.threads[thread].osrt;
                 if let Some(y) = row_y(RowKind::Osrt { thread }) {
-                    let r = Rect::from_min_max(
-                        Pos2::new(x_of(o.start[call] as f64), y + 1.0),
-                        Pos2::new(x_of(o.end[call] as f64), y + ROW_H - 1.0),
-                    );
-                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                    outline(painter, x_of, y, (o.start[call], o.end[call]), stroke);
                 }
             }
             Selection::Call { thread, call } => {
                 let a = &trace.threads[thread].api;
                 if let Some(y) = row_y(RowKind::Api { thread }) {
-                    let r = Rect::from_min_max(
-                        Pos2::new(x_of(a.start[call] as f64), y + 1.0),
-                        Pos2::new(x_of(a.end[call] as f64), y + ROW_H - 1.0),
-                    );
-                    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
+                    outline(painter, x_of, y, (a.start[call], a.end[call]), stroke);
                 }
             }
         }
     }
+}
+
+/// `(start, end)` outlined on the row whose top is `y`.
+fn outline(
+    painter: &egui::Painter,
+    x_of: &dyn Fn(f64) -> f32,
+    y: f32,
+    (start, end): (i64, i64),
+    stroke: Stroke,
+) {
+    let r = Rect::from_min_max(
+        Pos2::new(x_of(start as f64), y + 1.0),
+        Pos2::new(x_of(end as f64), y + ROW_H - 1.0),
+    );
+    painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Outside);
 }
 
 /// Where a row is drawn: its rectangle inside its margins, the mapping between time and x,
