@@ -517,15 +517,33 @@ impl Timeline {
             let color = ui.visuals().text_color().gamma_multiply(0.35);
             plot_painter.vline(x, plot.y_range(), Stroke::new(1.0, color));
         }
+        self.on_clicks(&response, plot, &rows, hovered.as_ref(), trace, &mut out);
+        let view = (self.view.0 as i64, self.view.1 as i64);
+        save_view_menu(&response, view, self.window);
+        hover_tooltip(response, hovered, hover_text, transfers);
+        out
+    }
+
+    /// A click on the plot selects what is under the pointer (`hovered`), on the labels
+    /// folds a group; a double click zooms to the item under the pointer.
+    fn on_clicks(
+        &mut self,
+        response: &egui::Response,
+        plot: Rect,
+        rows: &[RowKind],
+        hovered: Option<&(Selection, String)>,
+        trace: &Trace,
+        out: &mut TimelineResponse,
+    ) {
         // Clicks on the plot select what is under the pointer; on the labels, fold groups.
         if response.clicked()
             && let Some(p) = response.interact_pointer_pos()
         {
             self.marks.measure = None;
             if p.x < plot.left() {
-                self.toggle_group_at(&rows, plot.top() - self.scroll_y, p.y);
+                self.toggle_group_at(rows, plot.top() - self.scroll_y, p.y);
             } else if p.y > plot.top() {
-                self.selection = hovered.as_ref().map(|h| h.0);
+                self.selection = hovered.map(|h| h.0);
                 out.selected = self.selection.is_some();
                 // A new selection is what Details shows: the gap a panel chose before is
                 // not kept above it.
@@ -539,25 +557,32 @@ impl Timeline {
             && let Some(p) = response.interact_pointer_pos()
             && p.x >= plot.left()
             && p.y > plot.top()
-            && let Some((item, _)) = &hovered
+            && let Some((item, _)) = hovered
         {
             let (start, end) = item.span(trace);
             self.zoom_to(start, end, ZOOM_TO_ITEM_MARGIN);
         }
-        let view = (self.view.0 as i64, self.view.1 as i64);
-        save_view_menu(&response, view, self.window);
-        if let Some((item, mut text)) = hovered {
-            if let Selection::Op { device, op } = item
-                && let Some(k) =
-                    transfers.and_then(|t| t.get(device, op.stream as usize, op.op as usize))
-            {
-                text += &transfer_tooltip(k);
-            }
-            response.on_hover_text_at_pointer(text);
-        } else if let Some(text) = hover_text {
-            response.on_hover_text_at_pointer(text);
+    }
+}
+
+/// The tooltip of what is under the pointer (a kernel's with its NCCL transfer when
+/// known), else of a row's own hover text.
+fn hover_tooltip(
+    response: egui::Response,
+    hovered: Option<(Selection, String)>,
+    hover_text: Option<String>,
+    transfers: Option<&KernelTransfers>,
+) {
+    if let Some((item, mut text)) = hovered {
+        if let Selection::Op { device, op } = item
+            && let Some(k) =
+                transfers.and_then(|t| t.get(device, op.stream as usize, op.op as usize))
+        {
+            text += &transfer_tooltip(k);
         }
-        out
+        response.on_hover_text_at_pointer(text);
+    } else if let Some(text) = hover_text {
+        response.on_hover_text_at_pointer(text);
     }
 }
 
