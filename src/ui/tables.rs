@@ -281,7 +281,7 @@ impl Tables {
                 TableBuilder::new(ui)
                     .striped(true)
                     .columns(Column::auto(), NCCL_COLUMNS.len())
-                    .column(Column::remainder().at_least(220.0))
+                    .column(Column::remainder().at_least(100.0))
                     .header(20.0, |mut header| {
                         for (i, name) in NCCL_COLUMNS.iter().enumerate() {
                             header.col(|ui| {
@@ -291,7 +291,10 @@ impl Tables {
                             });
                         }
                         header.col(|ui| {
-                            ui.strong("durations (log2 buckets, log counts; hover for numbers)");
+                            // Short enough for a 1024 px window; the rest on hover.
+                            ui.strong("durations").on_hover_text(
+                                "each kernel's duration in log2 buckets, counts on a log scale; hover a bar for its numbers",
+                            );
                         });
                     })
                     .body(|body| {
