@@ -152,49 +152,9 @@ impl IterationsPanel {
                 open = Some(k);
             }
         }
-        ui.horizontal_wrapped(|ui| {
-            let slow: Vec<usize> = {
-                let mut all: Vec<usize> = its
-                    .per_device
-                    .iter()
-                    .flat_map(|d| d.slow_indices.clone())
-                    .collect();
-                all.sort_unstable();
-                all.dedup();
-                all
-            };
-            if !slow.is_empty() {
-                ui.label("slow:");
-                for &k in slow.iter().take(12) {
-                    if ui.small_button(format!("iter {k}")).clicked() {
-                        open = Some(k);
-                    }
-                }
-                if slow.len() > 12 {
-                    ui.label(format!("and {} more", slow.len() - 12));
-                }
-                ui.separator();
-            }
-            // The plot's legend, in this row: inside a plot this short it hid the lines.
-            for (i, d) in its.per_device.iter().enumerate() {
-                ui.label(
-                    RichText::new(format!("— {}", trace.gpu_name(d.device))).color(device_color(i)),
-                );
-            }
-            if compared.is_some() {
-                ui.label(RichText::new("- - compared run").color(Color32::GRAY));
-            }
-            ui.label(RichText::new("• slow").color(Color32::RED));
-            let median = if steady.median_ns > 0 {
-                format!(
-                    ", across: the median across GPUs ({}; an iteration as long as its slowest GPU)",
-                    format_ns(steady.median_ns)
-                )
-            } else {
-                String::new()
-            };
-            ui.label(RichText::new(format!("dashed: end of warm-up{median}")).color(Color32::GRAY));
-        });
+        if let Some(k) = slow_and_legend(ui, trace, its, compared, steady.median_ns) {
+            open = Some(k);
+        }
         // Plots on the left, the drill-down beside them.
         let height = ((ui.available_height() - 30.0) / 2.0).clamp(80.0, 220.0);
         let plots_width = (ui.available_width() * 0.42).max(260.0);
@@ -510,6 +470,62 @@ fn histogram(ui: &mut egui::Ui, its: &Iterations, height: f32) {
         .allow_scroll(false)
         .show(ui, |plot| plot.bar_chart(BarChart::new("durations", bars)));
     save_menu(&response.response, figures::data::HISTOGRAM);
+}
+
+/// The slow iterations' buttons and the plot's legend, on one wrapped row; the iteration
+/// whose button was clicked.
+fn slow_and_legend(
+    ui: &mut egui::Ui,
+    trace: &Trace,
+    its: &Iterations,
+    compared: Option<&Iterations>,
+    steady_median_ns: i64,
+) -> Option<usize> {
+    let mut open = None;
+    ui.horizontal_wrapped(|ui| {
+        let slow: Vec<usize> = {
+            let mut all: Vec<usize> = its
+                .per_device
+                .iter()
+                .flat_map(|d| d.slow_indices.clone())
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        };
+        if !slow.is_empty() {
+            ui.label("slow:");
+            for &k in slow.iter().take(12) {
+                if ui.small_button(format!("iter {k}")).clicked() {
+                    open = Some(k);
+                }
+            }
+            if slow.len() > 12 {
+                ui.label(format!("and {} more", slow.len() - 12));
+            }
+            ui.separator();
+        }
+        // The plot's legend, in this row: inside a plot this short it hid the lines.
+        for (i, d) in its.per_device.iter().enumerate() {
+            ui.label(
+                RichText::new(format!("— {}", trace.gpu_name(d.device))).color(device_color(i)),
+            );
+        }
+        if compared.is_some() {
+            ui.label(RichText::new("- - compared run").color(Color32::GRAY));
+        }
+        ui.label(RichText::new("• slow").color(Color32::RED));
+        let median = if steady_median_ns > 0 {
+            format!(
+                ", across: the median across GPUs ({}; an iteration as long as its slowest GPU)",
+                format_ns(steady_median_ns)
+            )
+        } else {
+            String::new()
+        };
+        ui.label(RichText::new(format!("dashed: end of warm-up{median}")).color(Color32::GRAY));
+    });
+    open
 }
 
 fn show_drilldown(

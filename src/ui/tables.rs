@@ -229,42 +229,10 @@ impl Tables {
             None => overview.nccl.iter().map(NcclRow::of_stat).collect(),
         };
         let cut: usize = rows.iter().map(|r| r.cut).sum();
-        let (column, descending) = self.nccl_sort;
-        rows.sort_by(|a, b| {
-            let ord = match column {
-                0 => a.device.cmp(&b.device),
-                1 => a.collective.cmp(b.collective),
-                2 => a.bytes_max.cmp(&b.bytes_max),
-                3 => a.count.cmp(&b.count),
-                4 => a.total_ns.cmp(&b.total_ns),
-                5 => a.median_ns.cmp(&b.median_ns),
-                6 => a.bytes_total.cmp(&b.bytes_total),
-                7 => a.algbw.unwrap_or(-1.0).total_cmp(&b.algbw.unwrap_or(-1.0)),
-                _ => a.busbw.unwrap_or(-1.0).total_cmp(&b.busbw.unwrap_or(-1.0)),
-            };
-            if descending { ord.reverse() } else { ord }
-        });
+        sort_nccl_rows(&mut rows, self.nccl_sort);
         let mut clicked: Option<String> = None;
         let mut sort = None;
-        ui.horizontal(|ui| {
-            ui.label(
-                "Click a collective to mark its kernels on the timeline and step through them.",
-            );
-            match (input.payloads_read, with_bytes) {
-                (false, _) => {
-                    ui.weak("Reading NCCL's payloads…");
-                }
-                // Said below, where it can wrap.
-                (true, None) => {}
-                (true, Some(_)) => {
-                    ui.checkbox(&mut self.nccl_split_by_size, "split by message size")
-                        .on_hover_text(
-                            "One row per power-of-two size class: a type whose durations \
-                             show two humps often moves two sizes.",
-                        );
-                }
-            }
-        });
+        self.nccl_header(ui, input.payloads_read, with_bytes.is_some());
         if input.payloads_read && !input.has_bytes {
             ui.add(egui::Label::new(egui::RichText::new(no_bytes_note(overview)).weak()).wrap());
         }
@@ -336,6 +304,29 @@ impl Tables {
         if let Some(name) = clicked {
             step_through(nav, &name, Mode::Substring);
         }
+    }
+
+    /// How to use the table and, once payloads give bytes, the split by message size.
+    fn nccl_header(&mut self, ui: &mut egui::Ui, payloads_read: bool, with_bytes: bool) {
+        ui.horizontal(|ui| {
+            ui.label(
+                "Click a collective to mark its kernels on the timeline and step through them.",
+            );
+            match (payloads_read, with_bytes) {
+                (false, _) => {
+                    ui.weak("Reading NCCL's payloads…");
+                }
+                // Said below, where it can wrap.
+                (true, false) => {}
+                (true, true) => {
+                    ui.checkbox(&mut self.nccl_split_by_size, "split by message size")
+                        .on_hover_text(
+                            "One row per power-of-two size class: a type whose durations \
+                             show two humps often moves two sizes.",
+                        );
+                }
+            }
+        });
     }
 }
 
@@ -656,4 +647,22 @@ impl Tables {
 /// narrow window still shows the numbers beside it (the column can be dragged wider).
 fn name_width(ui: &egui::Ui, widest: f32) -> f32 {
     (ui.available_width() * 0.4).clamp(160.0, widest)
+}
+
+/// The NCCL rows by the table's sort: (column, descending).
+fn sort_nccl_rows(rows: &mut [NcclRow], (column, descending): (usize, bool)) {
+    rows.sort_by(|a, b| {
+        let ord = match column {
+            0 => a.device.cmp(&b.device),
+            1 => a.collective.cmp(b.collective),
+            2 => a.bytes_max.cmp(&b.bytes_max),
+            3 => a.count.cmp(&b.count),
+            4 => a.total_ns.cmp(&b.total_ns),
+            5 => a.median_ns.cmp(&b.median_ns),
+            6 => a.bytes_total.cmp(&b.bytes_total),
+            7 => a.algbw.unwrap_or(-1.0).total_cmp(&b.algbw.unwrap_or(-1.0)),
+            _ => a.busbw.unwrap_or(-1.0).total_cmp(&b.busbw.unwrap_or(-1.0)),
+        };
+        if descending { ord.reverse() } else { ord }
+    });
 }

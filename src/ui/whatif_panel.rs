@@ -153,6 +153,28 @@ impl WhatIfPanel {
                 Err(e) => self.error = Some(e),
             }
         }
+        self.show_preset(ui);
+        self.show_form(ui, trace, overview);
+        if let Some(e) = &self.error {
+            ui.colored_label(ui.visuals().warn_fg_color, e);
+        }
+        let Some(answer) = self.answer.clone() else {
+            ui.label("The trace is replayed with the change: every launch, sync and collective moves as what it depends on moves. Replaying it unchanged reproduces it; the error is shown with the answer.");
+            return;
+        };
+        let w = &answer.what_if;
+        ui.label(format!(
+            "Replayed unchanged, the model reproduces this trace to {:.3} %.",
+            max_error(w)
+        ));
+        self.show_answer(ui, trace, &answer, nav);
+        for a in &w.assumptions {
+            ui.label(RichText::new(format!("Assumed: {a}.")).small());
+        }
+    }
+
+    /// The change a finding or the selection asked for, with a way back to the form.
+    fn show_preset(&mut self, ui: &mut egui::Ui) {
         if let Some((title, change)) = &self.preset {
             let mut clear = false;
             ui.horizontal(|ui| {
@@ -168,6 +190,10 @@ impl WhatIfPanel {
                 self.preset = None;
             }
         }
+    }
+
+    /// The change's fields and the Replay button, with the replay's progress.
+    fn show_form(&mut self, ui: &mut egui::Ui, trace: &Arc<Trace>, overview: &Arc<Overview>) {
         ui.horizontal_wrapped(|ui| {
             ui.label("Remove syncs in");
             ui.add(
@@ -204,18 +230,18 @@ impl WhatIfPanel {
                 ui.label(format!("Replaying the trace… {done:.0} %"));
             }
         });
-        if let Some(e) = &self.error {
-            ui.colored_label(ui.visuals().warn_fg_color, e);
-        }
-        let Some(answer) = self.answer.clone() else {
-            ui.label("The trace is replayed with the change: every launch, sync and collective moves as what it depends on moves. Replaying it unchanged reproduces it; the error is shown with the answer.");
-            return;
-        };
+    }
+
+    /// Each GPU's measured and predicted iteration and span, and its predicted idle to draw
+    /// over the timeline.
+    fn show_answer(
+        &mut self,
+        ui: &mut egui::Ui,
+        trace: &Trace,
+        answer: &Arc<Answer>,
+        nav: &mut Vec<Nav>,
+    ) {
         let w = &answer.what_if;
-        ui.label(format!(
-            "Replayed unchanged, the model reproduces this trace to {:.3} %.",
-            max_error(w)
-        ));
         egui::Grid::new("what-if")
             .striped(true)
             .num_columns(8)
@@ -264,8 +290,5 @@ impl WhatIfPanel {
                     ui.end_row();
                 }
             });
-        for a in &w.assumptions {
-            ui.label(RichText::new(format!("Assumed: {a}.")).small());
-        }
     }
 }
