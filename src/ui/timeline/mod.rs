@@ -23,6 +23,7 @@ mod index;
 mod input;
 pub mod metric_rows;
 mod nav;
+mod overlays;
 mod rows;
 mod ruler;
 pub mod search;
