@@ -12,6 +12,7 @@ pub mod gap_finder;
 pub mod gap_table;
 pub mod graphs_panel;
 pub mod heatmap;
+mod iteration_drilldown;
 pub mod iterations_panel;
 pub mod job_page;
 mod labels;
