@@ -5,8 +5,8 @@
 /// Declares a struct whose `pub NAME: Vec<T>` fields are columns of one table, `start`
 /// (`Vec<i64>`) first (every column as long as it, or left empty where a column is
 /// optional), and, in an `others { … }` block after it, fields that are not rows. Gives
-/// `ROW_BYTES`, `len`, `column_bytes`, `columns_agree`, `permute_rows` (an empty column stays empty),
-/// `select_rows` (the others copied) and `sort_by_start` ([`start_order`]).
+/// `ROW_BYTES`, `len`, `column_bytes`, `columns_agree`, `permute_rows` (an empty column
+/// stays empty), `select_rows` (the others copied) and `sort_by_start` ([`start_order`]).
 macro_rules! columns {
     (
         $(#[$meta:meta])*
