@@ -663,13 +663,18 @@ mod tests {
     use super::*;
     use crate::synth::{self, Preset, SynthOptions};
 
-    /// Each NVTX event `events` lists over windows across the run: (name, start, length).
-    fn nvtx_events(traces: &Traces, id: &str, (a, b): (i64, i64)) -> Vec<(String, i64, i64)> {
+    /// A tool's answer, with no progress to report and nothing to cancel.
+    fn answer(traces: &Traces, name: &str, args: &Value) -> Answer {
         let never = AtomicBool::new(false);
         let hooks = Hooks {
             progress: &|_, _| {},
             cancel: &never,
         };
+        call(traces, name, args, &hooks).expect(name)
+    }
+
+    /// Each NVTX event `events` lists over windows across the run: (name, start, length).
+    fn nvtx_events(traces: &Traces, id: &str, (a, b): (i64, i64)) -> Vec<(String, i64, i64)> {
         let mut out = Vec::new();
         // A window at the start, two inside (ranges open across their start included) and
         // the whole run.
@@ -683,7 +688,7 @@ mod tests {
             let args = serde_json::json!({
                 "trace_id": id, "start_ns": from, "end_ns": to, "limit": 100_000,
             });
-            let answer = call(traces, "events", &args, &hooks).expect("events");
+            let answer = answer(traces, "events", &args);
             let events = answer.json["events"].as_array().expect("a list").clone();
             out.extend(events.iter().filter(|e| e["kind"] == "nvtx").map(|e| {
                 (
@@ -714,16 +719,11 @@ mod tests {
             .unwrap();
         assert!(changed > 0, "the run has push/pop ranges");
         drop(conn);
-        let never = AtomicBool::new(false);
-        let hooks = Hooks {
-            progress: &|_, _| {},
-            cancel: &never,
-        };
         let traces = Traces::new(true);
         let mut lists = Vec::new();
         for path in [&push_pop, &start_end] {
             let args = serde_json::json!({ "paths": [path.display().to_string()] });
-            let opened = call(&traces, "open_trace", &args, &hooks).expect("opened");
+            let opened = answer(&traces, "open_trace", &args);
             let id = opened.json["trace_id"].as_str().expect("an id").to_string();
             let span = &opened.json["span_ns"];
             let span = (span[0].as_i64().unwrap(), span[1].as_i64().unwrap());

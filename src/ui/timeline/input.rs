@@ -30,7 +30,7 @@ impl Timeline {
         // reads it alike, whatever an earlier one changed.
         let (v0, v1) = self.view;
         let t_of = |x: f32| v0 + ((x - plot.left()) / plot.width()) as f64 * (v1 - v0);
-        self.on_wheel(ui, response, plot, &t_of);
+        self.on_wheel(ui, response, plot, (v0, v1), &t_of);
         self.on_keys(ui, response, (v0, v1));
         self.on_drag(ui, response, plot, ruler, &t_of);
     }
@@ -61,9 +61,9 @@ impl Timeline {
         ui: &egui::Ui,
         response: &egui::Response,
         plot: Rect,
+        (v0, v1): (f64, f64),
         t_of: &dyn Fn(f32) -> f64,
     ) {
-        let (v0, v1) = self.view;
         if response.hovered() {
             let (scroll, zoom, mods) =
                 ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers));
