@@ -28,6 +28,13 @@ pub fn peak_rss_bytes() -> Option<u64> {
 pub const MMAP_FROM_BYTES: usize = 32 << 20;
 /// Free memory a heap's top may keep before glibc gives it back by itself.
 const TRIM_FROM_BYTES: usize = 64 << 20;
+/// While a guard is held, the free memory a thread's heap keeps at its top when it could
+/// go (glibc's `M_TOP_PAD`): without it, a heap emptied by a freed chunk is unmapped at
+/// once and mapped afresh for the next, a fault per page each time. The figures:
+/// docs/benchmarks.md, "Figures behind the code".
+const TOP_PAD_BYTES: usize = 64 << 20;
+/// glibc's own `M_TOP_PAD`, put back when the last guard goes.
+const DEFAULT_TOP_PAD_BYTES: usize = 128 << 10;
 
 /// While alive, freed blocks under 32 MiB stay in glibc's heaps for reuse; when the last
 /// guard goes (a load ends, or the command line's analyses), what is free in the heaps
@@ -48,6 +55,7 @@ impl LoadMemoryGuard {
     pub fn hold() -> Self {
         if LOADS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             set_thresholds(MMAP_FROM_BYTES, TRIM_FROM_BYTES);
+            set_top_pad(TOP_PAD_BYTES);
         }
         Self(())
     }
@@ -57,6 +65,7 @@ impl Drop for LoadMemoryGuard {
     fn drop(&mut self) {
         if LOADS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
             // The chunks and temporaries freed in the middle of the heaps go back at once.
+            set_top_pad(DEFAULT_TOP_PAD_BYTES);
             trim();
         }
     }
@@ -72,6 +81,17 @@ fn set_thresholds(mmap_bytes: usize, trim_bytes: usize) {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = (mmap_bytes, trim_bytes);
+}
+
+fn set_top_pad(bytes: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: as in `set_thresholds`.
+    unsafe {
+        // Fits an int (64 MiB).
+        libc::mallopt(libc::M_TOP_PAD, bytes as i32);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
 }
 
 /// Gives the free pages of glibc's arenas back to the system (`malloc_trim`).

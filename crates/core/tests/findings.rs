@@ -535,3 +535,62 @@ fn gaps_looked_up_in_turn_find_what_a_search_of_each_finds() {
     }
     assert!(found > 100, "{found} gaps with a synchronising call");
 }
+
+/// The report's work beside the replays runs once, before the run returns (on the kinder
+/// shape too, whose findings replay other changes); the report it writes, with the
+/// findings put in once they end, is the report written after them.
+#[test]
+fn the_work_beside_the_replays_runs_once_and_writes_the_same_report() {
+    use nsys_explorer_core::overview::Overview;
+    use nsys_explorer_core::report::{report_json, set_findings_json};
+    use nsys_explorer_core::session::{self, Opened, Source, Stages, Until};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    /// Counts the calls and writes the report without findings, as the command line does.
+    #[derive(Default)]
+    struct Beside {
+        calls: AtomicUsize,
+        report: Mutex<Option<serde_json::Value>>,
+    }
+    impl Stages for Beside {
+        fn beside_replays(&self, opened: &Opened, overview: &Arc<Overview>) {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let load = opened.report_with_stacks();
+            let json = report_json(&opened.trace, &load, overview, &[], &Options::default());
+            *self.report.lock().unwrap() = Some(json);
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let clean = SynthOptions {
+        clean: true,
+        ..SynthOptions::new(Preset::Tiny)
+    };
+    for (name, synth_options) in [("tiny", SynthOptions::new(Preset::Tiny)), ("clean", clean)] {
+        let path = dir.path().join(format!("{name}.sqlite"));
+        synth::generate(&path, synth_options).unwrap();
+        let beside = Beside::default();
+        let ran = session::run(
+            &Source::One(path),
+            &Options::default(),
+            Until::Findings,
+            &beside,
+            &AtomicBool::new(false),
+            false,
+        )
+        .unwrap();
+        assert_eq!(beside.calls.load(Ordering::SeqCst), 1, "{name}");
+        let (overview, found) = (ran.overview.unwrap(), ran.findings.unwrap());
+        assert!(
+            found.iter().any(|f| f.saving_ns.is_some()),
+            "{name}: replayed"
+        );
+        let trace = &ran.opened.trace;
+        let mut written = beside.report.into_inner().unwrap().unwrap();
+        set_findings_json(&mut written, trace, &found);
+        let load = ran.opened.report_with_stacks();
+        let after = report_json(trace, &load, &overview, &found, &Options::default());
+        assert_eq!(written, after, "{name}");
+    }
+}

@@ -203,7 +203,7 @@ pub fn replay_savings(
     done: impl Fn(usize, Saving) + Sync,
 ) -> Option<Vec<Option<Saving>>> {
     let prepared = prepare(trace, overview);
-    replay_savings_with(trace, overview, &prepared, findings, cancel, done)
+    replay_savings_with(trace, overview, &prepared, findings, cancel, done, &|| {})
 }
 
 /// What the replays of `trace`'s changes share, built once (see [`Prepared`]).
@@ -212,7 +212,8 @@ pub fn prepare(trace: &Trace, overview: &Overview) -> Prepared {
     Prepared::with_collectives(trace, overview.collectives(trace))
 }
 
-/// [`replay_savings`], with what the replays share built already.
+/// [`replay_savings`], with what the replays share built already; `beside` is run on the
+/// thread whose walk ends first (see [`Beside`]).
 pub fn replay_savings_with(
     trace: &Trace,
     overview: &Overview,
@@ -220,6 +221,7 @@ pub fn replay_savings_with(
     findings: &[Finding],
     cancel: &AtomicBool,
     done: impl Fn(usize, Saving) + Sync,
+    beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Option<Saving>>> {
     crate::profile_scope!("findings: replays");
     let measured = measured_spans(trace);
@@ -256,18 +258,31 @@ pub fn replay_savings_with(
     };
     // Per finding: its saving and its upper bound's, as their walks end.
     let found = std::sync::Mutex::new(vec![(None, None); findings.len()]);
+    // After the walks, one more task: `beside`, which the first thread free takes (the
+    // walks are seldom even: five changes on two threads walk three and two).
     let walked: Option<Vec<()>> = changes
         .par_chunks(per_walk)
+        .map(Some)
+        .chain(rayon::iter::once(None))
         .map(|walk| {
+            let Some(walk) = walk else {
+                beside();
+                return Some(());
+            };
             let these: Vec<&Change> = walk.iter().map(|&(_, _, c)| c).collect();
             let spans = predicted_spans_of(trace, prepared, &these, Some(&overview.gaps), cancel)?;
-            let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-            for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
-                let slot = &mut found[i];
-                *(if upper { &mut slot.1 } else { &mut slot.0 }) = Some(saving_of(spans));
-                if let Some(saving) = ended(&findings[i], *slot) {
-                    done(i, saving);
+            let mut ended_now = Vec::new();
+            {
+                let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
+                    let slot = &mut found[i];
+                    *(if upper { &mut slot.1 } else { &mut slot.0 }) = Some(saving_of(spans));
+                    ended_now.extend(ended(&findings[i], *slot).map(|saving| (i, saving)));
                 }
+            }
+            // Told outside the lock: the other walks' ends do not wait on the listener.
+            for (i, saving) in ended_now {
+                done(i, saving);
             }
             Some(())
         })
@@ -362,6 +377,7 @@ pub fn findings_kept(
         &AtomicBool::new(false),
         &|_, _| {},
         &|_, _| {},
+        &|| {},
     )
     .unwrap_or_default()
 }
@@ -376,6 +392,7 @@ pub fn findings_staged(
     cancel: &AtomicBool,
     detected: &(dyn Fn(&[Finding], i64) + Sync),
     saved: &(dyn Fn(usize, Saving) + Sync),
+    beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Finding>> {
     if let Some(ranked) = key.and_then(|k| read_ranked(k, overview)) {
         return Some(ranked);
@@ -384,8 +401,16 @@ pub fn findings_staged(
     // these replays' savings).
     let (found, prepared) = rayon::join(|| detect(trace, overview), || prepare(trace, overview));
     detected(&found, run_span(trace));
-    let savings =
-        replay_savings_kept(trace, overview, Some(&prepared), &found, cancel, saved, key)?;
+    let savings = replay_savings_kept(
+        trace,
+        overview,
+        Some(&prepared),
+        &found,
+        cancel,
+        saved,
+        key,
+        beside,
+    )?;
     let ranked = finish(trace, overview, found, &savings);
     if let Some(key) = key {
         store_ranked(key, overview, &ranked);
@@ -423,6 +448,7 @@ pub fn replay_savings_kept(
     cancel: &AtomicBool,
     done: impl Fn(usize, Saving) + Sync,
     key: Option<&crate::cache::TraceKey>,
+    beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Option<Saving>>> {
     // The entry names every change replayed: other findings, another entry.
     let what: String = std::iter::once("replayed savings".to_string())
@@ -445,8 +471,18 @@ pub fn replay_savings_kept(
         return Some(savings);
     }
     let savings = match prepared {
-        Some(prepared) => replay_savings_with(trace, overview, prepared, findings, cancel, done)?,
-        None => replay_savings(trace, overview, findings, cancel, done)?,
+        Some(prepared) => {
+            replay_savings_with(trace, overview, prepared, findings, cancel, done, beside)?
+        }
+        None => replay_savings_with(
+            trace,
+            overview,
+            &prepare(trace, overview),
+            findings,
+            cancel,
+            done,
+            beside,
+        )?,
     };
     if let (Some(key), Ok(text)) = (key, serde_json::to_string(&savings)) {
         crate::cache::store_text(key, &what, &text);

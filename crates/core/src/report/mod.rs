@@ -80,6 +80,12 @@ pub fn report_json(
     out
 }
 
+/// Puts `findings` in a report written by [`report_json`] without them (the report's other
+/// parts are written while the findings are replayed).
+pub fn set_findings_json(report: &mut Value, trace: &Trace, findings: &[Finding]) {
+    report["findings"] = findings_json(trace, findings);
+}
+
 /// Each selected device: its counts, windows, breakdown and same-stream diagnosis.
 fn devices_json(trace: &Trace, overview: &Overview, options: &Options) -> Vec<Value> {
     // In parallel: each device's counts read all its ops.

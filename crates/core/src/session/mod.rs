@@ -295,15 +295,26 @@ fn answer_staged(
     // No frames to draw: freed temporaries go back to the system (see the guard).
     let _memory = crate::memory::LoadMemoryGuard::hold();
     let overview = overview_staged(opened, options, cancel, stages)?;
-    // The analyses' freed temporaries given back before the replays add theirs.
-    crate::memory::trim();
-    // The critical path the report prints, worked out beside the replays: they leave a
-    // core free at their end.
+    // The front end's own work on the analyses, once: on the core the replays' walks leave
+    // free first, or after the findings when none walked.
+    let beside_once = std::sync::Once::new();
+    let beside = || beside_once.call_once(|| stages.beside_replays(opened, &overview));
+    // The critical path the report prints, worked out beside the detection.
     let trace = &opened.trace;
     let (findings, _) = rayon::join(
-        || find(trace, &overview, opened.key.as_ref(), cancel, stages),
+        || {
+            find(
+                trace,
+                &overview,
+                opened.key.as_ref(),
+                cancel,
+                stages,
+                &beside,
+            )
+        },
         || overview.slowest_path(trace),
     );
+    beside();
     let findings = findings.filter(|_| !cancel.load(Ordering::Relaxed))?;
     Some(Answers { overview, findings })
 }
@@ -337,6 +348,7 @@ pub fn find(
     key: Option<&TraceKey>,
     cancel: &AtomicBool,
     stages: &dyn Stages,
+    beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Finding>> {
     findings::findings_staged(
         trace,
@@ -345,6 +357,7 @@ pub fn find(
         cancel,
         &|found, span| stages.detected(found, span),
         &|i, saving| stages.saved(i, saving),
+        beside,
     )
 }
 
@@ -368,6 +381,9 @@ pub trait Stages: Sync {
     fn detected(&self, _: &[Finding], _span: i64) {}
     /// Finding `i`'s saving, as its replay ends.
     fn saved(&self, _i: usize, _: findings::Saving) {}
+    /// Work of the front end's own on the analyses, run once while the findings are
+    /// replayed, on the first core their walks leave free (the report's JSON, say).
+    fn beside_replays(&self, _: &Opened, _: &Arc<Overview>) {}
 }
 
 /// Hears nothing.
@@ -468,11 +484,14 @@ pub fn report_output(
     }
     let cancel = std::sync::atomic::AtomicBool::new(false);
     // A device asked for that the trace lacks stops the run once the trace is open.
+    let many = matches!(source, Source::Many { .. });
     let check = DeviceCheck {
         device: options.device,
         files,
         cancel: &cancel,
         missing: std::sync::Mutex::new(None),
+        json_beside: (as_json && !many).then_some(options),
+        json: std::sync::Mutex::new(None),
     };
     let ran = run(&source, options, Until::Findings, &check, &cancel, true);
     if let Some(missing) = check
@@ -482,18 +501,21 @@ pub fn report_output(
     {
         return Err(missing);
     }
+    let json_beside = check.json.into_inner().unwrap_or_else(|e| e.into_inner());
     let ran = ran.map_err(|e| e.to_string())?;
     let opened = &ran.opened;
     let trace = &opened.trace;
     let (Some(overview), Some(findings)) = (&ran.overview, &ran.findings) else {
         return Err("cancelled".into());
     };
-    let many = matches!(source, Source::Many { .. });
     let (reports, files) = (&opened.reports, &opened.files);
     let load_report = opened.report_with_stacks();
     let output = if as_json {
         let json = if many {
             crate::report::many_json(trace, reports, files, overview, findings, options)
+        } else if let Some(mut json) = json_beside {
+            crate::report::set_findings_json(&mut json, trace, findings);
+            json
         } else {
             crate::report::report_json(trace, &load_report, overview, findings, options)
         };
@@ -509,15 +531,29 @@ pub fn report_output(
     Ok(output)
 }
 
-/// Stops a report whose device the trace does not have, saying which it has.
+/// Stops a report whose device the trace does not have, saying which it has; writes a
+/// JSON report's every part but its findings while they are replayed.
 struct DeviceCheck<'a> {
     device: Option<crate::trace::DeviceId>,
     files: &'a [PathBuf],
     cancel: &'a AtomicBool,
     missing: std::sync::Mutex<Option<String>>,
+    /// The options of a JSON report of one file, whose parts are written beside the
+    /// replays (the findings' part once they end).
+    json_beside: Option<&'a Options>,
+    json: std::sync::Mutex<Option<serde_json::Value>>,
 }
 
 impl Stages for DeviceCheck<'_> {
+    fn beside_replays(&self, opened: &Opened, overview: &Arc<Overview>) {
+        let Some(options) = self.json_beside else {
+            return;
+        };
+        let report = opened.report_with_stacks();
+        let json = crate::report::report_json(&opened.trace, &report, overview, &[], options);
+        *self.json.lock().unwrap_or_else(|e| e.into_inner()) = Some(json);
+    }
+
     fn opened(&self, opened: &Opened) {
         let trace = &opened.trace;
         if let Some(id) = self.device

@@ -93,6 +93,7 @@ impl OpenTrace {
                 self.key.as_ref(),
                 &AtomicBool::new(false),
                 &Quiet,
+                &|| {},
             )
             .unwrap_or_default()
         })
