@@ -212,8 +212,8 @@ pub fn prepare(trace: &Trace, overview: &Overview) -> Prepared {
     Prepared::with_collectives(trace, overview.collectives(trace))
 }
 
-/// [`replay_savings`], with what the replays share built already; `beside` is run on the
-/// thread whose walk ends first (see [`Beside`]).
+/// [`replay_savings`], with what the replays share built already; `beside` is run once,
+/// on the thread whose walk ends first (after the walks when none walks).
 pub fn replay_savings_with(
     trace: &Trace,
     overview: &Overview,
@@ -258,17 +258,12 @@ pub fn replay_savings_with(
     };
     // Per finding: its saving and its upper bound's, as their walks end.
     let found = std::sync::Mutex::new(vec![(None, None); findings.len()]);
-    // After the walks, one more task: `beside`, which the first thread free takes (the
-    // walks are seldom even: five changes on two threads walk three and two).
+    // `beside` follows the walk that ends first, on its thread (the walks are seldom
+    // even: five changes on two threads walk three and two).
+    let beside_taken = std::sync::atomic::AtomicBool::new(false);
     let walked: Option<Vec<()>> = changes
         .par_chunks(per_walk)
-        .map(Some)
-        .chain(rayon::iter::once(None))
         .map(|walk| {
-            let Some(walk) = walk else {
-                beside();
-                return Some(());
-            };
             let these: Vec<&Change> = walk.iter().map(|&(_, _, c)| c).collect();
             let spans = predicted_spans_of(trace, prepared, &these, Some(&overview.gaps), cancel)?;
             let mut ended_now = Vec::new();
@@ -284,11 +279,17 @@ pub fn replay_savings_with(
             for (i, saving) in ended_now {
                 done(i, saving);
             }
+            if !beside_taken.swap(true, Ordering::Relaxed) {
+                beside();
+            }
             Some(())
         })
         .collect();
     walked?;
     (!cancel.load(Ordering::Relaxed)).then_some(())?;
+    if !beside_taken.load(Ordering::Relaxed) {
+        beside();
+    }
     let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
     Some(
         findings

@@ -314,8 +314,8 @@ fn answer_staged(
         },
         || overview.slowest_path(trace),
     );
-    beside();
     let findings = findings.filter(|_| !cancel.load(Ordering::Relaxed))?;
+    beside();
     Some(Answers { overview, findings })
 }
 
