@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::overview::Overview;
 use crate::trace::measured_spans;
 use crate::trace::{DeviceId, Trace};
-use crate::whatif::{Change, Prepared, predicted_spans_of};
+use crate::whatif::{Change, Prepared, TraceParts, predicted_spans_of};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -379,13 +379,16 @@ pub fn findings_kept(
         &|_, _| {},
         &|_, _| {},
         &|| {},
+        None,
     )
     .unwrap_or_default()
 }
 
 /// [`findings_kept`], telling `detected` what was found (with the run's span) before the
 /// replays and `saved` each saving as its walk ends; `None` when cancelled. What the window
-/// shows as the findings arrive, and what `report` prints: one path.
+/// shows as the findings arrive, and what `report` prints: one path. `parts`: what the
+/// replays need of the trace alone, when built already (see [`TraceParts`]).
+#[allow(clippy::too_many_arguments)]
 pub fn findings_staged(
     trace: &Trace,
     overview: &Overview,
@@ -394,13 +397,20 @@ pub fn findings_staged(
     detected: &(dyn Fn(&[Finding], i64) + Sync),
     saved: &(dyn Fn(usize, Saving) + Sync),
     beside: &(dyn Fn() + Sync),
+    parts: Option<TraceParts>,
 ) -> Option<Vec<Finding>> {
     if let Some(ranked) = key.and_then(|k| read_ranked(k, overview)) {
         return Some(ranked);
     }
     // What the replays share is built beside the detection (unused when the cache keeps
     // these replays' savings).
-    let (found, prepared) = rayon::join(|| detect(trace, overview), || prepare(trace, overview));
+    let (found, prepared) = rayon::join(
+        || detect(trace, overview),
+        || match parts {
+            Some(parts) => Prepared::from_parts(trace, parts, overview.collectives(trace)),
+            None => prepare(trace, overview),
+        },
+    );
     detected(&found, run_span(trace));
     let savings = replay_savings_kept(
         trace,
@@ -419,21 +429,30 @@ pub fn findings_staged(
     Some(ranked)
 }
 
-fn ranked_entry(overview: &Overview) -> String {
+fn ranked_entry(options: &crate::overview::Options) -> String {
     // Findings read the ranked lists' first entries only: `top` changes none of them.
     // "v2": the findings kept as the report writes them, the rest beside (kept.rs).
-    format!("ranked findings v2 {:?}", overview.options.kept_key())
+    format!("ranked findings v2 {:?}", options.kept_key())
 }
 
 /// The ranked findings an earlier run kept for an overview with these options (detection
 /// and replays skipped).
 pub fn read_ranked(key: &crate::cache::TraceKey, overview: &Overview) -> Option<Vec<Finding>> {
-    kept::from_json(&crate::cache::read_text(key, &ranked_entry(overview))?)
+    kept::from_json(&crate::cache::read_text(
+        key,
+        &ranked_entry(&overview.options),
+    )?)
+}
+
+/// Whether the cache keeps ranked findings of the trace with `key` for these options (then
+/// neither detection nor replays run).
+pub fn ranked_kept(key: &crate::cache::TraceKey, options: &crate::overview::Options) -> bool {
+    crate::cache::read_text(key, &ranked_entry(options)).is_some()
 }
 
 pub fn store_ranked(key: &crate::cache::TraceKey, overview: &Overview, ranked: &[Finding]) {
     if let Some(text) = kept::to_json(ranked) {
-        crate::cache::store_text(key, &ranked_entry(overview), &text);
+        crate::cache::store_text(key, &ranked_entry(&overview.options), &text);
     }
 }
 

@@ -294,24 +294,27 @@ fn answer_staged(
 ) -> Option<Answers> {
     // No frames to draw: freed temporaries go back to the system (see the guard).
     let _memory = crate::memory::LoadMemoryGuard::hold();
-    let overview = overview_staged(opened, options, cancel, stages)?;
+    let trace = &opened.trace;
+    // What the replays need of the trace alone, built beside the analyses (whose end leaves
+    // a core idle while the gaps' patterns are grouped), unless the cache keeps the
+    // findings.
+    let replays_ahead = !opened
+        .key
+        .as_ref()
+        .is_some_and(|k| findings::ranked_kept(k, options));
+    let (overview, parts) = rayon::join(
+        || overview_staged(opened, options, cancel, stages),
+        || replays_ahead.then(|| crate::whatif::TraceParts::new(trace)),
+    );
+    let overview = overview?;
     // The front end's own work on the analyses, once: on the core the replays' walks leave
     // free first, or after the findings when none walked.
     let beside_once = std::sync::Once::new();
     let beside = || beside_once.call_once(|| stages.beside_replays(opened, &overview));
     // The critical path the report prints, worked out beside the detection.
-    let trace = &opened.trace;
+    let key = opened.key.as_ref();
     let (findings, _) = rayon::join(
-        || {
-            find(
-                trace,
-                &overview,
-                opened.key.as_ref(),
-                cancel,
-                stages,
-                &beside,
-            )
-        },
+        || find_with(trace, &overview, key, cancel, stages, &beside, parts),
         || overview.slowest_path(trace),
     );
     let findings = findings.filter(|_| !cancel.load(Ordering::Relaxed))?;
@@ -350,6 +353,19 @@ pub fn find(
     stages: &dyn Stages,
     beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Finding>> {
+    find_with(trace, overview, key, cancel, stages, beside, None)
+}
+
+/// [`find`], with what the replays need of the trace alone built already.
+fn find_with(
+    trace: &Trace,
+    overview: &Overview,
+    key: Option<&TraceKey>,
+    cancel: &AtomicBool,
+    stages: &dyn Stages,
+    beside: &(dyn Fn() + Sync),
+    parts: Option<crate::whatif::TraceParts>,
+) -> Option<Vec<Finding>> {
     findings::findings_staged(
         trace,
         overview,
@@ -358,6 +374,7 @@ pub fn find(
         &|found, span| stages.detected(found, span),
         &|i, saving| stages.saved(i, saving),
         beside,
+        parts,
     )
 }
 

@@ -74,47 +74,79 @@ impl Prepared {
     }
 
     fn build(trace: &Trace, groups: Option<std::sync::Arc<Collectives>>) -> Self {
-        // Four independent parts, worked out side by side.
-        let collectives_and_launches = || {
-            rayon::join(
-                || {
-                    crate::profile_scope!("replays: collectives");
-                    let groups = groups.unwrap_or_else(|| std::sync::Arc::new(collectives(trace)));
-                    let mut member: Vec<Vec<Vec<u32>>> = trace
-                        .devices
-                        .iter()
-                        .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
-                        .collect();
-                    for (g, c) in groups.iter().enumerate() {
-                        for &(d, s, o) in c {
-                            member[d][s][o] = g as u32;
-                        }
-                    }
-                    (groups, member)
-                },
-                || {
-                    crate::profile_scope!("replays: launches");
-                    launched_by_thread(trace)
-                },
-            )
-        };
-        let syncs_and_order = || {
-            let sync_names = sync_call_names(trace);
-            let sync_calls = sync_calls_by_thread(trace, &sync_names);
-            // The recorded order does not depend on the change: merged once.
-            let order = {
-                crate::profile_scope!("replays: recorded order");
-                PackedOrder::new(trace, &sync_calls)
-            };
-            (sync_names, sync_calls, order)
-        };
-        let (((groups, member), launched), (sync_names, sync_calls, order)) =
-            rayon::join(collectives_and_launches, syncs_and_order);
+        let (groups, parts) = rayon::join(
+            || groups.unwrap_or_else(|| std::sync::Arc::new(collectives(trace))),
+            || TraceParts::new(trace),
+        );
+        Self::from_parts(trace, parts, groups)
+    }
+
+    /// [`Prepared::with_collectives`], with the parts that need the trace alone built
+    /// already (beside the analyses, say).
+    pub fn from_parts(
+        trace: &Trace,
+        parts: TraceParts,
+        groups: std::sync::Arc<Collectives>,
+    ) -> Self {
+        crate::profile_scope!("replays: collectives");
+        let mut member: Vec<Vec<Vec<u32>>> = trace
+            .devices
+            .iter()
+            .map(|d| d.streams.iter().map(|s| vec![NONE; s.ops.len()]).collect())
+            .collect();
+        for (g, c) in groups.iter().enumerate() {
+            for &(d, s, o) in c {
+                member[d][s][o] = g as u32;
+            }
+        }
+        let TraceParts {
+            sync_names,
+            sync_calls,
+            launched,
+            order,
+        } = parts;
         Self {
             sync_names,
             sync_calls,
             groups,
             member,
+            launched,
+            order,
+        }
+    }
+}
+
+/// What every replay needs of the trace alone, whatever its analyses: the synchronising
+/// calls, each thread's launches and the recorded order (most of [`Prepared`]'s work).
+pub struct TraceParts {
+    sync_names: Vec<bool>,
+    sync_calls: Vec<Vec<u32>>,
+    launched: Vec<Launched>,
+    order: Option<PackedOrder>,
+}
+
+impl TraceParts {
+    pub fn new(trace: &Trace) -> Self {
+        // Independent parts, worked out side by side.
+        let (launched, (sync_names, sync_calls, order)) = rayon::join(
+            || {
+                crate::profile_scope!("replays: launches");
+                launched_by_thread(trace)
+            },
+            || {
+                let sync_names = sync_call_names(trace);
+                let sync_calls = sync_calls_by_thread(trace, &sync_names);
+                // The recorded order does not depend on the change: merged once.
+                let order = {
+                    crate::profile_scope!("replays: recorded order");
+                    PackedOrder::new(trace, &sync_calls)
+                };
+                (sync_names, sync_calls, order)
+            },
+        );
+        Self {
+            sync_names,
+            sync_calls,
             launched,
             order,
         }

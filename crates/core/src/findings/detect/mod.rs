@@ -37,16 +37,29 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
     // What a change can give back at most: below `NO_GAIN_PCT` of the span its replay
     // could only say that it gains nothing, and the finding would be dropped unreplayed.
     let can_gain = |ns: i64| 100.0 * ns as f64 / span as f64 >= super::NO_GAIN_PCT;
-    let mut out = Vec::new();
-    host_syncs(trace, overview, &worth, &mut out);
-    nccl_same_stream(trace, overview, &mut out);
-    let stall = straggler(trace, overview, &can_gain, &mut out);
-    host_bound(trace, overview, &worth, &mut out);
-    one_off_stalls(trace, overview, &worth, &can_gain, stall, &mut out);
-    copies(trace, &worth, &mut out);
-    hot_kernel(trace, overview, &mut out);
-    graph_capture(trace, overview, &worth, &mut out);
-    memory_growth(trace, overview, &mut out);
+    // Two groups side by side, their findings in this order: no detector reads another's
+    // findings (the straggler's stall alone goes to the one-off stalls), and the syncs take
+    // about as long as the rest together.
+    let (mut out, rest) = rayon::join(
+        || {
+            let mut out = Vec::new();
+            host_syncs(trace, overview, &worth, &mut out);
+            out
+        },
+        || {
+            let mut out = Vec::new();
+            nccl_same_stream(trace, overview, &mut out);
+            let stall = straggler(trace, overview, &can_gain, &mut out);
+            host_bound(trace, overview, &worth, &mut out);
+            one_off_stalls(trace, overview, &worth, &can_gain, stall, &mut out);
+            copies(trace, &worth, &mut out);
+            hot_kernel(trace, overview, &mut out);
+            graph_capture(trace, overview, &worth, &mut out);
+            memory_growth(trace, overview, &mut out);
+            out
+        },
+    );
+    out.extend(rest);
     out
 }
 
