@@ -124,14 +124,8 @@ impl FindingsPanel {
         let (trace, overview, key) = (trace.clone(), overview.clone(), cache_key.cloned());
         self.job = Some(Task::spawn((), ctx, move |out| {
             let stages = PanelStages(out.clone());
-            let found = crate::session::find(
-                &trace,
-                &overview,
-                key.as_ref(),
-                out.cancel_flag(),
-                &stages,
-                &|| {},
-            );
+            let found =
+                crate::session::find(&trace, &overview, key.as_ref(), out.cancel_flag(), &stages);
             if let Some(found) = found {
                 out.send(Message::Ranked(found));
             }

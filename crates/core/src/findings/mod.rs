@@ -212,8 +212,8 @@ pub fn prepare(trace: &Trace, overview: &Overview) -> Prepared {
     Prepared::with_collectives(trace, overview.collectives(trace))
 }
 
-/// [`replay_savings`], with what the replays share built already; `beside` is run once,
-/// on the thread whose walk ends first (after the walks when none walks).
+/// [`replay_savings`], with what the replays share built already; `beside` is run once, on
+/// the thread whose walk ends first (not at all when nothing walks: the caller's to run).
 pub fn replay_savings_with(
     trace: &Trace,
     overview: &Overview,
@@ -287,9 +287,6 @@ pub fn replay_savings_with(
         .collect();
     walked?;
     (!cancel.load(Ordering::Relaxed)).then_some(())?;
-    if !beside_taken.load(Ordering::Relaxed) {
-        beside();
-    }
     let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
     Some(
         findings
@@ -413,14 +410,7 @@ pub fn findings_staged(
     );
     detected(&found, run_span(trace));
     let savings = replay_savings_kept(
-        trace,
-        overview,
-        Some(&prepared),
-        &found,
-        cancel,
-        saved,
-        key,
-        beside,
+        trace, overview, &prepared, &found, cancel, saved, key, beside,
     )?;
     let ranked = finish(trace, overview, found, &savings);
     if let Some(key) = key {
@@ -463,7 +453,7 @@ pub fn store_ranked(key: &crate::cache::TraceKey, overview: &Overview, ranked: &
 pub fn replay_savings_kept(
     trace: &Trace,
     overview: &Overview,
-    prepared: Option<&Prepared>,
+    prepared: &Prepared,
     findings: &[Finding],
     cancel: &AtomicBool,
     done: impl Fn(usize, Saving) + Sync,
@@ -490,20 +480,7 @@ pub fn replay_savings_kept(
         }
         return Some(savings);
     }
-    let savings = match prepared {
-        Some(prepared) => {
-            replay_savings_with(trace, overview, prepared, findings, cancel, done, beside)?
-        }
-        None => replay_savings_with(
-            trace,
-            overview,
-            &prepare(trace, overview),
-            findings,
-            cancel,
-            done,
-            beside,
-        )?,
-    };
+    let savings = replay_savings_with(trace, overview, prepared, findings, cancel, done, beside)?;
     if let (Some(key), Ok(text)) = (key, serde_json::to_string(&savings)) {
         crate::cache::store_text(key, &what, &text);
     }

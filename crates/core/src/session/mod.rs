@@ -351,12 +351,12 @@ pub fn find(
     key: Option<&TraceKey>,
     cancel: &AtomicBool,
     stages: &dyn Stages,
-    beside: &(dyn Fn() + Sync),
 ) -> Option<Vec<Finding>> {
-    find_with(trace, overview, key, cancel, stages, beside, None)
+    find_with(trace, overview, key, cancel, stages, &|| {}, None)
 }
 
-/// [`find`], with what the replays need of the trace alone built already.
+/// [`find`], with work to run beside the replays (see [`findings::replay_savings_with`])
+/// and what the replays need of the trace alone built already.
 fn find_with(
     trace: &Trace,
     overview: &Overview,

@@ -93,7 +93,6 @@ impl OpenTrace {
                 self.key.as_ref(),
                 &AtomicBool::new(false),
                 &Quiet,
-                &|| {},
             )
             .unwrap_or_default()
         })

@@ -196,13 +196,8 @@ impl<'a> Files<'a> {
             for mut row in rows {
                 row.start -= shift;
                 row.end -= shift;
-                let backtrace = if cpu_samples {
-                    let mut frames = samples::os_call_frames(row.name);
-                    frames.extend([("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6")]);
-                    frames
-                } else {
-                    Vec::new()
-                };
+                let outermost = ("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6");
+                let backtrace = os_call_backtrace(cpu_samples, row.name, outermost);
                 w.osrt(pid, &row, &backtrace).map_err(&sql)?;
             }
         }
@@ -366,14 +361,24 @@ fn flush_rows(
         writer.nvtx_range(pid, row)?;
     }
     for row in &rows.osrt {
-        let backtrace = if cpu_samples {
-            let mut frames = samples::os_call_frames(row.name);
-            frames.extend([("generate", "/app/wan/generate.py")]);
-            frames
-        } else {
-            Vec::new()
-        };
+        let backtrace =
+            os_call_backtrace(cpu_samples, row.name, ("generate", "/app/wan/generate.py"));
         writer.osrt(pid, row, &backtrace)?;
     }
     Ok(())
+}
+
+/// An OS call's backtrace when CPU samples are written (none otherwise): its frames, then
+/// `outermost`.
+fn os_call_backtrace(
+    cpu_samples: bool,
+    name: &str,
+    outermost: samples::Frame,
+) -> Vec<samples::Frame> {
+    if !cpu_samples {
+        return Vec::new();
+    }
+    let mut frames = samples::os_call_frames(name);
+    frames.push(outermost);
+    frames
 }
