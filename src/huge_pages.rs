@@ -45,20 +45,92 @@ unsafe impl GlobalAlloc for HugePages {
     }
 }
 
-/// Asks for huge pages over the whole 4 KiB pages of `[p, p + len)`.
+/// Asks for huge pages over the block's whole mapping, or over the whole 4 KiB pages of
+/// `[p, p + len)` where the block is not a mapping of its own.
+///
+/// The whole mapping, glibc's header page included: advising only the pages inside
+/// `[p, p + len)` split the mapping in two areas, and `mremap` refuses to grow a range over
+/// two (`EFAULT`), so glibc's `realloc` of a large block fell back to a new block and a copy
+/// of all the old one, its untouched pages made resident (docs/benchmarks.md, "Figures
+/// behind the code").
 fn advise(p: *mut u8, len: usize) {
     if p.is_null() || len < ADVISED_FROM {
         return;
     }
     const PAGE: usize = 4096;
-    let start = (p as usize).next_multiple_of(PAGE);
-    let end = (p as usize + len) & !(PAGE - 1);
+    let (start, end) = match own_mapping_end(p) {
+        // glibc puts a block it maps on its own at a header's length into the mapping,
+        // and the block's usable size runs to the mapping's end.
+        Some(end) => ((p as usize) & !(PAGE - 1), end),
+        None => (
+            (p as usize).next_multiple_of(PAGE),
+            (p as usize + len) & !(PAGE - 1),
+        ),
+    };
     if end > start {
-        // SAFETY: the range lies inside a block just allocated; MADV_HUGEPAGE changes no
-        // contents. A failure (THP off) leaves ordinary pages: nothing to do.
+        // SAFETY: MADV_HUGEPAGE is a paging hint on the block's pages (its mapping's, or
+        // the whole pages inside it) and changes no contents. A failure (THP off) leaves
+        // ordinary pages: nothing to do.
         #[expect(unsafe_code, reason = "libc's madvise has no safe wrapper")]
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// Where the mapping of a block glibc mapped on its own ends: its usable size runs there,
+/// a page boundary (a block carved from a heap ends elsewhere: `None`).
+fn own_mapping_end(p: *mut u8) -> Option<usize> {
+    const PAGE: usize = 4096;
+    // SAFETY: `p` is a live block from glibc's malloc (`System` on linux-gnu).
+    #[expect(unsafe_code, reason = "libc's malloc_usable_size has no safe wrapper")]
+    let usable = unsafe { libc::malloc_usable_size(p.cast()) };
+    let end = p as usize + usable;
+    end.is_multiple_of(PAGE).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mapping `/proc/self/maps` lists around `addr`: its start and end.
+    fn mapping_of(addr: usize) -> Option<(usize, usize)> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        maps.lines().find_map(|line| {
+            let (a, b) = line.split_whitespace().next()?.split_once('-')?;
+            let a = usize::from_str_radix(a, 16).ok()?;
+            let b = usize::from_str_radix(b, 16).ok()?;
+            (a <= addr && addr < b).then_some((a, b))
+        })
+    }
+
+    /// Whether `[p, p + len)` lies in one mapping: what `mremap` needs to grow it.
+    fn in_one_mapping(p: *mut u8, len: usize) -> bool {
+        mapping_of(p as usize).is_some_and(|(_, end)| p as usize + len <= end)
+    }
+
+    #[test]
+    #[expect(
+        unsafe_code,
+        reason = "the allocator's own calls, as Rust's Vec makes them"
+    )]
+    fn a_large_block_stays_one_mapping_when_advised_and_when_grown() {
+        let old = Layout::from_size_align(40 << 20, 8).unwrap();
+        let new_size = 90 << 20;
+        // SAFETY: each block is used only within its size and freed once with its layout.
+        unsafe {
+            let p = HugePages.alloc(old);
+            assert!(!p.is_null());
+            assert!(
+                in_one_mapping(p, old.size()),
+                "advice split the block's mapping"
+            );
+            p.write_bytes(7, 4096);
+            let q = HugePages.realloc(p, old, new_size);
+            assert!(!q.is_null());
+            assert_eq!(*q.add(100), 7, "the contents moved with the block");
+            assert!(in_one_mapping(q, new_size));
+            HugePages.dealloc(q, Layout::from_size_align(new_size, 8).unwrap());
         }
     }
 }
