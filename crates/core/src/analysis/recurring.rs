@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::cpu_samples::{FrameName, WindowSamples, backtrace, samples_in};
 use super::gaps::{Cause, Gap, OpRef, launch_nvtx_path};
 use crate::format::format_ns;
-use crate::sorted::median;
+use crate::sorted::median_in_place;
 use crate::trace::{Device, NONE, StrId, TemplateId, Thread, Trace};
 
 /// A call of the launching thread that overlaps a gap: a CUDA API call, or an OS runtime
@@ -342,7 +342,7 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
     let mut out: Vec<RecurringGap> = groups
         .into_iter()
         .map(|members| {
-            let durations: Vec<i64> = members
+            let mut durations: Vec<i64> = members
                 .iter()
                 .map(|&i| gaps[i as usize].duration_ns)
                 .collect();
@@ -350,7 +350,7 @@ pub fn recurring(trace: &Trace, gaps: &[Gap]) -> (Vec<RecurringGap>, Vec<u32>) {
                 signature: signature(trace, &gaps[members[0] as usize]),
                 count: members.len(),
                 total_ns: durations.iter().sum(),
-                median_ns: median(&durations),
+                median_ns: median_in_place(&mut durations),
                 members,
             }
         })

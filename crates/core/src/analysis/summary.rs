@@ -53,14 +53,14 @@ pub fn kernels_by_name(
     let all: i64 = by_name.values().flat_map(|v| &v.0).sum();
     let mut stats: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(name, (durations, cut))| {
+        .map(|(name, (mut durations, cut))| {
             let total: i64 = durations.iter().sum();
             KernelStat {
                 name: trace.strings.get(name).to_string(),
                 count: durations.len(),
                 total_ns: total,
                 mean_ns: total / durations.len() as i64,
-                median_ns: median(&durations),
+                median_ns: crate::sorted::median_in_place(&mut durations),
                 min_ns: durations.iter().copied().min().unwrap_or(0),
                 max_ns: durations.iter().copied().max().unwrap_or(0),
                 share_pct: if all > 0 {

@@ -110,8 +110,14 @@ impl GpuOps {
     }
 }
 
-/// `column[i] = old[order[i]]`.
-pub fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
+/// `column[i] = old[order[i]]`, `order` as long as the column.
+///
+/// Gathered into a block of this thread's, then copied back into the column's own pages.
+/// Replacing the column with the gathered block gave every column fresh pages: the old
+/// block went back to the heap of the thread that had read it, not to this one's, so the
+/// next column's could not reuse it (docs/benchmarks.md, "Figures behind the code": a
+/// stream that mixes kernels and copies, read from two tables, is reordered whole).
+pub fn permute<T: Copy>(column: &mut [T], order: &[u32]) {
     let reordered: Vec<T> = order.iter().map(|&i| column[i as usize]).collect();
-    *column = reordered;
+    column.copy_from_slice(&reordered);
 }

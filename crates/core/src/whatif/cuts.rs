@@ -7,7 +7,7 @@ use crate::analysis::gaps::{
 };
 use crate::analysis::intervals::device_window;
 use crate::analysis::recurring::signature;
-use crate::sorted::median;
+use crate::sorted::median_in_place;
 use crate::trace::{NONE, Trace};
 
 /// Whether a string's text contains one of some needles, each string or template tested
@@ -232,8 +232,8 @@ pub(super) fn host_gap_cuts(
         }
     }
     for members in matched.values() {
-        let durations: Vec<i64> = members.iter().map(|g| g.duration_ns).collect();
-        let limit = median(&durations).saturating_mul(HOST_GAP_OUTLIER_FACTOR);
+        let mut durations: Vec<i64> = members.iter().map(|g| g.duration_ns).collect();
+        let limit = median_in_place(&mut durations).saturating_mul(HOST_GAP_OUTLIER_FACTOR);
         for g in members.iter().filter(|g| g.duration_ns <= limit) {
             let Some(device) = trace.device(g.device_id()) else {
                 continue;

@@ -60,10 +60,10 @@ pub(super) const MIN_LAUNCH_SHARE: f64 = 0.2;
 /// op-level annotation, and whose iterations' GPU spans cover most of the GPU time between
 /// the first and the last; the outermost such group, then the one launching most.
 pub(super) fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIterations>)> {
-    let (launches, kernel_time) = launches_and_time_per_call(trace);
+    let launches = launches_per_call(trace);
     let per_thread: Vec<HashMap<TemplateId, Group>> = (0..trace.threads.len())
         .into_par_iter()
-        .map(|ti| thread_groups(trace, &launches[ti], &kernel_time[ti], ti))
+        .map(|ti| thread_groups(trace, &launches[ti], ti))
         .collect();
     let mut groups: HashMap<TemplateId, Group> = HashMap::default();
     for map in per_thread {
@@ -110,9 +110,9 @@ pub(super) fn detect_marker(trace: &Trace) -> Option<(String, Vec<DeviceIteratio
 
 /// Of the kernels launched from each thread between its first range and its last, the
 /// share its ranges launched.
-fn launch_share(launches: &[Vec<u32>], threads: &[Thread], ranges: &[Vec<Window>]) -> f64 {
+fn launch_share(launches: &[CallLaunches], threads: &[Thread], ranges: &[Vec<Window>]) -> f64 {
     let (mut inside, mut all) = (0u64, 0u64);
-    for ((thread, counts), windows) in threads.iter().zip(launches).zip(ranges) {
+    for ((thread, launched), windows) in threads.iter().zip(launches).zip(ranges) {
         let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
             continue;
         };
@@ -120,10 +120,7 @@ fn launch_share(launches: &[Vec<u32>], threads: &[Thread], ranges: &[Vec<Window>
         let calls_in = |a: i64, b: i64| {
             let from = starts.partition_point(|&s| s < a);
             let to = starts.partition_point(|&s| s <= b);
-            counts[from..to.max(from)]
-                .iter()
-                .map(|&n| u64::from(n))
-                .sum::<u64>()
+            launched.kernels_in(from, to.max(from))
         };
         all += calls_in(first.start, last.end);
         inside += windows
@@ -199,47 +196,72 @@ pub(super) fn coverage(trace: &Trace, per_device: &[DeviceIterations]) -> f64 {
     }
 }
 
-/// Per thread, per API call: the kernels it launched and their GPU time, in one pass over
-/// the ops (each is read once for both).
-pub(super) fn launches_and_time_per_call(trace: &Trace) -> (Vec<Vec<u32>>, Vec<Vec<i64>>) {
-    let mut counts: Vec<Vec<u32>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
-    let mut times: Vec<Vec<i64>> = trace.threads.iter().map(|t| vec![0; t.api.len()]).collect();
+/// A thread's API calls' kernels, as prefix sums over its calls: the kernels launched by
+/// calls `[a, b)` and their GPU time, each one subtraction.
+pub(super) struct CallLaunches {
+    /// Kernels launched before call `c`, at `c` (wrapping: a difference is exact for any
+    /// range of calls launching fewer than 2^32 kernels).
+    kernels: Vec<u32>,
+    /// Their GPU time.
+    kernel_ns: Vec<i64>,
+}
+
+impl CallLaunches {
+    /// Kernels launched by calls `[a, b)`.
+    fn kernels_in(&self, a: usize, b: usize) -> u64 {
+        u64::from(self.kernels[b].wrapping_sub(self.kernels[a]))
+    }
+
+    /// Their GPU time.
+    fn kernel_ns_in(&self, a: usize, b: usize) -> i64 {
+        self.kernel_ns[b] - self.kernel_ns[a]
+    }
+}
+
+/// Per thread, the kernels its API calls launched and their GPU time, in one pass over
+/// the ops (each is read once for both), summed in place: a count and a time per call with
+/// their prefix sums beside took twice the fresh pages (docs/benchmarks.md, "Figures
+/// behind the code").
+pub(super) fn launches_per_call(trace: &Trace) -> Vec<CallLaunches> {
+    let mut per_thread: Vec<CallLaunches> = trace
+        .threads
+        .iter()
+        .map(|t| CallLaunches {
+            kernels: vec![0; t.api.len() + 1],
+            kernel_ns: vec![0; t.api.len() + 1],
+        })
+        .collect();
     for device in &trace.devices {
         for stream in &device.streams {
             let ops = &stream.ops;
             for i in 0..ops.len() {
                 if ops.launch_call[i] != NONE && ops.kind[i].is_kernel() {
                     let (t, c) = (ops.launch_thread[i] as usize, ops.launch_call[i] as usize);
-                    counts[t][c] += 1;
-                    times[t][c] += ops.duration(i);
+                    let launched = &mut per_thread[t];
+                    launched.kernels[c + 1] = launched.kernels[c + 1].wrapping_add(1);
+                    launched.kernel_ns[c + 1] += ops.duration(i);
                 }
             }
         }
     }
-    (counts, times)
+    per_thread.par_iter_mut().for_each(|launched| {
+        for c in 1..launched.kernels.len() {
+            launched.kernels[c] = launched.kernels[c].wrapping_add(launched.kernels[c - 1]);
+            launched.kernel_ns[c] += launched.kernel_ns[c - 1];
+        }
+    });
+    per_thread
 }
 
 /// The groups of one thread's push/pop ranges, by template. Ranges come in start order and
 /// the calls inside one are found from a cursor that only moves forward.
 pub(super) fn thread_groups(
     trace: &Trace,
-    launches: &[u32],
-    kernel_time: &[i64],
+    launches: &CallLaunches,
     ti: usize,
 ) -> HashMap<TemplateId, Group> {
     let thread = &trace.threads[ti];
     let (nvtx, starts) = (&thread.nvtx, &thread.api.start);
-    // Prefix sums of launches and their GPU time per call: kernels in calls [a, b).
-    let mut prefix = Vec::with_capacity(launches.len() + 1);
-    prefix.push(0u64);
-    for &n in launches {
-        prefix.push(prefix.last().unwrap() + n as u64);
-    }
-    let mut time_prefix = Vec::with_capacity(kernel_time.len() + 1);
-    time_prefix.push(0i64);
-    for &ns in kernel_time {
-        time_prefix.push(time_prefix.last().unwrap() + ns);
-    }
     let mut groups: HashMap<TemplateId, (Group, i64)> = HashMap::default();
     let mut cursor = 0usize;
     for r in 0..nvtx.len() {
@@ -264,9 +286,9 @@ pub(super) fn thread_groups(
             cursor += 1;
         }
         let b = first_after(starts, cursor, end);
-        let kernels = prefix[b] - prefix[cursor];
+        let kernels = launches.kernels_in(cursor, b);
         group.kernels += kernels;
-        group.kernel_ns += time_prefix[b] - time_prefix[cursor];
+        group.kernel_ns += launches.kernel_ns_in(cursor, b);
         group.ranges_with_kernels += (kernels > 0) as u64;
     }
     groups.into_iter().map(|(t, (g, _))| (t, g)).collect()

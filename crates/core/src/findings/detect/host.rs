@@ -104,7 +104,7 @@ fn sync_finding(
 ) -> Finding {
     let call_name = trace.strings.get(call).into_owned();
     let range_text = (range != NONE).then(|| trace.strings.get(range).into_owned());
-    let durations: Vec<i64> = members
+    let mut durations: Vec<i64> = members
         .iter()
         .map(|&i| overview.gaps[i as usize].duration_ns)
         .collect();
@@ -122,7 +122,7 @@ fn sync_finding(
     let first = f.first.map_or(0, |w| w.start_ns);
     let evidence = format!(
         "median gap {}, first at {} on {}",
-        format_ns(median(&durations)),
+        format_ns(median_in_place(&mut durations)),
         format_ns(first - trace.time_origin().unwrap_or(0)),
         f.first
             .and_then(|w| w.device)
@@ -139,7 +139,7 @@ fn sync_finding(
             "Each time, the launching thread waits in {call_name}{place} for the GPU to drain, then launches the next kernel late ({evidence}). Removing that sync (or deferring the value it reads) lets the CPU queue work ahead."
         );
     } else {
-        let gaps_after: Vec<i64> = after
+        let mut gaps_after: Vec<i64> = after
             .iter()
             .map(|&i| overview.gaps[i as usize].duration_ns)
             .collect();
@@ -152,7 +152,7 @@ fn sync_finding(
         f.detail = format!(
             "Each time, the launching thread waits in {call_name}{place} for the GPU to drain ({evidence}); from then on it launches every kernel just in time, and the GPU waits at {} boundaries (median {}) until a long kernel lets the CPU get ahead again. The host is no slower without the sync: it would queue work while the long kernels run, and the kernels after them would run back to back. Removing that sync (or deferring the value it reads) is the fix; the replay keeps every CPU time as recorded.",
             after.len(),
-            format_ns(median(&gaps_after))
+            format_ns(median_in_place(&mut gaps_after))
         );
     }
     with_change(

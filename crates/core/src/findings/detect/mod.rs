@@ -10,7 +10,7 @@ use crate::analysis::gaps::{Cause, Gap, OpRef, SyncCalls, launch_nvtx_path, sync
 use crate::analysis::recurring::{activity, cause_text};
 use crate::format::{format_ns, plural};
 use crate::overview::Overview;
-use crate::sorted::median;
+use crate::sorted::{median, median_in_place};
 use crate::trace::{DeviceId, NONE, StrId, Trace};
 use crate::whatif::{Change, HOST_GAP_OUTLIER_FACTOR, HostSpan};
 
