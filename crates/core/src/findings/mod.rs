@@ -191,7 +191,8 @@ pub fn detect(trace: &Trace, overview: &Overview) -> Vec<Finding> {
 pub type Saving = (i64, Option<i64>);
 
 /// The savings of `findings`' changes (in their order); `done` is told of each as it ends
-/// (index, saving). `None` when cancelled. The changes are replayed a few to a walk of the
+/// (index, saving). A change that gains nothing (below [`NO_GAIN_PCT`]) has no upper bound
+/// replayed: its finding is dropped. `None` when cancelled. The changes are replayed a few to a walk of the
 /// trace (a walk reads each event's rows once for all its changes) and the walks run in
 /// parallel: as many walks as threads, at most [`CHANGES_PER_WALK`] changes each (each
 /// change holds every op's replayed end while it walks).
@@ -225,21 +226,7 @@ pub fn replay_savings_with(
 ) -> Option<Vec<Option<Saving>>> {
     crate::profile_scope!("findings: replays");
     let measured = measured_spans(trace);
-    // Every change to replay: (finding, its upper bound's change or not, the change).
-    let changes: Vec<(usize, bool, &Change)> = findings
-        .iter()
-        .enumerate()
-        .flat_map(|(i, f)| {
-            let change = f.change.as_ref().map(|c| (i, false, c));
-            let upper = f.change.as_ref().and(f.upper_change.as_ref());
-            change.into_iter().chain(upper.map(|c| (i, true, c)))
-        })
-        .collect();
-    let per_walk = changes_per_walk(
-        changes.len(),
-        rayon::current_num_threads(),
-        trace.gpu_op_count(),
-    );
+    let span = measured.iter().copied().max().unwrap_or(0);
     let saving_of = |spans: &[i64]| -> i64 {
         measured
             .iter()
@@ -248,12 +235,15 @@ pub fn replay_savings_with(
             .max()
             .unwrap_or(0)
     };
-    // A finding's saving once its change's walk and its upper bound's have ended.
+    // A finding's saving once its change's walk, and its upper bound's where one is
+    // wanted, have ended. An upper bound is replayed only for a change that gains: a
+    // finding that gains nothing is dropped unread (`drop_idle_advice`).
     let ended = |f: &Finding, (saving, upper): (Option<i64>, Option<i64>)| -> Option<Saving> {
         let saving = saving?;
-        match f.upper_change {
-            None => Some((saving, None)),
-            Some(_) => Some((saving, Some(upper?.max(saving)))),
+        if f.upper_change.is_some() && gains(saving, span) {
+            Some((saving, Some(upper?.max(saving))))
+        } else {
+            Some((saving, None))
         }
     };
     // Per finding: its saving and its upper bound's, as their walks end.
@@ -261,32 +251,61 @@ pub fn replay_savings_with(
     // `beside` follows the walk that ends first, on its thread (the walks are seldom
     // even: five changes on two threads walk three and two).
     let beside_taken = std::sync::atomic::AtomicBool::new(false);
-    let walked: Option<Vec<()>> = changes
-        .par_chunks(per_walk)
-        .map(|walk| {
-            let these: Vec<&Change> = walk.iter().map(|&(_, _, c)| c).collect();
-            let spans = predicted_spans_of(trace, prepared, &these, Some(&overview.gaps), cancel)?;
-            let mut ended_now = Vec::new();
-            {
-                let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-                for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
-                    let slot = &mut found[i];
-                    *(if upper { &mut slot.1 } else { &mut slot.0 }) = Some(saving_of(spans));
-                    ended_now.extend(ended(&findings[i], *slot).map(|saving| (i, saving)));
+    // Replays `changes` (finding, whether its upper bound's, the change), a few to a walk.
+    let walk_all = |changes: &[(usize, bool, &Change)]| -> Option<()> {
+        if changes.is_empty() {
+            return Some(());
+        }
+        let per_walk = changes_per_walk(
+            changes.len(),
+            rayon::current_num_threads(),
+            trace.gpu_op_count(),
+        );
+        let walked: Option<Vec<()>> = changes
+            .par_chunks(per_walk)
+            .map(|walk| {
+                let these: Vec<&Change> = walk.iter().map(|&(_, _, c)| c).collect();
+                let spans =
+                    predicted_spans_of(trace, prepared, &these, Some(&overview.gaps), cancel)?;
+                let mut ended_now = Vec::new();
+                {
+                    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                    for (&(i, upper, _), spans) in walk.iter().zip(&spans) {
+                        let slot = &mut found[i];
+                        *(if upper { &mut slot.1 } else { &mut slot.0 }) = Some(saving_of(spans));
+                        ended_now.extend(ended(&findings[i], *slot).map(|saving| (i, saving)));
+                    }
                 }
-            }
-            // Told outside the lock: the other walks' ends do not wait on the listener.
-            for (i, saving) in ended_now {
-                done(i, saving);
-            }
-            if !beside_taken.swap(true, Ordering::Relaxed) {
-                beside();
-            }
-            Some(())
-        })
+                // Told outside the lock: the other walks' ends do not wait on the listener.
+                for (i, saving) in ended_now {
+                    done(i, saving);
+                }
+                if !beside_taken.swap(true, Ordering::Relaxed) {
+                    beside();
+                }
+                Some(())
+            })
+            .collect();
+        walked?;
+        (!cancel.load(Ordering::Relaxed)).then_some(())
+    };
+    // Every finding's change first, then the upper bounds of those that gain.
+    let changes: Vec<(usize, bool, &Change)> = findings
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.change.as_ref().map(|c| (i, false, c)))
         .collect();
-    walked?;
-    (!cancel.load(Ordering::Relaxed)).then_some(())?;
+    walk_all(&changes)?;
+    let uppers: Vec<(usize, bool, &Change)> = {
+        let found = found.lock().unwrap_or_else(|e| e.into_inner());
+        findings
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| found[*i].0.is_some_and(|saving| gains(saving, span)))
+            .filter_map(|(i, f)| f.upper_change.as_ref().map(|c| (i, true, c)))
+            .collect()
+    };
+    walk_all(&uppers)?;
     let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
     Some(
         findings
@@ -324,15 +343,26 @@ pub fn changes_per_walk(changes: usize, threads: usize, ops: usize) -> usize {
     }
 }
 
+/// A saving's share of the span, in percent (none of an empty span).
+fn saving_pct(saving: i64, span: i64) -> f64 {
+    if span > 0 {
+        100.0 * saving.max(0) as f64 / span as f64
+    } else {
+        0.0
+    }
+}
+
+/// Whether a change that saves this much is advice: below [`NO_GAIN_PCT`] of the span its
+/// finding is dropped.
+fn gains(saving: i64, span: i64) -> bool {
+    saving_pct(saving, span) >= NO_GAIN_PCT
+}
+
 /// Sets a finding's saving and the severity it earns.
 pub fn apply_saving(finding: &mut Finding, saving: Saving, span: i64) {
     let (saving, upper) = saving;
     let saving = saving.max(0);
-    let pct = if span > 0 {
-        100.0 * saving as f64 / span as f64
-    } else {
-        0.0
-    };
+    let pct = saving_pct(saving, span);
     finding.saving_ns = Some(saving);
     finding.saving_pct = Some(pct);
     finding.upper_bound_ns = upper.map(|u| u.max(saving));
