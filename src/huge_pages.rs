@@ -9,14 +9,31 @@
 //! fill 2 MiB around any byte touched and keep pages the heap has freed: advising blocks
 //! from 4 MiB there held 70 MB more after a cold open of the 2 GB export in the window.
 //! mimalloc was tried: as fast, but ~100 MB more at peak on the 2 GB trace.
+//!
+//! Only in the processes that open trace after trace (the window, the MCP server): there a
+//! block freed by the last trace is taken again while the system still backs it. A one-shot
+//! command's pages are all fresh, and on a VM whose host takes free memory back
+//! (virtio-balloon free page reporting, as on the project's machine) a fresh huge page
+//! waits for the host to back 2 MiB: its first touch was slower than 4 KiB pages' there, a
+//! cold `report` faster without the advice (docs/benchmarks.md, "Figures behind the code").
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Blocks from this size on are advised: glibc maps them on their own (the threshold
 /// `memory::LoadMemoryGuard` sets).
 const ADVISED_FROM: usize = nsys_explorer_core::memory::MMAP_FROM_BYTES;
 
 pub struct HugePages;
+
+/// Whether large blocks are advised from now on (see the module's text).
+static ADVISED: AtomicBool = AtomicBool::new(true);
+
+/// Advises large blocks allocated from now on to take huge pages, or not: a one-shot
+/// command turns it off before it starts.
+pub fn set_advised(on: bool) {
+    ADVISED.store(on, Ordering::Relaxed);
+}
 
 // SAFETY: every call goes to `System` unchanged; `advise` only sets a paging hint on
 // memory the block owns.
@@ -54,7 +71,7 @@ unsafe impl GlobalAlloc for HugePages {
 /// of all the old one, its untouched pages made resident (docs/benchmarks.md, "Figures
 /// behind the code").
 fn advise(p: *mut u8, len: usize) {
-    if p.is_null() || len < ADVISED_FROM {
+    if p.is_null() || len < ADVISED_FROM || !ADVISED.load(Ordering::Relaxed) {
         return;
     }
     const PAGE: usize = 4096;

@@ -41,6 +41,15 @@ pub fn main() -> ExitCode {
     if cli.no_export {
         crate::export::disable();
     }
+    // Huge pages where memory is taken again and again (the window, the MCP server, the
+    // benchmarks of the window's path); a one-shot command's pages are all fresh.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if !matches!(
+        cli.command,
+        None | Some(Command::Mcp { .. }) | Some(Command::Bench { .. })
+    ) {
+        crate::huge_pages::set_advised(false);
+    }
     let result = match cli.command {
         None => crate::ui::run(cli.files, cli.start_page, cli.show, cli.compare)
             .map_err(|e| format!("cannot open the window: {e}")),
