@@ -192,10 +192,10 @@ pub type Saving = (i64, Option<i64>);
 
 /// The savings of `findings`' changes (in their order); `done` is told of each as it ends
 /// (index, saving). A change that gains nothing (below [`NO_GAIN_PCT`]) has no upper bound
-/// replayed: its finding is dropped. `None` when cancelled. The changes are replayed a few to a walk of the
-/// trace (a walk reads each event's rows once for all its changes) and the walks run in
-/// parallel: as many walks as threads, at most [`CHANGES_PER_WALK`] changes each (each
-/// change holds every op's replayed end while it walks).
+/// replayed: its finding is dropped. `None` when cancelled. The changes are replayed a few
+/// to a walk of the trace (a walk reads each event's rows once for all its changes) and
+/// the walks run in parallel: as many walks as threads, at most [`CHANGES_PER_WALK`]
+/// changes each (each change holds every op's replayed end while it walks).
 pub fn replay_savings(
     trace: &Trace,
     overview: &Overview,

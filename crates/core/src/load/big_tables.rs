@@ -404,10 +404,12 @@ pub fn read_nvtx(
     span: Span,
 ) -> Result<NvtxChunk, LoadError> {
     let mut chunk = NvtxChunk::default();
-    // Room for a distinct text every other row (real exports come close), so the index
-    // rarely grows (a growing index rehashes every text it holds).
+    // Room for a distinct text every row (PyTorch's `emit_nvtx` with shapes comes close), so
+    // the index does not grow: a growing index rehashes every text it holds, and room for
+    // one text every other row made nearly every chunk of the seed-shaped export grow at
+    // its end. Room not filled is never touched.
     let rows = super::scan::ROWS_PER_CHUNK as usize;
-    chunk.texts.reserve(rows / 2, 0);
+    chunk.texts.reserve(rows, 0);
     chunk.rows = scan_range(ctx, conn, plan, span, |r| {
         let event_type = int(r, 2).unwrap_or(-1);
         let kind = match event_type {
