@@ -26,6 +26,10 @@ const ADVISED_FROM: usize = nsys_explorer_core::memory::MMAP_FROM_BYTES;
 
 pub struct HugePages;
 
+/// 4 KiB pages, as on x86-64 Linux (where pages are larger, `madvise` refuses a range not
+/// aligned to them and nothing is advised).
+const PAGE: usize = 4096;
+
 /// Whether large blocks are advised from now on (see the module's text).
 static ADVISED: AtomicBool = AtomicBool::new(true);
 
@@ -74,7 +78,6 @@ fn advise(p: *mut u8, len: usize) {
     if p.is_null() || len < ADVISED_FROM || !ADVISED.load(Ordering::Relaxed) {
         return;
     }
-    const PAGE: usize = 4096;
     let (start, end) = match own_mapping_end(p) {
         // glibc puts a block it maps on its own at a header's length into the mapping,
         // and the block's usable size runs to the mapping's end.
@@ -98,7 +101,6 @@ fn advise(p: *mut u8, len: usize) {
 /// Where the mapping of a block glibc mapped on its own ends: its usable size runs there,
 /// a page boundary (a block carved from a heap ends elsewhere: `None`).
 fn own_mapping_end(p: *mut u8) -> Option<usize> {
-    const PAGE: usize = 4096;
     // SAFETY: `p` is a live block from glibc's malloc (`System` on linux-gnu).
     #[expect(unsafe_code, reason = "libc's malloc_usable_size has no safe wrapper")]
     let usable = unsafe { libc::malloc_usable_size(p.cast()) };

@@ -248,8 +248,8 @@ pub fn replay_savings_with(
     };
     // Per finding: its saving and its upper bound's, as their walks end.
     let found = std::sync::Mutex::new(vec![(None, None); findings.len()]);
-    // `beside` follows the walk that ends first, on its thread (the walks are seldom
-    // even: five changes on two threads walk three and two).
+    // `beside` follows the walk that ends first, on its thread (the walks are seldom even:
+    // three changes on two threads walk two and one).
     let beside_taken = std::sync::atomic::AtomicBool::new(false);
     // Replays `changes` (finding, whether its upper bound's, the change), a few to a walk.
     let walk_all = |changes: &[(usize, bool, &Change)]| -> Option<()> {
@@ -354,7 +354,7 @@ fn saving_pct(saving: i64, span: i64) -> f64 {
 
 /// Whether a change that saves this much is advice: below [`NO_GAIN_PCT`] of the span its
 /// finding is dropped.
-fn gains(saving: i64, span: i64) -> bool {
+pub(crate) fn gains(saving: i64, span: i64) -> bool {
     saving_pct(saving, span) >= NO_GAIN_PCT
 }
 

@@ -36,7 +36,7 @@ pub(super) fn all(trace: &Trace, overview: &Overview) -> Vec<Finding> {
     let worth = |ns: i64| 100.0 * ns as f64 / span as f64 >= MIN_SHARE_PCT;
     // What a change can give back at most: below `NO_GAIN_PCT` of the span its replay
     // could only say that it gains nothing, and the finding would be dropped unreplayed.
-    let can_gain = |ns: i64| 100.0 * ns as f64 / span as f64 >= super::NO_GAIN_PCT;
+    let can_gain = |ns: i64| super::gains(ns, span);
     // Two groups side by side, their findings in this order: no detector reads another's
     // findings (the straggler's stall alone goes to the one-off stalls), and the syncs take
     // about as long as the rest together.
