@@ -42,8 +42,13 @@ fn every_kept_fuzz_input_gives_an_answer_or_an_error() {
             replayed += replay(&root.join(dir).join(target), run);
         }
     }
+    fuzzing::remove_scratch();
     assert!(
         replayed >= 10,
         "the seeds are there ({replayed} inputs replayed)"
+    );
+    assert!(
+        !fuzzing::scratch_dir().exists(),
+        "the replay leaves nothing in the temp folder"
     );
 }

@@ -8,11 +8,21 @@ use std::path::{Path, PathBuf};
 use arbitrary::{Result, Unstructured};
 use rusqlite::params;
 
-/// A folder of this process's own for the files the targets write.
+/// The folder of this process's own for the files the targets write (kept for the whole
+/// campaign: the targets rewrite the same two files input after input).
+pub fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("nx-fuzz-{}", std::process::id()))
+}
+
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nx-fuzz-{}", std::process::id()));
+    let dir = scratch_dir();
     let _ = std::fs::create_dir_all(&dir);
     dir.join(name)
+}
+
+/// Removes the scratch folder: a replay of kept inputs leaves nothing in the temp folder.
+pub fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch_dir());
 }
 
 /// A whole export as bytes → the page reader and the load; a model that loads is analysed.

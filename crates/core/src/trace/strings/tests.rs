@@ -270,3 +270,68 @@ fn texts_with_numbers_at_every_offset_of_a_word_come_back() {
     let (a, b) = (table.intern("abcdefgh 1 x"), table.intern("abcdefgh 2 x"));
     assert_eq!(table.template_of(a), table.template_of(b));
 }
+
+/// The split as first written, a byte at a time: what [`split`] must give back exactly.
+fn split_a_byte_at_a_time(text: &str) -> (Vec<u8>, Vec<u8>) {
+    let (bytes, mut template, mut numbers) = (text.as_bytes(), Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            template.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let run = &bytes[start..i];
+        let letter = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_alphabetic);
+        if start > 0 && letter(start - 1) && letter(i) {
+            template.extend_from_slice(run);
+        } else if run.len() <= 18 && (run.len() == 1 || run[0] != b'0') {
+            template.push(NUMBER);
+            let value = run.iter().fold(0u64, |v, d| v * 10 + (d - b'0') as u64);
+            put_varint(&mut numbers, value << 1);
+        } else {
+            template.push(NUMBER);
+            put_varint(&mut numbers, ((run.len() as u64) << 1) | 1);
+            numbers.extend_from_slice(run);
+        }
+    }
+    (template, numbers)
+}
+
+#[test]
+fn the_split_reads_a_word_at_a_time_what_a_byte_at_a_time_reads() {
+    // Runs of every length from 1 to 21 digits (the word's seven, eight, past 18), with
+    // leading zeros, at every offset and at the end, beside letters, punctuation and
+    // multi-byte letters; then random texts of those pieces.
+    let pieces = [
+        "a", "Z", " ", ",", "[", "_", "é", "ü", "0", "00", "7", "x", "(", "=", ":",
+    ];
+    let mut texts: Vec<String> = Vec::new();
+    for digits in 1..=21 {
+        let run: String = "9876543210".chars().cycle().take(digits).collect();
+        for lead in ["", "0"] {
+            for pad in 0..10 {
+                for (before, after) in [("", ""), ("a", "b"), (" ", ","), ("x", ""), ("", "y")] {
+                    let p = "ab, é".chars().cycle().take(pad).collect::<String>();
+                    texts.push(format!("{p}{before}{lead}{run}{after}"));
+                    texts.push(format!("{p}{before}{lead}{run}{after} seq = {run}, tail"));
+                }
+            }
+        }
+    }
+    let mut rng = fastrand::Rng::with_seed(68);
+    for _ in 0..20_000 {
+        let n = rng.usize(0..40);
+        texts.push((0..n).map(|_| pieces[rng.usize(0..pieces.len())]).collect());
+    }
+    let (mut template, mut numbers) = (Vec::new(), Vec::new());
+    for text in &texts {
+        split(text, &mut template, &mut numbers);
+        let (t, n) = split_a_byte_at_a_time(text);
+        assert_eq!((&template, &numbers), (&t, &n), "{text:?}");
+    }
+}
