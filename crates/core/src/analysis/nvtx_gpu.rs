@@ -93,13 +93,19 @@ struct Totals {
 /// counted that start in it).
 pub fn nvtx_gpu(trace: &Trace, window: Option<super::intervals::Window>) -> Vec<NvtxGpu> {
     crate::profile_scope!("analysis: GPU time per NVTX range");
-    let launches_from: Vec<bool> = {
-        let mut v = vec![false; trace.threads.len()];
-        for d in &trace.devices {
-            for s in &d.streams {
+    // Per thread, the streams it launched into (device and stream indices, in the trace's
+    // order): its kernels are looked for there alone. Every thread reading every op read a
+    // job of many ranks once per thread.
+    let streams_of: Vec<Vec<(usize, usize)>> = {
+        let mut v = vec![Vec::new(); trace.threads.len()];
+        for (di, d) in trace.devices.iter().enumerate() {
+            for (si, s) in d.streams.iter().enumerate() {
                 for &t in &s.ops.launch_thread {
                     if t != NONE {
-                        v[t as usize] = true;
+                        let streams: &mut Vec<(usize, usize)> = &mut v[t as usize];
+                        if streams.last() != Some(&(di, si)) {
+                            streams.push((di, si));
+                        }
                     }
                 }
             }
@@ -108,7 +114,7 @@ pub fn nvtx_gpu(trace: &Trace, window: Option<super::intervals::Window>) -> Vec<
     };
     let per_thread: Vec<ThreadTotals> = (0..trace.threads.len())
         .into_par_iter()
-        .map(|t| thread_totals(trace, t, launches_from[t], window))
+        .map(|t| thread_totals(trace, t, &streams_of[t], window))
         .collect();
     let mut totals: FxHashMap<(TemplateId, DeviceId), Totals> = FxHashMap::default();
     let mut counts: FxHashMap<TemplateId, u64> = FxHashMap::default();
@@ -195,10 +201,12 @@ type ThreadTotals = (
     FxHashMap<TemplateId, u64>,
 );
 
+/// One thread's ranges: their counts, and the GPU time of the kernels it launched into
+/// `streams` (see [`nvtx_gpu`]) inside them.
 fn thread_totals(
     trace: &Trace,
     t: usize,
-    launches: bool,
+    streams: &[(usize, usize)],
     window: Option<super::intervals::Window>,
 ) -> ThreadTotals {
     let inside = |at: i64| window.is_none_or(|w| at >= w.start && at < w.end);
@@ -212,24 +220,25 @@ fn thread_totals(
         }
     }
     let mut totals: FxHashMap<(TemplateId, DeviceId), Totals> = FxHashMap::default();
-    if !launches || nvtx.is_empty() {
+    if streams.is_empty() || nvtx.is_empty() {
         return (totals, counts);
     }
     // This thread's kernels, in launch order: (launch call, device, start, end).
     // At most one a call: room reserved once, not grown by copies (a million kernels).
-    let ops: usize = trace.devices.iter().map(|d| d.op_count()).sum();
+    let ops: usize = streams
+        .iter()
+        .map(|&(d, s)| trace.devices[d].streams[s].ops.len())
+        .sum();
     let mut kernels: Vec<(u32, DeviceId, i64, i64)> = Vec::with_capacity(thread.api.len().min(ops));
-    for d in &trace.devices {
-        for s in &d.streams {
-            let ops = &s.ops;
-            for i in 0..ops.len() {
-                if ops.launch_thread[i] == t as u32
-                    && ops.launch_call[i] != NONE
-                    && ops.kind[i].is_kernel()
-                    && inside(ops.start[i])
-                {
-                    kernels.push((ops.launch_call[i], d.id, ops.start[i], ops.end[i]));
-                }
+    for &(di, si) in streams {
+        let (device, ops) = (trace.devices[di].id, &trace.devices[di].streams[si].ops);
+        for i in 0..ops.len() {
+            if ops.launch_thread[i] == t as u32
+                && ops.launch_call[i] != NONE
+                && ops.kind[i].is_kernel()
+                && inside(ops.start[i])
+            {
+                kernels.push((ops.launch_call[i], device, ops.start[i], ops.end[i]));
             }
         }
     }
