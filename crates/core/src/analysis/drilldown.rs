@@ -481,9 +481,14 @@ fn add_nccl_contributors(
 ) {
     // NCCL time spent waiting for the last rank, against each device's median iteration.
     let waits = nccl_waits(trace, iterations, k);
+    // Each is over every rank: worked out once per median iteration, not once per device
+    // (most devices share theirs; a job of many ranks did it ranks × ranks times).
+    let mut reference_waits: HashMap<usize, HashMap<DeviceId, NcclTime>> = HashMap::default();
     for dev in devices.iter_mut() {
         let this = waits.get(&dev.device).copied().unwrap_or_default();
-        let reference = nccl_waits(trace, iterations, dev.reference_index)
+        let reference = reference_waits
+            .entry(dev.reference_index)
+            .or_insert_with(|| nccl_waits(trace, iterations, dev.reference_index))
             .get(&dev.device)
             .copied()
             .unwrap_or_default();
