@@ -371,6 +371,26 @@ fn export_tables(
 }
 
 /// The trace and its analyses as `report` works them out (from the cache when it has them).
+/// The trace of `paths` opened through the session (the cache, an `.nsys-rep`'s export,
+/// several files as one), no analysis run.
+fn opened_trace(
+    paths: &[PathBuf],
+    options: &Options,
+) -> Result<std::sync::Arc<crate::trace::Trace>, String> {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let source = session::Source::of(paths)?;
+    let ran = session::run(
+        &source,
+        options,
+        session::Until::Opened,
+        &session::Quiet,
+        &cancel,
+        true,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(ran.opened.trace)
+}
+
 fn trace_and_overview(
     paths: &[PathBuf],
     options: &Options,
@@ -619,12 +639,15 @@ fn what_if(
         iteration_marker,
         ..Default::default()
     };
-    let (trace, measured) = trace_and_overview(files, &options)?;
+    let trace = opened_trace(files, &options)?;
     for span in &change.remove_stalls {
         span.check(&trace)
             .map_err(|e| format!("--remove-stall {e}"))?;
     }
-    let w = whatif::report::what_if(&trace, &measured, &change, &options);
+    // Only what the outcome is read from, not every analysis: the replayed copy of the
+    // trace is held beside the measured run.
+    let measured = crate::overview::run_measures(&trace, &options);
+    let w = whatif::report::what_if_measured(&trace, measured, &change, &options);
     let name = files
         .iter()
         .map(|f| f.display().to_string())

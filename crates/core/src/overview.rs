@@ -293,6 +293,38 @@ fn assemble(
     }
 }
 
+/// What a run is measured by where only its outcome is wanted (the `what-if` command's
+/// replayed run): each selected device's summary, every gap with its cause, the iterations.
+pub struct RunMeasures {
+    pub devices: Vec<DeviceSummary>,
+    pub gaps: Vec<Gap>,
+    pub iterations: Iterations,
+}
+
+/// The [`RunMeasures`] of `trace`, as [`overview`] works them out, without the analyses
+/// nothing reads there: a replayed run is a second copy of the trace beside the first, and
+/// the memory of its analyses decided the command's peak.
+pub fn run_measures(trace: &Trace, options: &Options) -> RunMeasures {
+    let cpu = CpuIndex::new(trace);
+    let never = AtomicBool::new(false);
+    let selected = selected_devices(trace, options);
+    let ((devices, gaps), iterations) = rayon::join(
+        || per_device_gaps(trace, options, &never, &cpu, &selected, true),
+        || {
+            iterations_with(
+                trace,
+                options.iteration_marker.as_deref(),
+                &collectives(trace),
+            )
+        },
+    );
+    RunMeasures {
+        devices,
+        gaps,
+        iterations,
+    }
+}
+
 /// Each selected device's summary and (when `find_gaps`) its gaps.
 fn per_device_gaps(
     trace: &Trace,

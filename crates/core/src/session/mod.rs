@@ -413,7 +413,7 @@ impl Stages for Quiet {}
 pub enum Until {
     /// The trace opened (and kept in the cache for the next open).
     Opened,
-    /// Every analysis (the Python package's `open`, `what-if`, `export`).
+    /// Every analysis (the Python package's `open`, `export`).
     Analysed,
     /// The findings with their replayed savings and the slowest iteration's critical path
     /// (`report`, the window).

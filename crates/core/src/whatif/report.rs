@@ -7,10 +7,12 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use super::{Change, replay_with_progress};
+use crate::analysis::gaps::Gap;
+use crate::analysis::iterations::Iterations;
 use crate::analysis::iterations::iterations;
-use crate::compare::{IdleByCause, Run, whole_run};
+use crate::compare::{IdleByCause, idle_by_cause};
 use crate::format::{format_ns, signed_ns};
-use crate::overview::{Options, Overview, overview};
+use crate::overview::{DeviceSummary, Options, Overview, RunMeasures, run_measures};
 use crate::trace::device_name;
 use crate::trace::{DeviceId, OpKind, Trace};
 
@@ -50,19 +52,16 @@ fn time_of(trace: &Trace, device: usize, kinds: &[OpKind]) -> i64 {
         .sum()
 }
 
-fn outcomes(trace: &Trace, o: &Overview) -> Vec<Outcome> {
-    let run = Run {
-        path: std::path::Path::new(""),
-        trace,
-        overview: o,
-    };
+/// Each GPU's outcome in a run measured by `m` (its overview's parts, or a replayed run's
+/// [`RunMeasures`]).
+fn outcomes(trace: &Trace, m: Measures) -> Vec<Outcome> {
     trace
         .devices
         .iter()
         .enumerate()
         .map(|(i, d)| Outcome {
             device: d.id,
-            iteration_median_ns: o
+            iteration_median_ns: m
                 .iterations
                 .per_device
                 .iter()
@@ -71,9 +70,41 @@ fn outcomes(trace: &Trace, o: &Overview) -> Vec<Outcome> {
             total_ns: d.kernel_window().map_or(0, |w| w.1 - w.0),
             kernel_ns: time_of(trace, i, &[OpKind::Compute, OpKind::Graph]),
             nccl_ns: time_of(trace, i, &[OpKind::Nccl]),
-            idle: whole_run(&run, d.id).map(|s| s.idle).unwrap_or_default(),
+            // The whole run's idle time by the cause of its gaps (`compare::whole_run`).
+            idle: m
+                .devices
+                .iter()
+                .find(|s| s.device == d.id)
+                .map(|s| idle_by_cause(m.gaps, d.id, s.window, s.breakdown.idle))
+                .unwrap_or_default(),
         })
         .collect()
+}
+
+/// What an outcome is read from.
+#[derive(Clone, Copy)]
+struct Measures<'a> {
+    devices: &'a [DeviceSummary],
+    gaps: &'a [Gap],
+    iterations: &'a Iterations,
+}
+
+impl<'a> Measures<'a> {
+    fn of_overview(o: &'a Overview) -> Self {
+        Self {
+            devices: &o.devices,
+            gaps: &o.gaps,
+            iterations: &o.iterations,
+        }
+    }
+
+    fn of_run(m: &'a RunMeasures) -> Self {
+        Self {
+            devices: &m.devices,
+            gaps: &m.gaps,
+            iterations: &m.iterations,
+        }
+    }
 }
 
 fn pct_error(got: i64, want: i64) -> f64 {
@@ -112,6 +143,64 @@ pub fn what_if_progress(
     look: impl FnOnce(&Trace),
     progress: &dyn Fn(f32),
 ) -> WhatIf {
+    let outcomes_measured = outcomes(trace, Measures::of_overview(measured));
+    let measured = Measured {
+        outcomes: outcomes_measured,
+        iterations: &measured.iterations,
+        gaps: Some(&measured.gaps),
+    };
+    replayed(trace, measured, change, options, look, progress)
+}
+
+/// [`what_if`] of a run measured for this alone (the command line): its gaps are let go
+/// before the replays unless the change cuts host-bound gaps, so that the replayed copy
+/// of the trace is not held beside them.
+pub fn what_if_measured(
+    trace: &Trace,
+    measured: RunMeasures,
+    change: &Change,
+    options: &Options,
+) -> WhatIf {
+    let RunMeasures {
+        devices,
+        gaps,
+        iterations,
+    } = measured;
+    let outcomes_measured = outcomes(
+        trace,
+        Measures {
+            devices: &devices,
+            gaps: &gaps,
+            iterations: &iterations,
+        },
+    );
+    let gaps = (!change.cut_host_gaps.is_empty()).then_some(gaps);
+    let measured = Measured {
+        outcomes: outcomes_measured,
+        iterations: &iterations,
+        gaps: gaps.as_deref(),
+    };
+    replayed(trace, measured, change, options, |_| {}, &|_| {})
+}
+
+/// What the replays need of the measured run.
+struct Measured<'a> {
+    outcomes: Vec<Outcome>,
+    iterations: &'a Iterations,
+    /// Its gaps, where the change may cut host-bound ones (found again when `None`).
+    gaps: Option<&'a [Gap]>,
+}
+
+/// The replays (unchanged, for the model's error, then with `change`) set beside the
+/// measured run.
+fn replayed(
+    trace: &Trace,
+    measured: Measured,
+    change: &Change,
+    options: &Options,
+    look: impl FnOnce(&Trace),
+    progress: &dyn Fn(f32),
+) -> WhatIf {
     // The same iterations in every version: the marker the measured run found.
     let options = Options {
         iteration_marker: options
@@ -142,11 +231,10 @@ pub fn what_if_progress(
         })
         .collect();
     drop(unchanged);
-    let changed = replay_with_progress(trace, change, Some(&measured.gaps), &|f| {
-        progress(0.45 + 0.45 * f)
-    });
+    let changed =
+        replay_with_progress(trace, change, measured.gaps, &|f| progress(0.45 + 0.45 * f));
     progress(0.9);
-    let predicted_overview = overview(&changed, &options);
+    let predicted = run_measures(&changed, &options);
     progress(1.0);
     look(&changed);
     let mut assumptions = vec![
@@ -180,8 +268,8 @@ pub fn what_if_progress(
         assumptions.push("A removed sync returns at once: what came after it no longer waits for the GPU (a value it read must then come from elsewhere)".to_string());
     }
     WhatIf {
-        measured: outcomes(trace, measured),
-        predicted: outcomes(&changed, &predicted_overview),
+        measured: measured.outcomes,
+        predicted: outcomes(&changed, Measures::of_run(&predicted)),
         unchanged_error_pct,
         assumptions,
     }
