@@ -154,7 +154,8 @@ impl TraceParts {
 }
 
 /// The trace replayed with `change`: a copy with every op's, call's and NVTX range's time
-/// moved where the model puts it (NCCL moved to a stream of its own when asked).
+/// moved where the model puts it (NCCL moved to a stream of its own when asked), without
+/// what the replay does not move (NCCL calls' payloads, GPU counters, device memory).
 pub fn replay(trace: &Trace, change: &Change) -> Trace {
     replay_with_gaps(trace, change, None)
 }
