@@ -370,27 +370,29 @@ fn export_tables(
     Ok(())
 }
 
-/// The trace and its analyses as `report` works them out (from the cache when it has them).
-/// The trace of `paths` opened through the session (the cache, an `.nsys-rep`'s export,
-/// several files as one), no analysis run.
+/// The session run on `paths` (the cache, an `.nsys-rep`'s export, several files as one)
+/// up to `until`, quietly.
+fn run_until(
+    paths: &[PathBuf],
+    options: &Options,
+    until: session::Until,
+) -> Result<session::Ran, String> {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let source = session::Source::of(paths)?;
+    session::run(&source, options, until, &session::Quiet, &cancel, true).map_err(|e| e.to_string())
+}
+
+/// The trace of `paths` opened through the session, no analysis run.
 fn opened_trace(
     paths: &[PathBuf],
     options: &Options,
 ) -> Result<std::sync::Arc<crate::trace::Trace>, String> {
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let source = session::Source::of(paths)?;
-    let ran = session::run(
-        &source,
-        options,
-        session::Until::Opened,
-        &session::Quiet,
-        &cancel,
-        true,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(ran.opened.trace)
+    Ok(run_until(paths, options, session::Until::Opened)?
+        .opened
+        .trace)
 }
 
+/// The trace and its analyses as `report` works them out (from the cache when it has them).
 fn trace_and_overview(
     paths: &[PathBuf],
     options: &Options,
@@ -401,17 +403,7 @@ fn trace_and_overview(
     ),
     String,
 > {
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let source = session::Source::of(paths)?;
-    let ran = session::run(
-        &source,
-        options,
-        session::Until::Analysed,
-        &session::Quiet,
-        &cancel,
-        true,
-    )
-    .map_err(|e| e.to_string())?;
+    let ran = run_until(paths, options, session::Until::Analysed)?;
     let overview = ran.overview.expect("not cancelled");
     Ok((ran.opened.trace, overview))
 }

@@ -161,19 +161,10 @@ pub fn what_if_measured(
     change: &Change,
     options: &Options,
 ) -> WhatIf {
+    let outcomes_measured = outcomes(trace, Measures::of_run(&measured));
     let RunMeasures {
-        devices,
-        gaps,
-        iterations,
+        gaps, iterations, ..
     } = measured;
-    let outcomes_measured = outcomes(
-        trace,
-        Measures {
-            devices: &devices,
-            gaps: &gaps,
-            iterations: &iterations,
-        },
-    );
     let gaps = (!change.cut_host_gaps.is_empty()).then_some(gaps);
     let measured = Measured {
         outcomes: outcomes_measured,
